@@ -1,0 +1,115 @@
+import type { z } from "zod";
+import {
+  UnknownEventTypeError,
+  UnsupportedSchemaVersionError,
+  ValidationError,
+  zodIssues,
+} from "../errors.js";
+import * as S from "./schemas.js";
+
+type Upcaster = (data: unknown) => unknown;
+
+interface CatalogEntry<Schema extends z.ZodType> {
+  readonly schema: Schema;
+  /** The version written today. */
+  readonly version: number;
+  /** `upcast[v]` turns data written at version v into data of version v + 1. */
+  readonly upcast: Readonly<Record<number, Upcaster>>;
+}
+
+function entry<Schema extends z.ZodType>(
+  schema: Schema,
+  version = 1,
+  upcast: Record<number, Upcaster> = {},
+): CatalogEntry<Schema> {
+  return { schema, version, upcast };
+}
+
+/** AttemptFailed v1 -> v2: the error string becomes `{ kind, message }`. */
+function attemptFailedV1toV2(data: unknown): unknown {
+  const v1 = S.AttemptFailedV1.parse(data);
+  const { error, ...rest } = v1;
+  const kind = v1.exitCode !== null && v1.exitCode !== undefined ? "exit_code" : "unknown";
+  return { ...rest, error: { kind, message: error } };
+}
+
+/** The closed catalog of events: the one source of runtime checks and TypeScript types. */
+export const eventCatalog = {
+  TaskDeclared: entry(S.TaskDeclared),
+  TaskDeclarationChanged: entry(S.TaskDeclarationChanged),
+  TaskPaused: entry(S.TaskPaused),
+  TaskResumed: entry(S.TaskResumed),
+  TaskRetired: entry(S.TaskRetired),
+  IntervalReset: entry(S.IntervalReset),
+  IntervalCompleted: entry(S.IntervalCompleted),
+  IntervalFailed: entry(S.IntervalFailed),
+  DispatchIntended: entry(S.DispatchIntended),
+  AttemptStarted: entry(S.AttemptStarted),
+  AttemptLeaseExtended: entry(S.AttemptLeaseExtended),
+  AttemptHeartbeatExpired: entry(S.AttemptHeartbeatExpired),
+  AttemptSucceeded: entry(S.AttemptSucceeded),
+  AttemptFailed: entry(S.AttemptFailed, 2, { 1: attemptFailedV1toV2 }),
+  AttemptAbandoned: entry(S.AttemptAbandoned),
+  AttemptCancelled: entry(S.AttemptCancelled),
+  InstanceSkipped: entry(S.InstanceSkipped),
+  InstanceUpstreamFailed: entry(S.InstanceUpstreamFailed),
+  CompletionRejected: entry(S.CompletionRejected),
+  RunStarted: entry(S.RunStarted),
+  RunFinished: entry(S.RunFinished),
+  ConnectionDeclared: entry(S.ConnectionDeclared),
+  WorkflowDeclared: entry(S.WorkflowDeclared),
+  Note: entry(S.Note),
+} as const;
+
+export type EventCatalog = typeof eventCatalog;
+export type EventType = keyof EventCatalog;
+export type EventDataOf<T extends EventType> = z.output<EventCatalog[T]["schema"]>;
+export type EventInputOf<T extends EventType> = z.input<EventCatalog[T]["schema"]>;
+
+/** A domain event: a type from the catalog and its data, as the deciders produce them. */
+export type DomainEvent = {
+  [T in EventType]: { readonly type: T; readonly data: EventDataOf<T> };
+}[EventType];
+export type DomainEventOf<T extends EventType> = Extract<DomainEvent, { type: T }>;
+
+export const EVENT_TYPES = Object.keys(eventCatalog) as EventType[];
+
+export function isEventType(type: unknown): type is EventType {
+  return typeof type === "string" && Object.hasOwn(eventCatalog, type);
+}
+
+export function currentSchemaVersion(type: EventType): number {
+  return eventCatalog[type].version;
+}
+
+/** Validates data about to be written at the current schema version; returns the normalised data. */
+export function validateEventData<T extends EventType>(type: T, data: unknown): EventDataOf<T>;
+export function validateEventData(type: string, data: unknown): unknown;
+export function validateEventData(type: string, data: unknown): unknown {
+  if (!isEventType(type)) throw new UnknownEventTypeError(type);
+  const result = eventCatalog[type].schema.safeParse(data);
+  if (!result.success) throw new ValidationError(`event ${type}`, zodIssues(result.error));
+  return result.data;
+}
+
+/**
+ * Reads data recorded at `version`: upcasts it step by step to the current version, then
+ * validates it. History is never rewritten; old versions are converted on read.
+ */
+export function upcastEventData(type: string, version: number, data: unknown): DomainEvent {
+  if (!isEventType(type)) throw new UnknownEventTypeError(type);
+  const e: CatalogEntry<z.ZodType> = eventCatalog[type];
+  if (!Number.isInteger(version) || version < 1 || version > e.version) {
+    throw new UnsupportedSchemaVersionError(type, version, e.version);
+  }
+  let current = data;
+  for (let v = version; v < e.version; v++) {
+    const step = e.upcast[v];
+    if (!step) throw new UnsupportedSchemaVersionError(type, version, e.version);
+    current = step(current);
+  }
+  const result = e.schema.safeParse(current);
+  if (!result.success)
+    throw new ValidationError(`recorded event ${type} v${version}`, zodIssues(result.error));
+  return { type, data: result.data } as DomainEvent;
+}

@@ -1,0 +1,3 @@
+export * from "./catalog.js";
+export * from "./metadata.js";
+export * as EventSchemas from "./schemas.js";

@@ -1,0 +1,202 @@
+import { z } from "zod";
+import { taskKeySchema } from "../keys.js";
+import { connectionSpecSchema, instant, taskSpecSchema, workflowSpecSchema } from "../spec.js";
+
+const key = taskKeySchema;
+const token = z.string().min(8).max(128);
+const attempt = z.number().int().min(1);
+const reason = z.string().min(1).max(2000);
+const outputTail = z
+  .object({
+    stdoutTail: z.string().max(65_536).default(""),
+    stderrTail: z.string().max(65_536).default(""),
+  })
+  .strict();
+
+const fieldChange = z.object({ field: z.string(), from: z.unknown(), to: z.unknown() }).strict();
+
+// ---- task stream -------------------------------------------------------------------------
+
+export const TaskDeclared = z
+  .object({
+    key,
+    spec: taskSpecSchema,
+    /** First logical date the task will run for. */
+    logicalDate: instant,
+    nextRunDate: instant,
+  })
+  .strict();
+
+export const TaskDeclarationChanged = z
+  .object({ key, spec: taskSpecSchema, changes: z.array(fieldChange).min(1) })
+  .strict();
+
+export const TaskPaused = z.object({ key, reason: reason.optional() }).strict();
+export const TaskResumed = z.object({ key }).strict();
+export const TaskRetired = z.object({ key, reason: reason.optional() }).strict();
+
+/** The schedule position set back (backfill) or jumped ahead (catch-up disabled). */
+export const IntervalReset = z
+  .object({
+    key,
+    logicalDate: instant,
+    nextRunDate: instant,
+    prevIntervalStart: instant.nullable(),
+    reason: z.enum(["backfill", "catchup_disabled", "operator"]),
+    /** Backfill range end: the task walks forward until its logical date passes it. */
+    until: instant.optional(),
+    backfillId: z.string().optional(),
+  })
+  .strict();
+
+/** The success path: prev_interval_start := logical_date; logical_date and next_run_date advance. */
+export const IntervalCompleted = z
+  .object({
+    key,
+    logicalDate: instant,
+    nextLogicalDate: instant,
+    nextRunDate: instant,
+    attempt: attempt.optional(),
+  })
+  .strict();
+
+/** An interval that ended without success (failed, upstream_failed, abandoned): the task stops there. */
+export const IntervalFailed = z
+  .object({
+    key,
+    logicalDate: instant,
+    state: z.enum(["failed", "upstream_failed", "abandoned", "cancelled"]),
+    reason,
+  })
+  .strict();
+
+// ---- instance (attempt) stream ------------------------------------------------------------
+
+export const DispatchIntended = z
+  .object({
+    key,
+    logicalDate: instant,
+    attempt,
+    token,
+    runId: z.string().optional(),
+    connection: z.string().optional(),
+    /** The rendered operator, exactly what the worker will run. */
+    operator: z.record(z.string(), z.unknown()),
+    idempotent: z.boolean(),
+    leaseSeconds: z.number().int().min(1),
+    notBefore: instant.optional(),
+  })
+  .strict();
+
+export const AttemptStarted = z
+  .object({
+    attempt,
+    token,
+    workerId: z.string().min(1),
+    pid: z.number().int().optional(),
+    leaseExpiresAt: instant,
+  })
+  .strict();
+
+export const AttemptLeaseExtended = z.object({ attempt, token, leaseExpiresAt: instant }).strict();
+
+export const AttemptHeartbeatExpired = z
+  .object({ attempt, token, leaseExpiredAt: instant, workerId: z.string().optional() })
+  .strict();
+
+export const AttemptSucceeded = z
+  .object({
+    attempt,
+    token,
+    durationMs: z.number().min(0),
+    exitCode: z.number().int().nullable().default(null),
+    output: outputTail.optional(),
+    cacheHit: z.boolean().default(false),
+  })
+  .strict();
+
+/** Version 1 carried the error as a plain string; version 2 gives it a kind. */
+export const AttemptFailedV1 = z
+  .object({
+    attempt,
+    token,
+    error: z.string(),
+    exitCode: z.number().int().nullable().default(null),
+    durationMs: z.number().min(0).optional(),
+    output: outputTail.optional(),
+  })
+  .strict();
+
+export const AttemptFailed = z
+  .object({
+    attempt,
+    token,
+    error: z
+      .object({
+        kind: z.enum(["exit_code", "signal", "timeout", "exception", "http_status", "lost", "unknown"]),
+        message: z.string(),
+      })
+      .strict(),
+    exitCode: z.number().int().nullable().default(null),
+    durationMs: z.number().min(0).optional(),
+    output: outputTail.optional(),
+    /** When a retry is due, if the policy allows one. */
+    retryAt: instant.optional(),
+  })
+  .strict();
+
+export const AttemptAbandoned = z.object({ attempt, token, reason, by: z.string().min(1) }).strict();
+
+export const AttemptCancelled = z.object({ attempt, token, reason }).strict();
+
+export const InstanceSkipped = z.object({ key, logicalDate: instant, reason }).strict();
+
+export const InstanceUpstreamFailed = z
+  .object({ key, logicalDate: instant, failedParent: key, reason })
+  .strict();
+
+export const CompletionRejected = z
+  .object({
+    token: z.string().max(256),
+    attempt: z.number().int().optional(),
+    report: z.enum(["started", "heartbeat", "succeeded", "failed"]),
+    reason: z.enum(["unknown_token", "stale_token", "already_terminal"]),
+    currentToken: z.string().optional(),
+    workerId: z.string().optional(),
+  })
+  .strict();
+
+// ---- run stream ---------------------------------------------------------------------------
+
+export const RunStarted = z
+  .object({
+    runId: z.string().min(1),
+    workflow: z.string().min(1),
+    logicalDate: instant,
+    tasks: z.array(key),
+    trigger: z.enum(["schedule", "manual", "rerun", "backfill"]).default("schedule"),
+    params: z.record(z.string(), z.string()).default({}),
+  })
+  .strict();
+
+export const RunFinished = z
+  .object({
+    runId: z.string().min(1),
+    state: z.enum(["success", "failed", "partial"]),
+    succeeded: z.array(z.string()).default([]),
+    failed: z.array(z.string()).default([]),
+    skipped: z.array(z.string()).default([]),
+    upstreamFailed: z.array(z.string()).default([]),
+    cancelled: z.array(z.string()).default([]),
+  })
+  .strict();
+
+// ---- declarations other than tasks --------------------------------------------------------
+
+export const ConnectionDeclared = z.object({ spec: connectionSpecSchema }).strict();
+export const WorkflowDeclared = z.object({ spec: workflowSpecSchema }).strict();
+
+// ---- free-form (the `log append` command, tests) ------------------------------------------
+
+/** A note written by an operator or a test: free JSON data, still schema-checked as an object. */
+export const Note = z.object({ text: z.string().max(65_536) }).catchall(z.unknown());

@@ -1,0 +1,48 @@
+import { z } from "zod";
+
+/** One component of a task key: letters, digits and `_ . - = : @ +`. */
+export const keyPart = z
+  .string()
+  .min(1, "must not be empty")
+  .max(128, "must be at most 128 characters")
+  .regex(/^[A-Za-z0-9_.=:@+-]+$/, "may contain only letters, digits and _ . - = : @ +");
+
+export const taskKeySchema = z
+  .object({
+    project: keyPart,
+    account: keyPart,
+    name: keyPart,
+    partition: keyPart.default("ALL"),
+  })
+  .strict();
+
+export type TaskKey = z.output<typeof taskKeySchema>;
+
+/** `project/account/name/partition`, the form used in streams, the CLI and messages. */
+export function formatTaskKey(key: TaskKey): string {
+  return `${key.project}/${key.account}/${key.name}/${key.partition}`;
+}
+
+/**
+ * Parses `project/account/name[/partition]` (partition defaults to `ALL`).
+ * Returns a description of the problem instead of throwing, so callers can name the field.
+ */
+export function parseTaskKey(text: string): { ok: true; key: TaskKey } | { ok: false; error: string } {
+  const parts = text.split("/");
+  if (parts.length < 3 || parts.length > 4) {
+    return { ok: false, error: `task key "${text}" must be project/account/name[/partition]` };
+  }
+  const [project, account, name, partition] = parts;
+  const parsed = taskKeySchema.safeParse({ project, account, name, partition });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return { ok: false, error: `task key "${text}": ${issue?.path.join(".")} ${issue?.message}` };
+  }
+  return { ok: true, key: parsed.data };
+}
+
+export function sameTaskKey(a: TaskKey, b: TaskKey): boolean {
+  return (
+    a.project === b.project && a.account === b.account && a.name === b.name && a.partition === b.partition
+  );
+}

@@ -1,0 +1,113 @@
+import { z } from "zod";
+import { keyPart, taskKeySchema } from "./keys.js";
+
+/** ISO-8601 instant in UTC with milliseconds, e.g. `2026-11-28T02:00:00.000Z`. */
+export const instant = z.iso.datetime({ offset: false, precision: 3 });
+
+export const retryPolicySchema = z
+  .object({
+    /** Total attempts allowed, the first included. */
+    maxAttempts: z.number().int().min(1).max(100).default(1),
+    /** Delay before attempt n+1 is `min(maxDelayMs, initialDelayMs * factor^(n-1))`, plus jitter. */
+    initialDelayMs: z.number().int().min(0).default(1000),
+    factor: z.number().min(1).max(10).default(2),
+    maxDelayMs: z.number().int().min(0).default(300_000),
+    /** Fraction of the delay (0..1) added at random, the random part injected by the caller. */
+    jitter: z.number().min(0).max(1).default(0.1),
+  })
+  .strict();
+export type RetryPolicy = z.output<typeof retryPolicySchema>;
+
+export const operatorSchema = z.discriminatedUnion("type", [
+  z
+    .object({
+      type: z.literal("shell"),
+      command: z.string().min(1),
+      cwd: z.string().optional(),
+      env: z.record(z.string(), z.string()).default({}),
+      timeoutMs: z.number().int().positive().optional(),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal("http"),
+      method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]).default("GET"),
+      url: z.string().min(1),
+      headers: z.record(z.string(), z.string()).default({}),
+      body: z.string().optional(),
+      timeoutMs: z.number().int().positive().optional(),
+      expectStatus: z.array(z.number().int()).optional(),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal("node"),
+      module: z.string().min(1),
+      export: z.string().min(1).default("default"),
+      args: z.record(z.string(), z.unknown()).default({}),
+      timeoutMs: z.number().int().positive().optional(),
+    })
+    .strict(),
+  z.object({ type: z.literal("noop") }).strict(),
+]);
+export type OperatorSpec = z.output<typeof operatorSchema>;
+export type OperatorType = OperatorSpec["type"];
+
+/** The normalised declaration of one task, as recorded in TaskDeclared / TaskDeclarationChanged. */
+export const taskSpecSchema = z
+  .object({
+    key: taskKeySchema,
+    workflow: keyPart.optional(),
+    cron: z.string().min(1),
+    timezone: z.string().min(1).default("UTC"),
+    startDate: instant,
+    endDate: instant.optional(),
+    catchup: z.boolean().default(true),
+    operator: operatorSchema,
+    connection: keyPart.optional(),
+    parents: z.array(taskKeySchema).default([]),
+    retry: retryPolicySchema.default({
+      maxAttempts: 1,
+      initialDelayMs: 1000,
+      factor: 2,
+      maxDelayMs: 300_000,
+      jitter: 0.1,
+    }),
+    idempotent: z.boolean().default(false),
+    /** Merged config (workflow -> task -> inline), visible to templates as `config`. */
+    config: z.record(z.string(), z.unknown()).default({}),
+    cacheKey: z.string().optional(),
+    /** Seconds a worker's lease lasts without a heartbeat. */
+    leaseSeconds: z.number().int().min(1).max(86_400).default(30),
+  })
+  .strict();
+export type TaskSpec = z.output<typeof taskSpecSchema>;
+export type TaskSpecInput = z.input<typeof taskSpecSchema>;
+
+export const connectionSpecSchema = z
+  .object({
+    name: keyPart,
+    /** Which operators may use it; empty means any. */
+    operators: z.array(z.enum(["shell", "http", "node", "noop"])).default([]),
+    maxParallelism: z.number().int().min(1).max(100_000).default(16),
+    /** Order in which queued tasks are released: by priority (higher first), then logical date. */
+    sortOrder: z.enum(["logical_date", "priority"]).default("logical_date"),
+    config: z.record(z.string(), z.unknown()).default({}),
+  })
+  .strict();
+export type ConnectionSpec = z.output<typeof connectionSpecSchema>;
+
+export const workflowSpecSchema = z
+  .object({
+    name: keyPart,
+    project: keyPart,
+    account: keyPart,
+    cron: z.string().min(1).optional(),
+    timezone: z.string().min(1).optional(),
+    maxActiveRuns: z.number().int().min(1).default(16),
+    maxActiveTasks: z.number().int().min(1).default(16),
+    failurePolicy: z.enum(["skip_dependents", "fail_fast"]).default("skip_dependents"),
+    config: z.record(z.string(), z.unknown()).default({}),
+  })
+  .strict();
+export type WorkflowSpec = z.output<typeof workflowSpecSchema>;

@@ -1,0 +1,21 @@
+import { fileURLToPath } from "node:url";
+import { defineConfig } from "vitest/config";
+
+const src = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+
+export default defineConfig({
+  resolve: {
+    alias: [
+      { find: /^@chronolog\/core$/, replacement: src("./packages/core/src/index.ts") },
+      { find: /^@chronolog\/log$/, replacement: src("./packages/log/src/index.ts") },
+      { find: /^@chronolog\/log\/contract$/, replacement: src("./packages/log/src/contract/index.ts") },
+      { find: /^@chronolog\/log-sqlite$/, replacement: src("./packages/log-sqlite/src/index.ts") },
+    ],
+  },
+  test: {
+    include: ["packages/*/test/**/*.test.ts", "services/*/test/**/*.test.ts", "test/**/*.test.ts"],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    reporters: ["default", "./test/support/summary-reporter.ts"],
+  },
+});
