@@ -1,0 +1,223 @@
+import { parseDocument } from "yaml";
+import { ValidationError } from "../errors.js";
+
+export type DeclarationFormat = "yaml" | "json";
+
+/** One declaration file, parsed but not yet validated. */
+export interface DeclarationSource {
+  readonly filename: string;
+  readonly document: unknown;
+}
+
+export interface ParsedDeclaration extends DeclarationSource {
+  readonly format: DeclarationFormat;
+}
+
+/**
+ * A declaration file that is not well-formed YAML or JSON. It is a `ValidationError` (nothing was
+ * written) whose subject is the file and whose single issue's path is `line L, column C`.
+ */
+export class DeclarationSyntaxError extends ValidationError {
+  constructor(
+    readonly filename: string,
+    readonly format: DeclarationFormat,
+    readonly line: number,
+    readonly column: number,
+    readonly problem: string,
+    /** The offending line with a caret under the column, for terminals. */
+    readonly excerpt: string,
+  ) {
+    super(filename, [{ path: `line ${line}, column ${column}`, message: problem }]);
+    this.name = "DeclarationSyntaxError";
+  }
+}
+
+/** `.json` files are JSON; everything else (`.yaml`, `.yml`, stdin) is YAML. */
+export function declarationFormatOf(filename: string): DeclarationFormat {
+  return /\.json$/i.test(filename) ? "json" : "yaml";
+}
+
+/**
+ * Parses the text of one declaration file into its raw document (validate it with
+ * `validateDeclarations`). Throws `DeclarationSyntaxError` naming the file, line and column when
+ * the text is not well-formed. Duplicate keys in a mapping are an error in both formats.
+ */
+export function parseDeclarationText(
+  text: string,
+  options: { filename: string; format?: DeclarationFormat },
+): ParsedDeclaration {
+  const { filename } = options;
+  const format = options.format ?? declarationFormatOf(filename);
+  const source = text.startsWith("\uFEFF") ? text.slice(1) : text;
+  const document = format === "json" ? parseJson(source, filename) : parseYaml(source, filename);
+  return { filename, format, document };
+}
+
+function fail(
+  text: string,
+  filename: string,
+  format: DeclarationFormat,
+  offset: number,
+  problem: string,
+): never {
+  const { line, column } = lineColumn(text, offset);
+  const lineText = text.split(/\r?\n/)[line - 1] ?? "";
+  const excerpt = `${lineText}\n${" ".repeat(Math.max(0, column - 1))}^`;
+  throw new DeclarationSyntaxError(filename, format, line, column, problem, excerpt);
+}
+
+function lineColumn(text: string, offset: number): { line: number; column: number } {
+  let line = 1;
+  let lineStart = 0;
+  const end = Math.min(offset, text.length);
+  for (let i = 0; i < end; i++) {
+    if (text.charCodeAt(i) === 10) {
+      line++;
+      lineStart = i + 1;
+    }
+  }
+  return { line, column: end - lineStart + 1 };
+}
+
+// ---- YAML --------------------------------------------------------------------------------------
+
+function parseYaml(text: string, filename: string): unknown {
+  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true, strict: true, logLevel: "silent" });
+  const problem = doc.errors[0] ?? doc.warnings[0];
+  if (problem) {
+    const message = problem.message.split("\n")[0]?.replace(/ at line \d+, column \d+:?$/, "") ?? "";
+    fail(text, filename, "yaml", problem.pos[0], message);
+  }
+  try {
+    return doc.toJS({ maxAliasCount: 100 });
+  } catch (error) {
+    // Excessive aliasing ("billion laughs") and similar structural problems.
+    fail(text, filename, "yaml", 0, error instanceof Error ? error.message : String(error));
+  }
+}
+
+// ---- JSON --------------------------------------------------------------------------------------
+
+/**
+ * A small strict JSON parser (RFC 8259): unlike `JSON.parse` it reports where the problem is on
+ * every Node version, and rejects duplicate keys as YAML does.
+ */
+function parseJson(text: string, filename: string): unknown {
+  let pos = 0;
+  const error = (message: string, at = pos): never => fail(text, filename, "json", at, message);
+
+  const skipSpace = () => {
+    while (pos < text.length) {
+      const c = text[pos];
+      if (c === " " || c === "\t" || c === "\n" || c === "\r") pos++;
+      else break;
+    }
+  };
+  const describe = () => (pos >= text.length ? "end of input" : `${JSON.stringify(text[pos])}`);
+
+  const parseString = (): string => {
+    const start = pos;
+    pos++; // opening quote
+    while (pos < text.length) {
+      const c = text.charCodeAt(pos);
+      if (c === 34) {
+        pos++;
+        return JSON.parse(text.slice(start, pos)) as string;
+      }
+      if (c === 92) {
+        const next = text[pos + 1];
+        if (next === "u") {
+          if (!/^[0-9a-fA-F]{4}$/.test(text.slice(pos + 2, pos + 6))) error("invalid \\u escape");
+          pos += 6;
+        } else if (next !== undefined && '"\\/bfnrt'.includes(next)) pos += 2;
+        else error("invalid escape in string");
+      } else if (c < 0x20) error("control character in string (escape it)");
+      else pos++;
+    }
+    return error("unterminated string", start);
+  };
+
+  const parseValue = (depth: number): unknown => {
+    if (depth > 512) error("nesting is too deep");
+    skipSpace();
+    const c = text[pos];
+    if (c === "{") {
+      pos++;
+      const out: Record<string, unknown> = {};
+      skipSpace();
+      if (text[pos] === "}") {
+        pos++;
+        return out;
+      }
+      for (;;) {
+        skipSpace();
+        if (text[pos] !== '"') error(`expected a double-quoted property name, found ${describe()}`);
+        const keyAt = pos;
+        const key = parseString();
+        if (Object.hasOwn(out, key)) error(`duplicate key ${JSON.stringify(key)}`, keyAt);
+        skipSpace();
+        if (text[pos] !== ":") error(`expected ':' after property name, found ${describe()}`);
+        pos++;
+        const value = parseValue(depth + 1);
+        Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+        skipSpace();
+        if (text[pos] === ",") {
+          pos++;
+          continue;
+        }
+        if (text[pos] === "}") {
+          pos++;
+          return out;
+        }
+        error(`expected ',' or '}' after property value, found ${describe()}`);
+      }
+    }
+    if (c === "[") {
+      pos++;
+      const out: unknown[] = [];
+      skipSpace();
+      if (text[pos] === "]") {
+        pos++;
+        return out;
+      }
+      for (;;) {
+        out.push(parseValue(depth + 1));
+        skipSpace();
+        if (text[pos] === ",") {
+          pos++;
+          continue;
+        }
+        if (text[pos] === "]") {
+          pos++;
+          return out;
+        }
+        error(`expected ',' or ']' after array element, found ${describe()}`);
+      }
+    }
+    if (c === '"') return parseString();
+    const rest = text.slice(pos);
+    const number = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/.exec(rest);
+    if (number && number[0] !== "-") {
+      pos += number[0].length;
+      return Number(number[0]);
+    }
+    for (const [word, value] of [
+      ["true", true],
+      ["false", false],
+      ["null", null],
+    ] as const) {
+      if (rest.startsWith(word)) {
+        pos += word.length;
+        return value;
+      }
+    }
+    return error(`unexpected ${describe()}`);
+  };
+
+  skipSpace();
+  if (pos >= text.length) return null; // an empty file declares nothing
+  const value = parseValue(0);
+  skipSpace();
+  if (pos < text.length) error(`unexpected ${describe()} after the end of the document`);
+  return value;
+}

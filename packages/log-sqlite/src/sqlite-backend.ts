@@ -1,0 +1,364 @@
+import { type FSWatcher, mkdirSync, watch as watchFs } from "node:fs";
+import { basename, dirname } from "node:path";
+import {
+  type AppendResult,
+  chainHash,
+  type ExpectedRevision,
+  GENESIS_HASH,
+  type LogBackend,
+  LogClosedError,
+  type PreparedEvent,
+  type StoredEvent,
+  type StreamRevision,
+  WrongExpectedRevisionError,
+} from "@chronolog/log";
+import Database from "better-sqlite3";
+import { LAYOUT_VERSION, SCHEMA } from "./schema.js";
+
+export interface SqliteLogOptions {
+  /** The log file. Its directory is created if missing. */
+  readonly path: string;
+  /** Open for reading only: any number of such readers may run beside one writing process. */
+  readonly readonly?: boolean;
+  /**
+   * `FULL` (default): every acknowledged append is on disk (fsync per commit) and survives
+   * power loss. `NORMAL` trades that for speed (survives a process crash, not a power loss).
+   */
+  readonly synchronous?: "FULL" | "NORMAL" | "EXTRA";
+  /** Most events one group commit takes. */
+  readonly maxBatchEvents?: number;
+  /** How long an append waits for another process's write lock before failing. */
+  readonly busyTimeoutMs?: number;
+  /** WAL size, in pages, that triggers a checkpoint. */
+  readonly walAutocheckpointPages?: number;
+  /** Page cache size in MiB. */
+  readonly cacheMiB?: number;
+  /** Watch the file for commits by other processes (for subscriptions). Default true. */
+  readonly watchOtherProcesses?: boolean;
+}
+
+interface PendingAppend {
+  readonly streamId: string;
+  readonly events: readonly PreparedEvent[];
+  readonly expected: ExpectedRevision;
+  readonly resolve: (r: AppendResult) => void;
+  readonly reject: (e: unknown) => void;
+}
+
+interface EventRow {
+  position: bigint;
+  name: string;
+  revision: bigint;
+  type: string;
+  version: bigint;
+  data: string;
+  event_id: string;
+  actor: string;
+  causation_id: string | null;
+  correlation_id: string | null;
+  recorded_at: string;
+  prev_hash: string;
+  hash: string;
+}
+
+const SELECT_EVENT = `SELECT e.position, s.name, e.revision, e.type, e.version, e.data, e.event_id, e.actor,
+  e.causation_id, e.correlation_id, e.recorded_at, e.prev_hash, e.hash
+  FROM events e JOIN streams s ON s.sid = e.sid`;
+
+function toStored(row: EventRow): StoredEvent {
+  return {
+    streamId: row.name,
+    revision: row.revision,
+    position: row.position,
+    type: row.type,
+    dataJson: row.data,
+    metadata: {
+      eventId: row.event_id,
+      actor: row.actor,
+      causationId: row.causation_id,
+      correlationId: row.correlation_id,
+      schemaVersion: Number(row.version),
+      recordedAt: row.recorded_at,
+      prevHash: row.prev_hash,
+      hash: row.hash,
+    },
+  };
+}
+
+function checkExpected(streamId: string, expected: ExpectedRevision, actual: StreamRevision): void {
+  const ok =
+    expected === "any" ||
+    (expected === "no_stream" && actual === "no_stream") ||
+    (expected === "exists" && actual !== "no_stream") ||
+    (typeof expected === "bigint" && actual === expected);
+  if (!ok) throw new WrongExpectedRevisionError(streamId, expected, actual);
+}
+
+/**
+ * The embedded log: one SQLite file in WAL mode. Appends from one process are grouped so
+ * that many concurrent appenders share one commit (one fsync). Appends from several
+ * processes are serialised by SQLite's write lock, and every check (expected revision,
+ * chain head) is made inside the write transaction, so they stay correct.
+ */
+export class SqliteBackend implements LogBackend {
+  readonly name = "sqlite";
+  private readonly db: Database.Database;
+  private readonly queue: PendingAppend[] = [];
+  private flushScheduled = false;
+  private closed = false;
+  private readonly listeners = new Set<() => void>();
+  private fsWatcher: FSWatcher | null = null;
+  private trailingNotify: NodeJS.Timeout | null = null;
+  /** Group commits made by this connection (each one transaction, one fsync). */
+  commits = 0;
+  private readonly maxBatchEvents: number;
+  private readonly stmts: ReturnType<SqliteBackend["prepareStatements"]>;
+  private readonly writeBatch: Database.Transaction<(batch: PendingAppend[]) => Array<AppendResult | Error>>;
+
+  constructor(readonly options: SqliteLogOptions) {
+    if (!options.readonly) mkdirSync(dirname(options.path), { recursive: true });
+    this.db = new Database(options.path, {
+      readonly: options.readonly ?? false,
+      fileMustExist: options.readonly ?? false,
+      timeout: options.busyTimeoutMs ?? 10_000,
+    });
+    this.db.defaultSafeIntegers(true);
+    this.maxBatchEvents = options.maxBatchEvents ?? 20_000;
+    this.db.pragma(`cache_size = -${(options.cacheMiB ?? 64) * 1024}`);
+    this.db.pragma("temp_store = MEMORY");
+    this.db.pragma("mmap_size = 268435456");
+    if (!options.readonly) {
+      this.db.pragma("journal_mode = WAL");
+      this.db.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
+      this.db.pragma(`wal_autocheckpoint = ${options.walAutocheckpointPages ?? 16_384}`);
+      this.db.exec(SCHEMA);
+      this.db
+        .prepare("INSERT INTO meta(key, value) VALUES ('layout_version', ?) ON CONFLICT(key) DO NOTHING")
+        .run(String(LAYOUT_VERSION));
+      const layout = this.db.prepare("SELECT value FROM meta WHERE key = 'layout_version'").pluck().get();
+      if (layout !== String(LAYOUT_VERSION)) {
+        this.db.close();
+        throw new Error(`${options.path}: log layout version ${String(layout)} is not supported`);
+      }
+    }
+    this.stmts = this.prepareStatements();
+    this.writeBatch = this.db.transaction((batch: PendingAppend[]) => this.writeBatchInTransaction(batch));
+    if (options.watchOtherProcesses ?? true) this.watchFile();
+  }
+
+  private prepareStatements() {
+    const db = this.db;
+    return {
+      sidOf: db.prepare("SELECT sid FROM streams WHERE name = ?").pluck(),
+      insertStream: db.prepare("INSERT INTO streams(name) VALUES (?)"),
+      revisionOf: db.prepare("SELECT max(revision) FROM events WHERE sid = ?").pluck(),
+      head: db.prepare("SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"),
+      headPosition: db.prepare("SELECT max(position) FROM events").pluck(),
+      insertEvent:
+        db.prepare(`INSERT INTO events(position, sid, revision, type, version, data, event_id, actor,
+        causation_id, correlation_id, recorded_at, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`),
+      readStream: db.prepare(
+        `${SELECT_EVENT} WHERE e.sid = (SELECT sid FROM streams WHERE name = ?) AND e.revision >= ? ORDER BY e.revision LIMIT ?`,
+      ),
+      readAll: db.prepare(`${SELECT_EVENT} WHERE e.position >= ? ORDER BY e.position LIMIT ?`),
+    };
+  }
+
+  append(
+    streamId: string,
+    events: readonly PreparedEvent[],
+    expected: ExpectedRevision,
+  ): Promise<AppendResult> {
+    if (this.closed) return Promise.reject(new LogClosedError());
+    if (this.options.readonly) return Promise.reject(new Error(`${this.options.path} is open read-only`));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ streamId, events, expected, resolve, reject });
+      this.scheduleFlush();
+    });
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  /** One group commit: every append queued so far (up to the batch limit) in one transaction. */
+  private flush(): void {
+    this.flushScheduled = false;
+    let count = 0;
+    let take = 0;
+    while (
+      take < this.queue.length &&
+      (take === 0 || count + (this.queue[take]?.events.length ?? 0) <= this.maxBatchEvents)
+    ) {
+      count += this.queue[take]?.events.length ?? 0;
+      take += 1;
+    }
+    const batch = this.queue.splice(0, take);
+    if (batch.length === 0) return;
+    let results: Array<AppendResult | Error>;
+    try {
+      results = this.writeBatch.immediate(batch);
+      this.commits += 1;
+    } catch (error) {
+      for (const p of batch) p.reject(error);
+      if (this.queue.length > 0) this.scheduleFlush();
+      return;
+    }
+    let committed = false;
+    batch.forEach((p, i) => {
+      const r = results[i];
+      if (r instanceof Error) p.reject(r);
+      else if (r) {
+        committed = true;
+        p.resolve(r);
+      }
+    });
+    if (this.queue.length > 0) this.scheduleFlush();
+    if (committed) this.notify();
+  }
+
+  private writeBatchInTransaction(batch: PendingAppend[]): Array<AppendResult | Error> {
+    const head = this.stmts.head.get() as { position: bigint; hash: string } | undefined;
+    let position = head?.position ?? 0n;
+    let prevHash = head?.hash ?? GENESIS_HASH;
+    const recordedAt = new Date().toISOString();
+    return batch.map((p) => {
+      let sid = this.stmts.sidOf.get(p.streamId) as bigint | undefined;
+      const last = sid === undefined ? null : (this.stmts.revisionOf.get(sid) as bigint | null);
+      const actual: StreamRevision = last ?? "no_stream";
+      try {
+        checkExpected(p.streamId, p.expected, actual);
+      } catch (error) {
+        return error as Error;
+      }
+      if (sid === undefined) sid = this.stmts.insertStream.run(p.streamId).lastInsertRowid as bigint;
+      let revision = last ?? -1n;
+      for (const e of p.events) {
+        position += 1n;
+        revision += 1n;
+        const hash = chainHash(prevHash, {
+          position,
+          streamId: p.streamId,
+          revision,
+          type: e.type,
+          schemaVersion: e.schemaVersion,
+          dataJson: e.dataJson,
+          eventId: e.eventId,
+          actor: e.actor,
+          causationId: e.causationId,
+          correlationId: e.correlationId,
+          recordedAt,
+        });
+        this.stmts.insertEvent.run(
+          position,
+          sid,
+          revision,
+          e.type,
+          e.schemaVersion,
+          e.dataJson,
+          e.eventId,
+          e.actor,
+          e.causationId,
+          e.correlationId,
+          recordedAt,
+          prevHash,
+          hash,
+        );
+        prevHash = hash;
+      }
+      return { nextExpectedRevision: revision, position };
+    });
+  }
+
+  async readStream(streamId: string, fromRevision: bigint, maxCount: number): Promise<StoredEvent[]> {
+    this.ensureOpen();
+    return (this.stmts.readStream.all(streamId, fromRevision, BigInt(maxCount)) as EventRow[]).map(toStored);
+  }
+
+  async readAll(fromPosition: bigint, maxCount: number): Promise<StoredEvent[]> {
+    this.ensureOpen();
+    return (this.stmts.readAll.all(fromPosition, BigInt(maxCount)) as EventRow[]).map(toStored);
+  }
+
+  async streamRevision(streamId: string): Promise<StreamRevision> {
+    this.ensureOpen();
+    const sid = this.stmts.sidOf.get(streamId) as bigint | undefined;
+    if (sid === undefined) return "no_stream";
+    return (this.stmts.revisionOf.get(sid) as bigint | null) ?? "no_stream";
+  }
+
+  async headPosition(): Promise<bigint> {
+    this.ensureOpen();
+    return (this.stmts.headPosition.get() as bigint | null) ?? -1n;
+  }
+
+  watch(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Counts per table, for `chronolog log stats` and benchmarks. */
+  stats(): { events: bigint; streams: bigint; pageCount: bigint; pageSize: bigint } {
+    const one = (sql: string) => this.db.prepare(sql).pluck().get() as bigint;
+    return {
+      events: one("SELECT count(*) FROM events"),
+      streams: one("SELECT count(*) FROM streams"),
+      pageCount: this.db.pragma("page_count", { simple: true }) as bigint,
+      pageSize: this.db.pragma("page_size", { simple: true }) as bigint,
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    while (this.queue.length > 0) this.flush();
+    this.closed = true;
+    this.fsWatcher?.close();
+    if (this.trailingNotify) clearTimeout(this.trailingNotify);
+    this.listeners.clear();
+    this.db.close();
+  }
+
+  private notify(): void {
+    for (const l of this.listeners) l();
+  }
+
+  /**
+   * The WAL file changes before the writer publishes the commit in the shared index, so a read
+   * made at once may not see it yet: notify now, then twice more shortly after.
+   */
+  private notifyFromFile(): void {
+    this.notify();
+    if (this.trailingNotify) return;
+    this.trailingNotify = setTimeout(() => {
+      this.notify();
+      this.trailingNotify = setTimeout(() => {
+        this.trailingNotify = null;
+        this.notify();
+      }, 20);
+      this.trailingNotify.unref();
+    }, 2);
+    this.trailingNotify.unref();
+  }
+
+  /** Another process's commit changes the WAL file: wake subscribers within milliseconds. */
+  private watchFile(): void {
+    const file = basename(this.options.path);
+    try {
+      this.fsWatcher = watchFs(dirname(this.options.path), { persistent: false }, (_event, name) => {
+        if (name === `${file}-wal` || name === file) this.notifyFromFile();
+      });
+      this.fsWatcher.on("error", () => {
+        this.fsWatcher?.close();
+        this.fsWatcher = null;
+      });
+    } catch {
+      this.fsWatcher = null; // subscriptions fall back to polling
+    }
+  }
+
+  private ensureOpen(): void {
+    if (this.closed) throw new LogClosedError();
+  }
+}

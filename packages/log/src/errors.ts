@@ -1,0 +1,58 @@
+import { ChronologError } from "@chronolog/core";
+import type { ExpectedRevision, StreamRevision } from "./types.js";
+
+/** Compare-and-set failed: the stream is not at the revision the writer observed. */
+export class WrongExpectedRevisionError extends ChronologError {
+  readonly type = "wrong_expected_revision" as const;
+  constructor(
+    readonly streamId: string,
+    readonly expected: ExpectedRevision,
+    readonly actual: StreamRevision,
+  ) {
+    super(`stream "${streamId}": expected revision ${String(expected)}, actual ${String(actual)}`);
+    this.name = "WrongExpectedRevisionError";
+  }
+}
+
+export class InvalidStreamNameError extends ChronologError {
+  readonly type = "invalid_stream_name" as const;
+  constructor(readonly streamId: unknown) {
+    super(
+      `invalid stream name ${JSON.stringify(String(streamId))}: expected "category-id" (a lower-case category, a dash, then printable ASCII without spaces, at most 512 characters)`,
+    );
+    this.name = "InvalidStreamNameError";
+  }
+}
+
+export class InvalidExpectedRevisionError extends ChronologError {
+  readonly type = "invalid_expected_revision" as const;
+  constructor(readonly value: unknown) {
+    super(
+      `invalid expected revision ${typeof value === "bigint" ? `${value}n` : (JSON.stringify(value) ?? String(value))} (${typeof value}): expected "any", "no_stream", "exists" or a non-negative bigint`,
+    );
+    this.name = "InvalidExpectedRevisionError";
+  }
+}
+
+export class InvalidAppendError extends ChronologError {
+  readonly type = "invalid_append" as const;
+  constructor(message: string) {
+    super(message);
+    this.name = "InvalidAppendError";
+  }
+}
+
+/** The log was closed while an operation was pending or after it was closed. */
+export class LogClosedError extends ChronologError {
+  readonly type = "log_closed" as const;
+  constructor() {
+    super("the log is closed");
+    this.name = "LogClosedError";
+  }
+}
+
+/** The tamper-evident chain does not hold at `position`. */
+export interface ChainBreak {
+  readonly position: bigint;
+  readonly reason: string;
+}

@@ -1,0 +1,177 @@
+import { randomUUID } from "node:crypto";
+import { upcastEventData } from "@chronolog/core";
+import { type ChainBreak, LogClosedError } from "./errors.js";
+import { chainHash, GENESIS_HASH } from "./hash.js";
+import {
+  type EventHandler,
+  type SubscribeOptions,
+  type Subscription,
+  startSubscription,
+} from "./subscription.js";
+import type {
+  AppendResult,
+  ExpectedRevision,
+  LogBackend,
+  NewEvent,
+  ReadAllOptions,
+  ReadStreamOptions,
+  RecordedEvent,
+  StoredEvent,
+  StreamRevision,
+} from "./types.js";
+import { checkExpectedRevision, checkStreamName, prepareEvents } from "./validate.js";
+
+export interface EventLogOptions {
+  /** Default actor for events that name none, e.g. `cli:alice` or `scheduler:host:pid`. */
+  readonly actor?: string;
+  readonly newId?: () => string;
+}
+
+export interface AppendOptions {
+  readonly expectedRevision: ExpectedRevision;
+}
+
+export interface VerifyResult {
+  readonly checked: number;
+  readonly headPosition: bigint;
+  readonly break: ChainBreak | null;
+}
+
+const DEFAULT_PAGE = 1000;
+
+/** Parses and upcasts a stored event; the one place read paths turn bytes into domain events. */
+export function decodeStoredEvent(stored: StoredEvent): RecordedEvent {
+  const domain = upcastEventData(stored.type, stored.metadata.schemaVersion, JSON.parse(stored.dataJson));
+  return { ...stored, ...domain } as RecordedEvent;
+}
+
+/**
+ * The log as every part of Chronolog sees it, the same over every backend: validates before
+ * anything is written, upcasts on read, and delivers subscriptions.
+ */
+export class EventLog {
+  readonly actor: string;
+  private readonly newId: () => string;
+  private closed = false;
+
+  constructor(
+    readonly backend: LogBackend,
+    options: EventLogOptions = {},
+  ) {
+    this.actor = options.actor ?? "unknown";
+    this.newId = options.newId ?? randomUUID;
+  }
+
+  /**
+   * Appends `events` to `streamId` atomically if the stream is at `expectedRevision`.
+   * Throws WrongExpectedRevisionError on conflict, a validation error on bad input; in both
+   * cases nothing is written.
+   */
+  async append(streamId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
+    this.ensureOpen();
+    checkStreamName(streamId);
+    if (typeof options !== "object" || options === null) checkExpectedRevision(undefined);
+    checkExpectedRevision(options.expectedRevision);
+    const prepared = prepareEvents(events, { actor: this.actor, newId: this.newId });
+    return this.backend.append(streamId, prepared, options.expectedRevision);
+  }
+
+  async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    this.ensureOpen();
+    checkStreamName(streamId);
+    const stored = await this.backend.readStream(
+      streamId,
+      options.fromRevision ?? 0n,
+      options.maxCount ?? Number.MAX_SAFE_INTEGER,
+    );
+    return stored.map(decodeStoredEvent);
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
+    this.ensureOpen();
+    const stored = await this.backend.readAll(options.fromPosition ?? 0n, options.maxCount ?? DEFAULT_PAGE);
+    return stored.map(decodeStoredEvent);
+  }
+
+  /** Raw stored events, not parsed: for auditing and for `log read --raw`. */
+  async readAllStored(options: ReadAllOptions = {}): Promise<StoredEvent[]> {
+    this.ensureOpen();
+    return this.backend.readAll(options.fromPosition ?? 0n, options.maxCount ?? DEFAULT_PAGE);
+  }
+
+  async streamRevision(streamId: string): Promise<StreamRevision> {
+    this.ensureOpen();
+    checkStreamName(streamId);
+    return this.backend.streamRevision(streamId);
+  }
+
+  async headPosition(): Promise<bigint> {
+    this.ensureOpen();
+    return this.backend.headPosition();
+  }
+
+  /** Delivers every event from `fromPosition` on: first what is there, then each new commit. */
+  subscribe(handler: EventHandler, options: SubscribeOptions = {}): Subscription {
+    this.ensureOpen();
+    return startSubscription(
+      {
+        readAll: async (from, max) => (await this.backend.readAll(from, max)).map(decodeStoredEvent),
+        headPosition: () => this.backend.headPosition(),
+        watch: (listener) => this.backend.watch(listener),
+      },
+      handler,
+      options,
+    );
+  }
+
+  /** Walks the whole log and reports the first position where the hash chain breaks. */
+  async verify(onProgress?: (checked: number) => void): Promise<VerifyResult> {
+    this.ensureOpen();
+    let prev = GENESIS_HASH;
+    let checked = 0;
+    let from = 0n;
+    let head = -1n;
+    for (;;) {
+      const page = await this.backend.readAll(from, 5000);
+      if (page.length === 0) break;
+      for (const e of page) {
+        const found = (reason: string): VerifyResult => ({
+          checked,
+          headPosition: e.position,
+          break: { position: e.position, reason },
+        });
+        if (e.metadata.prevHash !== prev) return found("prev_hash does not match the previous event's hash");
+        const recomputed = chainHash(prev, {
+          position: e.position,
+          streamId: e.streamId,
+          revision: e.revision,
+          type: e.type,
+          schemaVersion: e.metadata.schemaVersion,
+          dataJson: e.dataJson,
+          eventId: e.metadata.eventId,
+          actor: e.metadata.actor,
+          causationId: e.metadata.causationId,
+          correlationId: e.metadata.correlationId,
+          recordedAt: e.metadata.recordedAt,
+        });
+        if (recomputed !== e.metadata.hash) return found("the event's content does not match its hash");
+        prev = e.metadata.hash;
+        head = e.position;
+        checked += 1;
+      }
+      from = (page.at(-1) as StoredEvent).position + 1n;
+      onProgress?.(checked);
+    }
+    return { checked, headPosition: head, break: null };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.backend.close();
+  }
+
+  private ensureOpen(): void {
+    if (this.closed) throw new LogClosedError();
+  }
+}

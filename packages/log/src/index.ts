@@ -1,0 +1,6 @@
+export * from "./errors.js";
+export * from "./event-log.js";
+export * from "./hash.js";
+export * from "./subscription.js";
+export * from "./types.js";
+export { checkExpectedRevision, checkStreamName, MAX_EVENTS_PER_APPEND, prepareEvents } from "./validate.js";

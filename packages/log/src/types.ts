@@ -1,0 +1,93 @@
+import type { DomainEvent, EventMetadataInput, RecordedMetadata } from "@chronolog/core";
+
+/**
+ * What an append expects of the stream's current state:
+ * - `any`: no check;
+ * - `no_stream`: the stream has no events;
+ * - `exists`: the stream has at least one event;
+ * - a bigint `n`: the stream's last event has revision `n` (revisions start at 0).
+ */
+export type ExpectedRevision = "any" | "no_stream" | "exists" | bigint;
+
+/** A stream's current revision as observed: `no_stream` or the last event's revision. */
+export type StreamRevision = "no_stream" | bigint;
+
+/** An event a caller asks to append. Metadata fields not given are filled by the log. */
+export interface NewEvent {
+  readonly type: string;
+  readonly data: unknown;
+  readonly metadata?: Partial<EventMetadataInput>;
+}
+
+/** An event as stored, before its data is parsed or upcast. */
+export interface StoredEvent {
+  readonly streamId: string;
+  /** The event's revision within its stream, from 0. */
+  readonly revision: bigint;
+  /** The event's position in the whole log: strictly increasing in commit order. */
+  readonly position: bigint;
+  readonly type: string;
+  /** The JSON text of the data, exactly as stored (the hash covers these bytes). */
+  readonly dataJson: string;
+  readonly metadata: RecordedMetadata;
+}
+
+/** An event as read through the log: its data parsed and upcast to the current schema version. */
+export type RecordedEvent = StoredEvent & DomainEvent;
+
+export interface AppendResult {
+  /** The revision of the last event appended: pass it as the next expected revision. */
+  readonly nextExpectedRevision: bigint;
+  /** The global position of the last event appended. */
+  readonly position: bigint;
+}
+
+export interface ReadStreamOptions {
+  /** First revision to read (inclusive). Default 0. */
+  readonly fromRevision?: bigint;
+  readonly maxCount?: number;
+}
+
+export interface ReadAllOptions {
+  /** First global position to read (inclusive). Default: the start of the log. */
+  readonly fromPosition?: bigint;
+  readonly maxCount?: number;
+}
+
+/** An event prepared for storage by the log: validated, serialised, metadata filled. */
+export interface PreparedEvent {
+  readonly type: string;
+  readonly dataJson: string;
+  readonly schemaVersion: number;
+  readonly eventId: string;
+  readonly actor: string;
+  readonly causationId: string | null;
+  readonly correlationId: string | null;
+}
+
+/**
+ * What a storage engine implements. It owns its connections: callers never see a client,
+ * a transaction or a socket. Validation, upcasting and subscriptions live above it in
+ * {@link EventLog}, so they are the same for every engine.
+ */
+export interface LogBackend {
+  readonly name: string;
+  /** Appends atomically, or throws WrongExpectedRevisionError and writes nothing. */
+  append(
+    streamId: string,
+    events: readonly PreparedEvent[],
+    expected: ExpectedRevision,
+  ): Promise<AppendResult>;
+  readStream(streamId: string, fromRevision: bigint, maxCount: number): Promise<StoredEvent[]>;
+  readAll(fromPosition: bigint, maxCount: number): Promise<StoredEvent[]>;
+  /** The stream's current revision. */
+  streamRevision(streamId: string): Promise<StreamRevision>;
+  /** The position of the last committed event, or -1n for an empty log. */
+  headPosition(): Promise<bigint>;
+  /**
+   * Calls `listener` whenever new events may have been committed (by this process or, where
+   * the engine can tell, another). Returns a function that stops the notifications.
+   */
+  watch(listener: () => void): () => void;
+  close(): Promise<void>;
+}

@@ -1,0 +1,90 @@
+import {
+  currentSchemaVersion,
+  eventMetadataInput,
+  isEventType,
+  isValidStreamName,
+  UnknownEventTypeError,
+  ValidationError,
+  validateEventData,
+  zodIssues,
+} from "@chronolog/core";
+import { InvalidAppendError, InvalidExpectedRevisionError, InvalidStreamNameError } from "./errors.js";
+import type { ExpectedRevision, NewEvent, PreparedEvent } from "./types.js";
+
+export const MAX_EVENTS_PER_APPEND = 10_000;
+export const MAX_EVENT_BYTES = 1_048_576;
+
+export function checkStreamName(streamId: unknown): asserts streamId is string {
+  if (!isValidStreamName(streamId)) throw new InvalidStreamNameError(streamId);
+}
+
+export function checkExpectedRevision(value: unknown): asserts value is ExpectedRevision {
+  if (value === "any" || value === "no_stream" || value === "exists") return;
+  if (typeof value === "bigint" && value >= 0n) return;
+  throw new InvalidExpectedRevisionError(value);
+}
+
+export interface PrepareContext {
+  readonly actor: string;
+  readonly newId: () => string;
+}
+
+/**
+ * Validates a whole append before anything is written: every event's type, data and metadata.
+ * One bad event rejects the append.
+ */
+export function prepareEvents(events: readonly NewEvent[], ctx: PrepareContext): PreparedEvent[] {
+  if (!Array.isArray(events) || events.length === 0) {
+    throw new InvalidAppendError("an append needs at least one event");
+  }
+  if (events.length > MAX_EVENTS_PER_APPEND) {
+    throw new InvalidAppendError(
+      `an append takes at most ${MAX_EVENTS_PER_APPEND} events, got ${events.length}`,
+    );
+  }
+  return events.map((event, index) => {
+    if (typeof event !== "object" || event === null) {
+      throw new InvalidAppendError(`events[${index}] is not an object`);
+    }
+    if (!isEventType(event.type)) throw new UnknownEventTypeError(String(event.type));
+    let data: unknown;
+    try {
+      data = validateEventData(event.type, event.data);
+    } catch (error) {
+      if (error instanceof ValidationError) {
+        throw new ValidationError(
+          `events[${index}] (${event.type})`,
+          error.issues.map((i) => ({ path: i.path ? `data.${i.path}` : "data", message: i.message })),
+        );
+      }
+      throw error;
+    }
+    const meta = eventMetadataInput.safeParse({
+      eventId: event.metadata?.eventId ?? ctx.newId(),
+      actor: event.metadata?.actor ?? ctx.actor,
+      causationId: event.metadata?.causationId ?? null,
+      correlationId: event.metadata?.correlationId ?? null,
+    });
+    if (!meta.success) {
+      throw new ValidationError(
+        `events[${index}] (${event.type})`,
+        zodIssues(meta.error).map((i) => ({ path: `metadata.${i.path}`, message: i.message })),
+      );
+    }
+    const dataJson = JSON.stringify(data);
+    if (dataJson.length > MAX_EVENT_BYTES) {
+      throw new InvalidAppendError(
+        `events[${index}] (${event.type}): data is larger than ${MAX_EVENT_BYTES} bytes`,
+      );
+    }
+    return {
+      type: event.type,
+      dataJson,
+      schemaVersion: currentSchemaVersion(event.type),
+      eventId: meta.data.eventId,
+      actor: meta.data.actor,
+      causationId: meta.data.causationId,
+      correlationId: meta.data.correlationId,
+    };
+  });
+}
