@@ -26,8 +26,8 @@ CREATE TABLE IF NOT EXISTS events (
   causation_id   TEXT,
   correlation_id TEXT,
   recorded_at    TEXT NOT NULL,
-  prev_hash      TEXT NOT NULL,
-  hash           TEXT NOT NULL
+  prev_hash      BLOB NOT NULL,
+  hash           BLOB NOT NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS events_by_stream ON events(sid, revision);
 

@@ -1,5 +1,6 @@
 import {
   currentSchemaVersion,
+  type EventMetadataInput,
   eventMetadataInput,
   isEventType,
   isValidStreamName,
@@ -59,18 +60,7 @@ export function prepareEvents(events: readonly NewEvent[], ctx: PrepareContext):
       }
       throw error;
     }
-    const meta = eventMetadataInput.safeParse({
-      eventId: event.metadata?.eventId ?? ctx.newId(),
-      actor: event.metadata?.actor ?? ctx.actor,
-      causationId: event.metadata?.causationId ?? null,
-      correlationId: event.metadata?.correlationId ?? null,
-    });
-    if (!meta.success) {
-      throw new ValidationError(
-        `events[${index}] (${event.type})`,
-        zodIssues(meta.error).map((i) => ({ path: `metadata.${i.path}`, message: i.message })),
-      );
-    }
+    const meta = event.metadata === undefined ? defaultMetadata(ctx) : parseMetadata(event.metadata, ctx, index, event.type);
     const dataJson = JSON.stringify(data);
     if (dataJson.length > MAX_EVENT_BYTES) {
       throw new InvalidAppendError(
@@ -81,10 +71,38 @@ export function prepareEvents(events: readonly NewEvent[], ctx: PrepareContext):
       type: event.type,
       dataJson,
       schemaVersion: currentSchemaVersion(event.type),
-      eventId: meta.data.eventId,
-      actor: meta.data.actor,
-      causationId: meta.data.causationId,
-      correlationId: meta.data.correlationId,
+      eventId: meta.eventId,
+      actor: meta.actor,
+      causationId: meta.causationId,
+      correlationId: meta.correlationId,
     };
   });
+}
+
+interface Metadata {
+  eventId: string;
+  actor: string;
+  causationId: string | null;
+  correlationId: string | null;
+}
+
+/** Metadata the log makes itself needs no check (the hot path of the scheduler). */
+function defaultMetadata(ctx: PrepareContext): Metadata {
+  return { eventId: ctx.newId(), actor: ctx.actor, causationId: null, correlationId: null };
+}
+
+function parseMetadata(given: Partial<EventMetadataInput>, ctx: PrepareContext, index: number, type: string): Metadata {
+  const meta = eventMetadataInput.safeParse({
+    eventId: given.eventId ?? ctx.newId(),
+    actor: given.actor ?? ctx.actor,
+    causationId: given.causationId ?? null,
+    correlationId: given.correlationId ?? null,
+  });
+  if (!meta.success) {
+    throw new ValidationError(
+      `events[${index}] (${type})`,
+      zodIssues(meta.error).map((i) => ({ path: `metadata.${i.path}`, message: i.message })),
+    );
+  }
+  return meta.data;
 }

@@ -102,6 +102,8 @@ export function upcastEventData(type: string, version: number, data: unknown): D
   if (!Number.isInteger(version) || version < 1 || version > e.version) {
     throw new UnsupportedSchemaVersionError(type, version, e.version);
   }
+  // Data written at the current version was validated and normalised when it was appended.
+  if (version === e.version) return { type, data } as DomainEvent;
   let current = data;
   for (let v = version; v < e.version; v++) {
     const step = e.upcast[v];

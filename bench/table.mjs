@@ -1,0 +1,17 @@
+/** Prints rows as an aligned text table. */
+export function printTable(headers, rows) {
+  const cells = [headers, ...rows.map((r) => r.map((c) => String(c)))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
+  const line = (r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
+  console.log(line(headers));
+  console.log(widths.map((w) => "-".repeat(w)).join("  "));
+  for (const r of cells.slice(1)) console.log(line(r));
+}
+
+export function percentile(sorted, p) {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+export const fmt = (n, digits = 0) =>
+  Number.isFinite(n) ? n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "n/a";

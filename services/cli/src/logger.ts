@@ -1,0 +1,19 @@
+import pino from "pino";
+
+export type Logger = pino.Logger;
+
+/**
+ * Structured logs on stderr (JSON lines), so stdout stays for command output. On a terminal,
+ * or with CHRONOLOG_LOG_FORMAT=pretty, lines are made readable with pino-pretty.
+ */
+export function createLogger(name: string, level = process.env.CHRONOLOG_LOG_LEVEL ?? "info"): Logger {
+  const pretty = process.env.CHRONOLOG_LOG_FORMAT === "pretty" || (process.env.CHRONOLOG_LOG_FORMAT !== "json" && process.stderr.isTTY);
+  if (pretty) {
+    return pino({
+      name,
+      level,
+      transport: { target: "pino-pretty", options: { destination: 2, colorize: true, ignore: "pid,hostname", translateTime: "HH:MM:ss.l" } },
+    });
+  }
+  return pino({ name, level }, pino.destination({ dest: 2, sync: true }));
+}

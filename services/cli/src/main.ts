@@ -1,0 +1,20 @@
+import { Command } from "commander";
+import { registerLogCommands } from "./commands/log.js";
+import { exitCodeOf, messageOf } from "./edge.js";
+import type { DataDirOptions } from "./data-dir.js";
+
+const program = new Command();
+program
+  .name("chronolog")
+  .description("Chronolog: an event-sourced task scheduler")
+  .option("--data-dir <dir>", "where the embedded log lives (default ./.chronolog, or $CHRONOLOG_DATA_DIR)")
+  .showHelpAfterError()
+  .configureOutput({ outputError: (text, write) => write(text) });
+
+const globals = (): DataDirOptions => program.opts<DataDirOptions>();
+registerLogCommands(program, globals);
+
+program.parseAsync(process.argv).catch((error: unknown) => {
+  process.stderr.write(`chronolog: ${messageOf(error)}\n`);
+  process.exitCode = exitCodeOf(error);
+});
