@@ -32,7 +32,10 @@ export function openLogForWrite(options: DataDirOptions, actor: string): EventLo
 export function openLogForRead(options: DataDirOptions): EventLog {
   const path = logFileOf(options);
   if (!existsSync(path)) {
-    throw new CliError(`no log at ${path} (nothing written yet; pass --data-dir to use another directory)`, 2);
+    throw new CliError(
+      `no log at ${path} (nothing written yet; pass --data-dir to use another directory)`,
+      2,
+    );
   }
   return openSqliteLog({ path, readonly: true, actor: "reader" });
 }

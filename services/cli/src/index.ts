@@ -1,2 +1,2 @@
-export { createLogger, type Logger } from "./logger.js";
 export { toJson } from "./edge.js";
+export { createLogger, type Logger } from "./logger.js";

@@ -7,12 +7,17 @@ export type Logger = pino.Logger;
  * or with CHRONOLOG_LOG_FORMAT=pretty, lines are made readable with pino-pretty.
  */
 export function createLogger(name: string, level = process.env.CHRONOLOG_LOG_LEVEL ?? "info"): Logger {
-  const pretty = process.env.CHRONOLOG_LOG_FORMAT === "pretty" || (process.env.CHRONOLOG_LOG_FORMAT !== "json" && process.stderr.isTTY);
+  const pretty =
+    process.env.CHRONOLOG_LOG_FORMAT === "pretty" ||
+    (process.env.CHRONOLOG_LOG_FORMAT !== "json" && process.stderr.isTTY);
   if (pretty) {
     return pino({
       name,
       level,
-      transport: { target: "pino-pretty", options: { destination: 2, colorize: true, ignore: "pid,hostname", translateTime: "HH:MM:ss.l" } },
+      transport: {
+        target: "pino-pretty",
+        options: { destination: 2, colorize: true, ignore: "pid,hostname", translateTime: "HH:MM:ss.l" },
+      },
     });
   }
   return pino({ name, level }, pino.destination({ dest: 2, sync: true }));

@@ -1,7 +1,7 @@
 import { Command } from "commander";
 import { registerLogCommands } from "./commands/log.js";
-import { exitCodeOf, messageOf } from "./edge.js";
 import type { DataDirOptions } from "./data-dir.js";
+import { exitCodeOf, messageOf } from "./edge.js";
 
 const program = new Command();
 program

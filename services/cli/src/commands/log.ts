@@ -1,7 +1,7 @@
-import type { Command } from "commander";
 import type { ExpectedRevision, RecordedEvent, StoredEvent } from "@chronolog/log";
-import { CliError, toJson } from "../edge.js";
+import type { Command } from "commander";
 import { type DataDirOptions, defaultActor, openLogForRead, openLogForWrite } from "../data-dir.js";
+import { CliError, toJson } from "../edge.js";
 
 function parseExpected(text: string): ExpectedRevision {
   if (text === "any" || text === "no_stream" || text === "exists") return text;
@@ -31,23 +31,32 @@ export function registerLogCommands(program: Command, globals: () => DataDirOpti
     .option("-e, --expected-revision <rev>", "any | no_stream | exists | N", "any")
     .option("--actor <actor>", "who is writing (default: cli:USER@HOST:PID)")
     .option("--json", "print the result as JSON")
-    .action(async (stream: string, opts: { type: string; data: string; expectedRevision: string; actor?: string; json?: boolean }) => {
-      let data: unknown;
-      try {
-        data = JSON.parse(opts.data);
-      } catch (error) {
-        throw new CliError(`--data is not valid JSON: ${(error as Error).message}`, 2);
-      }
-      const expectedRevision = parseExpected(opts.expectedRevision);
-      const eventLog = openLogForWrite(globals(), opts.actor ?? defaultActor("cli"));
-      try {
-        const r = await eventLog.append(stream, [{ type: opts.type, data }], { expectedRevision });
-        if (opts.json) console.log(toJson({ stream, revision: r.nextExpectedRevision, position: r.position }));
-        else console.log(`appended ${opts.type} to ${stream} at revision ${r.nextExpectedRevision}, position ${r.position}`);
-      } finally {
-        await eventLog.close();
-      }
-    });
+    .action(
+      async (
+        stream: string,
+        opts: { type: string; data: string; expectedRevision: string; actor?: string; json?: boolean },
+      ) => {
+        let data: unknown;
+        try {
+          data = JSON.parse(opts.data);
+        } catch (error) {
+          throw new CliError(`--data is not valid JSON: ${(error as Error).message}`, 2);
+        }
+        const expectedRevision = parseExpected(opts.expectedRevision);
+        const eventLog = openLogForWrite(globals(), opts.actor ?? defaultActor("cli"));
+        try {
+          const r = await eventLog.append(stream, [{ type: opts.type, data }], { expectedRevision });
+          if (opts.json)
+            console.log(toJson({ stream, revision: r.nextExpectedRevision, position: r.position }));
+          else
+            console.log(
+              `appended ${opts.type} to ${stream} at revision ${r.nextExpectedRevision}, position ${r.position}`,
+            );
+        } finally {
+          await eventLog.close();
+        }
+      },
+    );
 
   log
     .command("read")
@@ -57,21 +66,26 @@ export function registerLogCommands(program: Command, globals: () => DataDirOpti
     .option("-n, --limit <n>", "most events to print", "100")
     .option("--raw", "print the stored data without upcasting")
     .option("--json", "print one JSON object per line")
-    .action(async (stream: string | undefined, opts: { from: string; limit: string; raw?: boolean; json?: boolean }) => {
-      const from = parseBigint("--from", opts.from);
-      const limit = Number(parseBigint("--limit", opts.limit));
-      const eventLog = openLogForRead(globals());
-      try {
-        const events: Array<StoredEvent | RecordedEvent> = stream
-          ? await eventLog.readStream(stream, { fromRevision: from, maxCount: limit })
-          : opts.raw
-            ? await eventLog.readAllStored({ fromPosition: from, maxCount: limit })
-            : await eventLog.readAll({ fromPosition: from, maxCount: limit });
-        for (const e of events) console.log(opts.json ? toJson(e) : formatLine(e));
-      } finally {
-        await eventLog.close();
-      }
-    });
+    .action(
+      async (
+        stream: string | undefined,
+        opts: { from: string; limit: string; raw?: boolean; json?: boolean },
+      ) => {
+        const from = parseBigint("--from", opts.from);
+        const limit = Number(parseBigint("--limit", opts.limit));
+        const eventLog = openLogForRead(globals());
+        try {
+          const events: Array<StoredEvent | RecordedEvent> = stream
+            ? await eventLog.readStream(stream, { fromRevision: from, maxCount: limit })
+            : opts.raw
+              ? await eventLog.readAllStored({ fromPosition: from, maxCount: limit })
+              : await eventLog.readAll({ fromPosition: from, maxCount: limit });
+          for (const e of events) console.log(opts.json ? toJson(e) : formatLine(e));
+        } finally {
+          await eventLog.close();
+        }
+      },
+    );
 
   log
     .command("tail")
@@ -80,8 +94,11 @@ export function registerLogCommands(program: Command, globals: () => DataDirOpti
     .option("--json", "print one JSON object per line")
     .action(async (opts: { from?: string; json?: boolean }) => {
       const eventLog = openLogForRead(globals());
-      const fromPosition = opts.from !== undefined ? parseBigint("--from", opts.from) : (await eventLog.headPosition()) + 1n;
-      const sub = eventLog.subscribe((e) => void console.log(opts.json ? toJson(e) : formatLine(e)), { fromPosition });
+      const fromPosition =
+        opts.from !== undefined ? parseBigint("--from", opts.from) : (await eventLog.headPosition()) + 1n;
+      const sub = eventLog.subscribe((e) => void console.log(opts.json ? toJson(e) : formatLine(e)), {
+        fromPosition,
+      });
       const stop = async () => {
         await sub.close();
         await eventLog.close();

@@ -1,0 +1,111 @@
+import { execFileSync } from "node:child_process";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { chronolog, chronologSpawn, tempDataDir } from "../support/cli.js";
+
+let dir: string;
+beforeEach(() => {
+  dir = tempDataDir("log-cli");
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+describe("chronolog log", () => {
+  it("appends, reads and verifies from the command line", () => {
+    const a = chronolog(dir, ["log", "append", "note-ops", "-t", "Note", "-d", '{"text":"hello"}', "--json"]);
+    expect(a.code, a.stderr).toBe(0);
+    expect(JSON.parse(a.stdout)).toEqual({ stream: "note-ops", revision: "0", position: "1" });
+    const b = chronolog(dir, [
+      "log",
+      "append",
+      "note-ops",
+      "-t",
+      "Note",
+      "-d",
+      '{"text":"again"}',
+      "-e",
+      "0",
+    ]);
+    expect(b.stdout).toContain("revision 1, position 2");
+    const read = chronolog(dir, ["log", "read", "--json"]);
+    const events = read.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(events.map((e) => e.data.text)).toEqual(["hello", "again"]);
+    expect(events[0].metadata.actor).toMatch(/^cli:/);
+    const one = chronolog(dir, ["log", "read", "note-ops", "--from", "1"]);
+    expect(one.stdout).toContain("again");
+    expect(one.stdout).not.toContain("hello");
+    const v = chronolog(dir, ["log", "verify"]);
+    expect(v.code).toBe(0);
+    expect(v.stdout).toContain("ok: 2 events verified");
+  });
+
+  it("a stale expected revision is a conflict (exit 3) and writes nothing", () => {
+    chronolog(dir, ["log", "append", "note-ops", "-t", "Note", "-d", '{"text":"1"}']);
+    chronolog(dir, ["log", "append", "note-ops", "-t", "Note", "-d", '{"text":"2"}']);
+    const r = chronolog(dir, ["log", "append", "note-ops", "-t", "Note", "-d", '{"text":"3"}', "-e", "0"]);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain("expected revision 0, actual 1");
+    expect(chronolog(dir, ["log", "read"]).stdout.trim().split("\n")).toHaveLength(2);
+  });
+
+  it("bad input gets a specific error (exit 2) and changes nothing", () => {
+    chronolog(dir, ["log", "append", "note-ops", "-t", "Note", "-d", '{"text":"keep"}']);
+    const cases: Array<[string[], RegExp]> = [
+      [
+        ["log", "append", "Bad Stream", "-t", "Note", "-d", '{"text":"x"}'],
+        /invalid stream name "Bad Stream"/,
+      ],
+      [["log", "append", "note-ops", "-t", "Nope", "-d", "{}"], /unknown event type "Nope"/],
+      [["log", "append", "note-ops", "-t", "TaskPaused", "-d", '{"key":{}}'], /data\.key\.project/],
+      [["log", "append", "note-ops", "-t", "Note", "-d", "{not json"], /--data is not valid JSON/],
+      [["log", "append", "note-ops", "-t", "Note", "-d", '{"text":"x"}', "-e", "-1"], /--expected-revision/],
+      [["log", "read", "--from", "abc"], /--from: "abc" is not a non-negative integer/],
+    ];
+    for (const [args, message] of cases) {
+      const r = chronolog(dir, args);
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr).toMatch(message);
+    }
+    expect(chronolog(dir, ["log", "read"]).stdout.trim().split("\n")).toHaveLength(1);
+  });
+
+  it("reading a data directory with no log says so", () => {
+    const r = chronolog(join(dir, "nothing-here"), ["log", "read"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/no log at .*log\.db/);
+  });
+
+  it("verify reports the first broken position after the file is edited behind its back (exit 5)", () => {
+    for (let i = 0; i < 5; i++)
+      chronolog(dir, ["log", "append", "note-ops", "-t", "Note", "-d", `{"text":"n${i}"}`]);
+    execFileSync("sqlite3", [
+      join(dir, "log.db"),
+      `DROP TRIGGER events_no_update; UPDATE events SET data = '{"text":"forged"}' WHERE position = 3;`,
+    ]);
+    const v = chronolog(dir, ["log", "verify", "--json"]);
+    expect(v.code).toBe(5);
+    expect(JSON.parse(v.stdout).break).toEqual({
+      position: "3",
+      reason: "the event's content does not match its hash",
+    });
+  });
+
+  it("tail follows appends made by another process", async () => {
+    chronolog(dir, ["log", "append", "note-ops", "-t", "Note", "-d", '{"text":"before"}']);
+    const tail = chronologSpawn(dir, ["log", "tail", "--json"]);
+    let out = "";
+    tail.stdout?.on("data", (c: Buffer) => {
+      out += c.toString();
+    });
+    await new Promise((r) => setTimeout(r, 700));
+    chronolog(dir, ["log", "append", "note-ops", "-t", "Note", "-d", '{"text":"live"}']);
+    const start = Date.now();
+    while (!out.includes("live") && Date.now() - start < 5000) await new Promise((r) => setTimeout(r, 10));
+    tail.kill("SIGTERM");
+    expect(out).toContain('"live"');
+    expect(out).not.toContain('"before"');
+  });
+});

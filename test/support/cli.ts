@@ -1,0 +1,40 @@
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const CLI = fileURLToPath(new URL("../../services/cli/bin/chronolog.mjs", import.meta.url));
+
+export interface CliResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export function tempDataDir(label = "cli"): string {
+  return mkdtempSync(join(tmpdir(), `chronolog-${label}-`));
+}
+
+/** Runs the built `chronolog` binary to completion. */
+export function chronolog(dataDir: string, args: string[], input?: string): CliResult {
+  const r = spawnSync(process.execPath, [CLI, "--data-dir", dataDir, ...args], {
+    encoding: "utf8",
+    input,
+    env: { ...process.env, CHRONOLOG_LOG_FORMAT: "json", CHRONOLOG_LOG_LEVEL: "warn" },
+    timeout: 60_000,
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Starts `chronolog` as a long-running process. */
+export function chronologSpawn(
+  dataDir: string,
+  args: string[],
+  env: Record<string, string> = {},
+): ChildProcess {
+  return spawn(process.execPath, [CLI, "--data-dir", dataDir, ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, CHRONOLOG_LOG_FORMAT: "json", CHRONOLOG_LOG_LEVEL: "info", ...env },
+  });
+}
