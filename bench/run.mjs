@@ -6,7 +6,10 @@ import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..");
-const build = spawnSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-b"], { cwd: root, stdio: "inherit" });
+const build = spawnSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-b"], {
+  cwd: root,
+  stdio: "inherit",
+});
 if (build.status !== 0) process.exit(build.status ?? 1);
 const wanted = process.argv.slice(2);
 const benches = readdirSync(here, { withFileTypes: true })
@@ -16,7 +19,10 @@ const benches = readdirSync(here, { withFileTypes: true })
 let failed = 0;
 for (const name of benches) {
   console.log(`\n=== bench/${name} ===`);
-  const r = spawnSync(process.execPath, ["--expose-gc", join(here, name, "index.mjs")], { cwd: root, stdio: "inherit" });
+  const r = spawnSync(process.execPath, ["--expose-gc", join(here, name, "index.mjs")], {
+    cwd: root,
+    stdio: "inherit",
+  });
   if (r.status !== 0) failed += 1;
 }
 process.exit(failed ? 1 : 0);

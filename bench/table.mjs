@@ -14,4 +14,6 @@ export function percentile(sorted, p) {
 }
 
 export const fmt = (n, digits = 0) =>
-  Number.isFinite(n) ? n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "n/a";
+  Number.isFinite(n)
+    ? n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
+    : "n/a";

@@ -3,8 +3,8 @@ import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } fr
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { SqliteBackend } from "@chronolog/log-sqlite";
 import { EventLog } from "@chronolog/log";
+import { SqliteBackend } from "@chronolog/log-sqlite";
 import { fmt, percentile, printTable } from "../table.mjs";
 
 const quick = process.env.BENCH_QUICK === "1";
@@ -19,7 +19,9 @@ const rows = [];
 function diskLimits() {
   const file = join(dir, "raw.log");
   const fd = openSync(file, "a");
-  const line = Buffer.from(`${JSON.stringify({ streamId: "bench-s1", revision: 1, type: "Note", data: note(1).data })}\n`);
+  const line = Buffer.from(
+    `${JSON.stringify({ streamId: "bench-s1", revision: 1, type: "Note", data: note(1).data })}\n`,
+  );
   const n = 200_000;
   let t = performance.now();
   for (let i = 1; i <= n; i++) {
@@ -142,17 +144,34 @@ const s = await concurrentSingles();
 const l = await subscriptionLatency();
 rmSync(dir, { recursive: true, force: true });
 
-console.log(`\nbench/log (SQLite, synchronous=FULL, ${TOTAL.toLocaleString("en-US")} events, ${STREAMS} streams)\n`);
+console.log(
+  `\nbench/log (SQLite, synchronous=FULL, ${TOTAL.toLocaleString("en-US")} events, ${STREAMS} streams)\n`,
+);
 printTable(
   ["measure", "chronolog", "disk limit", "target"],
   [
-    ["batched appends, events/s (10 per append, 100 appends per commit)", fmt(b.rate), `${fmt(disk.appendRate)} (append file, fsync per 1,000)`, ">= 100,000"],
+    [
+      "batched appends, events/s (10 per append, 100 appends per commit)",
+      fmt(b.rate),
+      `${fmt(disk.appendRate)} (append file, fsync per 1,000)`,
+      ">= 100,000",
+    ],
     ["  ... over the last 10% of the run, events/s", fmt(b.lastRate), "", ""],
     ["  ... group commits made", fmt(b.commits), "", ""],
-    ["one-event appends, 100 concurrent appenders, events/s", fmt(s.rate), `${fmt(1000 / disk.fsyncP50)} fsyncs/s`, ">= 20,000"],
+    [
+      "one-event appends, 100 concurrent appenders, events/s",
+      fmt(s.rate),
+      `${fmt(1000 / disk.fsyncP50)} fsyncs/s`,
+      ">= 20,000",
+    ],
     ["  ... group commits made for " + fmt(s.total) + " appends", fmt(s.commits), "", ""],
     ["read all, events/s (parsed and upcast)", fmt(b.readRate), "", ""],
-    [`subscription delivery p50, ms (${l.n} events)`, fmt(l.p50, 3), `fsync p50 ${fmt(disk.fsyncP50, 3)} ms`, ""],
+    [
+      `subscription delivery p50, ms (${l.n} events)`,
+      fmt(l.p50, 3),
+      `fsync p50 ${fmt(disk.fsyncP50, 3)} ms`,
+      "",
+    ],
     ["subscription delivery p99, ms", fmt(l.p99, 3), `fsync p99 ${fmt(disk.fsyncP99, 3)} ms`, "< 5"],
     ["log file size, bytes per event", fmt(b.bytes / b.read, 1), "", ""],
   ],

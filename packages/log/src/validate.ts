@@ -60,7 +60,10 @@ export function prepareEvents(events: readonly NewEvent[], ctx: PrepareContext):
       }
       throw error;
     }
-    const meta = event.metadata === undefined ? defaultMetadata(ctx) : parseMetadata(event.metadata, ctx, index, event.type);
+    const meta =
+      event.metadata === undefined
+        ? defaultMetadata(ctx)
+        : parseMetadata(event.metadata, ctx, index, event.type);
     const dataJson = JSON.stringify(data);
     if (dataJson.length > MAX_EVENT_BYTES) {
       throw new InvalidAppendError(
@@ -91,7 +94,12 @@ function defaultMetadata(ctx: PrepareContext): Metadata {
   return { eventId: ctx.newId(), actor: ctx.actor, causationId: null, correlationId: null };
 }
 
-function parseMetadata(given: Partial<EventMetadataInput>, ctx: PrepareContext, index: number, type: string): Metadata {
+function parseMetadata(
+  given: Partial<EventMetadataInput>,
+  ctx: PrepareContext,
+  index: number,
+  type: string,
+): Metadata {
   const meta = eventMetadataInput.safeParse({
     eventId: given.eventId ?? ctx.newId(),
     actor: given.actor ?? ctx.actor,
