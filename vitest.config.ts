@@ -9,7 +9,10 @@ export default defineConfig({
       { find: /^@chronolog\/core$/, replacement: src("./packages/core/src/index.ts") },
       { find: /^@chronolog\/log$/, replacement: src("./packages/log/src/index.ts") },
       { find: /^@chronolog\/log\/contract$/, replacement: src("./packages/log/src/contract/index.ts") },
+      { find: /^@chronolog\/scheduler$/, replacement: src("./packages/scheduler/src/index.ts") },
+      { find: /^@chronolog\/worker$/, replacement: src("./packages/worker/src/index.ts") },
       { find: /^@chronolog\/log-sqlite$/, replacement: src("./packages/log-sqlite/src/index.ts") },
+      { find: /^@chronolog\/render$/, replacement: src("./packages/render/src/index.ts") },
     ],
   },
   test: {

@@ -1,5 +1,8 @@
 import { Command } from "commander";
 import { registerLogCommands } from "./commands/log.js";
+import { registerRebuildCommand } from "./commands/rebuild.js";
+import { registerTaskCommands } from "./commands/tasks.js";
+import { registerUpCommand } from "./commands/up.js";
 import type { DataDirOptions } from "./data-dir.js";
 import { exitCodeOf, messageOf } from "./edge.js";
 
@@ -13,6 +16,9 @@ program
 
 const globals = (): DataDirOptions => program.opts<DataDirOptions>();
 registerLogCommands(program, globals);
+registerTaskCommands(program, globals);
+registerUpCommand(program, globals);
+registerRebuildCommand(program, globals);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`chronolog: ${messageOf(error)}\n`);

@@ -82,7 +82,12 @@ function lineColumn(text: string, offset: number): { line: number; column: numbe
 // ---- YAML --------------------------------------------------------------------------------------
 
 function parseYaml(text: string, filename: string): unknown {
-  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true, strict: true, logLevel: "silent" });
+  const doc = parseDocument(text, {
+    prettyErrors: false,
+    uniqueKeys: true,
+    strict: true,
+    logLevel: "silent",
+  });
   const problem = doc.errors[0] ?? doc.warnings[0];
   if (problem) {
     const message = problem.message.split("\n")[0]?.replace(/ at line \d+, column \d+:?$/, "") ?? "";

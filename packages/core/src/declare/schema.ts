@@ -39,8 +39,20 @@ export const declaredDateTime = z.iso.datetime({
 
 const configMap = z.record(z.string(), z.unknown());
 
-/** A retry policy where every field may be left to the level above (workflow) or the default. */
-export const declaredRetrySchema = retryPolicySchema.partial();
+/**
+ * A retry policy where every field may be left to the level above (workflow) or the default. No
+ * defaults are applied here, so a task's `{ maxAttempts: 5 }` keeps its workflow's other fields.
+ */
+const retryShape = retryPolicySchema.shape;
+export const declaredRetrySchema = z
+  .object({
+    maxAttempts: retryShape.maxAttempts.unwrap().optional(),
+    initialDelayMs: retryShape.initialDelayMs.unwrap().optional(),
+    factor: retryShape.factor.unwrap().optional(),
+    maxDelayMs: retryShape.maxDelayMs.unwrap().optional(),
+    jitter: retryShape.jitter.unwrap().optional(),
+  })
+  .strict();
 
 /** Fields a workflow passes down to its tasks, and a task may override. */
 const inheritable = {

@@ -43,8 +43,13 @@ export const IntervalReset = z
     nextRunDate: instant,
     prevIntervalStart: instant.nullable(),
     reason: z.enum(["backfill", "catchup_disabled", "operator"]),
-    /** Backfill range end: the task walks forward until its logical date passes it. */
+    /** Backfill range end: once the task has completed it, it returns to `resume`. */
     until: instant.optional(),
+    /** The position the task had before a backfill, restored when the range is done. */
+    resume: z
+      .object({ logicalDate: instant, nextRunDate: instant, prevIntervalStart: instant.nullable() })
+      .strict()
+      .optional(),
     backfillId: z.string().optional(),
   })
   .strict();

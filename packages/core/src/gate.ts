@@ -1,0 +1,192 @@
+import { formatTaskKey, type TaskKey } from "./keys.js";
+import {
+  CronScheduleError,
+  describeCronProblem,
+  lastSlotEndingBy,
+  nextCronTime,
+  prevCronTime,
+  truncate,
+} from "./schedule/cron.js";
+import { parseInstant, shortInstant, toInstant } from "./schedule/interval.js";
+
+/**
+ * The dependency gate (seed 000 plus the three fixes in ARCHITECTURE.md), pure. It answers "has
+ * every parent finished the interval that covers mine?" and, when not, says why. A closed gate
+ * writes nothing (invariant 4): the caller keeps the reasons for `why is this task not running?`.
+ */
+
+export interface GateChild {
+  readonly logicalDate: string;
+  readonly cron: string;
+  readonly timezone: string;
+}
+
+export type ParentStatus = "active" | "paused" | "retired";
+export type FailedState = "failed" | "upstream_failed" | "abandoned" | "cancelled";
+
+/** What the gate needs to know about one parent, read from its task projection. */
+export interface GateParentState {
+  readonly cron: string;
+  readonly timezone: string;
+  readonly status: ParentStatus;
+  /** Start of the last interval the parent finished; null if it never has. */
+  readonly prevIntervalStart: string | null;
+  /** The parent's current instance, when it ended badly and was not yet rerun. */
+  readonly failedInterval?: { readonly logicalDate: string; readonly state: FailedState };
+}
+
+/** A declared parent, with its state or `undefined` when no task has that key. */
+export interface GateParent {
+  readonly key: TaskKey;
+  readonly state: GateParentState | undefined;
+}
+
+export type GateReason =
+  | { readonly kind: "parent_missing"; readonly parent: TaskKey }
+  | {
+      readonly kind: "parent_failed";
+      readonly parent: TaskKey;
+      readonly logicalDate: string;
+      readonly state: FailedState;
+      readonly expected: string;
+    }
+  | {
+      readonly kind: "parent_behind";
+      readonly parent: TaskKey;
+      readonly expected: string;
+      readonly actual: string | null;
+      readonly paused: boolean;
+    }
+  | {
+      readonly kind: "parent_retired";
+      readonly parent: TaskKey;
+      readonly expected: string;
+      readonly actual: string | null;
+    }
+  | { readonly kind: "parent_schedule_invalid"; readonly parent: TaskKey; readonly message: string };
+
+export type GateDecision = { readonly open: true } | { readonly open: false; readonly reasons: GateReason[] };
+
+/** The seed's expected parent slot: the parent's most recent slot at or before the child's logical date. */
+export function seedExpected(parentCron: string, parentTimezone: string, childLogicalDate: string): string {
+  return toInstant(prevCronTime(parentCron, parentTimezone, parseInstant(childLogicalDate, "logicalDate")));
+}
+
+/**
+ * The parent slot the child needs finished: the seed's, or, for a parent finer than the child,
+ * the last parent interval inside the child's interval (a daily child of an hourly parent waits
+ * for 23:00, not 00:00). For an equal or coarser parent the seed's slot is the later one.
+ */
+export function expectedParentSlot(child: GateChild, parent: { cron: string; timezone: string }): string {
+  const logical = parseInstant(child.logicalDate, "logicalDate");
+  const seed = prevCronTime(parent.cron, parent.timezone, logical);
+  const childEnd = nextCronTime(child.cron, child.timezone, logical);
+  const finer = lastSlotEndingBy(parent.cron, parent.timezone, childEnd);
+  return toInstant(new Date(Math.max(finer.getTime(), seed.getTime())));
+}
+
+function checkParent(child: GateChild, { key, state }: GateParent): GateReason | null {
+  if (!state) return { kind: "parent_missing", parent: key };
+  let expected: string;
+  let actual: string | null = null;
+  try {
+    expected = expectedParentSlot(child, state);
+    // Truncation to the parent's own slots (see `truncate`): expected is already a slot; a
+    // prevIntervalStart off the grid (say, after a cron change) floors to the slot it is in.
+    if (state.prevIntervalStart !== null) {
+      const finished = parseInstant(state.prevIntervalStart, "prevIntervalStart");
+      actual = toInstant(truncate(finished, state));
+    }
+  } catch (error) {
+    if (!(error instanceof CronScheduleError)) throw error;
+    return { kind: "parent_schedule_invalid", parent: key, message: describeCronProblem(error.problem) };
+  }
+  // ISO instants in one format compare as strings in time order.
+  if (actual !== null && actual >= expected) return null;
+  // A failure blocks only when it sits in the range the child still needs (fix c).
+  const failed = state.failedInterval;
+  if (failed && toInstant(parseInstant(failed.logicalDate)) <= expected)
+    return {
+      kind: "parent_failed",
+      parent: key,
+      logicalDate: failed.logicalDate,
+      state: failed.state,
+      expected,
+    };
+  if (state.status === "retired") return { kind: "parent_retired", parent: key, expected, actual };
+  return { kind: "parent_behind", parent: key, expected, actual, paused: state.status === "paused" };
+}
+
+/** Every parent is checked, so the answer lists all reasons, not only the first. */
+export function evaluateGate(child: GateChild, parents: readonly GateParent[]): GateDecision {
+  const reasons = parents.map((p) => checkParent(child, p)).filter((r): r is GateReason => r !== null);
+  return reasons.length === 0 ? { open: true } : { open: false, reasons };
+}
+
+function finishedText(actual: string | null): string {
+  return actual === null ? "it has finished nothing yet" : `it has finished ${shortInstant(actual)}`;
+}
+
+export function describeGateReason(reason: GateReason): string {
+  const parent = formatTaskKey(reason.parent);
+  switch (reason.kind) {
+    case "parent_missing":
+      return `parent ${parent} is not declared`;
+    case "parent_failed":
+      return `waiting for ${parent} to finish ${shortInstant(reason.expected)}; its run for ${shortInstant(reason.logicalDate)} is ${reason.state}`;
+    case "parent_behind":
+      return `waiting for ${parent} to finish ${shortInstant(reason.expected)}; ${finishedText(reason.actual)}${reason.paused ? " (it is paused)" : ""}`;
+    case "parent_retired":
+      return `parent ${parent} is retired and will not finish ${shortInstant(reason.expected)}; ${finishedText(reason.actual)}`;
+    case "parent_schedule_invalid":
+      return `parent ${parent} has an unusable schedule: ${reason.message}`;
+  }
+}
+
+/**
+ * The seed's raw rule, for comparison only: field-based granularity ("which field is not a
+ * star"), truncation in UTC (weeks start on Monday), no finer-parent or failure refinements.
+ */
+export function seedGatePasses(
+  parentCron: string,
+  parentTimezone: string,
+  prevIntervalStart: string | null,
+  childLogicalDate: string,
+): boolean {
+  if (prevIntervalStart === null) return false;
+  const unit = seedGranularity(parentCron);
+  const expected = parseInstant(seedExpected(parentCron, parentTimezone, childLogicalDate));
+  return seedTruncate(parseInstant(prevIntervalStart), unit) >= seedTruncate(expected, unit);
+}
+
+type SeedUnit = "year" | "month" | "week" | "day" | "hour" | "minute";
+
+function seedGranularity(cron: string): SeedUnit {
+  const [minute, hour, dom, month, dow] = cron.trim().split(/\s+/);
+  if (dow === undefined) return "minute";
+  if (month !== "*" && dom !== "*") return "year";
+  if (dom !== "*" && dow === "*") return "month";
+  if (dow !== "*") return "week";
+  if (hour !== "*") return "day";
+  return minute !== "*" ? "hour" : "minute";
+}
+
+function seedTruncate(date: Date, unit: SeedUnit): number {
+  const y = date.getUTCFullYear();
+  const mo = date.getUTCMonth();
+  const d = date.getUTCDate();
+  switch (unit) {
+    case "year":
+      return Date.UTC(y, 0, 1);
+    case "month":
+      return Date.UTC(y, mo, 1);
+    case "week":
+      return Date.UTC(y, mo, d - ((date.getUTCDay() + 6) % 7));
+    case "day":
+      return Date.UTC(y, mo, d);
+    case "hour":
+      return Date.UTC(y, mo, d, date.getUTCHours());
+    case "minute":
+      return Date.UTC(y, mo, d, date.getUTCHours(), date.getUTCMinutes());
+  }
+}

@@ -1,0 +1,143 @@
+import type { DomainEvent } from "../events/catalog.js";
+import type { RetryPolicy } from "../spec.js";
+import { canRetry, retryDelayMs } from "./retry.js";
+import { currentAttempt, type InstanceState } from "./state.js";
+
+interface ReportBase {
+  readonly token: string;
+  readonly attempt: number;
+  readonly workerId: string;
+}
+
+export type AttemptReportInput =
+  | (ReportBase & { readonly kind: "started"; readonly pid?: number })
+  | (ReportBase & { readonly kind: "heartbeat" })
+  | (ReportBase & {
+      readonly kind: "succeeded";
+      readonly durationMs: number;
+      readonly exitCode: number | null;
+      readonly stdoutTail: string;
+      readonly stderrTail: string;
+    })
+  | (ReportBase & {
+      readonly kind: "failed";
+      readonly durationMs: number;
+      readonly exitCode: number | null;
+      readonly stdoutTail: string;
+      readonly stderrTail: string;
+      readonly error: {
+        readonly kind: "exit_code" | "signal" | "timeout" | "exception" | "http_status" | "lost" | "unknown";
+        readonly message: string;
+      };
+    });
+
+export interface ReportContext {
+  /** Epoch milliseconds, from the shell's clock. */
+  readonly now: number;
+  readonly retry: RetryPolicy;
+  /** A number in [0, 1) for retry jitter, from the shell. */
+  readonly random: number;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function reject(
+  report: AttemptReportInput,
+  reason: "unknown_token" | "stale_token" | "already_terminal",
+  currentToken?: string,
+): DomainEvent[] {
+  return [
+    {
+      type: "CompletionRejected",
+      data: {
+        token: report.token.slice(0, 256),
+        attempt: report.attempt,
+        report: report.kind,
+        reason,
+        ...(currentToken ? { currentToken } : {}),
+        workerId: report.workerId,
+      },
+    },
+  ];
+}
+
+/**
+ * Decides what a worker's report means for the attempt stream. A report is applied only if
+ * it carries the current attempt's token and the attempt has not ended; otherwise it is
+ * rejected and the rejection recorded. Heartbeats write nothing (the lease lives in memory).
+ */
+export function decideReport(
+  state: InstanceState | undefined,
+  report: AttemptReportInput,
+  ctx: ReportContext,
+): DomainEvent[] {
+  if (!state) return reject(report, "unknown_token");
+  const known = state.attempts.find((a) => a.token === report.token);
+  if (!known) return reject(report, "unknown_token");
+  const current = currentAttempt(state);
+  if (!current || current.token !== report.token) return reject(report, "stale_token", current?.token);
+  const ended =
+    current.status !== "queued" && current.status !== "running" && current.status !== "lease_expired";
+  if (ended) {
+    // A late start or heartbeat of an ended attempt changes nothing; a second outcome is refused.
+    return report.kind === "started" || report.kind === "heartbeat" ? [] : reject(report, "already_terminal");
+  }
+  const token = report.token;
+  const attempt = current.attempt;
+  const started: DomainEvent = {
+    type: "AttemptStarted",
+    data: {
+      attempt,
+      token,
+      workerId: report.workerId,
+      ...(report.kind === "started" && report.pid !== undefined ? { pid: report.pid } : {}),
+      leaseExpiresAt: iso(ctx.now + state.leaseSeconds * 1000),
+    },
+  };
+  const needsStart = current.status === "queued" || current.status === "lease_expired";
+  switch (report.kind) {
+    case "started":
+      return needsStart ? [started] : [];
+    case "heartbeat":
+      return current.status === "lease_expired" ? [started] : [];
+    case "succeeded":
+      return [
+        ...(current.status === "queued" ? [started] : []),
+        {
+          type: "AttemptSucceeded",
+          data: {
+            attempt,
+            token,
+            durationMs: report.durationMs,
+            exitCode: report.exitCode,
+            output: { stdoutTail: report.stdoutTail, stderrTail: report.stderrTail },
+            cacheHit: false,
+          },
+        },
+      ];
+    case "failed": {
+      const retryAt = canRetry(ctx.retry, attempt)
+        ? iso(ctx.now + retryDelayMs(ctx.retry, attempt, ctx.random))
+        : undefined;
+      return [
+        ...(current.status === "queued" ? [started] : []),
+        {
+          type: "AttemptFailed",
+          data: {
+            attempt,
+            token,
+            error: report.error,
+            exitCode: report.exitCode,
+            durationMs: report.durationMs,
+            output: { stdoutTail: report.stdoutTail, stderrTail: report.stderrTail },
+            ...(retryAt ? { retryAt } : {}),
+          },
+        },
+      ];
+    }
+    default: {
+      const never: never = report;
+      return never;
+    }
+  }
+}

@@ -1,0 +1,3 @@
+export * from "./decide-report.js";
+export * from "./retry.js";
+export * from "./state.js";

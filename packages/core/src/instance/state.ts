@@ -1,0 +1,254 @@
+import type { DomainEvent, EventDataOf } from "../events/catalog.js";
+import type { TaskKey } from "../keys.js";
+
+export type AttemptStatus =
+  | "queued"
+  | "running"
+  | "success"
+  | "failed"
+  | "abandoned"
+  | "cancelled"
+  | "lease_expired";
+
+export type InstanceStatus =
+  | "queued"
+  | "running"
+  | "retry_wait"
+  | "success"
+  | "failed"
+  | "skipped"
+  | "upstream_failed"
+  | "abandoned"
+  | "cancelled";
+
+export const TERMINAL_INSTANCE_STATUSES: ReadonlySet<InstanceStatus> = new Set([
+  "success",
+  "failed",
+  "skipped",
+  "upstream_failed",
+  "abandoned",
+  "cancelled",
+]);
+
+export interface AttemptView {
+  readonly attempt: number;
+  readonly token: string;
+  readonly status: AttemptStatus;
+  readonly intendedAt: string;
+  readonly workerId: string | null;
+  readonly startedAt: string | null;
+  readonly endedAt: string | null;
+  readonly leaseExpiresAt: string | null;
+  readonly durationMs: number | null;
+  readonly exitCode: number | null;
+  /** Why the attempt ended, in words: "exit code 1", "abandoned: never confirmed by a worker", ... */
+  readonly endReason: string | null;
+  readonly stdoutTail: string;
+  readonly stderrTail: string;
+  readonly cacheHit: boolean;
+}
+
+/** One task for one logical date: the fold of its attempt stream. */
+export interface InstanceState {
+  readonly stream: string;
+  readonly key: TaskKey;
+  readonly logicalDate: string;
+  readonly runId: string | null;
+  readonly status: InstanceStatus;
+  readonly attempts: readonly AttemptView[];
+  readonly idempotent: boolean;
+  readonly leaseSeconds: number;
+  readonly connection: string | null;
+  readonly operator: Record<string, unknown>;
+  /** When the next attempt is due, while `retry_wait`. */
+  readonly retryAt: string | null;
+  readonly revision: bigint;
+  /** Log position of the latest DispatchIntended. */
+  readonly dispatchedAt: bigint;
+  /** Why the instance ended, when it is terminal. */
+  readonly reason: string | null;
+}
+
+export function currentAttempt(state: InstanceState): AttemptView | undefined {
+  return state.attempts.at(-1);
+}
+
+export function isTerminal(state: InstanceState): boolean {
+  return TERMINAL_INSTANCE_STATUSES.has(state.status);
+}
+
+interface At {
+  readonly revision: bigint;
+  readonly position: bigint;
+  readonly recordedAt: string;
+  readonly streamId: string;
+}
+
+function updateAttempt(
+  state: InstanceState,
+  token: string,
+  patch: Partial<AttemptView>,
+): readonly AttemptView[] {
+  return state.attempts.map((a) => (a.token === token ? { ...a, ...patch } : a));
+}
+
+function failureText(d: EventDataOf<"AttemptFailed">): string {
+  return d.error.kind === "exit_code" ? d.error.message : `${d.error.kind}: ${d.error.message}`;
+}
+
+/** Applies one attempt-stream event. */
+export function evolveInstance(
+  state: InstanceState | undefined,
+  event: DomainEvent,
+  at: At,
+): InstanceState | undefined {
+  if (event.type === "DispatchIntended") {
+    const d = event.data;
+    const attempt: AttemptView = {
+      attempt: d.attempt,
+      token: d.token,
+      status: "queued",
+      intendedAt: at.recordedAt,
+      workerId: null,
+      startedAt: null,
+      endedAt: null,
+      leaseExpiresAt: null,
+      durationMs: null,
+      exitCode: null,
+      endReason: null,
+      stdoutTail: "",
+      stderrTail: "",
+      cacheHit: false,
+    };
+    return {
+      stream: at.streamId,
+      key: d.key,
+      logicalDate: d.logicalDate,
+      runId: d.runId ?? state?.runId ?? null,
+      status: "queued",
+      attempts: [...(state?.attempts ?? []), attempt],
+      idempotent: d.idempotent,
+      leaseSeconds: d.leaseSeconds,
+      connection: d.connection ?? null,
+      operator: d.operator,
+      retryAt: null,
+      revision: at.revision,
+      dispatchedAt: at.position,
+      reason: null,
+    };
+  }
+  if (!state) {
+    // An outcome with no dispatch before it: only the skip decisions start a stream this way.
+    if (event.type === "InstanceSkipped" || event.type === "InstanceUpstreamFailed") {
+      return {
+        stream: at.streamId,
+        key: event.data.key,
+        logicalDate: event.data.logicalDate,
+        runId: null,
+        status: event.type === "InstanceSkipped" ? "skipped" : "upstream_failed",
+        attempts: [],
+        idempotent: false,
+        leaseSeconds: 30,
+        connection: null,
+        operator: {},
+        retryAt: null,
+        revision: at.revision,
+        dispatchedAt: at.position,
+        reason: event.data.reason,
+      };
+    }
+    return undefined;
+  }
+  const base = { ...state, revision: at.revision };
+  switch (event.type) {
+    case "AttemptStarted":
+      return {
+        ...base,
+        status: "running",
+        attempts: updateAttempt(state, event.data.token, {
+          status: "running",
+          workerId: event.data.workerId,
+          startedAt: at.recordedAt,
+          leaseExpiresAt: event.data.leaseExpiresAt,
+        }),
+      };
+    case "AttemptLeaseExtended":
+      return {
+        ...base,
+        attempts: updateAttempt(state, event.data.token, { leaseExpiresAt: event.data.leaseExpiresAt }),
+      };
+    case "AttemptHeartbeatExpired":
+      return {
+        ...base,
+        attempts: updateAttempt(state, event.data.token, {
+          status: "lease_expired",
+          endReason: "lease expired",
+        }),
+      };
+    case "AttemptSucceeded":
+      return {
+        ...base,
+        status: "success",
+        reason: null,
+        attempts: updateAttempt(state, event.data.token, {
+          status: "success",
+          endedAt: at.recordedAt,
+          durationMs: event.data.durationMs,
+          exitCode: event.data.exitCode,
+          endReason: event.data.cacheHit ? "cache hit" : "succeeded",
+          stdoutTail: event.data.output?.stdoutTail ?? "",
+          stderrTail: event.data.output?.stderrTail ?? "",
+          cacheHit: event.data.cacheHit,
+        }),
+      };
+    case "AttemptFailed": {
+      const d = event.data;
+      const reason = failureText(d);
+      return {
+        ...base,
+        status: d.retryAt ? "retry_wait" : "failed",
+        retryAt: d.retryAt ?? null,
+        reason: d.retryAt ? null : reason,
+        attempts: updateAttempt(state, d.token, {
+          status: "failed",
+          endedAt: at.recordedAt,
+          durationMs: d.durationMs ?? null,
+          exitCode: d.exitCode,
+          endReason: reason,
+          stdoutTail: d.output?.stdoutTail ?? "",
+          stderrTail: d.output?.stderrTail ?? "",
+        }),
+      };
+    }
+    case "AttemptAbandoned":
+      return {
+        ...base,
+        status: "abandoned",
+        reason: `abandoned: ${event.data.reason}`,
+        attempts: updateAttempt(state, event.data.token, {
+          status: "abandoned",
+          endedAt: at.recordedAt,
+          endReason: `abandoned by ${event.data.by}: ${event.data.reason}`,
+        }),
+      };
+    case "AttemptCancelled":
+      return {
+        ...base,
+        status: "cancelled",
+        reason: `cancelled: ${event.data.reason}`,
+        attempts: updateAttempt(state, event.data.token, {
+          status: "cancelled",
+          endedAt: at.recordedAt,
+          endReason: `cancelled: ${event.data.reason}`,
+        }),
+      };
+    case "InstanceSkipped":
+      return { ...base, status: "skipped", reason: event.data.reason };
+    case "InstanceUpstreamFailed":
+      return { ...base, status: "upstream_failed", reason: event.data.reason };
+    case "CompletionRejected":
+      return base;
+    default:
+      return state;
+  }
+}

@@ -1,0 +1,2 @@
+export * from "./explain.js";
+export * from "./scheduler-projection.js";

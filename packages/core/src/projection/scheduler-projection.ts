@@ -1,0 +1,173 @@
+import type { DomainEvent } from "../events/catalog.js";
+import { evolveInstance, type InstanceState, isTerminal } from "../instance/state.js";
+import { formatTaskKey } from "../keys.js";
+import type { ConnectionSpec, WorkflowSpec } from "../spec.js";
+import { instanceStream, streamCategory } from "../streams.js";
+import { evolveTask, type TaskState } from "../task/state.js";
+
+/** An event as the projection needs it: any recorded event of the log has this shape. */
+export type LoggedEvent = DomainEvent & {
+  readonly streamId: string;
+  readonly revision: bigint;
+  readonly position: bigint;
+  readonly metadata: { readonly recordedAt: string };
+};
+
+/** What one event changed, so the scheduler wakes only what it concerns. */
+export interface Touched {
+  readonly task?: string;
+  readonly instance?: string;
+  readonly connection?: string;
+}
+
+/**
+ * The scheduler's view of the log: every task, the instances still in play (not those long
+ * finished, so memory and each pass cost O(active work)), connections and workflows.
+ * A pure fold: the same events in the same order give the same state.
+ */
+export class SchedulerProjection {
+  readonly tasks = new Map<string, TaskState>();
+  readonly instances = new Map<string, InstanceState>();
+  readonly connections = new Map<string, ConnectionSpec>();
+  readonly workflows = new Map<string, WorkflowSpec>();
+  /** parent task id -> ids of tasks that name it as a parent. */
+  readonly children = new Map<string, Set<string>>();
+  /** Position of the last event applied (-1n: none). */
+  position = -1n;
+  /** Events applied since the projection was created or restored. */
+  applied = 0;
+
+  apply(e: LoggedEvent): Touched {
+    if (e.position <= this.position) return {};
+    this.position = e.position;
+    this.applied += 1;
+    switch (streamCategory(e.streamId)) {
+      case "task":
+        return this.applyTask(e);
+      case "instance":
+        return this.applyInstance(e);
+      case "connection":
+        if (e.type === "ConnectionDeclared") {
+          this.connections.set(e.data.spec.name, e.data.spec);
+          return { connection: e.data.spec.name };
+        }
+        return {};
+      case "workflow":
+        if (e.type === "WorkflowDeclared") this.workflows.set(e.data.spec.name, e.data.spec);
+        return {};
+      default:
+        return {};
+    }
+  }
+
+  private applyTask(e: LoggedEvent): Touched {
+    const id = e.streamId.slice("task-".length);
+    const before = this.tasks.get(id);
+    const after = evolveTask(before, e, e);
+    if (!after) return {};
+    this.tasks.set(id, after);
+    if (e.type === "TaskDeclared" || e.type === "TaskDeclarationChanged") this.indexParents(before, after);
+    if (before && before.logicalDate !== after.logicalDate) this.prune(before.id, before.logicalDate);
+    return { task: id };
+  }
+
+  private applyInstance(e: LoggedEvent): Touched {
+    const after = evolveInstance(this.instances.get(e.streamId), e, {
+      revision: e.revision,
+      position: e.position,
+      recordedAt: e.metadata.recordedAt,
+      streamId: e.streamId,
+    });
+    if (!after) return {};
+    this.instances.set(e.streamId, after);
+    const taskId = formatTaskKey(after.key);
+    const task = this.tasks.get(taskId);
+    if (
+      isTerminal(after) &&
+      (!task || task.logicalDate !== after.logicalDate || after.dispatchedAt < task.movedAt)
+    ) {
+      this.instances.delete(e.streamId);
+    }
+    return { task: taskId, instance: e.streamId };
+  }
+
+  /** The instance of a task's current interval, if it is in play. */
+  currentInstance(task: TaskState): InstanceState | undefined {
+    const inst = this.instances.get(instanceStream(task.key, task.logicalDate));
+    return inst && inst.dispatchedAt > task.movedAt ? inst : undefined;
+  }
+
+  private prune(taskId: string, logicalDate: string): void {
+    const task = this.tasks.get(taskId);
+    if (!task) return;
+    const stream = instanceStream(task.key, logicalDate);
+    const inst = this.instances.get(stream);
+    if (inst && isTerminal(inst)) this.instances.delete(stream);
+  }
+
+  private indexParents(before: TaskState | undefined, after: TaskState): void {
+    for (const p of before?.spec.parents ?? []) this.children.get(formatTaskKey(p))?.delete(after.id);
+    for (const p of after.spec.parents) {
+      const pid = formatTaskKey(p);
+      let set = this.children.get(pid);
+      if (!set) {
+        set = new Set();
+        this.children.set(pid, set);
+      }
+      set.add(after.id);
+    }
+  }
+
+  // ---- snapshots ----------------------------------------------------------------------------
+
+  toSnapshot(): ProjectionSnapshot {
+    return {
+      format: SNAPSHOT_FORMAT,
+      position: this.position.toString(),
+      tasks: [...this.tasks.values()].map((t) => ({
+        ...t,
+        revision: t.revision.toString(),
+        movedAt: t.movedAt.toString(),
+      })),
+      instances: [...this.instances.values()].map((i) => ({
+        ...i,
+        revision: i.revision.toString(),
+        dispatchedAt: i.dispatchedAt.toString(),
+      })),
+      connections: [...this.connections.values()],
+      workflows: [...this.workflows.values()],
+    };
+  }
+
+  static fromSnapshot(s: ProjectionSnapshot): SchedulerProjection {
+    if (s.format !== SNAPSHOT_FORMAT)
+      throw new Error(`snapshot format ${String(s.format)} is not ${SNAPSHOT_FORMAT}`);
+    const p = new SchedulerProjection();
+    p.position = BigInt(s.position);
+    for (const t of s.tasks) {
+      const task: TaskState = { ...t, revision: BigInt(t.revision), movedAt: BigInt(t.movedAt) };
+      p.tasks.set(task.id, task);
+      p.indexParents(undefined, task);
+    }
+    for (const i of s.instances) {
+      p.instances.set(i.stream, { ...i, revision: BigInt(i.revision), dispatchedAt: BigInt(i.dispatchedAt) });
+    }
+    for (const c of s.connections) p.connections.set(c.name, c);
+    for (const w of s.workflows) p.workflows.set(w.name, w);
+    return p;
+  }
+}
+
+/** Bumped whenever the projection's shape or fold changes: an old snapshot is then rebuilt from the log. */
+export const SNAPSHOT_FORMAT = 1;
+
+type Stringly<T, K extends keyof T> = Omit<T, K> & { [P in K]: string };
+
+export interface ProjectionSnapshot {
+  readonly format: number;
+  readonly position: string;
+  readonly tasks: ReadonlyArray<Stringly<TaskState, "revision" | "movedAt">>;
+  readonly instances: ReadonlyArray<Stringly<InstanceState, "revision" | "dispatchedAt">>;
+  readonly connections: readonly ConnectionSpec[];
+  readonly workflows: readonly WorkflowSpec[];
+}

@@ -1,0 +1,2 @@
+export * from "./cron.js";
+export * from "./interval.js";

@@ -1,0 +1,140 @@
+import type { DomainEvent } from "../events/catalog.js";
+import { formatTaskKey, type TaskKey } from "../keys.js";
+import type { TaskSpec } from "../spec.js";
+
+export type TaskStatus = "active" | "paused" | "retired";
+
+/** A terminal outcome that stopped the task at an interval. */
+export interface TaskFailure {
+  readonly logicalDate: string;
+  readonly state: "failed" | "upstream_failed" | "abandoned" | "cancelled";
+  readonly reason: string;
+}
+
+export interface BackfillWindow {
+  readonly until: string;
+  readonly resume?: { logicalDate: string; nextRunDate: string; prevIntervalStart: string | null };
+  readonly backfillId?: string;
+}
+
+/** A task's declaration and schedule position: the fold of its task stream. */
+export interface TaskState {
+  readonly key: TaskKey;
+  readonly id: string;
+  readonly spec: TaskSpec;
+  readonly status: TaskStatus;
+  /** The interval the task runs for next. */
+  readonly logicalDate: string;
+  /** The interval it last finished (null: none yet). */
+  readonly prevIntervalStart: string | null;
+  /** When the current interval is due. */
+  readonly nextRunDate: string;
+  readonly failure: TaskFailure | null;
+  readonly backfill: BackfillWindow | null;
+  /** The task stream's revision: the expected revision of the next write. */
+  readonly revision: bigint;
+  /**
+   * Log position of the last event that moved the schedule (declared, reset, completed).
+   * An instance outcome counts for the task only if its dispatch came after it.
+   */
+  readonly movedAt: bigint;
+}
+
+export interface Positioned {
+  readonly revision: bigint;
+  readonly position: bigint;
+}
+
+/** Applies one task-stream event. Events of other streams are not passed here. */
+export function evolveTask(
+  state: TaskState | undefined,
+  event: DomainEvent,
+  at: Positioned,
+): TaskState | undefined {
+  switch (event.type) {
+    case "TaskDeclared": {
+      const d = event.data;
+      return {
+        key: d.key,
+        id: formatTaskKey(d.key),
+        spec: d.spec,
+        status: "active",
+        logicalDate: d.logicalDate,
+        prevIntervalStart: null,
+        nextRunDate: d.nextRunDate,
+        failure: null,
+        backfill: null,
+        revision: at.revision,
+        movedAt: at.position,
+      };
+    }
+    case "TaskDeclarationChanged":
+      return state && { ...state, spec: event.data.spec, revision: at.revision };
+    case "TaskPaused":
+      return (
+        state && {
+          ...state,
+          status: state.status === "retired" ? "retired" : "paused",
+          revision: at.revision,
+        }
+      );
+    case "TaskResumed":
+      return (
+        state && {
+          ...state,
+          status: state.status === "retired" ? "retired" : "active",
+          revision: at.revision,
+        }
+      );
+    case "TaskRetired":
+      return state && { ...state, status: "retired", revision: at.revision };
+    case "IntervalReset": {
+      if (!state) return state;
+      const d = event.data;
+      return {
+        ...state,
+        logicalDate: d.logicalDate,
+        nextRunDate: d.nextRunDate,
+        prevIntervalStart: d.prevIntervalStart,
+        failure: null,
+        backfill: d.until ? { until: d.until, resume: d.resume, backfillId: d.backfillId } : null,
+        revision: at.revision,
+        movedAt: at.position,
+      };
+    }
+    case "IntervalCompleted": {
+      if (!state) return state;
+      const d = event.data;
+      const backfillDone =
+        state.backfill !== null && Date.parse(d.logicalDate) >= Date.parse(state.backfill.until);
+      return {
+        ...state,
+        prevIntervalStart:
+          backfillDone && state.backfill?.resume
+            ? laterOf(d.logicalDate, state.backfill.resume.prevIntervalStart)
+            : d.logicalDate,
+        logicalDate: d.nextLogicalDate,
+        nextRunDate: d.nextRunDate,
+        failure: null,
+        backfill: backfillDone ? null : state.backfill,
+        revision: at.revision,
+        movedAt: at.position,
+      };
+    }
+    case "IntervalFailed": {
+      if (!state) return state;
+      const d = event.data;
+      return {
+        ...state,
+        failure: { logicalDate: d.logicalDate, state: d.state, reason: d.reason },
+        revision: at.revision,
+      };
+    }
+    default:
+      return state;
+  }
+}
+
+function laterOf(a: string, b: string | null): string {
+  return b !== null && Date.parse(b) > Date.parse(a) ? b : a;
+}

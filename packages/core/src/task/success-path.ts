@@ -1,0 +1,66 @@
+import type { DomainEventOf } from "../events/catalog.js";
+import type { InstanceState } from "../instance/state.js";
+import { advanceOnSuccess } from "../schedule/interval.js";
+import type { TaskState } from "./state.js";
+
+/**
+ * The success path (invariant 5): prev_interval_start := logical_date; logical_date moves one
+ * cron step; next_run_date moves one interval from the previous next_run_date, never from the
+ * clock. A task behind schedule therefore stays due: catch-up and backfill need no other code.
+ * When a backfill window ends, the task returns to where it was before the backfill.
+ */
+export function decideIntervalCompleted(
+  task: TaskState,
+  attempt?: number,
+): DomainEventOf<"IntervalCompleted"> {
+  const next = advanceOnSuccess(
+    {
+      logicalDate: task.logicalDate,
+      prevIntervalStart: task.prevIntervalStart,
+      nextRunDate: task.nextRunDate,
+    },
+    task.spec.cron,
+    task.spec.timezone,
+  );
+  let nextLogicalDate = next.logicalDate;
+  let nextRunDate = next.nextRunDate;
+  const backfill = task.backfill;
+  if (backfill && Date.parse(task.logicalDate) >= Date.parse(backfill.until) && backfill.resume) {
+    if (Date.parse(backfill.resume.logicalDate) > Date.parse(nextLogicalDate)) {
+      nextLogicalDate = backfill.resume.logicalDate;
+      nextRunDate = backfill.resume.nextRunDate;
+    }
+  }
+  return {
+    type: "IntervalCompleted",
+    data: {
+      key: task.key,
+      logicalDate: task.logicalDate,
+      nextLogicalDate,
+      nextRunDate,
+      ...(attempt !== undefined ? { attempt } : {}),
+    },
+  };
+}
+
+/** An interval that ended without success stops the task there until an operator acts. */
+export function decideIntervalFailed(
+  task: TaskState,
+  instance: InstanceState,
+): DomainEventOf<"IntervalFailed"> {
+  const state =
+    instance.status === "upstream_failed" ||
+    instance.status === "abandoned" ||
+    instance.status === "cancelled"
+      ? instance.status
+      : "failed";
+  return {
+    type: "IntervalFailed",
+    data: {
+      key: task.key,
+      logicalDate: task.logicalDate,
+      state,
+      reason: instance.reason ?? `the instance ended ${instance.status}`,
+    },
+  };
+}

@@ -1,0 +1,479 @@
+import { CronExpressionParser } from "cron-parser";
+import { describe, expect, it } from "vitest";
+import {
+  advanceOnSuccess,
+  CronScheduleError,
+  cronGranularityMs,
+  dataInterval,
+  firstSlotAtOrAfter,
+  initialPosition,
+  isDue,
+  lastSlotEndingBy,
+  nextCronTime,
+  parseCron,
+  parseInstant,
+  prevCronTime,
+  resetTo,
+  type SchedulePosition,
+  shortInstant,
+  slotBefore,
+  truncate,
+} from "../src/index.js";
+
+const at = (iso: string) => new Date(iso);
+const iso = (date: Date) => date.toISOString();
+const MIN = 60_000;
+const HOUR = 60 * MIN;
+const DAY = 24 * HOUR;
+
+/** Local calendar date and wall time of an instant in a zone, e.g. `2026-03-29 03:00`. */
+function local(date: Date, timeZone: string): string {
+  const parts = new Intl.DateTimeFormat("en-CA", {
+    timeZone,
+    year: "numeric",
+    month: "2-digit",
+    day: "2-digit",
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
+  }).formatToParts(date);
+  const get = (type: string) => parts.find((p) => p.type === type)?.value;
+  return `${get("year")}-${get("month")}-${get("day")} ${get("hour")}:${get("minute")}`;
+}
+
+/** Advances a position n times, returning every position visited (the first included). */
+function walk(start: SchedulePosition, cron: string, tz: string, n: number): SchedulePosition[] {
+  const out = [start];
+  for (let i = 0; i < n; i++) out.push(advanceOnSuccess(out[out.length - 1]!, cron, tz));
+  return out;
+}
+
+describe("parseCron", () => {
+  it.each([
+    ["*/15 * * * *"],
+    ["0 */6 * * *"],
+    ["0 2 * * *"],
+    ["0 0 * * THU"],
+    ["0 0 1 * *"],
+    ["30 0 2 * * *"],
+    ["@daily"],
+    ["0 0 L * *"],
+  ])("accepts %s", (cron) => {
+    expect(parseCron(cron, "Europe/Berlin")).toEqual({
+      ok: true,
+      schedule: { cron, timezone: "Europe/Berlin" },
+    });
+  });
+
+  it.each([
+    ["61 * * * *", /61/],
+    ["* * *", /expected 5 fields/],
+    ["0 0 * * * * *", /got 7/],
+    ["", /must not be empty/],
+    ["0 0 31 2 *", /day of month/],
+    ["H * * * *", /hashed values/],
+    ["@sometimes", /sometimes|som/],
+    ["*/0 * * * *", /every 0/],
+  ])("rejects the expression %j", (cron, why) => {
+    const result = parseCron(cron, "UTC");
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.error.kind).toBe("invalid_expression");
+    expect(result.error.message).toMatch(why);
+  });
+
+  it.each([["Mars/Olympus"], ["+01:00"], [""], ["Europe/Berlinn"]])("rejects the time zone %j", (tz) => {
+    const result = parseCron("0 2 * * *", tz);
+    expect(result).toMatchObject({ ok: false, error: { kind: "invalid_timezone", timezone: tz } });
+  });
+
+  it("names the time zone when both are wrong, and the expression when only it is", () => {
+    expect(parseCron("nonsense", "Nowhere/City")).toMatchObject({ error: { kind: "invalid_timezone" } });
+    expect(parseCron("nonsense", "Asia/Tokyo")).toMatchObject({ error: { kind: "invalid_expression" } });
+  });
+
+  it("makes the arithmetic throw a typed error on bad input", () => {
+    expect(() => nextCronTime("0 25 * * *", "UTC", at("2026-01-01T00:00:00Z"))).toThrow(CronScheduleError);
+    try {
+      prevCronTime("0 2 * * *", "Mars/Olympus", at("2026-01-01T00:00:00Z"));
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(CronScheduleError);
+      expect((error as CronScheduleError).problem.kind).toBe("invalid_timezone");
+      expect((error as CronScheduleError).message).toBe(
+        'invalid time zone "Mars/Olympus": not a known IANA time zone',
+      );
+    }
+  });
+
+  it("rejects an invalid date", () => {
+    expect(() => nextCronTime("0 2 * * *", "UTC", new Date(Number.NaN))).toThrow(/invalid date/);
+  });
+});
+
+describe("nextCronTime / prevCronTime", () => {
+  const daily = "0 2 * * *";
+
+  it("next is strictly after", () => {
+    expect(iso(nextCronTime(daily, "UTC", at("2026-11-28T02:00:00.000Z")))).toBe("2026-11-29T02:00:00.000Z");
+    expect(iso(nextCronTime(daily, "UTC", at("2026-11-28T01:59:59.999Z")))).toBe("2026-11-28T02:00:00.000Z");
+    expect(iso(nextCronTime(daily, "UTC", at("2026-11-28T02:00:00.001Z")))).toBe("2026-11-29T02:00:00.000Z");
+  });
+
+  it("prev is inclusive: a time exactly on a slot is that slot", () => {
+    expect(iso(prevCronTime(daily, "UTC", at("2026-11-28T02:00:00.000Z")))).toBe("2026-11-28T02:00:00.000Z");
+    expect(iso(prevCronTime(daily, "UTC", at("2026-11-28T01:59:59.999Z")))).toBe("2026-11-27T02:00:00.000Z");
+    expect(iso(prevCronTime(daily, "UTC", at("2026-11-28T17:30:00.000Z")))).toBe("2026-11-28T02:00:00.000Z");
+  });
+
+  it("honours the time zone", () => {
+    // 02:00 in Berlin is 01:00Z in winter.
+    expect(iso(nextCronTime(daily, "Europe/Berlin", at("2026-11-28T00:00:00Z")))).toBe(
+      "2026-11-28T01:00:00.000Z",
+    );
+    expect(iso(prevCronTime(daily, "Europe/Berlin", at("2026-11-28T00:59:00Z")))).toBe(
+      "2026-11-27T01:00:00.000Z",
+    );
+  });
+
+  it("slot helpers", () => {
+    expect(iso(firstSlotAtOrAfter(daily, "UTC", at("2026-11-28T02:00:00Z")))).toBe(
+      "2026-11-28T02:00:00.000Z",
+    );
+    expect(iso(firstSlotAtOrAfter(daily, "UTC", at("2026-11-28T02:00:01Z")))).toBe(
+      "2026-11-29T02:00:00.000Z",
+    );
+    expect(iso(slotBefore(daily, "UTC", at("2026-11-28T02:00:00Z")))).toBe("2026-11-27T02:00:00.000Z");
+    // Intervals ending by 29T00:00: hourly [23:00, 00:00) is the last.
+    expect(iso(lastSlotEndingBy("0 * * * *", "UTC", at("2026-11-29T00:00:00Z")))).toBe(
+      "2026-11-28T23:00:00.000Z",
+    );
+    expect(iso(lastSlotEndingBy("0 * * * *", "UTC", at("2026-11-28T23:59:00Z")))).toBe(
+      "2026-11-28T22:00:00.000Z",
+    );
+  });
+
+  it("fixes cron-parser's prev() on spring-forward day (it skips the shifted 03:00 slot)", () => {
+    const raw = CronExpressionParser.parse(daily, {
+      tz: "Europe/Berlin",
+      currentDate: at("2026-03-29T12:00:00Z"),
+      hashSeed: "x",
+    });
+    expect(raw.prev().toISOString()).toBe("2026-03-28T01:00:00.000Z");
+    expect(iso(prevCronTime(daily, "Europe/Berlin", at("2026-03-29T12:00:00Z")))).toBe(
+      "2026-03-29T01:00:00.000Z",
+    );
+  });
+
+  it("fixes cron-parser's next() from just after the spring gap (it skips the moved 02:30)", () => {
+    const cron = "30 2 * * *";
+    // 01:15Z is 03:15 CEST; 02:30 that day moved to 03:30 CEST = 01:30Z.
+    const raw = CronExpressionParser.parse(cron, {
+      tz: "Europe/Berlin",
+      currentDate: at("2026-03-29T01:15:00Z"),
+      hashSeed: "x",
+    });
+    expect(raw.next().toISOString()).toBe("2026-03-30T00:30:00.000Z");
+    expect(iso(nextCronTime(cron, "Europe/Berlin", at("2026-03-29T01:15:00Z")))).toBe(
+      "2026-03-29T01:30:00.000Z",
+    );
+    expect(iso(nextCronTime(cron, "Europe/Berlin", at("2026-03-28T12:00:00Z")))).toBe(
+      "2026-03-29T01:30:00.000Z",
+    );
+  });
+
+  it("fixes cron-parser's prev() on fall-back day (it yields 02:00 twice)", () => {
+    // next() has one 02:00 on 2026-10-25 (the CEST one, 00:00Z); prev agrees with it.
+    expect(iso(nextCronTime(daily, "Europe/Berlin", at("2026-10-24T12:00:00Z")))).toBe(
+      "2026-10-25T00:00:00.000Z",
+    );
+    expect(iso(prevCronTime(daily, "Europe/Berlin", at("2026-10-25T01:30:00Z")))).toBe(
+      "2026-10-25T00:00:00.000Z",
+    );
+  });
+
+  describe.each([
+    ["Europe/Berlin", "2026-03-28T12:00:00Z"],
+    ["Europe/Berlin", "2026-10-24T12:00:00Z"],
+    ["America/New_York", "2026-03-07T12:00:00Z"],
+    ["America/New_York", "2026-10-31T12:00:00Z"],
+  ])("prev and next agree around the DST change in %s from %s", (tz, from) => {
+    it.each([
+      ["0 2 * * *"],
+      ["30 2 * * *"],
+      ["30 1 * * *"],
+      ["0 * * * *"],
+      ["*/15 * * * *"],
+      ["0 */6 * * *"],
+    ])("%s", (cron) => {
+      const start = at(from).getTime();
+      for (let t = start; t < start + 2 * DAY; t += 23 * MIN) {
+        const p = prevCronTime(cron, tz, new Date(t));
+        expect(p.getTime()).toBeLessThanOrEqual(t);
+        // No slot between p and t: the next slot after p is after t.
+        expect(nextCronTime(cron, tz, p).getTime()).toBeGreaterThan(t);
+        // p is itself a slot: the first slot at or after p is p.
+        expect(firstSlotAtOrAfter(cron, tz, p).getTime()).toBe(p.getTime());
+        // And next(t) is the first slot after t: no slot in (t, next(t)).
+        const n = nextCronTime(cron, tz, new Date(t));
+        expect(n.getTime()).toBeGreaterThan(t);
+        expect(prevCronTime(cron, tz, n).getTime()).toBe(n.getTime());
+        expect(slotBefore(cron, tz, n).getTime()).toBeLessThanOrEqual(t);
+      }
+    });
+  });
+});
+
+describe("cronGranularityMs", () => {
+  it.each([
+    ["*/15 * * * *", "UTC", 15 * MIN],
+    ["0 */6 * * *", "UTC", 6 * HOUR],
+    ["0 2 * * *", "UTC", DAY],
+    ["0 2 * * *", "Europe/Berlin", DAY],
+    ["0 * * * *", "America/New_York", HOUR],
+    ["0 0 * * 0", "UTC", 7 * DAY],
+    // Monthly: the shortest month, February.
+    ["0 0 1 * *", "UTC", 28 * DAY],
+    ["@daily", "UTC", DAY],
+    ["0 0 1 1 *", "UTC", 365 * DAY],
+    // The real step, not the field's: 09:00 and 17:00 are 8 hours apart.
+    ["0 9,17 * * *", "UTC", 8 * HOUR],
+    // */7 runs at :56 then :00, four minutes later.
+    ["*/7 * * * *", "UTC", 4 * MIN],
+    ["30 * * * * *", "UTC", MIN],
+    ["0 0 * * 1-5", "UTC", DAY],
+  ])("%s in %s", (cron, tz, ms) => {
+    expect(cronGranularityMs(cron, tz)).toBe(ms);
+    expect(cronGranularityMs(cron, tz, at("2026-03-01T00:00:00Z"))).toBe(ms);
+  });
+
+  it("validates its input", () => {
+    expect(() => cronGranularityMs("0 2 * *", "UTC")).toThrow(/expected 5 fields/);
+    expect(() => cronGranularityMs("0 2 * * *", "Moon/Base")).toThrow(/invalid time zone/);
+  });
+});
+
+describe("truncate (to a schedule's own slots)", () => {
+  it.each([
+    ["0 * * * *", "UTC", "2026-11-28T10:37:12.000Z", "2026-11-28T10:00:00.000Z"],
+    ["*/15 * * * *", "UTC", "2026-11-28T10:37:12.000Z", "2026-11-28T10:30:00.000Z"],
+    // Six-hourly keeps its step: 17:59 truncates to 12:00, not to the day.
+    ["0 */6 * * *", "UTC", "2026-11-28T17:59:00.000Z", "2026-11-28T12:00:00.000Z"],
+    ["0 2 * * *", "UTC", "2026-11-28T01:00:00.000Z", "2026-11-27T02:00:00.000Z"],
+    ["0 2 * * *", "UTC", "2026-11-28T02:00:00.000Z", "2026-11-28T02:00:00.000Z"],
+    // Weekly (Sunday 00:00): Wednesday 25th is in the week of Sunday 22nd.
+    ["0 0 * * 0", "UTC", "2026-11-25T09:00:00.000Z", "2026-11-22T00:00:00.000Z"],
+    ["0 0 1 * *", "UTC", "2026-11-25T09:00:00.000Z", "2026-11-01T00:00:00.000Z"],
+    // Midnight in Berlin is 23:00Z the day before.
+    ["0 0 * * *", "Europe/Berlin", "2026-11-28T22:30:00.000Z", "2026-11-27T23:00:00.000Z"],
+  ])("%s in %s: %s -> %s", (cron, timezone, date, expected) => {
+    expect(iso(truncate(at(date), { cron, timezone }))).toBe(expected);
+  });
+
+  it("agrees with the seed's truncation where the seed's granularity is the real one", () => {
+    // Seed examples: a daily parent truncates to the day, an hourly one to the hour.
+    expect(iso(truncate(at("2026-11-28T00:00:00Z"), { cron: "0 0 * * *", timezone: "UTC" }))).toBe(
+      "2026-11-28T00:00:00.000Z",
+    );
+    expect(iso(truncate(at("2026-11-28T05:00:00Z"), { cron: "0 * * * *", timezone: "UTC" }))).toBe(
+      "2026-11-28T05:00:00.000Z",
+    );
+  });
+});
+
+describe("instants", () => {
+  it("parses only instants with a zone", () => {
+    expect(iso(parseInstant("2026-11-28T02:00:00+01:00"))).toBe("2026-11-28T01:00:00.000Z");
+    expect(iso(parseInstant("2026-11-28T02:00Z"))).toBe("2026-11-28T02:00:00.000Z");
+    expect(() => parseInstant("2026-11-28T02:00:00")).toThrow(/with a zone/);
+    expect(() => parseInstant("2026-11-28")).toThrow(/with a zone/);
+    expect(() => parseInstant("2026-13-45T02:00:00Z")).toThrow();
+  });
+
+  it("shortens for messages", () => {
+    expect(shortInstant("2026-11-28T02:00:00.000Z")).toBe("2026-11-28T02:00Z");
+    expect(shortInstant("2026-11-28T02:00:30.000Z")).toBe("2026-11-28T02:00:30Z");
+    expect(shortInstant("2026-11-28T02:00:00.250Z")).toBe("2026-11-28T02:00:00.250Z");
+  });
+});
+
+describe("schedule position", () => {
+  const daily = { cron: "0 2 * * *", timezone: "UTC", catchup: true };
+
+  it("starts at the first slot at or after startDate, due at the end of that interval", () => {
+    const now = at("2026-01-01T00:00:00Z");
+    expect(initialPosition({ ...daily, startDate: "2026-11-28T10:00:00.000Z" }, now)).toEqual({
+      logicalDate: "2026-11-29T02:00:00.000Z",
+      prevIntervalStart: null,
+      nextRunDate: "2026-11-30T02:00:00.000Z",
+    });
+    expect(initialPosition({ ...daily, startDate: "2026-11-28T02:00:00.000Z" }, now).logicalDate).toBe(
+      "2026-11-28T02:00:00.000Z",
+    );
+  });
+
+  it("gives the data interval [logical, next slot)", () => {
+    expect(dataInterval("2026-11-28T02:00:00.000Z", "0 2 * * *", "UTC")).toEqual({
+      start: "2026-11-28T02:00:00.000Z",
+      end: "2026-11-29T02:00:00.000Z",
+    });
+    expect(dataInterval("2026-11-28T12:00:00.000Z", "0 */6 * * *", "UTC").end).toBe(
+      "2026-11-28T18:00:00.000Z",
+    );
+  });
+
+  it("advances from the schedule: prev := logical, both dates one step on", () => {
+    const start = initialPosition(
+      { ...daily, startDate: "2026-11-28T02:00:00.000Z" },
+      at("2026-11-28T00:00:00Z"),
+    );
+    expect(advanceOnSuccess(start, "0 2 * * *", "UTC")).toEqual({
+      logicalDate: "2026-11-29T02:00:00.000Z",
+      prevIntervalStart: "2026-11-28T02:00:00.000Z",
+      nextRunDate: "2026-11-30T02:00:00.000Z",
+    });
+  });
+
+  it("advances nextRunDate from itself, not from the logical date or the clock", () => {
+    const odd: SchedulePosition = {
+      logicalDate: "2026-11-28T02:00:00.000Z",
+      prevIntervalStart: null,
+      nextRunDate: "2026-12-05T02:00:00.000Z",
+    };
+    expect(advanceOnSuccess(odd, "0 2 * * *", "UTC").nextRunDate).toBe("2026-12-06T02:00:00.000Z");
+  });
+
+  it("is due when nextRunDate is at or before now", () => {
+    const p = initialPosition(
+      { ...daily, startDate: "2026-11-28T02:00:00.000Z" },
+      at("2026-11-28T00:00:00Z"),
+    );
+    expect(isDue(p, at("2026-11-29T01:59:59.999Z"))).toBe(false);
+    expect(isDue(p, at("2026-11-29T02:00:00.000Z"))).toBe(true);
+  });
+
+  it.each([
+    ["0 2 * * *", "2026-11-18T00:00:00.000Z", "2026-11-28T12:00:00Z", 10],
+    ["0 * * * *", "2026-11-26T00:00:00.000Z", "2026-11-28T05:30:00Z", 53],
+    // Eight quarters end by 02:00 (the last, [01:45, 02:00), is due at 02:00 exactly).
+    ["*/15 * * * *", "2026-11-28T00:00:00.000Z", "2026-11-28T02:00:00Z", 8],
+    ["0 0 * * 0", "2026-10-01T00:00:00.000Z", "2026-11-28T12:00:00Z", 7],
+  ])(
+    "catch-up is repeated advance: %s from %s is due at %s this many times",
+    (cron, startDate, nowIso, count) => {
+      const now = at(nowIso);
+      let p = initialPosition({ cron, timezone: "UTC", startDate, catchup: true }, now);
+      let due = 0;
+      while (isDue(p, now)) {
+        p = advanceOnSuccess(p, cron, "UTC");
+        due++;
+      }
+      expect(due).toBe(count);
+      // Caught up: the next run is in the future and the last finished interval has ended.
+      expect(parseInstant(p.nextRunDate).getTime()).toBeGreaterThan(now.getTime());
+      expect(nextCronTime(cron, "UTC", parseInstant(p.prevIntervalStart!)).getTime()).toBeLessThanOrEqual(
+        now.getTime(),
+      );
+    },
+  );
+
+  it("without catch-up, starts at the latest interval already due, and runs it once", () => {
+    const now = at("2026-11-28T12:00:00Z");
+    const p = initialPosition({ ...daily, catchup: false, startDate: "2026-11-01T00:00:00.000Z" }, now);
+    expect(p).toEqual({
+      logicalDate: "2026-11-27T02:00:00.000Z",
+      prevIntervalStart: null,
+      nextRunDate: "2026-11-28T02:00:00.000Z",
+    });
+    expect(isDue(p, now)).toBe(true);
+    expect(isDue(advanceOnSuccess(p, "0 2 * * *", "UTC"), now)).toBe(false);
+  });
+
+  it("without catch-up, never starts before startDate", () => {
+    const now = at("2026-11-28T12:00:00Z");
+    const p = initialPosition({ ...daily, catchup: false, startDate: "2026-11-28T00:00:00.000Z" }, now);
+    expect(p.logicalDate).toBe("2026-11-28T02:00:00.000Z");
+    expect(isDue(p, now)).toBe(false);
+  });
+
+  it("resets for a backfill with prevIntervalStart at the slot before", () => {
+    expect(resetTo("0 2 * * *", "UTC", at("2026-08-30T00:00:00Z"))).toEqual({
+      logicalDate: "2026-08-30T02:00:00.000Z",
+      prevIntervalStart: "2026-08-29T02:00:00.000Z",
+      nextRunDate: "2026-08-31T02:00:00.000Z",
+    });
+    expect(resetTo("0 2 * * *", "UTC", at("2026-08-30T02:00:00Z")).logicalDate).toBe(
+      "2026-08-30T02:00:00.000Z",
+    );
+  });
+
+  it("a 90-day backfill is 90 due intervals in a row", () => {
+    const now = at("2026-11-28T12:00:00Z");
+    let p = resetTo("0 2 * * *", "UTC", at("2026-08-30T00:00:00Z"));
+    let due = 0;
+    while (isDue(p, now)) {
+      p = advanceOnSuccess(p, "0 2 * * *", "UTC");
+      due++;
+    }
+    expect(due).toBe(90);
+    expect(p.prevIntervalStart).toBe("2026-11-27T02:00:00.000Z");
+  });
+});
+
+describe("DST", () => {
+  const cases = [
+    ["Europe/Berlin", "2026-03-27T00:00:00.000Z", "2026-03-29", "2026-10-23T00:00:00.000Z", "2026-10-25"],
+    ["America/New_York", "2026-03-06T12:00:00.000Z", "2026-03-08", "2026-10-30T12:00:00.000Z", "2026-11-01"],
+  ] as const;
+
+  describe.each(cases)("0 2 * * * in %s", (tz, springStart, springDay, fallStart, fallDay) => {
+    const cron = "0 2 * * *";
+
+    it("runs once on spring-forward day, at the shifted 03:00, skipping and repeating no day", () => {
+      const p = initialPosition(
+        { cron, timezone: tz, startDate: springStart, catchup: true },
+        at(springStart),
+      );
+      const logicals = walk(p, cron, tz, 4).map((x) => local(parseInstant(x.logicalDate), tz));
+      const days = logicals.map((l) => l.slice(0, 10));
+      expect(new Set(days).size).toBe(5);
+      expect(logicals.find((l) => l.startsWith(springDay))).toBe(`${springDay} 03:00`);
+      for (const l of logicals.filter((x) => !x.startsWith(springDay))) expect(l.slice(11)).toBe("02:00");
+      // Consecutive local days.
+      for (let i = 1; i < days.length; i++)
+        expect(Date.parse(`${days[i]}T00:00Z`) - Date.parse(`${days[i - 1]}T00:00Z`)).toBe(DAY);
+    });
+
+    it("runs once on fall-back day although 02:00 or its neighbours occur twice", () => {
+      const p = initialPosition({ cron, timezone: tz, startDate: fallStart, catchup: true }, at(fallStart));
+      const logicals = walk(p, cron, tz, 4).map((x) => local(parseInstant(x.logicalDate), tz));
+      const days = logicals.map((l) => l.slice(0, 10));
+      expect(new Set(days).size).toBe(5);
+      expect(days).toContain(fallDay);
+      for (const l of logicals) expect(l.slice(11)).toBe("02:00");
+    });
+
+    it("nextRunDate stays one interval after logicalDate across both changes", () => {
+      for (const start of [springStart, fallStart]) {
+        const p = initialPosition({ cron, timezone: tz, startDate: start, catchup: true }, at(start));
+        for (const x of walk(p, cron, tz, 5))
+          expect(x.nextRunDate).toBe(iso(nextCronTime(cron, tz, parseInstant(x.logicalDate))));
+      }
+    });
+  });
+
+  describe.each([
+    ["Europe/Berlin", "2026-10-24T20:00:00.000Z", "2026-10-25", 25],
+    ["Europe/Berlin", "2026-03-28T20:00:00.000Z", "2026-03-29", 23],
+    ["America/New_York", "2026-10-31T20:00:00.000Z", "2026-11-01", 25],
+    ["America/New_York", "2026-03-07T20:00:00.000Z", "2026-03-08", 23],
+  ])("hourly in %s from %s", (tz, start, day, hoursThatDay) => {
+    it(`has one interval per UTC hour: ${hoursThatDay} on ${day}`, () => {
+      const cron = "0 * * * *";
+      const p = initialPosition({ cron, timezone: tz, startDate: start, catchup: true }, at(start));
+      const logicals = walk(p, cron, tz, 48).map((x) => parseInstant(x.logicalDate).getTime());
+      for (let i = 1; i < logicals.length; i++) expect(logicals[i]! - logicals[i - 1]!).toBe(HOUR);
+      expect(logicals.filter((t) => local(new Date(t), tz).startsWith(day))).toHaveLength(hoursThatDay);
+    });
+  });
+});

@@ -1,0 +1,9 @@
+export { type RenderContext, type TemplateVariables, templateVariables } from "./context.js";
+export { TemplateError, type TemplateProblem } from "./errors.js";
+export {
+  type RenderLimits,
+  renderOperator,
+  renderTemplate,
+  renderTemplateWith,
+  shellQuote,
+} from "./render.js";

@@ -1,0 +1,270 @@
+import type { OperatorSpec } from "@chronolog/core";
+import {
+  type FilterImplOptions,
+  type FS,
+  Liquid,
+  LiquidError,
+  Tag,
+  type TagToken,
+  TokenizationError,
+  type TopLevelToken,
+  UndefinedVariableError,
+} from "liquidjs";
+import { type RenderContext, type TemplateVariables, templateVariables } from "./context.js";
+import { TemplateError, type TemplateProblem } from "./errors.js";
+
+/**
+ * Payload templates: Liquid (liquidjs) with Jinja-style `{{ expr | filter }}` output tags and
+ * `{% if %}`/`{% for %}` tags. Liquid, unlike Jinja/nunjucks, has no function calls and no access
+ * to prototypes, so a template written by another team can read only the context it is given.
+ *
+ * The engine is locked down:
+ * - `strictVariables` (a typo is an error, not an empty string; `| default:` and `{% if %}` still
+ *   test for an optional value) and `strictFilters`; `ownPropertyOnly` (no `constructor`,
+ *   `__proto__`, `toString`...);
+ * - no file system: `include`, `render` and `layout` are refused at parse time, and the `fs`
+ *   given to the engine refuses every read;
+ * - bounded: template length (`parseLimit`), render time (`renderLimit`) and allocations
+ *   (`memoryLimit`) per field;
+ * - deterministic: the date filters refuse `"now"`/`"today"` (render from `logical_date`), and
+ *   format in the task's time zone, never the host's.
+ *
+ * Objects and arrays render as JSON, `null` as an empty string.
+ */
+
+export interface RenderLimits {
+  /** Longest template, in characters, per field. Default 1,000,000. */
+  readonly parseLimit?: number;
+  /**
+   * Longest render, in milliseconds: per template for `renderTemplate`, for all the fields
+   * together for `renderOperator` (rendering is synchronous, so this bounds how long a template
+   * can hold the caller's event loop). Default 200.
+   */
+  readonly renderLimit?: number;
+  /** Allocation budget per field (roughly characters and array items). Default 16,000,000. */
+  readonly memoryLimit?: number;
+}
+
+const DEFAULT_LIMITS = { parseLimit: 1_000_000, renderLimit: 200, memoryLimit: 16_000_000 } as const;
+
+/**
+ * POSIX shell quoting: wraps the text in single quotes, each `'` becoming `'\''`. Inside single
+ * quotes the shell interprets nothing (`$`, backquotes, `\`, newlines), so the result is one word
+ * whose value is exactly the input. A NUL byte cannot be passed to a process and is refused.
+ */
+export function shellQuote(value: unknown): string {
+  const text = outputText(value);
+  if (text.includes("\u0000")) throw new Error("shell_quote: the value contains a NUL byte");
+  return `'${text.replaceAll("'", "'\\''")}'`;
+}
+
+/** How a value is written into the output: objects and arrays as JSON, null as nothing. */
+function outputText(value: unknown): string {
+  if (value === null || value === undefined) return "";
+  if (typeof value === "object") return JSON.stringify(value) ?? "";
+  return String(value);
+}
+
+const refuse = (): never => {
+  throw new Error("templates cannot read files");
+};
+
+/** A file system that has no files. */
+const NO_FILES: FS = {
+  exists: async () => false,
+  existsSync: () => false,
+  readFile: async () => refuse(),
+  readFileSync: () => refuse(),
+  resolve: (_dir, file) => file,
+  contains: async () => false,
+  containsSync: () => false,
+  sep: "/",
+  dirname: () => "/",
+};
+
+class ForbiddenTag extends Tag {
+  constructor(token: TagToken, remainTokens: TopLevelToken[], liquid: Liquid) {
+    super(token, remainTokens, liquid);
+    throw new Error(`the {% ${token.name} %} tag is not allowed: templates cannot read files`);
+  }
+  *render(): Generator<unknown, void, unknown> {}
+}
+
+type FilterHandler = Extract<FilterImplOptions, (...args: never[]) => unknown>;
+type FilterThis = ThisParameterType<FilterHandler>;
+
+const DATE_FILTERS = ["date", "date_to_xmlschema", "date_to_rfc822", "date_to_string", "date_to_long_string"];
+
+const engines = new Map<string, Liquid>();
+
+function engine(timezone: string, parseLimit: number): Liquid {
+  const cacheKey = `${timezone}\u0000${parseLimit}`;
+  const cached = engines.get(cacheKey);
+  if (cached) return cached;
+  const liquid = new Liquid({
+    strictVariables: true,
+    strictFilters: true,
+    ownPropertyOnly: true,
+    lenientIf: true,
+    fs: NO_FILES,
+    root: [],
+    partials: [],
+    layouts: [],
+    relativeReference: false,
+    dynamicPartials: false,
+    cache: false,
+    timezoneOffset: timezone,
+    outputEscape: outputText,
+    parseLimit,
+  });
+  for (const name of ["include", "render", "layout"]) liquid.registerTag(name, ForbiddenTag);
+  liquid.registerFilter("shell_quote", (value: unknown) => shellQuote(value));
+  for (const name of DATE_FILTERS) {
+    const original = liquid.filters[name];
+    if (!original) continue;
+    const handler: FilterHandler = typeof original === "function" ? original : original.handler;
+    liquid.registerFilter(name, function (this: FilterThis, value: unknown, ...args: unknown[]) {
+      if (typeof value === "string" && /^\s*(now|today)\s*$/i.test(value)) {
+        throw new Error(
+          `${name}: "${value.trim()}" is not available: a payload renders from its logical date (use logical_date)`,
+        );
+      }
+      return handler.call(this, value, ...args);
+    });
+  }
+  if (engines.size >= 64) engines.clear();
+  engines.set(cacheKey, liquid);
+  return liquid;
+}
+
+function classify(error: unknown): {
+  problem: TemplateProblem;
+  detail: string;
+  line?: number;
+  column?: number;
+} {
+  const message = error instanceof Error ? error.message : String(error);
+  const located = /^([\s\S]*?), line:(\d+), col:(\d+)$/.exec(message.split("\n")[0] ?? "");
+  const detail = located ? (located[1] as string) : message;
+  const where = located ? { line: Number(located[2]), column: Number(located[3]) } : {};
+  let problem: TemplateProblem = "render";
+  if (error instanceof UndefinedVariableError) problem = "undefined_variable";
+  else if (/^undefined filter: /.test(detail)) problem = "unknown_filter";
+  else if (/limit exceeded/.test(detail)) problem = "limit";
+  else if (
+    error instanceof TokenizationError ||
+    (error instanceof LiquidError && error.name === "ParseError")
+  ) {
+    problem = "syntax";
+  }
+  const readable =
+    problem === "undefined_variable"
+      ? detail.replace(/^undefined variable: (.*)$/, 'undefined variable "$1"')
+      : problem === "unknown_filter"
+        ? detail.replace(/^undefined filter: (.*)$/, 'unknown filter "$1"')
+        : detail;
+  return { problem, detail: readable, ...where };
+}
+
+/**
+ * Renders one template with already-built variables. Throws `TemplateError` naming `field`.
+ * Text with no `{{` or `{%` is returned as is.
+ */
+export function renderTemplateWith(
+  template: string,
+  variables: TemplateVariables,
+  field: string,
+  options: {
+    timezone?: string;
+    limits?: RenderLimits /** `performance.now()` deadline */;
+    deadline?: number;
+  } = {},
+): string {
+  if (!template.includes("{{") && !template.includes("{%")) return template;
+  const limits = { ...DEFAULT_LIMITS, ...options.limits };
+  const liquid = engine(options.timezone ?? "UTC", limits.parseLimit);
+  const renderLimit =
+    options.deadline === undefined ? limits.renderLimit : Math.max(1, options.deadline - performance.now());
+  try {
+    return String(
+      liquid.parseAndRenderSync(template, variables as unknown as Record<string, unknown>, {
+        renderLimit,
+        memoryLimit: limits.memoryLimit,
+      }),
+    );
+  } catch (error) {
+    const c = classify(error);
+    throw new TemplateError(field, c.problem, c.detail, c.line, c.column);
+  }
+}
+
+/** Renders one template against a render context (see `renderOperator`). */
+export function renderTemplate(
+  template: string,
+  context: RenderContext,
+  field = "template",
+  limits?: RenderLimits,
+): string {
+  return renderTemplateWith(template, templateVariables(context), field, {
+    timezone: context.timezone ?? "UTC",
+    ...(limits ? { limits } : {}),
+  });
+}
+
+/**
+ * Renders every templated string of an operator: shell `command`, `cwd` and `env` values; http
+ * `url`, `headers` values and `body`; node `args` strings at any depth (keys are not rendered).
+ * Other fields (`type`, `method`, `module`, `export`, timeouts) are data, not templates. Returns
+ * a new operator; throws `TemplateError` naming the first field that fails
+ * (`operator.command`, `operator.headers.Authorization`, `operator.args.tables[1]`).
+ */
+export function renderOperator(
+  operator: OperatorSpec,
+  context: RenderContext,
+  limits?: RenderLimits,
+): OperatorSpec {
+  const variables = templateVariables(context);
+  const deadline = performance.now() + (limits?.renderLimit ?? DEFAULT_LIMITS.renderLimit);
+  const options = { timezone: context.timezone ?? "UTC", deadline, ...(limits ? { limits } : {}) };
+  const render = (text: string, field: string) => renderTemplateWith(text, variables, field, options);
+  const renderValues = (record: Readonly<Record<string, string>>, field: string) =>
+    Object.fromEntries(Object.entries(record).map(([k, v]) => [k, render(v, `${field}.${k}`)]));
+
+  switch (operator.type) {
+    case "shell":
+      return {
+        ...operator,
+        command: render(operator.command, "operator.command"),
+        ...(operator.cwd !== undefined ? { cwd: render(operator.cwd, "operator.cwd") } : {}),
+        env: renderValues(operator.env, "operator.env"),
+      };
+    case "http":
+      return {
+        ...operator,
+        url: render(operator.url, "operator.url"),
+        headers: renderValues(operator.headers, "operator.headers"),
+        ...(operator.body !== undefined ? { body: render(operator.body, "operator.body") } : {}),
+      };
+    case "node":
+      return {
+        ...operator,
+        args: renderDeep(operator.args, "operator.args", render) as Record<string, unknown>,
+      };
+    case "noop":
+      return { ...operator };
+  }
+}
+
+function renderDeep(value: unknown, field: string, render: (text: string, field: string) => string): unknown {
+  if (typeof value === "string") return render(value, field);
+  if (Array.isArray(value)) return value.map((v, i) => renderDeep(v, `${field}[${i}]`, render));
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(
+      Object.entries(value as Record<string, unknown>).map(([k, v]) => [
+        k,
+        renderDeep(v, `${field}.${k}`, render),
+      ]),
+    );
+  }
+  return value;
+}

@@ -1,0 +1,194 @@
+import { randomUUID } from "node:crypto";
+import {
+  type DomainEvent,
+  formatTaskKey,
+  parseInstant,
+  prevCronTime,
+  resetTo,
+  type SchedulerProjection,
+  type TaskState,
+  taskStream,
+  ValidationError,
+} from "@chronolog/core";
+import type { EventLog } from "@chronolog/log";
+import { CliFacingError } from "./errors.js";
+
+export function requireTask(projection: SchedulerProjection, id: string): TaskState {
+  const task = projection.tasks.get(id);
+  if (!task) throw new CliFacingError(`no task ${id} is declared`, "not_found");
+  return task;
+}
+
+async function writeTask(log: EventLog, task: TaskState, events: DomainEvent[]): Promise<bigint> {
+  const r = await log.append(taskStream(task.key), events, { expectedRevision: task.revision });
+  return r.position;
+}
+
+export async function pauseTask(log: EventLog, projection: SchedulerProjection, id: string, reason?: string) {
+  const task = requireTask(projection, id);
+  if (task.status !== "active") throw new CliFacingError(`task ${id} is ${task.status}, not active`, "state");
+  return writeTask(log, task, [
+    { type: "TaskPaused", data: { key: task.key, ...(reason ? { reason } : {}) } },
+  ]);
+}
+
+export async function resumeTask(log: EventLog, projection: SchedulerProjection, id: string) {
+  const task = requireTask(projection, id);
+  if (task.status !== "paused") throw new CliFacingError(`task ${id} is ${task.status}, not paused`, "state");
+  return writeTask(log, task, [{ type: "TaskResumed", data: { key: task.key } }]);
+}
+
+export async function retireTask(
+  log: EventLog,
+  projection: SchedulerProjection,
+  id: string,
+  reason?: string,
+) {
+  const task = requireTask(projection, id);
+  if (task.status === "retired") throw new CliFacingError(`task ${id} is already retired`, "state");
+  return writeTask(log, task, [
+    { type: "TaskRetired", data: { key: task.key, ...(reason ? { reason } : {}) } },
+  ]);
+}
+
+/** The task and, with `downstream`, every task below it, parents before children. */
+export function subtree(projection: SchedulerProjection, id: string, downstream: boolean): string[] {
+  const order: string[] = [id];
+  if (!downstream) return order;
+  const seen = new Set(order);
+  for (let i = 0; i < order.length; i++) {
+    for (const child of projection.children.get(order[i] as string) ?? []) {
+      if (!seen.has(child) && projection.tasks.has(child)) {
+        seen.add(child);
+        order.push(child);
+      }
+    }
+  }
+  return order;
+}
+
+export interface BackfillTarget {
+  readonly task: string;
+  readonly from: string;
+  readonly until: string;
+  readonly intervals: number;
+}
+
+export interface BackfillPlan {
+  readonly backfillId: string;
+  readonly targets: readonly BackfillTarget[];
+  readonly skipped: ReadonlyArray<{ task: string; reason: string }>;
+}
+
+function countSlots(task: TaskState, from: Date, until: Date): number {
+  let n = 0;
+  let at = resetTo(task.spec.cron, task.spec.timezone, from);
+  while (Date.parse(at.logicalDate) <= until.getTime()) {
+    n += 1;
+    at = resetTo(task.spec.cron, task.spec.timezone, new Date(Date.parse(at.logicalDate) + 1));
+  }
+  return n;
+}
+
+/**
+ * Sets each task's interval back to the first slot at or after `from` (an IntervalReset per
+ * task); the tasks then walk forward through the range upstream-first, by the ordinary gate and
+ * success path, and return to where they were once they have finished the slot at or before `to`.
+ */
+export async function backfill(
+  log: EventLog,
+  projection: SchedulerProjection,
+  id: string,
+  fromText: string,
+  toText: string,
+  downstream: boolean,
+): Promise<BackfillPlan> {
+  requireTask(projection, id);
+  const from = parseInstant(fromText, "--from");
+  const to = parseInstant(toText, "--to");
+  if (to < from)
+    throw new ValidationError("backfill", [
+      { path: "--to", message: `${toText} is before --from ${fromText}` },
+    ]);
+  const backfillId = randomUUID();
+  const targets: BackfillTarget[] = [];
+  const skipped: Array<{ task: string; reason: string }> = [];
+  const writes: Array<Promise<unknown>> = [];
+  for (const taskId of subtree(projection, id, downstream)) {
+    const task = projection.tasks.get(taskId) as TaskState;
+    if (task.status === "retired") {
+      skipped.push({ task: taskId, reason: "retired" });
+      continue;
+    }
+    const start = resetTo(task.spec.cron, task.spec.timezone, from);
+    const until = prevCronTime(task.spec.cron, task.spec.timezone, to);
+    if (Date.parse(start.logicalDate) > until.getTime()) {
+      skipped.push({ task: taskId, reason: "no interval of its schedule falls in the range" });
+      continue;
+    }
+    const resume =
+      Date.parse(task.logicalDate) > until.getTime()
+        ? {
+            logicalDate: task.logicalDate,
+            nextRunDate: task.nextRunDate,
+            prevIntervalStart: task.prevIntervalStart,
+          }
+        : undefined;
+    targets.push({
+      task: taskId,
+      from: start.logicalDate,
+      until: until.toISOString(),
+      intervals: countSlots(task, from, until),
+    });
+    writes.push(
+      writeTask(log, task, [
+        {
+          type: "IntervalReset",
+          data: {
+            key: task.key,
+            logicalDate: start.logicalDate,
+            nextRunDate: start.nextRunDate,
+            prevIntervalStart: start.prevIntervalStart,
+            reason: "backfill",
+            until: until.toISOString(),
+            ...(resume ? { resume } : {}),
+            backfillId,
+          },
+        },
+      ]),
+    );
+  }
+  const settled = await Promise.allSettled(writes);
+  const failed = settled.find((s) => s.status === "rejected");
+  if (failed) throw (failed as PromiseRejectedResult).reason;
+  return { backfillId, targets, skipped };
+}
+
+/** How far a backfill has come: intervals done per target, from the projection. */
+export function backfillProgress(projection: SchedulerProjection, plan: BackfillPlan) {
+  let done = 0;
+  let total = 0;
+  const failed: string[] = [];
+  for (const t of plan.targets) {
+    total += t.intervals;
+    const task = projection.tasks.get(t.task);
+    if (!task) continue;
+    if (task.failure)
+      failed.push(`${t.task}: ${task.failure.logicalDate} ${task.failure.state}: ${task.failure.reason}`);
+    if (task.backfill?.backfillId !== plan.backfillId) {
+      done += t.intervals; // the window closed: the range is done
+      continue;
+    }
+    const finished = task.prevIntervalStart ? Date.parse(task.prevIntervalStart) : 0;
+    let n = 0;
+    let at = parseInstant(t.from);
+    while (at.getTime() <= finished && at.getTime() <= Date.parse(t.until) && n < t.intervals) {
+      n += 1;
+      at = new Date(resetTo(task.spec.cron, task.spec.timezone, new Date(at.getTime() + 1)).logicalDate);
+    }
+    done += n;
+  }
+  return { done, total, failed, finished: done >= total };
+}
+
+export { formatTaskKey };

@@ -1,0 +1,204 @@
+import {
+  type AttemptReportInput,
+  type DomainEvent,
+  decideReport,
+  evolveInstance,
+  formatTaskKey,
+  type InstanceState,
+  type RetryPolicy,
+  type SchedulerProjection,
+} from "@chronolog/core";
+import { type EventLog, type RecordedEvent, WrongExpectedRevisionError } from "@chronolog/log";
+import type { AttemptReport } from "@chronolog/worker";
+
+const DEFAULT_RETRY: RetryPolicy = {
+  maxAttempts: 1,
+  initialDelayMs: 1000,
+  factor: 2,
+  maxDelayMs: 300_000,
+  jitter: 0.1,
+};
+const MAX_CONFLICT_RETRIES = 8;
+
+export interface ReportApplierOptions {
+  readonly log: EventLog;
+  readonly projection: SchedulerProjection;
+  readonly now: () => number;
+  readonly random: () => number;
+  readonly onError: (error: unknown, stream: string) => void;
+}
+
+/** Folds an attempt stream read from the log (for instances no longer held in memory). */
+export function foldInstance(events: readonly RecordedEvent[]): InstanceState | undefined {
+  let state: InstanceState | undefined;
+  for (const e of events) {
+    state = evolveInstance(state, e, {
+      revision: e.revision,
+      position: e.position,
+      recordedAt: e.metadata.recordedAt,
+      streamId: e.streamId,
+    });
+  }
+  return state;
+}
+
+/**
+ * Applies worker reports to attempt streams. Reports that arrive in the same tick are grouped
+ * per stream and written with one compare-and-set append each; appends to different streams
+ * share one group commit. A report whose token is unknown or stale is recorded as rejected.
+ */
+export class ReportApplier {
+  private pending = new Map<string, AttemptReport[]>();
+  /** Streams with an append under way: their next reports wait for it. */
+  private readonly busy = new Map<string, Promise<void>>();
+  /** The state this applier last wrote per stream, until the projection has caught up with it. */
+  private readonly written = new Map<string, InstanceState>();
+  private scheduled = false;
+  private inFlight = 0;
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(private readonly o: ReportApplierOptions) {}
+
+  submit(report: AttemptReport): void {
+    let list = this.pending.get(report.instanceStream);
+    if (!list) {
+      list = [];
+      this.pending.set(report.instanceStream, list);
+    }
+    list.push(report);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  /** Resolves when every report submitted so far has been written (or rejected). */
+  async idle(): Promise<void> {
+    if (this.pending.size === 0 && this.inFlight === 0) return;
+    await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const batch = this.pending;
+    this.pending = new Map();
+    for (const [stream, reports] of batch) {
+      this.inFlight += 1;
+      const previous = this.busy.get(stream) ?? Promise.resolve();
+      const run = previous
+        .then(() => this.applyStream(stream, reports))
+        .catch((error) => this.o.onError(error, stream))
+        .finally(() => {
+          if (this.busy.get(stream) === run) this.busy.delete(stream);
+          this.inFlight -= 1;
+          if (this.inFlight === 0 && this.pending.size === 0) {
+            for (const w of this.idleWaiters.splice(0)) w();
+          }
+        });
+      this.busy.set(stream, run);
+    }
+  }
+
+  private async applyStream(stream: string, reports: readonly AttemptReport[]): Promise<void> {
+    let state = this.latest(stream);
+    for (let tries = 0; ; tries++) {
+      if (!state) state = foldInstance(await this.o.log.readStream(stream));
+      const { events, after } = this.decideAll(state, reports);
+      if (events.length === 0) return;
+      try {
+        const r = await this.o.log.append(stream, events, {
+          expectedRevision: state ? state.revision : "no_stream",
+        });
+        if (after) this.written.set(stream, { ...after, revision: r.nextExpectedRevision });
+        return;
+      } catch (error) {
+        if (!(error instanceof WrongExpectedRevisionError) || tries >= MAX_CONFLICT_RETRIES) throw error;
+        state = undefined; // someone else wrote: read the stream again and decide afresh
+      }
+    }
+  }
+
+  /** The projection has applied `stream` up to `revision`: drop what it now knows better. */
+  observed(stream: string, revision: bigint): void {
+    const mine = this.written.get(stream);
+    if (mine && mine.revision <= revision) this.written.delete(stream);
+  }
+
+  /** The newer of the projection's state and the one this applier last wrote. */
+  private latest(stream: string): InstanceState | undefined {
+    const projected = this.o.projection.instances.get(stream);
+    const mine = this.written.get(stream);
+    if (!mine) return projected;
+    if (projected && projected.revision >= mine.revision) {
+      this.written.delete(stream);
+      return projected;
+    }
+    return mine;
+  }
+
+  private decideAll(
+    initial: InstanceState | undefined,
+    reports: readonly AttemptReport[],
+  ): { events: DomainEvent[]; after: InstanceState | undefined } {
+    let state = initial;
+    const out: DomainEvent[] = [];
+    const retry = state
+      ? (this.o.projection.tasks.get(formatTaskKey(state.key))?.spec.retry ?? DEFAULT_RETRY)
+      : DEFAULT_RETRY;
+    let revision = state?.revision ?? -1n;
+    for (const report of reports) {
+      const events = decideReport(state, toInput(report), {
+        now: this.o.now(),
+        retry,
+        random: this.o.random(),
+      });
+      for (const e of events) {
+        out.push(e);
+        revision += 1n;
+        state = evolveInstance(state, e, {
+          revision,
+          position: -1n,
+          recordedAt: new Date(this.o.now()).toISOString(),
+          streamId: state?.stream ?? "",
+        });
+      }
+    }
+    return { events: out, after: state };
+  }
+}
+
+function toInput(r: AttemptReport): AttemptReportInput {
+  switch (r.kind) {
+    case "started":
+      return { kind: "started", token: r.token, attempt: r.attempt, workerId: r.workerId, pid: r.pid };
+    case "heartbeat":
+      return { kind: "heartbeat", token: r.token, attempt: r.attempt, workerId: r.workerId };
+    case "succeeded":
+      return {
+        kind: "succeeded",
+        token: r.token,
+        attempt: r.attempt,
+        workerId: r.workerId,
+        durationMs: r.durationMs,
+        exitCode: r.exitCode,
+        stdoutTail: r.stdoutTail,
+        stderrTail: r.stderrTail,
+      };
+    case "failed":
+      return {
+        kind: "failed",
+        token: r.token,
+        attempt: r.attempt,
+        workerId: r.workerId,
+        durationMs: r.durationMs,
+        exitCode: r.exitCode,
+        stdoutTail: r.stdoutTail,
+        stderrTail: r.stderrTail,
+        error: r.error,
+      };
+    default: {
+      const never: never = r;
+      return never;
+    }
+  }
+}

@@ -1,0 +1,486 @@
+import { randomUUID } from "node:crypto";
+import {
+  type DomainEvent,
+  dataInterval,
+  decideIntervalCompleted,
+  decideIntervalFailed,
+  describeGateReason,
+  formatTaskKey,
+  gateFor,
+  type InstanceState,
+  instanceStream,
+  isTerminal,
+  lastSlotEndingBy,
+  nextCronTime,
+  type OperatorSpec,
+  type SchedulerProjection,
+  slotBefore,
+  type TaskState,
+  taskStream,
+  toInstant,
+} from "@chronolog/core";
+import {
+  type EventLog,
+  type RecordedEvent,
+  type Subscription,
+  WrongExpectedRevisionError,
+} from "@chronolog/log";
+import { renderOperator } from "@chronolog/render";
+import type { RunCommand } from "@chronolog/worker";
+import type { Dispatcher } from "./dispatcher.js";
+import { foldInstance, ReportApplier } from "./reports.js";
+import { TimerQueue } from "./timer-queue.js";
+
+export interface SchedulerLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+  debug(obj: object, msg?: string): void;
+}
+
+export interface SchedulerOptions {
+  readonly log: EventLog;
+  readonly projection: SchedulerProjection;
+  readonly dispatcher: Dispatcher;
+  readonly logger: SchedulerLogger;
+  readonly now?: () => number;
+  readonly random?: () => number;
+  readonly newToken?: () => string;
+  /** Called after each event is applied (checkpointing, progress). */
+  readonly onApplied?: (event: RecordedEvent) => void;
+}
+
+interface DispatchCandidate {
+  readonly task: TaskState;
+  /** The instance in memory, when this is a retry. */
+  readonly instance: InstanceState | undefined;
+}
+
+const PENDING = -2n;
+
+/**
+ * The scheduler: event-driven due selection, then gate -> connection queue -> payload render ->
+ * durable DispatchIntended (batched) -> dispatch. Its state is the projection, fed only by its
+ * subscription to the log; every write is a compare-and-set on the stream it decides for.
+ */
+export class Scheduler {
+  private readonly log: EventLog;
+  private readonly projection: SchedulerProjection;
+  private readonly now: () => number;
+  private readonly random: () => number;
+  private readonly newToken: () => string;
+  private readonly timers: TimerQueue;
+  private readonly reports: ReportApplier;
+  private subscription: Subscription | null = null;
+  private readonly dirty = new Set<string>();
+  private passScheduled = false;
+  private stopped = false;
+  /** task id -> position its last write must reach before it is evaluated again (PENDING: not yet known). */
+  private readonly inflight = new Map<string, bigint>();
+  /** connection -> instance streams holding a slot (queued or running). */
+  private readonly load = new Map<string, Set<string>>();
+  /** connection -> dispatches written or being written but not yet seen in the projection. */
+  private readonly reserved = new Map<string, number>();
+  /** connection -> tasks waiting for a slot. */
+  private readonly waiting = new Map<string, Set<string>>();
+  /** Why each task is not running, in memory only (blocked is not a transition). */
+  readonly blocked = new Map<string, string[]>();
+  /** Counters for benchmarks and `chronolog up`'s status line. */
+  readonly stats = { dispatched: 0, completed: 0, failed: 0, passes: 0, conflicts: 0 };
+
+  constructor(private readonly o: SchedulerOptions) {
+    this.log = o.log;
+    this.projection = o.projection;
+    this.now = o.now ?? Date.now;
+    this.random = o.random ?? Math.random;
+    this.newToken = o.newToken ?? randomUUID;
+    this.timers = new TimerQueue((keys) => {
+      for (const k of keys) this.dirty.add(k);
+      this.schedulePass();
+    }, this.now);
+    this.reports = new ReportApplier({
+      log: o.log,
+      projection: o.projection,
+      now: this.now,
+      random: this.random,
+      onError: (error, stream) => o.logger.error({ err: error, stream }, "could not apply a worker report"),
+    });
+    o.dispatcher.onReport((report) => {
+      if (report.kind === "started" || report.kind === "succeeded" || report.kind === "failed") {
+        this.reports.submit(report);
+      }
+    });
+  }
+
+  /** Follows the log from the projection's position; every task is evaluated once at start. */
+  async start(): Promise<void> {
+    for (const inst of this.projection.instances.values()) this.trackLoad(inst);
+    for (const id of this.projection.tasks.keys()) this.dirty.add(id);
+    this.subscription = this.log.subscribe((e) => this.onEvent(e), {
+      fromPosition: this.projection.position + 1n,
+    });
+    await this.subscription.caughtUp;
+    this.schedulePass();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.timers.stop();
+    await this.reports.idle();
+    await this.subscription?.close();
+  }
+
+  /** Resolves when the subscription fails (it never ends otherwise until stop). */
+  get done(): Promise<void> {
+    return this.subscription?.done ?? Promise.resolve();
+  }
+
+  private onEvent(e: RecordedEvent): void {
+    const before = e.streamId.startsWith("instance-") ? this.projection.instances.get(e.streamId) : undefined;
+    const touched = this.projection.apply(e);
+    this.o.onApplied?.(e);
+    if (touched.instance) {
+      this.reports.observed(touched.instance, e.revision);
+      const after = this.projection.instances.get(touched.instance);
+      this.updateLoad(before, after, touched.instance);
+    }
+    if (touched.task) {
+      this.markDirty(touched.task);
+      if (
+        e.type === "IntervalCompleted" ||
+        e.type === "IntervalFailed" ||
+        e.type === "IntervalReset" ||
+        e.type === "TaskDeclared"
+      ) {
+        if (e.type === "IntervalCompleted") this.stats.completed += 1;
+        for (const child of this.projection.children.get(touched.task) ?? []) this.markDirty(child);
+      }
+    }
+    if (touched.connection) this.wakeConnection(touched.connection);
+  }
+
+  private markDirty(id: string): void {
+    this.dirty.add(id);
+    this.schedulePass();
+  }
+
+  private schedulePass(): void {
+    if (this.passScheduled || this.stopped) return;
+    this.passScheduled = true;
+    setImmediate(() => {
+      this.passScheduled = false;
+      this.pass().catch((error) => this.o.logger.error({ err: error }, "scheduler pass failed"));
+    });
+  }
+
+  // ---- the pass ---------------------------------------------------------------------------
+
+  private async pass(): Promise<void> {
+    if (this.stopped || this.dirty.size === 0) return;
+    this.stats.passes += 1;
+    const ids = [...this.dirty];
+    this.dirty.clear();
+    const now = this.now();
+    const writes: Array<Promise<void>> = [];
+    const candidates: DispatchCandidate[] = [];
+    for (const id of ids) {
+      const task = this.projection.tasks.get(id);
+      if (!task) continue;
+      const until = this.inflight.get(id);
+      if (until !== undefined) {
+        if (until === PENDING || until > this.projection.position) continue;
+        this.inflight.delete(id);
+      }
+      this.evaluate(task, now, writes, candidates);
+    }
+    if (candidates.length > 0) writes.push(this.dispatchAll(candidates));
+    await Promise.all(writes);
+  }
+
+  private evaluate(
+    task: TaskState,
+    now: number,
+    writes: Array<Promise<void>>,
+    out: DispatchCandidate[],
+  ): void {
+    const id = task.id;
+    this.blocked.delete(id);
+    if (task.status === "retired") return;
+    const inst = this.projection.currentInstance(task);
+    if (inst) {
+      switch (inst.status) {
+        case "success":
+          writes.push(this.writeTask(task, [decideIntervalCompleted(task, inst.attempts.at(-1)?.attempt)]));
+          return;
+        case "skipped":
+          writes.push(this.writeTask(task, [decideIntervalCompleted(task)]));
+          return;
+        case "retry_wait": {
+          const at = inst.retryAt ? Date.parse(inst.retryAt) : now;
+          if (at > now) {
+            this.timers.wakeAt(id, at);
+            this.blocked.set(id, [`retry due ${inst.retryAt}`]);
+          } else if (task.status === "active") out.push({ task, instance: inst });
+          return;
+        }
+        case "queued":
+        case "running":
+          return;
+        default:
+          if (!task.failure || task.failure.logicalDate !== task.logicalDate) {
+            writes.push(this.writeTask(task, [decideIntervalFailed(task, inst)]));
+          }
+          return;
+      }
+    }
+    if (task.failure && task.failure.logicalDate === task.logicalDate) return;
+    if (task.status === "paused") return;
+    const due = Date.parse(task.nextRunDate);
+    if (due > now) {
+      this.timers.wakeAt(id, due);
+      return;
+    }
+    if (task.spec.endDate && Date.parse(task.logicalDate) > Date.parse(task.spec.endDate)) return;
+    if (!task.spec.catchup && !task.backfill) {
+      const jump = this.catchupJump(task, now);
+      if (jump) {
+        writes.push(this.writeTask(task, [jump]));
+        return;
+      }
+    }
+    const gate = gateFor(this.projection, task);
+    if (!gate.open) {
+      this.blocked.set(id, gate.reasons.map(describeGateReason));
+      return;
+    }
+    out.push({ task, instance: undefined });
+  }
+
+  /** With catch-up off, a task more than one interval behind jumps to the latest due interval. */
+  private catchupJump(task: TaskState, now: number): DomainEvent | null {
+    const latest = lastSlotEndingBy(task.spec.cron, task.spec.timezone, new Date(now));
+    if (latest.getTime() <= Date.parse(task.logicalDate)) return null;
+    return {
+      type: "IntervalReset",
+      data: {
+        key: task.key,
+        logicalDate: toInstant(latest),
+        nextRunDate: toInstant(nextCronTime(task.spec.cron, task.spec.timezone, latest)),
+        prevIntervalStart:
+          task.prevIntervalStart ?? toInstant(slotBefore(task.spec.cron, task.spec.timezone, latest)),
+        reason: "catchup_disabled",
+      },
+    };
+  }
+
+  /** A compare-and-set append on the task stream; a conflict just means: evaluate again. */
+  private async writeTask(task: TaskState, events: DomainEvent[]): Promise<void> {
+    this.inflight.set(task.id, PENDING);
+    try {
+      const r = await this.log.append(taskStream(task.key), events, { expectedRevision: task.revision });
+      this.inflight.set(task.id, r.position);
+      if (events.some((e) => e.type === "IntervalFailed")) this.stats.failed += 1;
+    } catch (error) {
+      this.inflight.delete(task.id);
+      if (error instanceof WrongExpectedRevisionError) {
+        this.stats.conflicts += 1;
+        this.markDirty(task.id);
+        return;
+      }
+      this.o.logger.error({ err: error, task: task.id }, "could not write to the task stream");
+    }
+  }
+
+  // ---- connection queue, render, intent, dispatch ----------------------------------------------
+
+  private async dispatchAll(candidates: DispatchCandidate[]): Promise<void> {
+    const byConnection = new Map<string, DispatchCandidate[]>();
+    for (const c of candidates) {
+      const conn = c.task.spec.connection ?? "";
+      let list = byConnection.get(conn);
+      if (!list) {
+        list = [];
+        byConnection.set(conn, list);
+      }
+      list.push(c);
+    }
+    const released: DispatchCandidate[] = [];
+    for (const [conn, list] of byConnection) {
+      if (conn === "") {
+        released.push(...list);
+        continue;
+      }
+      const spec = this.projection.connections.get(conn);
+      if (!spec) {
+        for (const c of list) this.blocked.set(c.task.id, [`connection ${conn} is not declared`]);
+        continue;
+      }
+      const used = (this.load.get(conn)?.size ?? 0) + (this.reserved.get(conn) ?? 0);
+      const available = Math.max(0, spec.maxParallelism - used);
+      list.sort(
+        (a, b) => a.task.logicalDate.localeCompare(b.task.logicalDate) || a.task.id.localeCompare(b.task.id),
+      );
+      released.push(...list.slice(0, available));
+      for (const c of list.slice(available)) {
+        this.blocked.set(c.task.id, [
+          `waiting for a slot on connection ${conn} (${used} of ${spec.maxParallelism} in use)`,
+        ]);
+        let w = this.waiting.get(conn);
+        if (!w) {
+          w = new Set();
+          this.waiting.set(conn, w);
+        }
+        w.add(c.task.id);
+      }
+      this.reserved.set(conn, (this.reserved.get(conn) ?? 0) + Math.min(available, list.length));
+    }
+    const commands = await Promise.all(released.map((c) => this.writeIntent(c)));
+    const ready = commands.filter((c): c is RunCommand => c !== null);
+    if (ready.length > 0) {
+      this.stats.dispatched += ready.length;
+      // Every intent in `ready` is durable: only now do the workers hear of them.
+      this.o.dispatcher.dispatch(ready);
+    }
+  }
+
+  /** Writes DispatchIntended (durably) and returns the command to send, or null. */
+  private async writeIntent(c: DispatchCandidate): Promise<RunCommand | null> {
+    const { task } = c;
+    const stream = instanceStream(task.key, task.logicalDate);
+    const conn = task.spec.connection;
+    this.inflight.set(task.id, PENDING);
+    let keepReservation = false;
+    try {
+      let inst = c.instance;
+      if (!inst) {
+        const existing = this.projection.instances.get(stream);
+        inst = existing ?? foldInstance(await this.log.readStream(stream));
+      }
+      const attempt = (inst?.attempts.at(-1)?.attempt ?? 0) + 1;
+      let operator: OperatorSpec;
+      try {
+        operator = this.render(task);
+      } catch (error) {
+        this.blocked.set(task.id, [(error as Error).message]);
+        this.o.logger.error({ task: task.id, err: error }, "payload render failed; the task is held");
+        this.inflight.delete(task.id);
+        return null;
+      }
+      const token = this.newToken();
+      const r = await this.log.append(
+        stream,
+        [
+          {
+            type: "DispatchIntended",
+            data: {
+              key: task.key,
+              logicalDate: task.logicalDate,
+              attempt,
+              token,
+              ...(conn ? { connection: conn } : {}),
+              operator,
+              idempotent: task.spec.idempotent,
+              leaseSeconds: task.spec.leaseSeconds,
+            },
+          },
+        ],
+        { expectedRevision: inst ? inst.revision : "no_stream" },
+      );
+      this.inflight.set(task.id, r.position);
+      keepReservation = true;
+      return {
+        kind: "run",
+        instanceStream: stream,
+        taskKey: task.id,
+        logicalDate: task.logicalDate,
+        attempt,
+        token,
+        operator: operator as unknown as Record<string, unknown>,
+        leaseSeconds: task.spec.leaseSeconds,
+      };
+    } catch (error) {
+      this.inflight.delete(task.id);
+      if (error instanceof WrongExpectedRevisionError) {
+        this.stats.conflicts += 1;
+        this.markDirty(task.id);
+      } else this.o.logger.error({ err: error, task: task.id }, "could not write the dispatch intent");
+      return null;
+    } finally {
+      if (conn && !keepReservation) this.release(conn);
+    }
+  }
+
+  private render(task: TaskState): OperatorSpec {
+    if (task.spec.operator.type === "noop") return task.spec.operator;
+    const interval = dataInterval(task.logicalDate, task.spec.cron, task.spec.timezone);
+    return renderOperator(task.spec.operator, {
+      task: task.key,
+      logicalDate: task.logicalDate,
+      dataIntervalStart: interval.start,
+      dataIntervalEnd: interval.end,
+      prevIntervalStart: task.prevIntervalStart,
+      timezone: task.spec.timezone,
+      config: task.spec.config,
+      params: {},
+    });
+  }
+
+  // ---- connection load ------------------------------------------------------------------------
+
+  private holdsSlot(inst: InstanceState | undefined): boolean {
+    return !!inst && inst.connection !== null && (inst.status === "queued" || inst.status === "running");
+  }
+
+  private trackLoad(inst: InstanceState): void {
+    if (!this.holdsSlot(inst) || inst.connection === null) return;
+    let set = this.load.get(inst.connection);
+    if (!set) {
+      set = new Set();
+      this.load.set(inst.connection, set);
+    }
+    set.add(inst.stream);
+  }
+
+  private updateLoad(
+    before: InstanceState | undefined,
+    after: InstanceState | undefined,
+    stream: string,
+  ): void {
+    const had = this.holdsSlot(before);
+    const has = this.holdsSlot(after);
+    if (!had && has && after) {
+      // The intent is now in the projection: its reservation becomes load.
+      if (after.connection) this.release(after.connection, false);
+      this.trackLoad(after);
+    } else if (had && !has && before?.connection) {
+      this.load.get(before.connection)?.delete(stream);
+      this.wakeConnection(before.connection);
+    }
+    if (after && isTerminal(after) && before?.connection) this.load.get(before.connection)?.delete(stream);
+  }
+
+  private release(conn: string, wake = true): void {
+    const n = (this.reserved.get(conn) ?? 0) - 1;
+    if (n <= 0) this.reserved.delete(conn);
+    else this.reserved.set(conn, n);
+    if (wake) this.wakeConnection(conn);
+  }
+
+  private wakeConnection(conn: string): void {
+    const w = this.waiting.get(conn);
+    if (!w || w.size === 0) return;
+    this.waiting.delete(conn);
+    for (const id of w) this.markDirty(id);
+  }
+
+  /** Where each connection stands: for `chronolog up` and tests. */
+  connectionUsage(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const [c, s] of this.load) out.set(c, s.size);
+    return out;
+  }
+
+  instanceTaskId(inst: InstanceState): string {
+    return formatTaskKey(inst.key);
+  }
+}

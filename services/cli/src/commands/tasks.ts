@@ -1,0 +1,329 @@
+import { readFileSync } from "node:fs";
+import {
+  currentAttempt,
+  type DeclarationSource,
+  explainTask,
+  formatDeclarationIssue,
+  instanceStream,
+  parseDeclarationText,
+  type TaskState,
+  taskStream,
+} from "@chronolog/core";
+import type { RecordedEvent } from "@chronolog/log";
+import {
+  backfill,
+  backfillProgress,
+  catchUp,
+  declare,
+  foldInstance,
+  pauseTask,
+  requireTask,
+  resumeTask,
+  retireTask,
+} from "@chronolog/scheduler";
+import cliProgress from "cli-progress";
+import type { Command } from "commander";
+import type { DataDirOptions } from "../data-dir.js";
+import { CliError, toJson } from "../edge.js";
+import { short, table } from "../format.js";
+import { taskIdArg, withSession } from "../projection.js";
+
+function readSources(files: readonly string[]): DeclarationSource[] {
+  return files.map((file) => {
+    let text: string;
+    try {
+      text = file === "-" ? readFileSync(0, "utf8") : readFileSync(file, "utf8");
+    } catch (error) {
+      throw new CliError(`cannot read ${file}: ${(error as Error).message}`, 2);
+    }
+    return parseDeclarationText(text, { filename: file === "-" ? "<stdin>" : file });
+  });
+}
+
+/** Every logical date the task has an attempt stream for, from its own stream. */
+async function instanceStreamsOf(
+  s: { log: import("@chronolog/log").EventLog },
+  task: TaskState,
+): Promise<string[]> {
+  const dates = new Set<string>([task.logicalDate]);
+  for (const e of await s.log.readStream(taskStream(task.key))) {
+    if (e.type === "IntervalCompleted" || e.type === "IntervalFailed") dates.add(e.data.logicalDate);
+  }
+  return [...dates].sort().map((d) => instanceStream(task.key, d));
+}
+
+export function registerTaskCommands(program: Command, globals: () => DataDirOptions): void {
+  program
+    .command("declare")
+    .description("validate declaration files (YAML or JSON) and record what changed")
+    .argument("<files...>", "declaration files; - reads standard input")
+    .option("--json", "print the outcome as JSON")
+    .action(async (files: string[], opts: { json?: boolean }) => {
+      const sources = readSources(files);
+      await withSession(globals(), "write", async ({ log, projection }) => {
+        let outcome: Awaited<ReturnType<typeof declare>>;
+        try {
+          outcome = await declare(log, projection, sources, Date.now());
+        } catch (error) {
+          const warnings =
+            (error as { warnings?: Parameters<typeof formatDeclarationIssue>[0][] }).warnings ?? [];
+          for (const w of warnings) process.stderr.write(`${formatDeclarationIssue(w)}\n`);
+          throw error;
+        }
+        for (const w of outcome.warnings) process.stderr.write(`${formatDeclarationIssue(w)}\n`);
+        if (opts.json) {
+          console.log(toJson(outcome));
+          return;
+        }
+        for (const c of outcome.connections) console.log(`connection ${c.name}: ${c.outcome}`);
+        for (const w of outcome.workflows) console.log(`workflow ${w.name}: ${w.outcome}`);
+        for (const t of outcome.tasks) {
+          console.log(`task ${t.task}: ${t.outcome}`);
+          for (const c of t.changes) console.log(`  ${c.field}: ${toJson(c.from)} -> ${toJson(c.to)}`);
+        }
+      });
+    });
+
+  for (const [name, verb] of [
+    ["pause", "stop dispatching a task (a running attempt finishes)"],
+    ["resume", "resume a paused task"],
+    ["retire", "retire a task for good: it never runs again and its children see it as retired"],
+  ] as const) {
+    program
+      .command(name)
+      .description(verb)
+      .argument("<task>", "project/account/name[/partition]")
+      .option("--reason <text>", "why, recorded in the event")
+      .action(async (key: string, opts: { reason?: string }) => {
+        const id = taskIdArg(key);
+        await withSession(globals(), "write", async ({ log, projection }) => {
+          const position =
+            name === "pause"
+              ? await pauseTask(log, projection, id, opts.reason)
+              : name === "resume"
+                ? await resumeTask(log, projection, id)
+                : await retireTask(log, projection, id, opts.reason);
+          console.log(
+            `${id}: ${name === "pause" ? "paused" : name === "resume" ? "resumed" : "retired"} (position ${position})`,
+          );
+        });
+      });
+  }
+
+  program
+    .command("tasks")
+    .description("list declared tasks with where each stands")
+    .option("--json", "print JSON")
+    .action(async (opts: { json?: boolean }) => {
+      await withSession(globals(), "read", async ({ projection }) => {
+        const now = Date.now();
+        const rows = [...projection.tasks.values()]
+          .sort((a, b) => a.id.localeCompare(b.id))
+          .map((t) => ({ task: t, why: explainTask(projection, t.id, now) }));
+        if (opts.json) {
+          console.log(
+            toJson(
+              rows.map(({ task, why }) => ({
+                task: task.id,
+                status: task.status,
+                condition: why.condition,
+                logicalDate: task.logicalDate,
+                prevIntervalStart: task.prevIntervalStart,
+                nextRunDate: task.nextRunDate,
+                reasons: why.reasons,
+              })),
+            ),
+          );
+          return;
+        }
+        console.log(
+          table(
+            ["TASK", "STATUS", "NOW", "FINISHED", "NEXT INTERVAL", "DUE"],
+            rows.map(({ task, why }) => [
+              task.id,
+              task.status,
+              why.condition,
+              short(task.prevIntervalStart),
+              short(task.logicalDate),
+              short(task.nextRunDate),
+            ]),
+          ),
+        );
+      });
+    });
+
+  program
+    .command("task")
+    .description("show one task: its declaration, position and current instance")
+    .argument("<task>", "project/account/name[/partition]")
+    .option("--json", "print JSON")
+    .action(async (key: string, opts: { json?: boolean }) => {
+      const id = taskIdArg(key);
+      await withSession(globals(), "read", async ({ projection }) => {
+        const task = requireTask(projection, id);
+        const why = explainTask(projection, id, Date.now());
+        const instance = projection.currentInstance(task) ?? null;
+        if (opts.json) {
+          console.log(toJson({ task, condition: why.condition, reasons: why.reasons, instance }, 2));
+          return;
+        }
+        console.log(`task        ${id}  (${task.status})`);
+        console.log(
+          `schedule    ${task.spec.cron} ${task.spec.timezone}, from ${short(task.spec.startDate)}${task.spec.catchup ? "" : ", no catch-up"}`,
+        );
+        console.log(
+          `operator    ${task.spec.operator.type}${task.spec.connection ? ` on ${task.spec.connection}` : ""}`,
+        );
+        console.log(
+          `parents     ${task.spec.parents.map((p) => `${p.project}/${p.account}/${p.name}/${p.partition}`).join(", ") || "-"}`,
+        );
+        console.log(`finished    ${short(task.prevIntervalStart)}`);
+        console.log(`next        ${short(task.logicalDate)} due ${short(task.nextRunDate)}`);
+        if (task.backfill) console.log(`backfill    until ${short(task.backfill.until)}`);
+        console.log(`now         ${why.condition}: ${why.reasons.join("; ")}`);
+        if (instance) {
+          const a = currentAttempt(instance);
+          console.log(`instance    ${instance.status}, attempt ${a?.attempt ?? "-"} (${a?.token ?? "-"})`);
+        }
+      });
+    });
+
+  program
+    .command("why")
+    .description("why is this task (not) running?")
+    .argument("<task>", "project/account/name[/partition]")
+    .option("--json", "print JSON")
+    .action(async (key: string, opts: { json?: boolean }) => {
+      const id = taskIdArg(key);
+      await withSession(globals(), "read", async ({ projection }) => {
+        const why = explainTask(projection, id, Date.now());
+        if (opts.json) console.log(toJson(why));
+        else {
+          console.log(`${id}: ${why.condition}`);
+          for (const r of why.reasons) console.log(`  ${r}`);
+        }
+        if (why.condition === "unknown") process.exitCode = 4;
+      });
+    });
+
+  program
+    .command("history")
+    .description("the task's events, with positions and actors: its stream and its attempt streams")
+    .argument("<task>", "project/account/name[/partition]")
+    .option("--json", "print one JSON object per line")
+    .action(async (key: string, opts: { json?: boolean }) => {
+      const id = taskIdArg(key);
+      await withSession(globals(), "read", async (s) => {
+        const task = requireTask(s.projection, id);
+        const events: RecordedEvent[] = [...(await s.log.readStream(taskStream(task.key)))];
+        for (const stream of await instanceStreamsOf(s, task))
+          events.push(...(await s.log.readStream(stream)));
+        events.sort((a, b) => (a.position < b.position ? -1 : 1));
+        for (const e of events) {
+          if (opts.json) console.log(toJson(e));
+          else {
+            const detail =
+              "logicalDate" in e.data ? ` ${short((e.data as { logicalDate: string }).logicalDate)}` : "";
+            const attempt = "attempt" in e.data ? ` attempt ${(e.data as { attempt: number }).attempt}` : "";
+            console.log(
+              `${String(e.position).padStart(8)}  ${e.metadata.recordedAt}  ${e.type}${detail}${attempt}  (${e.metadata.actor})`,
+            );
+          }
+        }
+      });
+    });
+
+  program
+    .command("attempts")
+    .description("every attempt of a task: number, token, worker, state, times, why it ended")
+    .argument("<task>", "project/account/name[/partition]")
+    .option("--json", "print JSON")
+    .action(async (key: string, opts: { json?: boolean }) => {
+      const id = taskIdArg(key);
+      await withSession(globals(), "read", async (s) => {
+        const task = requireTask(s.projection, id);
+        const rows: Array<Record<string, unknown>> = [];
+        for (const stream of await instanceStreamsOf(s, task)) {
+          const inst = foldInstance(await s.log.readStream(stream));
+          for (const a of inst?.attempts ?? []) rows.push({ logicalDate: inst?.logicalDate, ...a });
+        }
+        if (opts.json) {
+          console.log(toJson(rows, 2));
+          return;
+        }
+        console.log(
+          table(
+            ["INTERVAL", "#", "TOKEN", "WORKER", "STATE", "INTENDED", "STARTED", "ENDED", "WHY IT ENDED"],
+            rows.map((r) => [
+              short(r.logicalDate as string),
+              String(r.attempt),
+              String(r.token),
+              String(r.workerId ?? "-"),
+              String(r.status),
+              short(r.intendedAt as string),
+              short(r.startedAt as string | null),
+              short(r.endedAt as string | null),
+              String(r.endReason ?? "-"),
+            ]),
+          ),
+        );
+      });
+    });
+
+  program
+    .command("backfill")
+    .description("re-run a range of intervals: set the task (and with --downstream its subtree) back")
+    .argument("<task>", "project/account/name[/partition]")
+    .requiredOption("--from <instant>", "first interval, e.g. 2026-09-01T00:00:00Z")
+    .requiredOption("--to <instant>", "last interval (inclusive)")
+    .option("--downstream", "also reset every task below it")
+    .option("--detach", "return at once instead of showing progress")
+    .option("--timeout <seconds>", "give up waiting after this long", "0")
+    .action(
+      async (
+        key: string,
+        opts: { from: string; to: string; downstream?: boolean; detach?: boolean; timeout: string },
+      ) => {
+        const id = taskIdArg(key);
+        await withSession(globals(), "write", async ({ log, projection }) => {
+          const plan = await backfill(log, projection, id, opts.from, opts.to, !!opts.downstream);
+          for (const s of plan.skipped) console.log(`skipped ${s.task}: ${s.reason}`);
+          for (const t of plan.targets)
+            console.log(`reset ${t.task}: ${t.intervals} intervals ${short(t.from)} .. ${short(t.until)}`);
+          console.log(`backfill ${plan.backfillId}`);
+          if (opts.detach) return;
+          const deadline =
+            Number(opts.timeout) > 0 ? Date.now() + Number(opts.timeout) * 1000 : Number.POSITIVE_INFINITY;
+          const bar = process.stdout.isTTY
+            ? new cliProgress.SingleBar(
+                { format: "backfill [{bar}] {value}/{total} intervals  {eta_formatted}" },
+                cliProgress.Presets.shades_classic,
+              )
+            : null;
+          let progress = backfillProgress(projection, plan);
+          bar?.start(progress.total, progress.done);
+          let lastPrinted = -1;
+          while (!progress.finished && progress.failed.length === 0 && Date.now() < deadline) {
+            await new Promise((r) => setTimeout(r, 100));
+            await catchUp(log, projection);
+            progress = backfillProgress(projection, plan);
+            if (bar) bar.update(progress.done);
+            else if (
+              progress.done !== lastPrinted &&
+              (progress.done === progress.total ||
+                progress.done - lastPrinted >= Math.max(1, Math.floor(progress.total / 10)))
+            ) {
+              console.log(`progress ${progress.done}/${progress.total}`);
+              lastPrinted = progress.done;
+            }
+          }
+          bar?.stop();
+          if (progress.failed.length > 0)
+            throw new CliError(`backfill stopped: ${progress.failed.join("; ")}`, 6);
+          if (!progress.finished)
+            throw new CliError(`backfill not finished: ${progress.done}/${progress.total} intervals`, 7);
+          console.log(`backfill done: ${progress.total} intervals`);
+        });
+      },
+    );
+}

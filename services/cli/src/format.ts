@@ -1,0 +1,16 @@
+/** Renders rows as an aligned text table. */
+export function table(headers: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (r: readonly string[]) =>
+    r
+      .map((c, i) => (c ?? "").padEnd(widths[i] ?? 0))
+      .join("  ")
+      .trimEnd();
+  return [line(headers), ...rows.map(line)].join("\n");
+}
+
+/** `2026-11-28T02:00:00.000Z` -> `2026-11-28T02:00Z`; null -> `-`. */
+export function short(iso: string | null | undefined): string {
+  if (!iso) return "-";
+  return iso.replace(/(?::00)?\.000Z$/, "Z");
+}
