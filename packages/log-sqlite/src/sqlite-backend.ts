@@ -33,6 +33,8 @@ export interface SqliteLogOptions {
   readonly walAutocheckpointPages?: number;
   /** Page cache size in MiB. */
   readonly cacheMiB?: number;
+  /** Events kept in memory after commit for readers in this process (default 50,000). */
+  readonly recentEvents?: number;
   /** Watch the file for commits by other processes (for subscriptions). Default true. */
   readonly watchOtherProcesses?: boolean;
 }
@@ -113,6 +115,14 @@ export class SqliteBackend implements LogBackend {
    * transactions and processes: a stream's id never changes and streams are never removed.
    */
   private readonly sids = new Map<string, bigint>();
+  /**
+   * The events this connection committed most recently, contiguous in position, so that
+   * subscribers in this process (the scheduler following its own writes) read them from memory.
+   */
+  private recent: StoredEvent[] = [];
+  /** Events inserted by the transaction under way. */
+  private written: StoredEvent[] = [];
+  private readonly recentLimit: number;
   private trailingNotify: NodeJS.Timeout | null = null;
   /** Group commits made by this connection (each one transaction, one fsync). */
   commits = 0;
@@ -129,6 +139,7 @@ export class SqliteBackend implements LogBackend {
     });
     this.db.defaultSafeIntegers(true);
     this.maxBatchEvents = options.maxBatchEvents ?? 20_000;
+    this.recentLimit = options.recentEvents ?? 50_000;
     this.db.pragma(`cache_size = -${(options.cacheMiB ?? 64) * 1024}`);
     this.db.pragma("temp_store = MEMORY");
     this.db.pragma("mmap_size = 268435456");
@@ -209,6 +220,8 @@ export class SqliteBackend implements LogBackend {
     try {
       results = this.writeBatch.immediate(batch);
       this.commits += 1;
+      this.remember(this.written);
+      this.written = [];
     } catch (error) {
       // The transaction rolled back: ids cached during it may name streams that were not kept.
       this.sids.clear();
@@ -230,6 +243,7 @@ export class SqliteBackend implements LogBackend {
   }
 
   private writeBatchInTransaction(batch: PendingAppend[]): Array<AppendResult | Error> {
+    this.written = [];
     const head = this.stmts.head.get() as { position: bigint; hash: Buffer } | undefined;
     let position = head?.position ?? 0n;
     let prevHash = head ? head.hash.toString("hex") : GENESIS_HASH;
@@ -279,6 +293,23 @@ export class SqliteBackend implements LogBackend {
           prevHashBytes,
           hashBytes,
         );
+        this.written.push({
+          streamId: p.streamId,
+          revision,
+          position,
+          type: e.type,
+          dataJson: e.dataJson,
+          metadata: {
+            eventId: e.eventId,
+            actor: e.actor,
+            causationId: e.causationId,
+            correlationId: e.correlationId,
+            schemaVersion: e.schemaVersion,
+            recordedAt,
+            prevHash,
+            hash,
+          },
+        });
         prevHash = hash;
         prevHashBytes = hashBytes;
       }
@@ -291,8 +322,22 @@ export class SqliteBackend implements LogBackend {
     return (this.stmts.readStream.all(streamId, fromRevision, BigInt(maxCount)) as EventRow[]).map(toStored);
   }
 
+  /** Keeps committed events in memory while they extend the remembered run without a gap. */
+  private remember(events: StoredEvent[]): void {
+    if (events.length === 0 || this.recentLimit === 0) return;
+    const last = this.recent.at(-1);
+    if (!last || last.position + 1n !== events[0]?.position) this.recent = [];
+    for (const e of events) this.recent.push(e);
+    if (this.recent.length > this.recentLimit * 1.5) this.recent = this.recent.slice(-this.recentLimit);
+  }
+
   async readAll(fromPosition: bigint, maxCount: number): Promise<StoredEvent[]> {
     this.ensureOpen();
+    const first = this.recent[0];
+    if (first && fromPosition >= first.position) {
+      const offset = Number(fromPosition - first.position);
+      if (offset < this.recent.length) return this.recent.slice(offset, offset + maxCount);
+    }
     return (this.stmts.readAll.all(fromPosition, BigInt(maxCount)) as EventRow[]).map(toStored);
   }
 

@@ -76,6 +76,8 @@ export interface BackfillTarget {
 
 export interface BackfillPlan {
   readonly backfillId: string;
+  /** Log position of the last reset written: progress counts only once the projection is past it. */
+  readonly writtenUpTo: bigint;
   readonly targets: readonly BackfillTarget[];
   readonly skipped: ReadonlyArray<{ task: string; reason: string }>;
 }
@@ -113,7 +115,7 @@ export async function backfill(
   const backfillId = randomUUID();
   const targets: BackfillTarget[] = [];
   const skipped: Array<{ task: string; reason: string }> = [];
-  const writes: Array<Promise<unknown>> = [];
+  const writes: Array<Promise<bigint>> = [];
   for (const taskId of subtree(projection, id, downstream)) {
     const task = projection.tasks.get(taskId) as TaskState;
     if (task.status === "retired") {
@@ -161,7 +163,9 @@ export async function backfill(
   const settled = await Promise.allSettled(writes);
   const failed = settled.find((s) => s.status === "rejected");
   if (failed) throw (failed as PromiseRejectedResult).reason;
-  return { backfillId, targets, skipped };
+  const positions = settled.map((s) => (s as PromiseFulfilledResult<bigint>).value);
+  const writtenUpTo = positions.reduce((a, b) => (b > a ? b : a), -1n);
+  return { backfillId, writtenUpTo, targets, skipped };
 }
 
 /** How far a backfill has come: intervals done per target, from the projection. */
@@ -169,8 +173,10 @@ export function backfillProgress(projection: SchedulerProjection, plan: Backfill
   let done = 0;
   let total = 0;
   const failed: string[] = [];
+  const applied = projection.position >= plan.writtenUpTo;
   for (const t of plan.targets) {
     total += t.intervals;
+    if (!applied) continue;
     const task = projection.tasks.get(t.task);
     if (!task) continue;
     if (task.failure)

@@ -352,9 +352,10 @@ export class Scheduler {
     let keepReservation = false;
     try {
       let inst = c.instance;
-      if (!inst) {
-        const existing = this.projection.instances.get(stream);
-        inst = existing ?? foldInstance(await this.log.readStream(stream));
+      if (!inst) inst = this.projection.instances.get(stream);
+      // A fresh interval has no attempt stream: one cheap revision look-up says so.
+      if (!inst && (await this.log.streamRevision(stream)) !== "no_stream") {
+        inst = foldInstance(await this.log.readStream(stream));
       }
       const attempt = (inst?.attempts.at(-1)?.attempt ?? 0) + 1;
       let operator: OperatorSpec;

@@ -1,0 +1,177 @@
+// bench/scheduler: the scheduler on the embedded log, end to end with real worker processes.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { SchedulerProjection } from "@chronolog/core";
+import { openSqliteLog } from "@chronolog/log-sqlite";
+import { backfill, backfillProgress, catchUp, declare, Scheduler } from "@chronolog/scheduler";
+import { WorkerPool } from "@chronolog/worker";
+import { fmt, percentile, printTable } from "../table.mjs";
+
+const quick = process.env.BENCH_QUICK === "1";
+const DAY = 86_400_000;
+const silent = {
+  info() {},
+  warn() {},
+  debug() {},
+  error(o, m) {
+    console.error(m, o);
+  },
+};
+const now = Date.now();
+const latest = new Date(Math.floor((now - 3 * 3_600_000) / DAY) * DAY + 2 * 3_600_000 - DAY);
+const start = new Date(latest.getTime() - 400 * DAY).toISOString();
+
+function taskYaml(name, parents = [], project = "bench") {
+  return `  - { project: ${project}, account: b, name: ${name}, cron: "0 2 * * *", startDate: "${start}", catchup: false, idempotent: true, operator: { type: noop }, parents: [${parents.map((p) => `"${p}"`).join(", ")}] }\n`;
+}
+
+async function setup(label, yaml) {
+  const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), `chronolog-bench-${label}-`));
+  const log = openSqliteLog({ path: join(dir, "log.db"), actor: "bench" });
+  const projection = new SchedulerProjection();
+  await declare(
+    log,
+    projection,
+    [{ filename: `${label}.yaml`, document: (await import("yaml")).parse(yaml) }],
+    Date.now(),
+  );
+  await catchUp(log, projection);
+  const pool = new WorkerPool({ size: 2, capacity: 5000 });
+  await pool.ready();
+  return { dir, log, projection, pool };
+}
+
+async function teardown({ dir, log, pool }, scheduler) {
+  await pool.close(1000);
+  await scheduler?.stop();
+  await log.close();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+async function waitFor(check, timeoutMs = 600_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error("benchmark timed out");
+    await new Promise((r) => setTimeout(r, 1));
+  }
+}
+
+// ---- 1. N independent due noop tasks -----------------------------------------------------------
+async function independent(n) {
+  let yaml = "tasks:\n";
+  for (let i = 0; i < n; i++) yaml += taskYaml(`t${i}`);
+  const env = await setup("independent", yaml);
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const scheduler = new Scheduler({
+    log: env.log,
+    projection: env.projection,
+    dispatcher: env.pool,
+    logger: silent,
+  });
+  await scheduler.start();
+  await waitFor(() => scheduler.stats.completed >= n);
+  const secs = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  await teardown(env, scheduler);
+  return { n, secs, rate: n / secs, cpuPerTaskUs: (cpu.user + cpu.system) / n };
+}
+
+// ---- 2. a chain: parent success -> child dispatch, per hop ---------------------------------------
+async function chain(n) {
+  let yaml = "tasks:\n";
+  for (let i = 0; i < n; i++) yaml += taskYaml(`c${i}`, i === 0 ? [] : [`bench/b/c${i - 1}`]);
+  const env = await setup("chain", yaml);
+  const succeededAt = new Map(); // task name -> time the worker's success report reached the scheduler
+  const dispatchedAt = new Map(); // task name -> time its RunCommand left for a worker
+  const nameOf = (s) => /bench\/b\/(c\d+)\//.exec(s)?.[1];
+  env.pool.onReport((r) => {
+    if (r.kind === "succeeded") succeededAt.set(nameOf(r.instanceStream), performance.now());
+  });
+  const dispatch = env.pool.dispatch.bind(env.pool);
+  env.pool.dispatch = (cmds) => {
+    const t = performance.now();
+    for (const c of cmds) dispatchedAt.set(nameOf(c.instanceStream), t);
+    dispatch(cmds);
+  };
+  const scheduler = new Scheduler({
+    log: env.log,
+    projection: env.projection,
+    dispatcher: env.pool,
+    logger: silent,
+  });
+  const t0 = performance.now();
+  await scheduler.start();
+  await waitFor(() => scheduler.stats.completed >= n);
+  const wall = performance.now() - t0;
+  const hops = [];
+  for (let i = 1; i < n; i++) hops.push(dispatchedAt.get(`c${i}`) - succeededAt.get(`c${i - 1}`));
+  hops.sort((a, b) => a - b);
+  await teardown(env, scheduler);
+  return { n, p50: percentile(hops, 50), p99: percentile(hops, 99), wall };
+}
+
+// ---- 3. the 90-day three-task backfill -------------------------------------------------------------
+async function backfill90() {
+  const yaml = `tasks:\n${taskYaml("orders_raw", [], "ingest")}${taskYaml("orders_enriched", ["ingest/b/orders_raw"], "sales")}${taskYaml("orders_daily_report", ["sales/b/orders_enriched"], "sales")}`;
+  const env = await setup("backfill", yaml);
+  const scheduler = new Scheduler({
+    log: env.log,
+    projection: env.projection,
+    dispatcher: env.pool,
+    logger: silent,
+  });
+  await scheduler.start();
+  await waitFor(() => scheduler.stats.completed >= 3);
+  const from = new Date(latest.getTime() - 100 * DAY);
+  const to = new Date(from.getTime() + 89 * DAY);
+  const t0 = performance.now();
+  const plan = await backfill(
+    env.log,
+    env.projection,
+    "ingest/b/orders_raw/ALL",
+    from.toISOString(),
+    to.toISOString(),
+    true,
+  );
+  await waitFor(() => backfillProgress(env.projection, plan).finished);
+  const secs = (performance.now() - t0) / 1000;
+  const intervals = plan.targets.reduce((s, t) => s + t.intervals, 0);
+  await teardown(env, scheduler);
+  return { secs, intervals };
+}
+
+const ind = await independent(quick ? 2000 : 10_000);
+const ch = await chain(quick ? 200 : 1000);
+const bf = await backfill90();
+
+console.log(`\nbench/scheduler (embedded SQLite log, synchronous=FULL, 2 worker processes, noop tasks)\n`);
+printTable(
+  ["measure", "chronolog", "target", "for comparison"],
+  [
+    [
+      `${fmt(ind.n)} independent due tasks, completed tasks/s`,
+      fmt(ind.rate),
+      ">= 6,500",
+      "BullMQ ~6,300 jobs/s here",
+    ],
+    [`  ... wall time, s`, fmt(ind.secs, 2), "", ""],
+    [`  ... scheduler CPU per task, us`, fmt(ind.cpuPerTaskUs, 1), "", ""],
+    [
+      `${fmt(ch.n)}-task chain: parent success -> child dispatch p50, ms`,
+      fmt(ch.p50, 2),
+      "< 2",
+      "BullMQ 2.2, Temporal ~90, Airflow ~3,000",
+    ],
+    [`  ... p99, ms`, fmt(ch.p99, 2), "< 5", "BullMQ 4"],
+    [`  ... whole chain wall time, s`, fmt(ch.wall / 1000, 2), "", ""],
+    [
+      `90-day backfill of 3 tasks (${bf.intervals} intervals), wall time, s`,
+      fmt(bf.secs, 2),
+      "< 3",
+      "seed's 5 s tick: >= 450 s",
+    ],
+  ],
+);

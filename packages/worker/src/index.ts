@@ -1,0 +1,20 @@
+export { type BatchSender, TickBatcher } from "./batcher.js";
+export { runHttp } from "./operators/http.js";
+export { runOperator } from "./operators/index.js";
+export { moduleUrl, type NodeTaskContext, runNode } from "./operators/node.js";
+export { runNoop } from "./operators/noop.js";
+export { runShell, shellEnv } from "./operators/shell.js";
+export {
+  type HttpOperator,
+  type NodeOperator,
+  type NoopOperator,
+  parseOperator,
+  type ShellOperator,
+  type WorkerOperator,
+} from "./operators/spec.js";
+export { TailBuffer, tailOf } from "./operators/tail.js";
+export { AttemptAbort, type OperatorContext, type OperatorOutcome } from "./operators/types.js";
+export { WorkerPool, type WorkerPoolOptions, type WorkerStats } from "./pool.js";
+export * from "./protocol.js";
+export { WorkerRuntime, type WorkerRuntimeOptions } from "./runtime.js";
+export { discardStaged, prepareStagingDir, publishStaged, stagedWrite, stagingDirFor } from "./staging.js";

@@ -1,0 +1,78 @@
+/**
+ * The worker process. The coordinator forks it (see WorkerPool) and talks to it over the IPC
+ * channel in batches: WorkerCommand in, WorkerReport out.
+ *
+ * Environment: CHRONOLOG_WORKER_ID (default `worker-<pid>`), CHRONOLOG_WORKER_CAPACITY (default
+ * 64), CHRONOLOG_STAGING_ROOT (staged outputs off when unset).
+ */
+import type { Batch, WorkerCommand, WorkerReport } from "./protocol.js";
+import { WorkerRuntime } from "./runtime.js";
+
+const DEFAULT_CAPACITY = 64;
+
+function capacityFromEnv(raw: string | undefined): number {
+  const n = raw === undefined || raw === "" ? DEFAULT_CAPACITY : Number(raw);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`CHRONOLOG_WORKER_CAPACITY must be a positive integer: ${raw}`);
+  return n;
+}
+
+function sendOverIpc(batch: Batch<WorkerReport>): Promise<void> {
+  return new Promise((resolve) => {
+    if (!process.send || !process.connected) return resolve();
+    // The callback runs once the message is handed to the channel, or with an error if it closed.
+    process.send(batch, undefined, undefined, () => resolve());
+  });
+}
+
+function isCommand(m: unknown): m is WorkerCommand {
+  const kind = (m as { kind?: unknown } | null)?.kind;
+  return kind === "run" || kind === "query" || kind === "cancel" || kind === "shutdown";
+}
+
+function start(): void {
+  const workerId = process.env.CHRONOLOG_WORKER_ID || `worker-${process.pid}`;
+  const capacity = capacityFromEnv(process.env.CHRONOLOG_WORKER_CAPACITY);
+  const stagingRoot = process.env.CHRONOLOG_STAGING_ROOT || undefined;
+  const runtime = new WorkerRuntime({ workerId, capacity, stagingRoot, send: sendOverIpc });
+
+  process.on("message", (msg: unknown) => {
+    if ((msg as Batch<unknown> | null)?.kind === "batch") {
+      const messages = (msg as Batch<unknown>).messages;
+      runtime.handle({ kind: "batch", messages: messages.filter(isCommand) });
+    } else if (isCommand(msg)) {
+      runtime.handleCommand(msg);
+    }
+  });
+
+  // The coordinator is gone (it crashed or was killed). Kill every running task rather than let
+  // it run unsupervised, even a non-idempotent one: nobody could receive its result, the attempt's
+  // lease will expire, and the next coordinator's reconcile loop decides what happens to it
+  // (re-dispatch if idempotent, otherwise wait or flag it). Letting it run on would allow a
+  // second, concurrent execution once the attempt is re-dispatched, which is worse than an
+  // interrupted one; staged outputs make an interrupted attempt leave nothing at its target.
+  process.on("disconnect", () => {
+    void runtime.shutdown(0);
+    runtime.killAll("coordinator disconnected");
+  });
+  // SIGTERM sent to this process alone: stop now, the same way.
+  process.on("SIGTERM", () => {
+    void runtime.shutdown(0);
+    runtime.killAll("worker received SIGTERM");
+  });
+  // Ctrl-C reaches the whole foreground process group: leave the decision to the coordinator,
+  // which sends `shutdown` with its grace (or dies, which disconnects the channel).
+  process.on("SIGINT", () => {});
+  // A node task's stray promise must not take down every other attempt of this worker.
+  process.on("unhandledRejection", (err) =>
+    console.error(`chronolog worker ${workerId}: unhandled rejection`, err),
+  );
+
+  void runtime.closed.then(() => {
+    if (process.connected) process.disconnect();
+    process.exit(0);
+  });
+  runtime.report({ kind: "ready", workerId, pid: process.pid, capacity });
+}
+
+if (typeof process.send === "function") start();

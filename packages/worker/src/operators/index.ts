@@ -1,0 +1,20 @@
+import { runHttp } from "./http.js";
+import { runNode } from "./node.js";
+import { runNoop } from "./noop.js";
+import { runShell } from "./shell.js";
+import type { WorkerOperator } from "./spec.js";
+import type { OperatorContext, OperatorOutcome } from "./types.js";
+
+/** Runs any operator with the runner for its type. */
+export function runOperator(spec: WorkerOperator, ctx: OperatorContext): Promise<OperatorOutcome> {
+  switch (spec.type) {
+    case "shell":
+      return runShell(spec, ctx);
+    case "http":
+      return runHttp(spec, ctx);
+    case "node":
+      return runNode(spec, ctx);
+    case "noop":
+      return runNoop(spec, ctx);
+  }
+}

@@ -1,0 +1,61 @@
+import type { FailureKind } from "../protocol.js";
+
+/** What every operator runner gets besides its own spec. */
+export interface OperatorContext {
+  readonly token: string;
+  readonly attempt: number;
+  readonly logicalDate: string;
+  readonly taskKey: string;
+  /** `<stagingRoot>/<token>` when the worker has a staging root. */
+  readonly stagingDir?: string;
+  /** The RunCommand's extra environment (shell only). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Aborted on cancel or worker shutdown; the reason is an {@link AttemptAbort}. */
+  readonly signal: AbortSignal;
+}
+
+/** The reason an attempt's signal is aborted with. */
+export class AttemptAbort extends Error {
+  /** @param killGraceMs how long a shell child gets between SIGTERM and SIGKILL. */
+  constructor(
+    reason: string,
+    readonly killGraceMs = 2000,
+  ) {
+    super(reason);
+    this.name = "AttemptAbort";
+  }
+}
+
+export interface OperatorOutcome {
+  readonly ok: boolean;
+  readonly durationMs: number;
+  readonly exitCode: number | null;
+  readonly stdoutTail: string;
+  readonly stderrTail: string;
+  /** Present iff `ok` is false. */
+  readonly error?: { readonly kind: FailureKind; readonly message: string };
+}
+
+export function failure(
+  kind: FailureKind,
+  message: string,
+  durationMs: number,
+  extra: Partial<Pick<OperatorOutcome, "exitCode" | "stdoutTail" | "stderrTail">> = {},
+): OperatorOutcome {
+  return {
+    ok: false,
+    durationMs,
+    exitCode: extra.exitCode ?? null,
+    stdoutTail: extra.stdoutTail ?? "",
+    stderrTail: extra.stderrTail ?? "",
+    error: { kind, message },
+  };
+}
+
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) {
+    const cause = err.cause instanceof Error ? `: ${err.cause.message}` : "";
+    return `${err.message}${cause}`;
+  }
+  return String(err);
+}

@@ -1,0 +1,424 @@
+import { type ChildProcess, fork } from "node:child_process";
+import { EventEmitter } from "node:events";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import type {
+  Batch,
+  FailedReport,
+  KnownReport,
+  QueryCommand,
+  RunCommand,
+  WorkerCommand,
+  WorkerReport,
+} from "./protocol.js";
+
+export interface WorkerPoolOptions {
+  /** Worker processes to keep running. */
+  readonly size: number;
+  /** Concurrent attempts per worker (default 64). */
+  readonly capacity?: number;
+  /** Staging root handed to every worker (CHRONOLOG_STAGING_ROOT). */
+  readonly stagingRoot?: string;
+  /** The worker entry point; default `main.js` beside this module (`dist/main.js` from `src`). */
+  readonly workerModule?: string | URL;
+  /** Extra environment for the worker processes. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Node flags for the worker processes (default none). */
+  readonly execArgv?: readonly string[];
+  /** Worker ids are `<idPrefix>-<n>`, n counting every process ever forked (default `worker`). */
+  readonly idPrefix?: string;
+  /** How long `query` waits for the workers (default 2000 ms). */
+  readonly queryTimeoutMs?: number;
+  readonly clock?: () => Date;
+}
+
+export interface WorkerStats {
+  readonly workerId: string;
+  readonly pid: number | undefined;
+  readonly ready: boolean;
+  /** Attempts given to this worker and not yet reported finished (running or queued there). */
+  readonly running: number;
+  readonly capacity: number;
+}
+
+interface Given {
+  readonly cmd: RunCommand;
+  startedAt?: number;
+}
+
+interface WorkerHandle {
+  readonly id: string;
+  readonly child: ChildProcess;
+  ready: boolean;
+  capacity: number;
+  exited: boolean;
+  readonly given: Map<string, Given>;
+  outbox: WorkerCommand[];
+}
+
+interface PendingQuery {
+  readonly waiting: Set<string>;
+  readonly found: Map<string, string>;
+  finish(): void;
+}
+
+/** Longest wait for the IPC channel to drain after a worker's exit before reporting its attempts lost. */
+const DRAIN_AFTER_EXIT_MS = 250;
+const MAX_RESPAWN_DELAY_MS = 5000;
+
+function defaultWorkerModule(): string {
+  const beside = fileURLToPath(new URL("./main.js", import.meta.url));
+  if (existsSync(beside)) return beside;
+  return fileURLToPath(new URL("../dist/main.js", import.meta.url));
+}
+
+/**
+ * The coordinator's side of the workers: forks `size` worker processes, sends each the attempts
+ * it should run (to the least loaded, one batch per worker per tick), answers "who knows these
+ * tokens?", and supervises: a worker that dies with attempts in hand gets them reported failed
+ * (`lost`) at once, and a replacement is forked.
+ */
+export class WorkerPool {
+  private readonly options: WorkerPoolOptions;
+  private readonly workers = new Map<string, WorkerHandle>();
+  private readonly owner = new Map<string, WorkerHandle>();
+  private readonly queries = new Map<string, PendingQuery>();
+  private readonly events = new EventEmitter();
+  private readonly listeners = new Set<(reports: readonly WorkerReport[]) => void>();
+  private readonly clock: () => Date;
+  private readonly module: string;
+  private forked = 0;
+  private querySeq = 0;
+  private startupFailures = 0;
+  private flushScheduled: NodeJS.Immediate | undefined;
+  private closing: Promise<void> | undefined;
+  private respawnTimers = new Set<NodeJS.Timeout>();
+  /** Attempts dispatched while no worker was alive (all crashed, replacements backing off). */
+  private backlog: RunCommand[] = [];
+
+  constructor(options: WorkerPoolOptions) {
+    if (!Number.isInteger(options.size) || options.size < 1)
+      throw new Error("pool size must be a positive integer");
+    this.options = options;
+    this.clock = options.clock ?? (() => new Date());
+    const m = options.workerModule ?? defaultWorkerModule();
+    this.module = m instanceof URL ? fileURLToPath(m) : m;
+    this.events.setMaxListeners(0);
+    for (let i = 0; i < options.size; i++) this.spawn();
+  }
+
+  /** Live worker processes (ready or starting). */
+  get workerCount(): number {
+    return this.workers.size;
+  }
+
+  stats(): WorkerStats[] {
+    return [...this.workers.values()].map((w) => ({
+      workerId: w.id,
+      pid: w.child.pid,
+      ready: w.ready,
+      running: w.given.size,
+      capacity: w.capacity,
+    }));
+  }
+
+  /** Resolves when every live worker has reported `ready`. */
+  ready(timeoutMs = 10_000): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const check = (): void => {
+        if (this.workers.size > 0 && [...this.workers.values()].every((w) => w.ready)) done(resolve);
+      };
+      const done = (then: () => void): void => {
+        clearTimeout(timer);
+        this.events.off("change", check);
+        then();
+      };
+      const timer = setTimeout(
+        () => done(() => reject(new Error(`workers not ready after ${timeoutMs} ms`))),
+        timeoutMs,
+      );
+      this.events.on("change", check);
+      check();
+    });
+  }
+
+  /** Every report, one at a time. Returns the unsubscribe function. */
+  onReport(listener: (report: WorkerReport) => void): () => void {
+    return this.onReports((reports) => {
+      for (const r of reports) listener(r);
+    });
+  }
+
+  /** Every report, one worker's batch (or one batch of synthetic `lost` reports) at a time. */
+  onReports(listener: (reports: readonly WorkerReport[]) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Sends each attempt to the least-loaded live worker (ready ones first); a token already given
+   * to a worker goes to that worker again (which ignores the duplicate).
+   */
+  dispatch(cmds: readonly RunCommand[]): void {
+    if (this.closing) throw new Error("WorkerPool is closed");
+    for (const cmd of cmds) {
+      if (this.workers.size === 0) {
+        this.backlog.push(cmd);
+        continue;
+      }
+      let w = this.owner.get(cmd.token);
+      if (!w) {
+        w = this.leastLoaded();
+        w.given.set(cmd.token, { cmd });
+        this.owner.set(cmd.token, w);
+      }
+      this.enqueue(w, cmd);
+    }
+  }
+
+  /** Which worker knows each of these tokens (running or queued there). Unanswered workers count as not knowing. */
+  query(
+    tokens: readonly string[],
+    timeoutMs = this.options.queryTimeoutMs ?? 2000,
+  ): Promise<Map<string, string>> {
+    const requestId = `q${++this.querySeq}`;
+    const live = [...this.workers.values()];
+    return new Promise((resolve) => {
+      const found = new Map<string, string>();
+      const timer = setTimeout(() => pending.finish(), timeoutMs);
+      const pending: PendingQuery = {
+        waiting: new Set(live.map((w) => w.id)),
+        found,
+        finish: () => {
+          clearTimeout(timer);
+          this.queries.delete(requestId);
+          resolve(found);
+        },
+      };
+      if (live.length === 0) return pending.finish();
+      this.queries.set(requestId, pending);
+      const cmd: QueryCommand = { kind: "query", requestId, tokens: [...tokens] };
+      for (const w of live) this.enqueue(w, cmd);
+    });
+  }
+
+  /** Asks the worker running `token` to stop it; it reports the attempt failed. False if no worker has it. */
+  cancel(token: string, reason = "cancelled by the coordinator"): boolean {
+    const w = this.owner.get(token);
+    if (!w) return false;
+    this.enqueue(w, { kind: "cancel", token, reason });
+    return true;
+  }
+
+  /**
+   * Shuts every worker down: each finishes its running attempts within `graceMs`, kills the rest
+   * (reporting them failed) and exits. Attempts still queued in a worker are dropped without a
+   * report; the reconcile loop finds them unknown. Workers that have not exited `graceMs + 5 s`
+   * later are killed.
+   */
+  close(graceMs = 10_000): Promise<void> {
+    this.closing ??= this.shutdownAll(graceMs);
+    return this.closing;
+  }
+
+  private async shutdownAll(graceMs: number): Promise<void> {
+    for (const t of this.respawnTimers) clearTimeout(t);
+    this.respawnTimers.clear();
+    const exits = [...this.workers.values()].map((w) => {
+      const exited = new Promise<void>((resolve) => {
+        if (w.exited) return resolve();
+        w.child.once("exit", () => resolve());
+      });
+      if (w.ready) {
+        this.enqueue(w, { kind: "shutdown", graceMs });
+        this.flush();
+      } else {
+        w.child.kill("SIGTERM");
+      }
+      const hard = setTimeout(() => w.child.kill("SIGKILL"), graceMs + 5000);
+      return exited.finally(() => clearTimeout(hard));
+    });
+    await Promise.all(exits);
+    for (const q of [...this.queries.values()]) q.finish();
+  }
+
+  private spawn(): void {
+    const id = `${this.options.idPrefix ?? "worker"}-${++this.forked}`;
+    const env: NodeJS.ProcessEnv = { ...process.env, ...this.options.env, CHRONOLOG_WORKER_ID: id };
+    if (this.options.capacity !== undefined) env.CHRONOLOG_WORKER_CAPACITY = String(this.options.capacity);
+    if (this.options.stagingRoot !== undefined) env.CHRONOLOG_STAGING_ROOT = this.options.stagingRoot;
+    const child = fork(this.module, [], {
+      env,
+      execArgv: [...(this.options.execArgv ?? [])],
+      serialization: "advanced",
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
+    const w: WorkerHandle = {
+      id,
+      child,
+      ready: false,
+      capacity: this.options.capacity ?? 64,
+      exited: false,
+      given: new Map(),
+      outbox: [],
+    };
+    this.workers.set(id, w);
+    child.on("message", (msg: unknown) => this.receive(w, msg));
+    child.on("error", () => {}); // a failed send or kill; the exit handler does the accounting
+    child.once("exit", (code, signal) => this.exited(w, code, signal));
+    this.events.emit("change");
+    if (this.backlog.length > 0) {
+      const backlog = this.backlog;
+      this.backlog = [];
+      this.dispatch(backlog);
+    }
+  }
+
+  private leastLoaded(): WorkerHandle {
+    let best: WorkerHandle | undefined;
+    let bestScore = Number.POSITIVE_INFINITY;
+    for (const w of this.workers.values()) {
+      // Ready workers first; among them, the lowest share of capacity in use.
+      const score = (w.ready ? 0 : 1e9) + w.given.size / w.capacity;
+      if (score < bestScore) {
+        best = w;
+        bestScore = score;
+      }
+    }
+    if (!best) throw new Error("WorkerPool has no live worker");
+    return best;
+  }
+
+  private enqueue(w: WorkerHandle, cmd: WorkerCommand): void {
+    w.outbox.push(cmd);
+    if (w.ready) this.flushScheduled ??= setImmediate(() => this.flush());
+  }
+
+  private flush(): void {
+    if (this.flushScheduled) clearImmediate(this.flushScheduled);
+    this.flushScheduled = undefined;
+    for (const w of this.workers.values()) this.flushWorker(w);
+  }
+
+  private flushWorker(w: WorkerHandle): void {
+    if (!w.ready || w.exited || w.outbox.length === 0) return;
+    const batch: Batch<WorkerCommand> = { kind: "batch", messages: w.outbox };
+    w.outbox = [];
+    try {
+      w.child.send(batch, (err) => {
+        if (err) w.child.emit("error", err);
+      });
+    } catch {
+      // The channel is closed: the exit handler reports the attempts lost.
+    }
+  }
+
+  private receive(w: WorkerHandle, msg: unknown): void {
+    const batch = msg as Batch<WorkerReport> | null;
+    if (batch?.kind !== "batch" || !Array.isArray(batch.messages)) return;
+    for (const r of batch.messages) {
+      switch (r.kind) {
+        case "ready":
+          w.ready = true;
+          w.capacity = r.capacity;
+          this.startupFailures = 0;
+          this.flushWorker(w);
+          this.events.emit("change");
+          break;
+        case "known":
+          this.answer(w, r);
+          break;
+        case "started": {
+          const g = w.given.get(r.token);
+          if (g) g.startedAt = Date.now();
+          break;
+        }
+        case "succeeded":
+        case "failed":
+          w.given.delete(r.token);
+          if (this.owner.get(r.token) === w) this.owner.delete(r.token);
+          break;
+      }
+    }
+    this.emit(batch.messages);
+  }
+
+  private answer(w: WorkerHandle, r: KnownReport): void {
+    const q = this.queries.get(r.requestId);
+    if (!q) return;
+    for (const token of r.running) q.found.set(token, w.id);
+    q.waiting.delete(w.id);
+    if (q.waiting.size === 0) q.finish();
+  }
+
+  private emit(reports: readonly WorkerReport[]): void {
+    if (reports.length === 0) return;
+    for (const l of this.listeners) {
+      try {
+        l(reports);
+      } catch (err) {
+        console.error("chronolog: WorkerPool report listener threw", err);
+      }
+    }
+  }
+
+  private exited(w: WorkerHandle, code: number | null, signal: NodeJS.Signals | null): void {
+    w.exited = true;
+    // Reports the worker sent just before dying may still be in the channel: let it drain first.
+    let settled = false;
+    const settle = (): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      this.lost(w, code, signal);
+    };
+    const timer = setTimeout(settle, DRAIN_AFTER_EXIT_MS);
+    if (w.child.connected) w.child.once("disconnect", settle);
+    else settle();
+  }
+
+  private lost(w: WorkerHandle, code: number | null, signal: NodeJS.Signals | null): void {
+    this.workers.delete(w.id);
+    for (const q of [...this.queries.values()]) {
+      if (q.waiting.delete(w.id) && q.waiting.size === 0) q.finish();
+    }
+    const how = signal ? `signal ${signal}` : `code ${code}`;
+    const message = `worker ${w.id} (pid ${w.child.pid}) exited with ${how}`;
+    const at = this.clock().toISOString();
+    const now = Date.now();
+    const reports: FailedReport[] = [];
+    for (const [token, g] of w.given) {
+      if (this.owner.get(token) === w) this.owner.delete(token);
+      if (this.closing) continue;
+      reports.push({
+        kind: "failed",
+        token,
+        attempt: g.cmd.attempt,
+        instanceStream: g.cmd.instanceStream,
+        workerId: w.id,
+        at,
+        durationMs: g.startedAt === undefined ? 0 : now - g.startedAt,
+        exitCode: null,
+        stdoutTail: "",
+        stderrTail: "",
+        error: { kind: "lost", message },
+      });
+    }
+    w.given.clear();
+    w.outbox = [];
+    this.events.emit("change");
+    this.emit(reports);
+    if (this.closing) return;
+    // A worker that dies before it is even ready is probably broken: back off before the next.
+    const delay = w.ready ? 0 : Math.min(MAX_RESPAWN_DELAY_MS, 100 * 2 ** this.startupFailures++);
+    if (delay === 0) {
+      this.spawn();
+      return;
+    }
+    const t = setTimeout(() => {
+      this.respawnTimers.delete(t);
+      if (!this.closing) this.spawn();
+    }, delay);
+    this.respawnTimers.add(t);
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * Messages between the scheduler (the coordinator, the one process that writes the log in
+ * embedded mode) and its worker processes, over the Node IPC channel. Messages travel in
+ * batches: one IPC message carries every command or report made in one tick.
+ *
+ * Every report carries the attempt's dispatch token; the coordinator checks it against the
+ * attempt stream before anything is applied.
+ */
+
+export interface RunCommand {
+  readonly kind: "run";
+  /** The attempt stream, e.g. `instance-sales/acme/orders/ALL@2026-11-28T02:00:00.000Z`. */
+  readonly instanceStream: string;
+  readonly taskKey: string;
+  readonly logicalDate: string;
+  readonly attempt: number;
+  readonly token: string;
+  /** The rendered operator (an OperatorSpec with templates already rendered). */
+  readonly operator: Record<string, unknown>;
+  /** Seconds the lease lasts without a heartbeat; the worker heartbeats at a third of it. */
+  readonly leaseSeconds: number;
+  /** Extra environment for shell tasks (merged over the worker's own). */
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+/** "Do you know these attempts?" (the first reconcile check). */
+export interface QueryCommand {
+  readonly kind: "query";
+  readonly requestId: string;
+  readonly tokens: readonly string[];
+}
+
+/** Stop an attempt (fail-fast runs, operator decisions). The worker reports it failed. */
+export interface CancelCommand {
+  readonly kind: "cancel";
+  readonly token: string;
+  readonly reason: string;
+}
+
+/** Finish running attempts (or not, with `graceMs: 0`), then exit. */
+export interface ShutdownCommand {
+  readonly kind: "shutdown";
+  readonly graceMs: number;
+}
+
+export type WorkerCommand = RunCommand | QueryCommand | CancelCommand | ShutdownCommand;
+
+interface ReportBase {
+  readonly token: string;
+  readonly attempt: number;
+  readonly instanceStream: string;
+  readonly workerId: string;
+  /** ISO time on the worker's clock. */
+  readonly at: string;
+}
+
+export interface StartedReport extends ReportBase {
+  readonly kind: "started";
+  readonly pid: number;
+}
+
+export interface HeartbeatReport extends ReportBase {
+  readonly kind: "heartbeat";
+}
+
+export interface OutputTail {
+  /** At most the last 4 KiB of each stream. */
+  readonly stdoutTail: string;
+  readonly stderrTail: string;
+}
+
+export interface SucceededReport extends ReportBase, OutputTail {
+  readonly kind: "succeeded";
+  readonly durationMs: number;
+  readonly exitCode: number | null;
+}
+
+export type FailureKind =
+  | "exit_code"
+  | "signal"
+  | "timeout"
+  | "exception"
+  | "http_status"
+  | "lost"
+  | "unknown";
+
+export interface FailedReport extends ReportBase, OutputTail {
+  readonly kind: "failed";
+  readonly durationMs: number;
+  readonly exitCode: number | null;
+  readonly error: { readonly kind: FailureKind; readonly message: string };
+}
+
+export type AttemptReport = StartedReport | HeartbeatReport | SucceededReport | FailedReport;
+
+/** Answer to a QueryCommand: the tokens this worker is running or has finished but not yet had acknowledged. */
+export interface KnownReport {
+  readonly kind: "known";
+  readonly requestId: string;
+  readonly workerId: string;
+  readonly running: readonly string[];
+}
+
+/** The worker is up and ready for commands. */
+export interface ReadyReport {
+  readonly kind: "ready";
+  readonly workerId: string;
+  readonly pid: number;
+  readonly capacity: number;
+}
+
+export type WorkerReport = AttemptReport | KnownReport | ReadyReport;
+
+export interface Batch<M> {
+  readonly kind: "batch";
+  readonly messages: readonly M[];
+}
+
+export const OUTPUT_TAIL_BYTES = 4096;

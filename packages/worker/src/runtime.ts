@@ -1,0 +1,354 @@
+import { TickBatcher } from "./batcher.js";
+import { Fifo } from "./fifo.js";
+import { runOperator } from "./operators/index.js";
+import { parseOperator, type WorkerOperator } from "./operators/spec.js";
+import { AttemptAbort, errorMessage, failure, type OperatorOutcome } from "./operators/types.js";
+import type {
+  Batch,
+  FailedReport,
+  QueryCommand,
+  RunCommand,
+  SucceededReport,
+  WorkerCommand,
+  WorkerReport,
+} from "./protocol.js";
+import { discardStaged, prepareStagingDir, publishStaged } from "./staging.js";
+
+export interface WorkerRuntimeOptions {
+  readonly workerId: string;
+  /** Most attempts running at once; the rest wait in a FIFO queue. */
+  readonly capacity: number;
+  /** Receives every report made in one tick as one batch. */
+  send(batch: Batch<WorkerReport>): void | Promise<void>;
+  /** When set, each attempt gets an empty `<stagingRoot>/<token>/` for its outputs. */
+  readonly stagingRoot?: string;
+  readonly clock?: () => Date;
+  /** Where a failing `send` is reported (default: console.error). */
+  readonly onSendError?: (err: unknown) => void;
+}
+
+interface Attempt {
+  readonly cmd: RunCommand;
+  state: "queued" | "running" | "removed";
+  /** Created when the operator starts (a noop needs none: AbortControllers are not free). */
+  controller?: AbortController;
+  /** Why the attempt was stopped, once it was. */
+  abort?: AttemptAbort;
+}
+
+/** The signal of an attempt that cannot be stopped because it does nothing. */
+const NEVER = new AbortController().signal;
+
+/** How many finished tokens a runtime remembers, to ignore a re-sent RunCommand for them. */
+const REMEMBER_FINISHED = 10_000;
+
+/** Shortest heartbeat period, whatever the lease. */
+const MIN_HEARTBEAT_MS = 10;
+
+/**
+ * Runs the attempts one worker process is given: at most `capacity` at once, the rest queued in
+ * arrival order; reports `started`, heartbeats at a third of the lease, then `succeeded` or
+ * `failed`, every report of one tick in one batch.
+ */
+export class WorkerRuntime {
+  readonly workerId: string;
+  readonly capacity: number;
+  /** Resolves once a shutdown has finished and its last batch has been sent. */
+  readonly closed: Promise<void>;
+
+  private readonly attempts = new Map<string, Attempt>();
+  private readonly queue = new Fifo<Attempt>();
+  /** Recently finished tokens, oldest first (a Set iterates in insertion order). */
+  private readonly finished = new Set<string>();
+  private readonly batcher: TickBatcher<WorkerReport>;
+  private readonly stagingRoot: string | undefined;
+  private readonly clock: () => Date;
+  private runningCount = 0;
+  private lastAtMs = Number.NaN;
+  private lastAt = "";
+  private idleWaiters: (() => void)[] = [];
+  private shuttingDown = false;
+  private resolveClosed: () => void = () => {};
+
+  constructor(options: WorkerRuntimeOptions) {
+    if (!Number.isInteger(options.capacity) || options.capacity < 1) {
+      throw new Error(`capacity must be a positive integer, got ${options.capacity}`);
+    }
+    this.workerId = options.workerId;
+    this.capacity = options.capacity;
+    this.stagingRoot = options.stagingRoot;
+    this.clock = options.clock ?? (() => new Date());
+    this.batcher = new TickBatcher((b) => options.send(b), options.onSendError);
+    this.closed = new Promise((resolve) => {
+      this.resolveClosed = resolve;
+    });
+  }
+
+  /** Attempts running now. */
+  get running(): number {
+    return this.runningCount;
+  }
+
+  /** Attempts waiting for a free slot. */
+  get queued(): number {
+    return this.attempts.size - this.runningCount;
+  }
+
+  get isShuttingDown(): boolean {
+    return this.shuttingDown;
+  }
+
+  /** Tokens running or queued here. */
+  knownTokens(): string[] {
+    return [...this.attempts.keys()];
+  }
+
+  handle(batch: Batch<WorkerCommand>): void {
+    for (const command of batch.messages) this.handleCommand(command);
+  }
+
+  handleCommand(command: WorkerCommand): void {
+    switch (command.kind) {
+      case "run":
+        this.run(command);
+        return;
+      case "query":
+        this.query(command);
+        return;
+      case "cancel":
+        this.cancel(command.token, command.reason);
+        return;
+      case "shutdown":
+        void this.shutdown(command.graceMs);
+        return;
+    }
+  }
+
+  /** Sends a report with the next batch (the `ready` report of a worker process, for one). */
+  report(report: WorkerReport): void {
+    this.batcher.push(report);
+  }
+
+  /**
+   * Stops an attempt and reports it failed (`cancelled: <reason>`). A queued attempt is reported
+   * at once; a running one when its operator has stopped. Returns whether the token was known.
+   */
+  cancel(token: string, reason: string, killGraceMs = 2000): boolean {
+    const a = this.attempts.get(token);
+    if (!a) return false;
+    if (a.state === "queued") {
+      a.state = "removed";
+      this.attempts.delete(token);
+      this.finish(a.cmd, failure("exception", `cancelled: ${reason}`, 0));
+      this.notifyIdle();
+    } else {
+      this.stop(a, new AttemptAbort(reason, killGraceMs));
+    }
+    return true;
+  }
+
+  /** Kills every running attempt now (SIGKILL for shell tasks); each is reported cancelled. */
+  killAll(reason: string): void {
+    for (const a of this.attempts.values()) {
+      if (a.state === "running") this.stop(a, new AttemptAbort(reason, 0));
+    }
+  }
+
+  /**
+   * Takes no more work, drops the queued attempts (never started, so the coordinator's reconcile
+   * loop finds them unknown and dispatches them again), waits up to `graceMs` for the running
+   * ones, kills the rest (reported failed, `cancelled: worker shutdown…`), then resolves `closed`.
+   */
+  shutdown(graceMs: number): Promise<void> {
+    if (this.shuttingDown) return this.closed;
+    this.shuttingDown = true;
+    for (const a of this.queue.drain()) {
+      if (a.state !== "queued") continue;
+      a.state = "removed";
+      this.attempts.delete(a.cmd.token);
+    }
+    void this.drain(Math.max(0, graceMs));
+    return this.closed;
+  }
+
+  private async drain(graceMs: number): Promise<void> {
+    if (this.runningCount > 0 && graceMs > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([this.idle(), new Promise<void>((r) => (timer = setTimeout(r, graceMs)))]);
+      clearTimeout(timer);
+    }
+    if (this.runningCount > 0) {
+      this.killAll(`worker shutdown (grace of ${graceMs} ms elapsed)`);
+      await this.idle();
+    }
+    await this.batcher.flush();
+    this.resolveClosed();
+  }
+
+  private idle(): Promise<void> {
+    if (this.attempts.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private notifyIdle(): void {
+    if (this.attempts.size !== 0 || this.idleWaiters.length === 0) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  private run(cmd: RunCommand): void {
+    // A coordinator may re-send a command: the attempt already here is the one that counts, and
+    // one that just finished must not run twice (its report is already on its way).
+    if (this.shuttingDown || this.attempts.has(cmd.token) || this.finished.has(cmd.token)) return;
+    const a: Attempt = { cmd, state: "queued" };
+    this.attempts.set(cmd.token, a);
+    this.queue.push(a);
+    this.pump();
+  }
+
+  private query(q: QueryCommand): void {
+    const running =
+      q.tokens.length === 0 ? this.knownTokens() : q.tokens.filter((token) => this.attempts.has(token));
+    this.batcher.push({ kind: "known", requestId: q.requestId, workerId: this.workerId, running });
+  }
+
+  private pump(): void {
+    while (this.runningCount < this.capacity && !this.shuttingDown) {
+      const a = this.queue.shift();
+      if (!a) return;
+      if (a.state !== "queued") continue;
+      a.state = "running";
+      this.runningCount++;
+      void this.execute(a);
+    }
+  }
+
+  private stop(a: Attempt, reason: AttemptAbort): void {
+    if (a.abort) return;
+    a.abort = reason;
+    a.controller?.abort(reason);
+  }
+
+  /** The worker clock as ISO text, formatted once per millisecond. */
+  private at(): string {
+    const now = this.clock();
+    const ms = now.getTime();
+    if (ms !== this.lastAtMs) {
+      this.lastAtMs = ms;
+      this.lastAt = now.toISOString();
+    }
+    return this.lastAt;
+  }
+
+  private async execute(a: Attempt): Promise<void> {
+    const { cmd } = a;
+    const { token, attempt, instanceStream } = cmd;
+    const workerId = this.workerId;
+    this.batcher.push({
+      kind: "started",
+      token,
+      attempt,
+      instanceStream,
+      workerId,
+      at: this.at(),
+      pid: process.pid,
+    });
+
+    let outcome: OperatorOutcome;
+    let stagingDir: string | undefined;
+    let heartbeat: NodeJS.Timeout | undefined;
+    try {
+      const spec: WorkerOperator = parseOperator(cmd.operator);
+      if (spec.publishTo !== undefined && this.stagingRoot === undefined) {
+        throw new Error(
+          "operator has publishTo but this worker has no staging root (CHRONOLOG_STAGING_ROOT)",
+        );
+      }
+      let signal = NEVER;
+      if (spec.type !== "noop") {
+        const every = Math.max(MIN_HEARTBEAT_MS, (cmd.leaseSeconds * 1000) / 3);
+        heartbeat = setInterval(
+          () =>
+            this.batcher.push({ kind: "heartbeat", token, attempt, instanceStream, workerId, at: this.at() }),
+          every,
+        );
+        heartbeat.unref();
+        a.controller = new AbortController();
+        signal = a.controller.signal;
+        if (a.abort) a.controller.abort(a.abort);
+      }
+      if (this.stagingRoot !== undefined) stagingDir = await prepareStagingDir(this.stagingRoot, token);
+      const ctx = {
+        token,
+        attempt,
+        logicalDate: cmd.logicalDate,
+        taskKey: cmd.taskKey,
+        stagingDir,
+        env: cmd.env,
+        signal,
+      };
+      outcome = await runOperator(spec, ctx);
+      if (a.abort) {
+        outcome = failure("exception", `cancelled: ${a.abort.message}`, outcome.durationMs, outcome);
+      } else if (outcome.ok && spec.publishTo !== undefined && stagingDir !== undefined) {
+        // Publish before reporting success: a succeeded report means the outputs are in place.
+        try {
+          await publishStaged(stagingDir, spec.publishTo);
+        } catch (err) {
+          const message = `publishing to ${spec.publishTo} failed: ${errorMessage(err)}`;
+          outcome = failure("exception", message, outcome.durationMs, outcome);
+        }
+      }
+    } catch (err) {
+      outcome = failure("exception", errorMessage(err), 0);
+    } finally {
+      clearInterval(heartbeat);
+    }
+    if (!outcome.ok && stagingDir !== undefined) await discardStaged(stagingDir).catch(() => {});
+
+    a.state = "removed";
+    this.attempts.delete(token);
+    this.runningCount--;
+    this.finish(cmd, outcome);
+    this.pump();
+    this.notifyIdle();
+  }
+
+  private finish(cmd: RunCommand, outcome: OperatorOutcome): void {
+    const { token, attempt, instanceStream } = cmd;
+    this.finished.add(token);
+    if (this.finished.size > REMEMBER_FINISHED)
+      this.finished.delete(this.finished.values().next().value as string);
+    const { durationMs, exitCode, stdoutTail, stderrTail } = outcome;
+    const at = this.at();
+    const workerId = this.workerId;
+    const report: SucceededReport | FailedReport = outcome.ok
+      ? {
+          kind: "succeeded",
+          token,
+          attempt,
+          instanceStream,
+          workerId,
+          at,
+          durationMs,
+          exitCode,
+          stdoutTail,
+          stderrTail,
+        }
+      : {
+          kind: "failed",
+          token,
+          attempt,
+          instanceStream,
+          workerId,
+          at,
+          durationMs,
+          exitCode,
+          stdoutTail,
+          stderrTail,
+          error: outcome.error ?? { kind: "unknown", message: "failed without an error" },
+        };
+    this.batcher.push(report);
+  }
+}

@@ -1,0 +1,147 @@
+import { fork } from "node:child_process";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import { WorkerPool } from "../src/pool.js";
+import type { Batch, FailedReport, WorkerReport } from "../src/protocol.js";
+import { isAlive, readPid, runCmd, shell, sleep, tempDir, waitFor } from "./helpers.js";
+
+const workerMain = fileURLToPath(new URL("../dist/main.js", import.meta.url));
+const pools: WorkerPool[] = [];
+
+function newPool(size = 2) {
+  const pool = new WorkerPool({ size, capacity: 4, workerModule: workerMain });
+  pools.push(pool);
+  const reports: WorkerReport[] = [];
+  pool.onReport((r) => reports.push(r));
+  const terminal = (token: string) =>
+    reports.find((r) => (r.kind === "succeeded" || r.kind === "failed") && r.token === token);
+  return { pool, reports, terminal };
+}
+
+afterEach(async () => {
+  await Promise.all(pools.splice(0).map((p) => p.close(0)));
+});
+
+describe("WorkerPool", () => {
+  it("forks workers that report ready, and spreads attempts over the least loaded", async () => {
+    const { pool, reports, terminal } = newPool(2);
+    await pool.ready();
+    expect(pool.workerCount).toBe(2);
+    const stats = pool.stats();
+    expect(stats.map((s) => s.ready)).toEqual([true, true]);
+    expect(new Set(stats.map((s) => s.pid)).size).toBe(2);
+    expect(reports.filter((r) => r.kind === "ready")).toHaveLength(2);
+
+    const cmds = ["a", "b", "c", "d"].map((t) => runCmd(shell("sleep 0.3"), { token: `pool-${t}` }));
+    pool.dispatch(cmds);
+    expect(pool.stats().map((s) => s.running)).toEqual([2, 2]);
+    const known = await pool.query([...cmds.map((c) => c.token), "nobody-has-this"]);
+    expect([...known.keys()].sort()).toEqual(cmds.map((c) => c.token).sort());
+    expect(new Set(known.values())).toEqual(new Set(stats.map((s) => s.workerId)));
+
+    for (const c of cmds) expect((await waitFor(() => terminal(c.token))).kind).toBe("succeeded");
+    const ranOn = new Set(reports.filter((r) => r.kind === "started").map((r) => r.workerId));
+    expect(ranOn.size).toBe(2);
+    expect(pool.stats().map((s) => s.running)).toEqual([0, 0]);
+  });
+
+  it("cancels an attempt on the worker that runs it", async () => {
+    const { pool, terminal } = newPool(1);
+    await pool.ready();
+    pool.dispatch([runCmd(shell("sleep 10"), { token: "pool-cancel" })]);
+    await sleep(100);
+    expect(pool.cancel("pool-cancel", "fail-fast")).toBe(true);
+    expect(pool.cancel("unknown")).toBe(false);
+    const r = (await waitFor(() => terminal("pool-cancel"))) as FailedReport;
+    expect(r.error).toEqual({ kind: "exception", message: "cancelled: fail-fast" });
+  });
+
+  it("reports a SIGKILLed worker's attempts lost within a second, kills its tasks, and replaces it", async () => {
+    const { pool, reports, terminal } = newPool(2);
+    await pool.ready();
+    const dir = await tempDir();
+    const pidFile = join(dir, "task.pid");
+    const cmd = runCmd(shell(`echo $$ > ${pidFile}; exec sleep 5`), { token: "pool-lost" });
+    pool.dispatch([cmd]);
+    await waitFor(() => reports.find((r) => r.kind === "started" && r.token === cmd.token));
+    const taskPid = await waitFor(() => readPid(pidFile));
+    const victim = pool.stats().find((s) => s.running === 1)!;
+    const survivor = pool.stats().find((s) => s.running === 0)!;
+
+    const t0 = Date.now();
+    process.kill(victim.pid!, "SIGKILL");
+    const lost = (await waitFor(() => terminal(cmd.token), 1000)) as FailedReport;
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(lost).toMatchObject({ kind: "failed", token: cmd.token, attempt: 1, workerId: victim.workerId });
+    expect(lost.error).toEqual({
+      kind: "lost",
+      message: `worker ${victim.workerId} (pid ${victim.pid}) exited with signal SIGKILL`,
+    });
+
+    // The task's process group dies with its worker: nothing runs unsupervised.
+    await waitFor(() => !isAlive(taskPid), 2000);
+
+    await waitFor(() => pool.workerCount === 2 && pool.stats().every((s) => s.ready), 5000);
+    const ids = pool.stats().map((s) => s.workerId);
+    expect(ids).toContain(survivor.workerId);
+    expect(ids).not.toContain(victim.workerId);
+    pool.dispatch([runCmd({ type: "noop" }, { token: "after-loss" })]);
+    expect((await waitFor(() => terminal("after-loss"))).kind).toBe("succeeded");
+  });
+
+  it("close shuts every worker down and refuses more work", async () => {
+    const { pool, terminal } = newPool(2);
+    await pool.ready();
+    const pids = pool.stats().map((s) => s.pid!);
+    pool.dispatch([runCmd(shell("sleep 0.2"), { token: "pool-close" })]);
+    await sleep(50);
+    await pool.close(5000);
+    expect(terminal("pool-close")?.kind).toBe("succeeded");
+    for (const pid of pids) expect(isAlive(pid)).toBe(false);
+    expect(() => pool.dispatch([runCmd({ type: "noop" })])).toThrow(/closed/);
+  });
+
+  it("carries many attempts through forked workers in few IPC batches", async () => {
+    const { pool, reports } = newPool(2);
+    await pool.ready();
+    const batches: number[] = [];
+    pool.onReports((rs) => batches.push(rs.length));
+    const t0 = performance.now();
+    pool.dispatch(Array.from({ length: 5000 }, (_, i) => runCmd({ type: "noop" }, { token: `bulk-${i}` })));
+    await waitFor(() => reports.filter((r) => r.kind === "succeeded").length === 5000, 10_000);
+    console.log(
+      `5,000 noop attempts through a 2-worker pool: ${(performance.now() - t0).toFixed(0)} ms, ${batches.length} report batches`,
+    );
+    expect(batches.length).toBeLessThan(100);
+  });
+});
+
+describe("worker process (main.js)", () => {
+  it("announces ready, runs commands, and kills its tasks and exits when the coordinator goes away", async () => {
+    const dir = await tempDir();
+    const pidFile = join(dir, "task.pid");
+    const child = fork(workerMain, [], {
+      env: { ...process.env, CHRONOLOG_WORKER_ID: "solo", CHRONOLOG_WORKER_CAPACITY: "3" },
+      execArgv: [],
+      serialization: "advanced",
+    });
+    const reports: WorkerReport[] = [];
+    child.on("message", (b: Batch<WorkerReport>) => reports.push(...b.messages));
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    const ready = await waitFor(() => reports.find((r) => r.kind === "ready"));
+    expect(ready).toEqual({ kind: "ready", workerId: "solo", pid: child.pid, capacity: 3 });
+
+    child.send({
+      kind: "batch",
+      messages: [runCmd(shell(`echo $$ > ${pidFile}; exec sleep 30`), { token: "orphan" })],
+    });
+    await waitFor(() => reports.find((r) => r.kind === "started"));
+    const taskPid = await waitFor(() => readPid(pidFile));
+    expect(isAlive(taskPid)).toBe(true);
+
+    child.disconnect();
+    expect(await exited).toBe(0);
+    await waitFor(() => !isAlive(taskPid), 2000);
+  });
+});

@@ -1,0 +1,168 @@
+import { describe, expect, it } from "vitest";
+import type { FailedReport, KnownReport, RunCommand } from "../src/protocol.js";
+import { harness, runCmd, shell, sleep, waitFor } from "./helpers.js";
+
+const noop = { type: "noop" };
+const batch = (...messages: RunCommand[]) => ({ kind: "batch" as const, messages });
+
+describe("WorkerRuntime", () => {
+  it("reports started (with the worker's pid) then succeeded, stamped by the clock", async () => {
+    const at = new Date("2026-11-28T03:00:00.000Z");
+    const { runtime, reports, finished } = harness({ clock: () => at });
+    runtime.handle(batch(runCmd(noop, { token: "a", attempt: 2 })));
+    await finished("a");
+    expect(reports).toEqual([
+      {
+        kind: "started",
+        token: "a",
+        attempt: 2,
+        instanceStream: "instance-sales/acme/orders/ALL@2026-11-28T02:00:00.000Z",
+        workerId: "w-test",
+        at: at.toISOString(),
+        pid: process.pid,
+      },
+      expect.objectContaining({
+        kind: "succeeded",
+        token: "a",
+        attempt: 2,
+        at: at.toISOString(),
+        exitCode: null,
+      }),
+    ]);
+  });
+
+  it("runs at most `capacity` attempts at once, starting the rest in FIFO order", async () => {
+    const { runtime, reports, finished } = harness({ capacity: 2 });
+    const cmds = ["q1", "q2", "q3", "q4", "q5"].map((token) => runCmd(shell("sleep 0.2"), { token }));
+    runtime.handle(batch(...cmds));
+    await sleep(100);
+    expect(reports.filter((r) => r.kind === "started").map((r) => "token" in r && r.token)).toEqual([
+      "q1",
+      "q2",
+    ]);
+    expect(runtime.running).toBe(2);
+    expect(runtime.queued).toBe(3);
+    await finished("q5");
+    const order = reports.filter((r) => r.kind === "started").map((r) => "token" in r && r.token);
+    expect(order).toEqual(["q1", "q2", "q3", "q4", "q5"]);
+    // Never more than two between a start and its finish.
+    let inFlight = 0;
+    for (const r of reports) {
+      if (r.kind === "started") inFlight++;
+      if (r.kind === "succeeded" || r.kind === "failed") inFlight--;
+      expect(inFlight).toBeLessThanOrEqual(2);
+    }
+  });
+
+  it("sends the reports of one tick as one batch: 10,000 noop attempts in few batches", async () => {
+    const { runtime, batches, reports } = harness({ capacity: 64 });
+    const cmds = Array.from({ length: 10_000 }, (_, i) => runCmd(noop, { token: `n${i}` }));
+    const t0 = performance.now();
+    runtime.handle(batch(...cmds));
+    await waitFor(() => reports.length === 20_000, 10_000);
+    const ms = performance.now() - t0;
+    console.log(
+      `10,000 noop attempts through one WorkerRuntime: ${ms.toFixed(1)} ms in ${batches.length} batches`,
+    );
+    expect(reports.filter((r) => r.kind === "succeeded")).toHaveLength(10_000);
+    expect(batches.length).toBeLessThan(200);
+    expect(ms).toBeLessThan(1000);
+  });
+
+  it("heartbeats every leaseSeconds/3 while an attempt runs, and not after", async () => {
+    const { runtime, ofToken, finished } = harness();
+    runtime.handle(batch(runCmd(shell("sleep 0.35"), { token: "hb", leaseSeconds: 0.15 })));
+    const done = await finished("hb");
+    const beats = ofToken("hb").filter((r) => r.kind === "heartbeat").length;
+    expect(beats).toBeGreaterThanOrEqual(4);
+    expect(beats).toBeLessThanOrEqual(Math.ceil(done.durationMs / 50) + 2);
+    await sleep(120);
+    expect(ofToken("hb").filter((r) => r.kind === "heartbeat").length).toBe(beats);
+  });
+
+  it("answers a query with the queried tokens it runs or queues", async () => {
+    const { runtime, reports, finished } = harness({ capacity: 1 });
+    runtime.handle(batch(runCmd(shell("sleep 0.2"), { token: "run1" }), runCmd(noop, { token: "wait1" })));
+    runtime.handleCommand({ kind: "query", requestId: "r1", tokens: ["run1", "wait1", "other"] });
+    runtime.handleCommand({ kind: "query", requestId: "r2", tokens: [] });
+    const known = await waitFor(() => {
+      const k = reports.filter((r): r is KnownReport => r.kind === "known");
+      return k.length === 2 && k;
+    });
+    expect(known).toEqual([
+      { kind: "known", requestId: "r1", workerId: "w-test", running: ["run1", "wait1"] },
+      { kind: "known", requestId: "r2", workerId: "w-test", running: ["run1", "wait1"] },
+    ]);
+    await finished("wait1");
+    runtime.handleCommand({ kind: "query", requestId: "r3", tokens: ["run1", "wait1"] });
+    const after = await waitFor(() =>
+      reports.find((r): r is KnownReport => r.kind === "known" && r.requestId === "r3"),
+    );
+    expect(after.running).toEqual([]);
+  });
+
+  it("cancels a running shell attempt and a queued one, reporting each failed `cancelled: <reason>`", async () => {
+    const { runtime, ofToken, finished } = harness({ capacity: 1 });
+    runtime.handle(batch(runCmd(shell("sleep 10"), { token: "c1" }), runCmd(noop, { token: "c2" })));
+    await sleep(50);
+    runtime.handleCommand({ kind: "cancel", token: "c2", reason: "not needed" });
+    runtime.handleCommand({ kind: "cancel", token: "c1", reason: "fail-fast run" });
+    const t0 = Date.now();
+    const r1 = (await finished("c1")) as FailedReport;
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(r1.error).toEqual({ kind: "exception", message: "cancelled: fail-fast run" });
+    const r2 = (await finished("c2")) as FailedReport;
+    expect(r2.error).toEqual({ kind: "exception", message: "cancelled: not needed" });
+    expect(ofToken("c2").map((r) => r.kind)).toEqual(["failed"]);
+    expect(runtime.cancel("unknown", "x")).toBe(false);
+  });
+
+  it("ignores a duplicate RunCommand for a token it runs, queues or has just finished", async () => {
+    const { runtime, ofToken, finished } = harness({ capacity: 1 });
+    const first = runCmd(shell("sleep 0.1"), { token: "d1" });
+    const queued = runCmd(noop, { token: "d2" });
+    runtime.handle(batch(first, queued, first, queued));
+    await sleep(20);
+    runtime.handle(batch(first, queued));
+    await finished("d2");
+    await finished("d1");
+    // Re-sent after it finished: not run again either.
+    runtime.handle(batch(first, queued));
+    await sleep(50);
+    expect(ofToken("d1").map((r) => r.kind)).toEqual(["started", "succeeded"]);
+    expect(ofToken("d2").map((r) => r.kind)).toEqual(["started", "succeeded"]);
+  });
+
+  it("reports an invalid operator as a failed attempt", async () => {
+    const { runtime, finished } = harness();
+    runtime.handle(batch(runCmd({ type: "teleport" }, { token: "bad" })));
+    const r = (await finished("bad")) as FailedReport;
+    expect(r.error.kind).toBe("exception");
+    expect(r.error.message).toContain("teleport");
+  });
+
+  it("shutdown lets running attempts finish within the grace, drops the queue, then closes", async () => {
+    const { runtime, reports, ofToken } = harness({ capacity: 1 });
+    runtime.handle(batch(runCmd(shell("sleep 0.1"), { token: "s1" }), runCmd(noop, { token: "s2" })));
+    await sleep(20);
+    runtime.handleCommand({ kind: "shutdown", graceMs: 5000 });
+    runtime.handle(batch(runCmd(noop, { token: "s3" })));
+    await runtime.closed;
+    expect(ofToken("s1").map((r) => r.kind)).toEqual(["started", "succeeded"]);
+    expect(ofToken("s2")).toEqual([]);
+    expect(ofToken("s3")).toEqual([]);
+    expect(reports.at(-1)).toMatchObject({ kind: "succeeded", token: "s1" });
+  });
+
+  it("shutdown kills what is still running when the grace runs out", async () => {
+    const { runtime, finished } = harness();
+    runtime.handle(batch(runCmd(shell("trap '' TERM; sleep 10; sleep 10"), { token: "k1" })));
+    await sleep(50);
+    const t0 = Date.now();
+    await runtime.shutdown(100);
+    expect(Date.now() - t0).toBeLessThan(1500);
+    const r = (await finished("k1")) as FailedReport;
+    expect(r.error.kind).toBe("exception");
+    expect(r.error.message).toMatch(/^cancelled: worker shutdown/);
+  });
+});

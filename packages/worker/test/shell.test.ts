@@ -1,0 +1,111 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { runShell } from "../src/operators/shell.js";
+import { parseOperator, type ShellOperator } from "../src/operators/spec.js";
+import { AttemptAbort } from "../src/operators/types.js";
+import { OUTPUT_TAIL_BYTES } from "../src/protocol.js";
+import { ctxFor, harness, isAlive, readPid, runCmd, shell, tempDir, waitFor } from "./helpers.js";
+
+const op = (command: string, extra: Record<string, unknown> = {}) =>
+  parseOperator(shell(command, extra)) as ShellOperator;
+
+describe("shell operator", () => {
+  it("succeeds with exit code 0 and keeps stdout and stderr", async () => {
+    const o = await runShell(op("echo out; echo err >&2"), ctxFor());
+    expect(o).toMatchObject({ ok: true, exitCode: 0, stdoutTail: "out\n", stderrTail: "err\n" });
+    expect(o.durationMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it("fails with exit_code on a non-zero exit", async () => {
+    const o = await runShell(op("echo before; exit 3"), ctxFor());
+    expect(o).toMatchObject({ ok: false, exitCode: 3, stdoutTail: "before\n" });
+    expect(o.error).toEqual({ kind: "exit_code", message: "exited with code 3" });
+  });
+
+  it("keeps only the last 4 KiB of a 1 MB stderr", async () => {
+    const o = await runShell(op("head -c 1048576 /dev/zero | tr '\\0' x >&2; echo END >&2"), ctxFor());
+    expect(o.ok).toBe(true);
+    expect(Buffer.byteLength(o.stderrTail)).toBe(OUTPUT_TAIL_BYTES);
+    expect(o.stderrTail.endsWith("xxxEND\n")).toBe(true);
+  });
+
+  it("reports a child killed by a signal as kind signal, naming it", async () => {
+    const o = await runShell(op("kill -KILL $$"), ctxFor());
+    expect(o.ok).toBe(false);
+    expect(o.error?.kind).toBe("signal");
+    expect(o.error?.message).toContain("SIGKILL");
+    expect(o.exitCode).toBeNull();
+  });
+
+  it("on timeout kills the whole process group, grandchildren included", async () => {
+    const dir = await tempDir();
+    const pidFile = join(dir, "grandchild.pid");
+    const t0 = Date.now();
+    const o = await runShell(op(`sleep 30 & echo $! > ${pidFile}; wait`, { timeoutMs: 300 }), ctxFor());
+    expect(o.error?.kind).toBe("timeout");
+    expect(o.error?.message).toContain("300 ms");
+    expect(Date.now() - t0).toBeLessThan(2500);
+    const pid = readPid(pidFile);
+    expect(pid).toBeDefined();
+    await waitFor(() => !isAlive(pid!), 2000);
+  });
+
+  it("escalates to SIGKILL when the task ignores SIGTERM", async () => {
+    const ac2 = new AbortController();
+    setTimeout(() => ac2.abort(new AttemptAbort("hard stop", 200)), 100);
+    const o = await runShell(op("trap '' TERM; sleep 10; sleep 10"), ctxFor(ac2.signal));
+    expect(o.error).toEqual({ kind: "exception", message: "cancelled: hard stop" });
+    expect(o.durationMs).toBeLessThan(1500);
+  });
+
+  it("kills background jobs the shell leaves behind when it exits", async () => {
+    const dir = await tempDir();
+    const pidFile = join(dir, "bg.pid");
+    const t0 = Date.now();
+    const o = await runShell(op(`sleep 30 & echo $! > ${pidFile}; echo done`), ctxFor());
+    expect(o).toMatchObject({ ok: true, stdoutTail: "done\n" });
+    expect(Date.now() - t0).toBeLessThan(1500);
+    await waitFor(() => !isAlive(readPid(pidFile)!), 2000);
+  });
+
+  it.skipIf(!existsSync("/usr/bin/perl"))(
+    "does not make a task that reaps all its children wait for the watchdog",
+    async () => {
+      const o = await runShell(
+        op("exec perl -e 'while (wait() != -1) {} print qq(ok\\n)'", { timeoutMs: 3000 }),
+        ctxFor(),
+      );
+      expect(o).toMatchObject({ ok: true, stdoutTail: "ok\n" });
+    },
+  );
+
+  it("runs in cwd and reports a spawn failure as an exception", async () => {
+    const dir = await tempDir();
+    expect((await runShell(op("pwd", { cwd: dir }), ctxFor())).stdoutTail.trim()).toBe(dir);
+    const o = await runShell(op("true", { cwd: join(dir, "missing") }), ctxFor());
+    expect(o.error?.kind).toBe("exception");
+    expect(o.error?.message).toContain("spawn failed");
+  });
+
+  it("passes process, operator and command env plus the CHRONOLOG_* variables, not the IPC channel", async () => {
+    const { runtime, finished } = harness({ stagingRoot: await tempDir() });
+    process.env.CHRONOLOG_TEST_INHERITED = "inherited";
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template
+    const noChannel = "${NODE_CHANNEL_FD:-none}";
+    const cmd = runCmd(
+      shell(
+        `echo "$CHRONOLOG_TEST_INHERITED|$A|$B|$CHRONOLOG_TOKEN|$CHRONOLOG_ATTEMPT|$CHRONOLOG_LOGICAL_DATE|$CHRONOLOG_TASK_KEY|${noChannel}"; basename "$CHRONOLOG_STAGING_DIR"`,
+        { env: { A: "from-op", B: "from-op" } },
+      ),
+      { env: { B: "from-cmd", CHRONOLOG_TOKEN: "spoofed" }, attempt: 3, token: "tok-env" },
+    );
+    runtime.handle({ kind: "batch", messages: [cmd] });
+    const r = await finished("tok-env");
+    delete process.env.CHRONOLOG_TEST_INHERITED;
+    expect(r.kind).toBe("succeeded");
+    expect(r.stdoutTail).toBe(
+      `inherited|from-op|from-cmd|tok-env|3|2026-11-28T02:00:00.000Z|sales/acme/orders/ALL|none\ntok-env\n`,
+    );
+  });
+});
