@@ -299,6 +299,7 @@ export class SqliteBackend implements LogBackend {
           position,
           type: e.type,
           dataJson: e.dataJson,
+          parsed: e.data,
           metadata: {
             eventId: e.eventId,
             actor: e.actor,

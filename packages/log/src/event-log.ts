@@ -41,8 +41,17 @@ const DEFAULT_PAGE = 1000;
 
 /** Parses and upcasts a stored event; the one place read paths turn bytes into domain events. */
 export function decodeStoredEvent(stored: StoredEvent): RecordedEvent {
-  const domain = upcastEventData(stored.type, stored.metadata.schemaVersion, JSON.parse(stored.dataJson));
-  return { ...stored, ...domain } as RecordedEvent;
+  const data = stored.parsed !== undefined ? stored.parsed : JSON.parse(stored.dataJson);
+  const domain = upcastEventData(stored.type, stored.metadata.schemaVersion, data);
+  return {
+    streamId: stored.streamId,
+    revision: stored.revision,
+    position: stored.position,
+    dataJson: stored.dataJson,
+    metadata: stored.metadata,
+    type: domain.type,
+    data: domain.data,
+  } as RecordedEvent;
 }
 
 /**

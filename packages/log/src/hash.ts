@@ -22,22 +22,23 @@ export const GENESIS_HASH = "";
  * or a deleted or re-ordered one, breaks the chain from that position on.
  */
 export function chainHash(prevHash: string, e: HashedFields): string {
-  return createHash("sha256")
-    .update(
-      JSON.stringify([
-        prevHash,
-        e.position.toString(),
-        e.streamId,
-        e.revision.toString(),
-        e.type,
-        e.schemaVersion,
-        e.dataJson,
-        e.eventId,
-        e.actor,
-        e.causationId,
-        e.correlationId,
-        e.recordedAt,
-      ]),
-    )
-    .digest("hex");
+  // Each field is written as its length, a colon, then its text: an unambiguous framing that
+  // costs far less than JSON-escaping the event's data a second time.
+  const fields = [
+    prevHash,
+    e.position.toString(),
+    e.streamId,
+    e.revision.toString(),
+    e.type,
+    String(e.schemaVersion),
+    e.dataJson,
+    e.eventId,
+    e.actor,
+    e.causationId ?? "\u0000",
+    e.correlationId ?? "\u0000",
+    e.recordedAt,
+  ];
+  let text = "";
+  for (const f of fields) text += `${f.length}:${f}`;
+  return createHash("sha256").update(text).digest("hex");
 }

@@ -30,6 +30,11 @@ export interface StoredEvent {
   /** The JSON text of the data, exactly as stored (the hash covers these bytes). */
   readonly dataJson: string;
   readonly metadata: RecordedMetadata;
+  /**
+   * The data already parsed, when the engine still holds the object it was written from
+   * (events this process appended). Never to be mutated.
+   */
+  readonly parsed?: unknown;
 }
 
 /** An event as read through the log: its data parsed and upcast to the current schema version. */
@@ -58,6 +63,8 @@ export interface ReadAllOptions {
 export interface PreparedEvent {
   readonly type: string;
   readonly dataJson: string;
+  /** The validated data object `dataJson` was made from. */
+  readonly data: unknown;
   readonly schemaVersion: number;
   readonly eventId: string;
   readonly actor: string;

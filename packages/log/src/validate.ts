@@ -73,6 +73,7 @@ export function prepareEvents(events: readonly NewEvent[], ctx: PrepareContext):
     return {
       type: event.type,
       dataJson,
+      data,
       schemaVersion: currentSchemaVersion(event.type),
       eventId: meta.eventId,
       actor: meta.actor,

@@ -351,13 +351,6 @@ export class Scheduler {
     this.inflight.set(task.id, PENDING);
     let keepReservation = false;
     try {
-      let inst = c.instance;
-      if (!inst) inst = this.projection.instances.get(stream);
-      // A fresh interval has no attempt stream: one cheap revision look-up says so.
-      if (!inst && (await this.log.streamRevision(stream)) !== "no_stream") {
-        inst = foldInstance(await this.log.readStream(stream));
-      }
-      const attempt = (inst?.attempts.at(-1)?.attempt ?? 0) + 1;
       let operator: OperatorSpec;
       try {
         operator = this.render(task);
@@ -367,38 +360,50 @@ export class Scheduler {
         this.inflight.delete(task.id);
         return null;
       }
-      const token = this.newToken();
-      const r = await this.log.append(
-        stream,
-        [
-          {
-            type: "DispatchIntended",
-            data: {
-              key: task.key,
-              logicalDate: task.logicalDate,
-              attempt,
-              token,
-              ...(conn ? { connection: conn } : {}),
-              operator,
-              idempotent: task.spec.idempotent,
-              leaseSeconds: task.spec.leaseSeconds,
-            },
+      // Most intervals have no attempt stream yet: assume so, and let compare-and-set say otherwise.
+      let inst = c.instance ?? this.projection.instances.get(stream);
+      for (let tries = 0; ; tries++) {
+        const attempt = (inst?.attempts.at(-1)?.attempt ?? 0) + 1;
+        const token = this.newToken();
+        const intent: DomainEvent = {
+          type: "DispatchIntended",
+          data: {
+            key: task.key,
+            logicalDate: task.logicalDate,
+            attempt,
+            token,
+            ...(conn ? { connection: conn } : {}),
+            operator: operator as unknown as Record<string, unknown>,
+            idempotent: task.spec.idempotent,
+            leaseSeconds: task.spec.leaseSeconds,
           },
-        ],
-        { expectedRevision: inst ? inst.revision : "no_stream" },
-      );
-      this.inflight.set(task.id, r.position);
-      keepReservation = true;
-      return {
-        kind: "run",
-        instanceStream: stream,
-        taskKey: task.id,
-        logicalDate: task.logicalDate,
-        attempt,
-        token,
-        operator: operator as unknown as Record<string, unknown>,
-        leaseSeconds: task.spec.leaseSeconds,
-      };
+        };
+        try {
+          const r = await this.log.append(stream, [intent], {
+            expectedRevision: inst ? inst.revision : "no_stream",
+          });
+          this.inflight.set(task.id, r.position);
+          keepReservation = true;
+          return {
+            kind: "run",
+            instanceStream: stream,
+            taskKey: task.id,
+            logicalDate: task.logicalDate,
+            attempt,
+            token,
+            operator: operator as unknown as Record<string, unknown>,
+            leaseSeconds: task.spec.leaseSeconds,
+          };
+        } catch (error) {
+          // The stream existed (an interval run before, now backfilled): read it and go on from it.
+          if (error instanceof WrongExpectedRevisionError && !inst && tries === 0) {
+            inst = foldInstance(await this.log.readStream(stream));
+            if (inst && !isTerminal(inst)) throw error;
+            continue;
+          }
+          throw error;
+        }
+      }
     } catch (error) {
       this.inflight.delete(task.id);
       if (error instanceof WrongExpectedRevisionError) {

@@ -250,7 +250,7 @@ export class WorkerPool {
     const child = fork(this.module, [], {
       env,
       execArgv: [...(this.options.execArgv ?? [])],
-      serialization: "advanced",
+      serialization: "json",
       stdio: ["ignore", "inherit", "inherit", "ipc"],
     });
     const w: WorkerHandle = {
