@@ -40,7 +40,9 @@ function tasks(): Array<{ task: string; prevIntervalStart: string | null; logica
 }
 
 const today0200 = new Date(Math.floor(Date.now() / DAY) * DAY + 2 * 3_600_000);
-const latest = new Date(today0200.getTime() > Date.now() ? today0200.getTime() - 2 * DAY : today0200.getTime() - DAY);
+const latest = new Date(
+  today0200.getTime() > Date.now() ? today0200.getTime() - 2 * DAY : today0200.getTime() - DAY,
+);
 const from = new Date(latest.getTime() - 100 * DAY);
 const to = new Date(from.getTime() + 89 * DAY);
 
@@ -144,7 +146,10 @@ describe("a 90-day backfill with --downstream (seed 000)", () => {
     );
     expect(outsideRange).toEqual([]);
     // The worker's output is recorded with the attempt.
-    const attempts = JSON.parse(chronolog(dir, ["attempts", RAW, "--json"]).stdout) as Array<{ stdoutTail: string; logicalDate: string }>;
+    const attempts = JSON.parse(chronolog(dir, ["attempts", RAW, "--json"]).stdout) as Array<{
+      stdoutTail: string;
+      logicalDate: string;
+    }>;
     const sample = attempts.find((a) => a.logicalDate === days[10]);
     expect(sample?.stdoutTail).toBe(`orders_raw ${days[10]?.slice(0, 10)}\n`);
   }, 300_000);

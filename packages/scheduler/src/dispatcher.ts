@@ -6,5 +6,7 @@ export interface Dispatcher {
   onReport(listener: (report: WorkerReport) => void): unknown;
   /** Which of these tokens does any live worker know? token -> worker id. */
   query(tokens: readonly string[], timeoutMs?: number): Promise<Map<string, string>>;
-  cancel(token: string, reason: string): void;
+  cancel(token: string, reason: string): unknown;
+  /** AttemptStarted is durable: let a gated (not idempotent) attempt run. */
+  proceed(token: string): unknown;
 }

@@ -22,6 +22,8 @@ const MAX_CONFLICT_RETRIES = 8;
 
 export interface ReportApplierOptions {
   readonly log: EventLog;
+  /** Called once a report has been applied (or refused): to let a gated attempt run, or stop it. */
+  readonly onApplied?: (report: AttemptReport, outcome: "started_durable" | "rejected" | "other") => void;
   readonly projection: SchedulerProjection;
   readonly now: () => number;
   readonly random: () => number;
@@ -104,17 +106,37 @@ export class ReportApplier {
     for (let tries = 0; ; tries++) {
       if (!state) state = foldInstance(await this.o.log.readStream(stream));
       const { events, after } = this.decideAll(state, reports);
-      if (events.length === 0) return;
       try {
-        const r = await this.o.log.append(stream, events, {
-          expectedRevision: state ? state.revision : "no_stream",
-        });
-        if (after) this.written.set(stream, { ...after, revision: r.nextExpectedRevision });
+        if (events.length > 0) {
+          const r = await this.o.log.append(stream, events, {
+            expectedRevision: state ? state.revision : "no_stream",
+          });
+          if (after) this.written.set(stream, { ...after, revision: r.nextExpectedRevision });
+        }
+        this.afterApply(reports, events, after);
         return;
       } catch (error) {
         if (!(error instanceof WrongExpectedRevisionError) || tries >= MAX_CONFLICT_RETRIES) throw error;
         state = undefined; // someone else wrote: read the stream again and decide afresh
       }
+    }
+  }
+
+  private afterApply(
+    reports: readonly AttemptReport[],
+    events: readonly DomainEvent[],
+    after: InstanceState | undefined,
+  ): void {
+    if (!this.o.onApplied) return;
+    const rejected = new Set(
+      events.flatMap((e) => (e.type === "CompletionRejected" ? [`${e.data.report}:${e.data.token}`] : [])),
+    );
+    const current = after?.attempts.at(-1);
+    for (const r of reports) {
+      if (rejected.has(`${r.kind}:${r.token}`)) this.o.onApplied(r, "rejected");
+      else if (r.kind === "started" && current?.token === r.token && current.status === "running") {
+        this.o.onApplied(r, "started_durable");
+      } else this.o.onApplied(r, "other");
     }
   }
 

@@ -48,6 +48,8 @@ export interface SchedulerOptions {
   readonly newToken?: () => string;
   /** Called after each event is applied (checkpointing, progress). */
   readonly onApplied?: (event: RecordedEvent) => void;
+  /** Called with the tokens of attempts just handed to workers. */
+  readonly onDispatched?: (tokens: readonly string[]) => void;
 }
 
 interface DispatchCandidate {
@@ -104,6 +106,12 @@ export class Scheduler {
       now: this.now,
       random: this.random,
       onError: (error, stream) => o.logger.error({ err: error, stream }, "could not apply a worker report"),
+      onApplied: (report, outcome) => {
+        if (outcome === "started_durable") o.dispatcher.proceed(report.token);
+        else if (outcome === "rejected" && (report.kind === "started" || report.kind === "heartbeat")) {
+          o.dispatcher.cancel(report.token, "the attempt is no longer current");
+        }
+      },
     });
     o.dispatcher.onReport((report) => {
       if (report.kind === "started" || report.kind === "succeeded" || report.kind === "failed") {
@@ -157,6 +165,30 @@ export class Scheduler {
       }
     }
     if (touched.connection) this.wakeConnection(touched.connection);
+  }
+
+  /** Re-evaluates a task on the next pass. */
+  wake(id: string): void {
+    this.markDirty(id);
+  }
+
+  /** Records an attempt as lost, exactly as a worker supervisor's report would. */
+  reportLost(inst: InstanceState, reason: string): void {
+    const a = inst.attempts.at(-1);
+    if (!a) return;
+    this.reports.submit({
+      kind: "failed",
+      token: a.token,
+      attempt: a.attempt,
+      instanceStream: inst.stream,
+      workerId: a.workerId ?? "unknown",
+      at: new Date(this.now()).toISOString(),
+      durationMs: 0,
+      exitCode: null,
+      error: { kind: "lost", message: reason },
+      stdoutTail: "",
+      stderrTail: "",
+    });
   }
 
   private markDirty(id: string): void {
@@ -340,6 +372,7 @@ export class Scheduler {
       this.stats.dispatched += ready.length;
       // Every intent in `ready` is durable: only now do the workers hear of them.
       this.o.dispatcher.dispatch(ready);
+      this.o.onDispatched?.(ready.map((c) => c.token));
     }
   }
 
@@ -393,6 +426,8 @@ export class Scheduler {
             token,
             operator: operator as unknown as Record<string, unknown>,
             leaseSeconds: task.spec.leaseSeconds,
+            // A task that is not idempotent runs only once its start is on record.
+            ...(task.spec.idempotent ? {} : { awaitProceed: true }),
           };
         } catch (error) {
           // The stream existed (an interval run before, now backfilled): read it and go on from it.

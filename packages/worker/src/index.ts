@@ -1,4 +1,13 @@
 export { type BatchSender, TickBatcher } from "./batcher.js";
+export {
+  FAULT_ENV,
+  FAULT_NAMES,
+  FAULT_TARGET_ENV,
+  type FaultName,
+  faultsFromEnv,
+  isFaultTarget,
+  type WorkerFaults,
+} from "./faults.js";
 export { runHttp } from "./operators/http.js";
 export { runOperator } from "./operators/index.js";
 export { moduleUrl, type NodeTaskContext, runNode } from "./operators/node.js";

@@ -3,8 +3,10 @@
  * channel in batches: WorkerCommand in, WorkerReport out.
  *
  * Environment: CHRONOLOG_WORKER_ID (default `worker-<pid>`), CHRONOLOG_WORKER_CAPACITY (default
- * 64), CHRONOLOG_STAGING_ROOT (staged outputs off when unset).
+ * 64), CHRONOLOG_STAGING_ROOT (staged outputs off when unset), CHRONOLOG_FAULT (fault injection
+ * for the black-box fault tests, see faults.ts; off when unset).
  */
+import { faultsFromEnv } from "./faults.js";
 import type { Batch, WorkerCommand, WorkerReport } from "./protocol.js";
 import { WorkerRuntime } from "./runtime.js";
 
@@ -27,14 +29,15 @@ function sendOverIpc(batch: Batch<WorkerReport>): Promise<void> {
 
 function isCommand(m: unknown): m is WorkerCommand {
   const kind = (m as { kind?: unknown } | null)?.kind;
-  return kind === "run" || kind === "query" || kind === "cancel" || kind === "shutdown";
+  return kind === "run" || kind === "proceed" || kind === "query" || kind === "cancel" || kind === "shutdown";
 }
 
 function start(): void {
   const workerId = process.env.CHRONOLOG_WORKER_ID || `worker-${process.pid}`;
   const capacity = capacityFromEnv(process.env.CHRONOLOG_WORKER_CAPACITY);
   const stagingRoot = process.env.CHRONOLOG_STAGING_ROOT || undefined;
-  const runtime = new WorkerRuntime({ workerId, capacity, stagingRoot, send: sendOverIpc });
+  const faults = faultsFromEnv(process.env);
+  const runtime = new WorkerRuntime({ workerId, capacity, stagingRoot, faults, send: sendOverIpc });
 
   process.on("message", (msg: unknown) => {
     if ((msg as Batch<unknown> | null)?.kind === "batch") {

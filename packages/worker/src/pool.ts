@@ -211,6 +211,17 @@ export class WorkerPool {
   }
 
   /**
+   * Lets an attempt dispatched with `awaitProceed` run: sends `proceed` to the worker holding
+   * `token` (with that worker's next batch). False if no live worker holds it.
+   */
+  proceed(token: string): boolean {
+    const w = this.owner.get(token);
+    if (!w || w.exited) return false;
+    this.enqueue(w, { kind: "proceed", token });
+    return true;
+  }
+
+  /**
    * Shuts every worker down: each finishes its running attempts within `graceMs`, kills the rest
    * (reporting them failed) and exits. Attempts still queued in a worker are dropped without a
    * report; the reconcile loop finds them unknown. Workers that have not exited `graceMs + 5 s`

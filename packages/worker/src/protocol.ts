@@ -21,6 +21,18 @@ export interface RunCommand {
   readonly leaseSeconds: number;
   /** Extra environment for shell tasks (merged over the worker's own). */
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * For tasks that are not idempotent: report `started`, then wait for a ProceedCommand (sent
+   * once AttemptStarted is durable) before running anything. An attempt that never got that far
+   * never ran, so the coordinator may safely dispatch it again.
+   */
+  readonly awaitProceed?: boolean;
+}
+
+/** AttemptStarted is durable: the worker may now run the attempt. */
+export interface ProceedCommand {
+  readonly kind: "proceed";
+  readonly token: string;
 }
 
 /** "Do you know these attempts?" (the first reconcile check). */
@@ -43,7 +55,7 @@ export interface ShutdownCommand {
   readonly graceMs: number;
 }
 
-export type WorkerCommand = RunCommand | QueryCommand | CancelCommand | ShutdownCommand;
+export type WorkerCommand = RunCommand | ProceedCommand | QueryCommand | CancelCommand | ShutdownCommand;
 
 interface ReportBase {
   readonly token: string;

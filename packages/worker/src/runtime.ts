@@ -1,4 +1,5 @@
 import { TickBatcher } from "./batcher.js";
+import type { WorkerFaults } from "./faults.js";
 import { Fifo } from "./fifo.js";
 import { runOperator } from "./operators/index.js";
 import { parseOperator, type WorkerOperator } from "./operators/spec.js";
@@ -25,6 +26,8 @@ export interface WorkerRuntimeOptions {
   readonly clock?: () => Date;
   /** Where a failing `send` is reported (default: console.error). */
   readonly onSendError?: (err: unknown) => void;
+  /** Fault injection for the black-box fault tests (see faults.ts); none by default. */
+  readonly faults?: WorkerFaults;
 }
 
 interface Attempt {
@@ -34,6 +37,10 @@ interface Attempt {
   controller?: AbortController;
   /** Why the attempt was stopped, once it was. */
   abort?: AttemptAbort;
+  /** A ProceedCommand arrived for it (only matters with `awaitProceed`). */
+  proceeded?: boolean;
+  /** Set while the attempt waits for its ProceedCommand: ends the wait (proceed, cancel, shutdown). */
+  release?: () => void;
 }
 
 /** The signal of an attempt that cannot be stopped because it does nothing. */
@@ -49,6 +56,10 @@ const MIN_HEARTBEAT_MS = 10;
  * Runs the attempts one worker process is given: at most `capacity` at once, the rest queued in
  * arrival order; reports `started`, heartbeats at a third of the lease, then `succeeded` or
  * `failed`, every report of one tick in one batch.
+ *
+ * An attempt with `awaitProceed` reports `started` when it leaves the queue, then holds its
+ * capacity slot and heartbeats without running anything until a `proceed` command for its token
+ * arrives; a cancel or a shutdown while it waits ends it failed (`cancelled: <reason>`) unrun.
  */
 export class WorkerRuntime {
   readonly workerId: string;
@@ -63,7 +74,9 @@ export class WorkerRuntime {
   private readonly batcher: TickBatcher<WorkerReport>;
   private readonly stagingRoot: string | undefined;
   private readonly clock: () => Date;
+  private readonly faults: WorkerFaults | undefined;
   private runningCount = 0;
+  private waitingCount = 0;
   private lastAtMs = Number.NaN;
   private lastAt = "";
   private idleWaiters: (() => void)[] = [];
@@ -78,15 +91,21 @@ export class WorkerRuntime {
     this.capacity = options.capacity;
     this.stagingRoot = options.stagingRoot;
     this.clock = options.clock ?? (() => new Date());
+    this.faults = options.faults;
     this.batcher = new TickBatcher((b) => options.send(b), options.onSendError);
     this.closed = new Promise((resolve) => {
       this.resolveClosed = resolve;
     });
   }
 
-  /** Attempts running now. */
+  /** Attempts running now, including those started but waiting for their `proceed`. */
   get running(): number {
     return this.runningCount;
+  }
+
+  /** Started attempts (counted in `running`) waiting for their `proceed` command. */
+  get waiting(): number {
+    return this.waitingCount;
   }
 
   /** Attempts waiting for a free slot. */
@@ -98,7 +117,7 @@ export class WorkerRuntime {
     return this.shuttingDown;
   }
 
-  /** Tokens running or queued here. */
+  /** Tokens running (or waiting for `proceed`) or queued here. */
   knownTokens(): string[] {
     return [...this.attempts.keys()];
   }
@@ -111,6 +130,9 @@ export class WorkerRuntime {
     switch (command.kind) {
       case "run":
         this.run(command);
+        return;
+      case "proceed":
+        this.proceed(command.token);
         return;
       case "query":
         this.query(command);
@@ -130,8 +152,22 @@ export class WorkerRuntime {
   }
 
   /**
+   * Lets an `awaitProceed` attempt run its operator. A proceed that arrives while the attempt is
+   * still queued is remembered (it runs as soon as it has reported `started`); one for an attempt
+   * that does not wait, or for an unknown token, is ignored. Returns whether the token was known.
+   */
+  proceed(token: string): boolean {
+    const a = this.attempts.get(token);
+    if (!a) return false;
+    a.proceeded = true;
+    a.release?.();
+    return true;
+  }
+
+  /**
    * Stops an attempt and reports it failed (`cancelled: <reason>`). A queued attempt is reported
-   * at once; a running one when its operator has stopped. Returns whether the token was known.
+   * at once; one waiting for `proceed` as soon as its wait ends (its operator never runs); a
+   * running one when its operator has stopped. Returns whether the token was known.
    */
   cancel(token: string, reason: string, killGraceMs = 2000): boolean {
     const a = this.attempts.get(token);
@@ -156,8 +192,10 @@ export class WorkerRuntime {
 
   /**
    * Takes no more work, drops the queued attempts (never started, so the coordinator's reconcile
-   * loop finds them unknown and dispatches them again), waits up to `graceMs` for the running
-   * ones, kills the rest (reported failed, `cancelled: worker shutdown…`), then resolves `closed`.
+   * loop finds them unknown and dispatches them again), ends those waiting for `proceed` without
+   * running them (reported failed, `cancelled: worker shutdown`), waits up to `graceMs` for the
+   * running ones, kills the rest (reported failed, `cancelled: worker shutdown…`), then resolves
+   * `closed`.
    */
   shutdown(graceMs: number): Promise<void> {
     if (this.shuttingDown) return this.closed;
@@ -166,6 +204,9 @@ export class WorkerRuntime {
       if (a.state !== "queued") continue;
       a.state = "removed";
       this.attempts.delete(a.cmd.token);
+    }
+    for (const a of this.attempts.values()) {
+      if (a.release) this.stop(a, new AttemptAbort("worker shutdown", 0));
     }
     void this.drain(Math.max(0, graceMs));
     return this.closed;
@@ -228,6 +269,20 @@ export class WorkerRuntime {
     if (a.abort) return;
     a.abort = reason;
     a.controller?.abort(reason);
+    a.release?.();
+  }
+
+  /** Resolves when the attempt may run: at once unless it awaits a `proceed` not yet received. */
+  private gate(a: Attempt): Promise<void> | undefined {
+    if (a.cmd.awaitProceed !== true || a.proceeded || a.abort) return undefined;
+    this.waitingCount++;
+    return new Promise<void>((resolve) => {
+      a.release = () => {
+        a.release = undefined;
+        this.waitingCount--;
+        resolve();
+      };
+    });
   }
 
   /** The worker clock as ISO text, formatted once per millisecond. */
@@ -258,6 +313,8 @@ export class WorkerRuntime {
     let outcome: OperatorOutcome;
     let stagingDir: string | undefined;
     let heartbeat: NodeJS.Timeout | undefined;
+    /** The operator that ran, once it has (for the fault hooks). */
+    let ran: WorkerOperator | undefined;
     try {
       const spec: WorkerOperator = parseOperator(cmd.operator);
       if (spec.publishTo !== undefined && this.stagingRoot === undefined) {
@@ -265,8 +322,9 @@ export class WorkerRuntime {
           "operator has publishTo but this worker has no staging root (CHRONOLOG_STAGING_ROOT)",
         );
       }
-      let signal = NEVER;
-      if (spec.type !== "noop") {
+      const gate = this.gate(a);
+      if (spec.type !== "noop" || gate) {
+        // The lease covers the wait for `proceed` as well as the run.
         const every = Math.max(MIN_HEARTBEAT_MS, (cmd.leaseSeconds * 1000) / 3);
         heartbeat = setInterval(
           () =>
@@ -274,9 +332,15 @@ export class WorkerRuntime {
           every,
         );
         heartbeat.unref();
+      }
+      if (gate) await gate;
+      // Stopped while it waited (cancelled, or the worker is shutting down): it never runs.
+      const stoppedWhileWaiting = a.abort;
+      if (stoppedWhileWaiting) throw stoppedWhileWaiting;
+      let signal = NEVER;
+      if (spec.type !== "noop") {
         a.controller = new AbortController();
         signal = a.controller.signal;
-        if (a.abort) a.controller.abort(a.abort);
       }
       if (this.stagingRoot !== undefined) stagingDir = await prepareStagingDir(this.stagingRoot, token);
       const ctx = {
@@ -289,6 +353,7 @@ export class WorkerRuntime {
         signal,
       };
       outcome = await runOperator(spec, ctx);
+      ran = spec;
       if (a.abort) {
         outcome = failure("exception", `cancelled: ${a.abort.message}`, outcome.durationMs, outcome);
       } else if (outcome.ok && spec.publishTo !== undefined && stagingDir !== undefined) {
@@ -301,11 +366,13 @@ export class WorkerRuntime {
         }
       }
     } catch (err) {
-      outcome = failure("exception", errorMessage(err), 0);
+      const message = err instanceof AttemptAbort ? `cancelled: ${err.message}` : errorMessage(err);
+      outcome = failure("exception", message, 0);
     } finally {
       clearInterval(heartbeat);
     }
     if (!outcome.ok && stagingDir !== undefined) await discardStaged(stagingDir).catch(() => {});
+    if (ran) this.faults?.afterOperator?.(cmd, ran);
 
     a.state = "removed";
     this.attempts.delete(token);
@@ -350,5 +417,10 @@ export class WorkerRuntime {
           error: outcome.error ?? { kind: "unknown", message: "failed without an error" },
         };
     this.batcher.push(report);
+    if (this.faults?.duplicateFinalReports) {
+      // Fault injection: the same final report again, in the next batch.
+      void this.batcher.flush();
+      this.batcher.push(report);
+    }
   }
 }

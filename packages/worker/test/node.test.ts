@@ -24,6 +24,7 @@ export function waitForAbort(_args, ctx) {
   return new Promise((_, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason)));
 }
 export function ignoreAbort() { return new Promise(() => {}); }
+export function workerPid(_args, ctx) { return ctx.workerPid; }
 `,
   );
 });
@@ -42,6 +43,12 @@ describe("node operator", () => {
       date: "2026-11-28T02:00:00.000Z",
       key: "sales/acme/orders/ALL",
     });
+  });
+
+  it("gives the function the worker's pid as context.workerPid", async () => {
+    const o = await runNode(op({ export: "workerPid" }), ctxFor());
+    expect(o.ok).toBe(true);
+    expect(JSON.parse(o.stdoutTail)).toBe(process.pid);
   });
 
   it("resolves a relative module path against process.cwd()", async () => {

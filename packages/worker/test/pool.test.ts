@@ -1,4 +1,6 @@
 import { fork } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
@@ -55,6 +57,67 @@ describe("WorkerPool", () => {
     expect(pool.cancel("unknown")).toBe(false);
     const r = (await waitFor(() => terminal("pool-cancel"))) as FailedReport;
     expect(r.error).toEqual({ kind: "exception", message: "cancelled: fail-fast" });
+  });
+
+  it("proceed sends a gated attempt's go-ahead to the worker that holds it", async () => {
+    const { pool, reports, terminal } = newPool(2);
+    await pool.ready();
+    const dir = await tempDir();
+    const files = ["p1", "p2", "p3"].map((t) => join(dir, `${t}.txt`));
+    const cmds = ["p1", "p2", "p3"].map((t, i) =>
+      runCmd(shell(`echo ran >> ${files[i]}`), { token: `pool-${t}`, awaitProceed: true, leaseSeconds: 0.3 }),
+    );
+    pool.dispatch(cmds);
+    for (const c of cmds)
+      await waitFor(() => reports.find((r) => r.kind === "started" && r.token === c.token));
+    await sleep(250);
+    for (const f of files) expect(existsSync(f)).toBe(false);
+    expect(reports.some((r) => r.kind === "heartbeat" && r.token === "pool-p1")).toBe(true);
+    // Waiting tokens are known to their worker.
+    expect([...(await pool.query(cmds.map((c) => c.token))).keys()].sort()).toEqual(
+      cmds.map((c) => c.token).sort(),
+    );
+
+    expect(pool.proceed("nobody-has-this")).toBe(false);
+    // Proceeds for several attempts made in one tick (two workers hold them).
+    expect(pool.proceed("pool-p1")).toBe(true);
+    expect(pool.proceed("pool-p2")).toBe(true);
+    for (const t of ["pool-p1", "pool-p2"]) expect((await waitFor(() => terminal(t))).kind).toBe("succeeded");
+    expect(readFileSync(files[0]!, "utf8")).toBe("ran\n");
+    expect(readFileSync(files[1]!, "utf8")).toBe("ran\n");
+    // Finished: no live worker holds it any more.
+    expect(pool.proceed("pool-p1")).toBe(false);
+
+    // The third is cancelled while it waits: it never runs.
+    expect(pool.cancel("pool-p3", "not needed")).toBe(true);
+    const r = (await waitFor(() => terminal("pool-p3"))) as FailedReport;
+    expect(r.error).toEqual({ kind: "exception", message: "cancelled: not needed" });
+    expect(pool.proceed("pool-p3")).toBe(false);
+    await sleep(100);
+    expect(existsSync(files[2]!)).toBe(false);
+  });
+
+  it("gives shell tasks CHRONOLOG_WORKER_PID and node tasks context.workerPid: the worker's pid", async () => {
+    const { pool, reports, terminal } = newPool(1);
+    await pool.ready();
+    const workerPid = pool.stats()[0]!.pid!;
+    const mod = join(await tempDir(), "pid.mjs");
+    await writeFile(mod, "export default (_args, ctx) => ctx.workerPid;\n");
+    pool.dispatch([
+      runCmd(shell('echo "$CHRONOLOG_WORKER_PID"', { env: { CHRONOLOG_WORKER_PID: "1" } }), {
+        token: "pid-shell",
+        env: { CHRONOLOG_WORKER_PID: "2" },
+      }),
+      runCmd({ type: "node", module: mod }, { token: "pid-node" }),
+    ]);
+    const sh = await waitFor(() => terminal("pid-shell"));
+    const nd = await waitFor(() => terminal("pid-node"));
+    expect(sh.kind).toBe("succeeded");
+    expect(sh.stdoutTail).toBe(`${workerPid}\n`);
+    expect(nd.kind).toBe("succeeded");
+    expect(JSON.parse(nd.stdoutTail)).toBe(workerPid);
+    const started = reports.find((r) => r.kind === "started" && r.token === "pid-shell");
+    expect(started).toMatchObject({ pid: workerPid });
   });
 
   it("reports a SIGKILLed worker's attempts lost within a second, kills its tasks, and replaces it", async () => {

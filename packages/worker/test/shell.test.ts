@@ -108,4 +108,12 @@ describe("shell operator", () => {
       `inherited|from-op|from-cmd|tok-env|3|2026-11-28T02:00:00.000Z|sales/acme/orders/ALL|none\ntok-env\n`,
     );
   });
+
+  it("sets CHRONOLOG_WORKER_PID to the worker's pid, whatever the operator or command env says", async () => {
+    const o = await runShell(op('echo "$CHRONOLOG_WORKER_PID"', { env: { CHRONOLOG_WORKER_PID: "1" } }), {
+      ...ctxFor(),
+      env: { CHRONOLOG_WORKER_PID: "2" },
+    });
+    expect(o).toMatchObject({ ok: true, stdoutTail: `${process.pid}\n` });
+  });
 });

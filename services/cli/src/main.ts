@@ -1,4 +1,5 @@
 import { Command } from "commander";
+import { registerAttemptCommands } from "./commands/attempt.js";
 import { registerLogCommands } from "./commands/log.js";
 import { registerRebuildCommand } from "./commands/rebuild.js";
 import { registerTaskCommands } from "./commands/tasks.js";
@@ -19,6 +20,7 @@ registerLogCommands(program, globals);
 registerTaskCommands(program, globals);
 registerUpCommand(program, globals);
 registerRebuildCommand(program, globals);
+registerAttemptCommands(program, globals);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`chronolog: ${messageOf(error)}\n`);

@@ -150,7 +150,16 @@ export const AttemptFailed = z
   })
   .strict();
 
-export const AttemptAbandoned = z.object({ attempt, token, reason, by: z.string().min(1) }).strict();
+export const AttemptAbandoned = z
+  .object({
+    attempt,
+    token,
+    reason,
+    by: z.string().min(1),
+    /** Try again with a new attempt (and token) rather than stop at this interval. */
+    retry: z.boolean().default(false),
+  })
+  .strict();
 
 export const AttemptCancelled = z.object({ attempt, token, reason }).strict();
 

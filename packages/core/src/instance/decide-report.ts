@@ -39,6 +39,31 @@ export interface ReportContext {
   readonly random: number;
 }
 
+/** Retries a lost worker is allowed on an idempotent task beyond what the policy says. */
+export const LOST_WORKER_RETRIES = 3;
+
+/**
+ * When a failed attempt is tried again. A worker lost (killed, out of memory) says nothing about
+ * the task: an idempotent task is retried even past its policy (up to LOST_WORKER_RETRIES); a
+ * task that is not idempotent is never retried once it started, since its side effect may
+ * have happened; an attempt that never started never ran, so it is always safe to retry.
+ */
+export function retryAfterFailure(
+  state: InstanceState,
+  attempt: number,
+  wasStarted: boolean,
+  errorKind: string,
+  ctx: ReportContext,
+): string | undefined {
+  const at = (delay: number) => iso(ctx.now + delay);
+  if (errorKind === "lost") {
+    if (!wasStarted) return at(0);
+    if (!state.idempotent) return undefined;
+    return attempt < Math.max(ctx.retry.maxAttempts, LOST_WORKER_RETRIES) ? at(0) : undefined;
+  }
+  return canRetry(ctx.retry, attempt) ? at(retryDelayMs(ctx.retry, attempt, ctx.random)) : undefined;
+}
+
 const iso = (ms: number) => new Date(ms).toISOString();
 
 function reject(
@@ -116,11 +141,12 @@ export function decideReport(
         },
       ];
     case "failed": {
-      const retryAt = canRetry(ctx.retry, attempt)
-        ? iso(ctx.now + retryDelayMs(ctx.retry, attempt, ctx.random))
-        : undefined;
+      const retryAt = retryAfterFailure(state, attempt, current.status !== "queued", report.error.kind, ctx);
+      // A worker lost before the start was recorded: the attempt did not start (gated tasks
+      // wait for that record before running), so no start is claimed for it.
+      const claimStart = current.status === "queued" && report.error.kind !== "lost";
       return [
-        ...(current.status === "queued" ? [started] : []),
+        ...(claimStart ? [started] : []),
         {
           type: "AttemptFailed",
           data: {

@@ -223,8 +223,9 @@ export function evolveInstance(
     case "AttemptAbandoned":
       return {
         ...base,
-        status: "abandoned",
-        reason: `abandoned: ${event.data.reason}`,
+        status: event.data.retry ? "retry_wait" : "abandoned",
+        retryAt: event.data.retry ? at.recordedAt : null,
+        reason: event.data.retry ? null : `abandoned: ${event.data.reason}`,
         attempts: updateAttempt(state, event.data.token, {
           status: "abandoned",
           endedAt: at.recordedAt,

@@ -13,6 +13,8 @@ export interface NodeTaskContext {
   readonly token: string;
   readonly taskKey: string;
   readonly stagingDir: string | undefined;
+  /** The pid of the worker process the function runs in. */
+  readonly workerPid: number;
   /** Aborted on cancel, timeout or worker shutdown: a long task should watch it. */
   readonly signal: AbortSignal;
 }
@@ -59,6 +61,7 @@ export async function runNode(spec: NodeOperator, ctx: OperatorContext): Promise
       token: ctx.token,
       taskKey: ctx.taskKey,
       stagingDir: ctx.stagingDir,
+      workerPid: process.pid,
       signal,
     };
     const value: unknown = await Promise.race([

@@ -34,6 +34,7 @@ export function shellEnv(spec: ShellOperator, ctx: OperatorContext): NodeJS.Proc
     CHRONOLOG_ATTEMPT: String(ctx.attempt),
     CHRONOLOG_LOGICAL_DATE: ctx.logicalDate,
     CHRONOLOG_TASK_KEY: ctx.taskKey,
+    CHRONOLOG_WORKER_PID: String(process.pid),
   });
   if (ctx.stagingDir !== undefined) env.CHRONOLOG_STAGING_DIR = ctx.stagingDir;
   else delete env.CHRONOLOG_STAGING_DIR;

@@ -1,0 +1,205 @@
+import {
+  currentAttempt,
+  type DomainEvent,
+  formatTaskKey,
+  type InstanceState,
+  type SchedulerProjection,
+} from "@chronolog/core";
+import { type EventLog, WrongExpectedRevisionError } from "@chronolog/log";
+import type { Dispatcher } from "../dispatcher.js";
+import { decideExpiredLease } from "./expired-lease.js";
+import { LeaseBook } from "./lease-book.js";
+import { decideStuckInstance, needsScheduler } from "./stuck-instance.js";
+import { decideUnconfirmedIntent, isUnconfirmed } from "./unconfirmed-intent.js";
+
+export interface ReconcilerOptions {
+  readonly log: EventLog;
+  readonly projection: SchedulerProjection;
+  readonly dispatcher: Dispatcher;
+  readonly actor: string;
+  /** Time between passes. */
+  readonly intervalMs?: number;
+  /** How long a dispatch this process made may stay unconfirmed before check (a) looks at it. */
+  readonly confirmGraceMs?: number;
+  readonly now?: () => number;
+  /** Wakes the scheduler for a task whose outcome it has not recorded. */
+  readonly onTaskNeedsAttention?: (taskId: string) => void;
+  readonly logger?: { warn(obj: object, msg?: string): void; error(obj: object, msg?: string): void };
+  /**
+   * Whether the worker named in an AttemptStarted is known to be gone. In embedded mode the
+   * workers live and die with the scheduler process that forked them, so a worker of an earlier
+   * scheduler process is gone; its attempts are reported lost, as its supervisor would have.
+   */
+  readonly isWorkerGone?: (workerId: string) => boolean;
+  /** Records an attempt as lost (the same path as a supervisor's report of a dead worker). */
+  readonly reportLost?: (inst: InstanceState, reason: string) => void;
+}
+
+export interface PassResult {
+  readonly unconfirmed: number;
+  readonly expired: number;
+  readonly stuck: number;
+  readonly lost: number;
+  readonly written: number;
+  readonly conflicts: number;
+}
+
+/**
+ * The reconcile loop (seed 001): on a timer, compares the projected state of active work with
+ * what the workers report, and repairs what it finds with the three checks. A pass costs
+ * O(active instances), never O(history). Every write is a compare-and-set on the attempt
+ * stream at the revision the pass observed, so two reconcilers, or a pass overlapping the
+ * next, cannot both act: the loser gets a conflict and looks again next pass.
+ */
+export class Reconciler {
+  readonly leases = new LeaseBook();
+  /** token -> when this process handed the attempt to a worker. */
+  private readonly dispatchedAt = new Map<string, number>();
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<PassResult> | null = null;
+  private readonly now: () => number;
+  readonly totals = { passes: 0, written: 0, conflicts: 0 };
+
+  constructor(private readonly o: ReconcilerOptions) {
+    this.now = o.now ?? Date.now;
+    o.dispatcher.onReport((r) => {
+      if (r.kind === "heartbeat" || r.kind === "started") {
+        const inst = o.projection.instances.get(r.instanceStream);
+        const lease = inst?.leaseSeconds ?? 30;
+        this.leases.extend(r.token, this.now() + lease * 1000);
+      } else if (r.kind === "succeeded" || r.kind === "failed") this.leases.forget(r.token);
+    });
+  }
+
+  /** The scheduler tells the reconciler when it hands attempts to workers. */
+  noteDispatched(tokens: readonly string[]): void {
+    const at = this.now();
+    for (const t of tokens) this.dispatchedAt.set(t, at);
+  }
+
+  start(): void {
+    const interval = this.o.intervalMs ?? 1000;
+    const tick = () => {
+      this.timer = setTimeout(async () => {
+        try {
+          await this.pass();
+        } catch (error) {
+          this.o.logger?.error({ err: error }, "reconcile pass failed");
+        }
+        if (this.timer) tick();
+      }, interval);
+    };
+    tick();
+  }
+
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  /** One pass of the three checks. Passes do not overlap within one reconciler. */
+  pass(): Promise<PassResult> {
+    if (!this.running) {
+      this.running = this.runPass().finally(() => {
+        this.running = null;
+      });
+    }
+    return this.running;
+  }
+
+  private async runPass(): Promise<PassResult> {
+    const { projection } = this.o;
+    const now = this.now();
+    const grace = this.o.confirmGraceMs ?? 2000;
+    const unconfirmed: InstanceState[] = [];
+    const expired: InstanceState[] = [];
+    const stuck: Array<{ inst: InstanceState; events: DomainEvent[] }> = [];
+    const runningTokens = new Set<string>();
+    for (const inst of projection.instances.values()) {
+      const task = projection.tasks.get(formatTaskKey(inst.key));
+      const a = currentAttempt(inst);
+      if (needsScheduler(inst, task)) this.o.onTaskNeedsAttention?.(formatTaskKey(inst.key));
+      const repair = decideStuckInstance(inst, task, this.o.actor);
+      if (repair.length > 0) {
+        stuck.push({ inst, events: repair });
+        continue;
+      }
+      if (!a) continue;
+      if (isUnconfirmed(inst, now, grace, this.dispatchedAt.get(a.token))) unconfirmed.push(inst);
+      else if (a.status === "running") {
+        runningTokens.add(a.token);
+        if (this.leases.deadline(a.token, now, inst.leaseSeconds) < now) expired.push(inst);
+      } else if (a.status === "lease_expired") expired.push(inst);
+    }
+    this.leases.retain(runningTokens);
+    for (const t of this.dispatchedAt.keys()) {
+      if (now - (this.dispatchedAt.get(t) as number) > 10 * grace) this.dispatchedAt.delete(t);
+    }
+
+    const gone = this.o.isWorkerGone;
+    const lost: InstanceState[] = [];
+    if (gone) {
+      for (const inst of projection.instances.values()) {
+        const a = currentAttempt(inst);
+        if (a && (a.status === "running" || a.status === "lease_expired") && a.workerId && gone(a.workerId))
+          lost.push(inst);
+      }
+    }
+    const lostSet = new Set(lost);
+    const checkLease = expired.filter((i) => !lostSet.has(i));
+    const asked = [...unconfirmed, ...checkLease, ...lost].map((i) => currentAttempt(i)?.token as string);
+    const known = asked.length > 0 ? await this.o.dispatcher.query(asked) : new Map<string, string>();
+    for (const inst of lost) {
+      const a = currentAttempt(inst);
+      if (a && !known.has(a.token)) {
+        this.o.reportLost?.(
+          inst,
+          `worker ${a.workerId} belonged to an earlier scheduler process and is gone`,
+        );
+      }
+    }
+    const writes: Array<Promise<boolean>> = [];
+    for (const inst of unconfirmed) {
+      const events = decideUnconfirmedIntent(
+        inst,
+        known.has(currentAttempt(inst)?.token as string),
+        this.o.actor,
+      );
+      if (events.length > 0) writes.push(this.write(inst, events, "unconfirmed intent"));
+    }
+    const nowIso = new Date(now).toISOString();
+    for (const inst of checkLease) {
+      const token = currentAttempt(inst)?.token as string;
+      const decision = decideExpiredLease(inst, known.has(token), nowIso, this.o.actor);
+      if (decision.kind === "renew") this.leases.extend(token, now + inst.leaseSeconds * 1000);
+      else if (decision.kind === "write") writes.push(this.write(inst, decision.events, "lease expired"));
+    }
+    for (const s of stuck) writes.push(this.write(s.inst, s.events, "stuck instance"));
+    const results = await Promise.all(writes);
+    const written = results.filter(Boolean).length;
+    const conflicts = results.length - written;
+    this.totals.passes += 1;
+    this.totals.written += written;
+    this.totals.conflicts += conflicts;
+    return {
+      unconfirmed: unconfirmed.length,
+      expired: checkLease.length,
+      stuck: stuck.length,
+      lost: lost.length,
+      written,
+      conflicts,
+    };
+  }
+
+  /** Compare-and-set at the observed revision; false when someone else wrote first. */
+  private async write(inst: InstanceState, events: DomainEvent[], check: string): Promise<boolean> {
+    try {
+      await this.o.log.append(inst.stream, events, { expectedRevision: inst.revision });
+      this.o.logger?.warn({ stream: inst.stream, check, events: events.map((e) => e.type) }, "reconciled");
+      return true;
+    } catch (error) {
+      if (error instanceof WrongExpectedRevisionError) return false;
+      throw error;
+    }
+  }
+}

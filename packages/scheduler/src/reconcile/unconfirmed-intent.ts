@@ -1,0 +1,40 @@
+import { currentAttempt, type DomainEvent, type InstanceState } from "@chronolog/core";
+
+/**
+ * Reconcile check (a), seed 001: an intent recorded but never confirmed by a worker. The
+ * dispatch may have been lost (the scheduler died between intent and dispatch, the message never
+ * arrived). If no worker knows the attempt, it is abandoned and retried with a new attempt and a
+ * new token; if a worker knows it, it is left alone (the worker will report).
+ */
+export function isUnconfirmed(
+  inst: InstanceState,
+  now: number,
+  graceMs: number,
+  dispatchedAt?: number,
+): boolean {
+  const a = currentAttempt(inst);
+  if (inst.status !== "queued" || !a || a.status !== "queued") return false;
+  // An attempt this process dispatched gets a grace period; one from before it started gets none.
+  return dispatchedAt === undefined || now - dispatchedAt >= graceMs;
+}
+
+export function decideUnconfirmedIntent(
+  inst: InstanceState,
+  knownToAWorker: boolean,
+  by: string,
+): DomainEvent[] {
+  const a = currentAttempt(inst);
+  if (!a || knownToAWorker) return [];
+  return [
+    {
+      type: "AttemptAbandoned",
+      data: {
+        attempt: a.attempt,
+        token: a.token,
+        reason: "dispatch never confirmed by a worker",
+        by,
+        retry: true,
+      },
+    },
+  ];
+}

@@ -1,0 +1,134 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { instanceStream, parseTaskKey, SchedulerProjection, type TaskKey } from "@chronolog/core";
+import type { EventLog } from "@chronolog/log";
+import { openSqliteLog } from "@chronolog/log-sqlite";
+import { catchUp, declare, Reconciler, Scheduler } from "@chronolog/scheduler";
+import { WorkerPool } from "@chronolog/worker";
+import { parse } from "yaml";
+
+export const silent = {
+  info() {},
+  warn() {},
+  debug() {},
+  error(o: object, m?: string) {
+    console.error(m, o);
+  },
+};
+
+export const DAY = 86_400_000;
+/** The latest daily 02:00 interval whose run is already due. */
+export const LATEST = new Date(
+  Math.floor((Date.now() - 3 * 3_600_000) / DAY) * DAY + 2 * 3_600_000 - DAY,
+).toISOString();
+
+export interface Harness {
+  readonly dir: string;
+  readonly log: EventLog;
+  readonly projection: SchedulerProjection;
+  pool: WorkerPool;
+  scheduler: Scheduler | null;
+  reconciler: Reconciler | null;
+  effects(name: string): number;
+  start(options?: { reconcile?: boolean; poolPrefix?: string; workerGone?: boolean }): Promise<void>;
+  stop(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * A daily task per name: shell `echo x >> <dir>/<name>.effects`, catch-up off, so each has one
+ * due interval (LATEST). `idempotent` per name.
+ */
+export async function harness(
+  tasks: Array<{ name: string; idempotent: boolean; command?: string; lease?: number }>,
+): Promise<Harness> {
+  const dir = mkdtempSync(join(tmpdir(), "chronolog-sched-"));
+  const log = openSqliteLog({ path: join(dir, "log.db"), actor: "test" });
+  const projection = new SchedulerProjection();
+  const yaml = `tasks:\n${tasks
+    .map(
+      (t) =>
+        `  - { project: p, account: a, name: ${t.name}, cron: "0 2 * * *", startDate: "${new Date(Date.parse(LATEST) - 30 * DAY).toISOString()}", catchup: false, idempotent: ${t.idempotent}, leaseSeconds: ${t.lease ?? 2}, operator: { type: shell, command: ${JSON.stringify(t.command ?? `echo x >> ${join(dir, `${t.name}.effects`)}`)} } }`,
+    )
+    .join("\n")}\n`;
+  await declare(log, projection, [{ filename: "t.yaml", document: parse(yaml) }], Date.now());
+  await catchUp(log, projection);
+  const h: Harness = {
+    dir,
+    log,
+    projection,
+    pool: null as unknown as WorkerPool,
+    scheduler: null,
+    reconciler: null,
+    effects(name) {
+      const f = join(dir, `${name}.effects`);
+      return existsSync(f) ? readFileSync(f, "utf8").split("\n").filter(Boolean).length : 0;
+    },
+    async start(options = {}) {
+      const prefix = options.poolPrefix ?? `t${Math.floor(Math.random() * 1e6)}`;
+      h.pool = new WorkerPool({ size: 1, capacity: 8, idPrefix: prefix });
+      await h.pool.ready();
+      let rec: Reconciler | null = null;
+      const scheduler = new Scheduler({
+        log,
+        projection,
+        dispatcher: h.pool,
+        logger: silent,
+        onDispatched: (t) => rec?.noteDispatched(t),
+      });
+      rec = new Reconciler({
+        log,
+        projection,
+        dispatcher: h.pool,
+        actor: "reconciler:test",
+        intervalMs: 100,
+        confirmGraceMs: 300,
+        onTaskNeedsAttention: (id) => scheduler.wake(id),
+        ...(options.workerGone === false
+          ? {}
+          : { isWorkerGone: (id: string) => !id.startsWith(`${prefix}-`) }),
+        reportLost: (inst, reason) => scheduler.reportLost(inst, reason),
+      });
+      h.scheduler = scheduler;
+      h.reconciler = rec;
+      await scheduler.start();
+      if (options.reconcile !== false) rec.start();
+    },
+    async stop() {
+      h.reconciler?.stop();
+      await h.pool?.close(500);
+      await h.scheduler?.stop();
+    },
+    async close() {
+      await h.stop();
+      await log.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return h;
+}
+
+export function key(name: string): TaskKey {
+  const k = parseTaskKey(`p/a/${name}`);
+  if (!k.ok) throw new Error(k.error);
+  return k.key;
+}
+
+export function stream(name: string, date = LATEST): string {
+  return instanceStream(key(name), date);
+}
+
+export async function until<T>(
+  what: string,
+  check: () => T | undefined | false,
+  timeoutMs = 20_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = check();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

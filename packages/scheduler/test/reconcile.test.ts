@@ -1,0 +1,256 @@
+import { currentAttempt } from "@chronolog/core";
+import { Reconciler } from "@chronolog/scheduler";
+import { afterEach, describe, expect, it } from "vitest";
+import { type Harness, harness, key, LATEST, stream, until } from "./harness.js";
+
+let h: Harness;
+afterEach(async () => h?.close());
+
+const intent = (name: string, attempt: number, token: string, idempotent: boolean) => ({
+  type: "DispatchIntended",
+  data: {
+    key: key(name),
+    logicalDate: LATEST,
+    attempt,
+    token,
+    operator: { type: "noop" },
+    idempotent,
+    leaseSeconds: 1,
+  },
+});
+
+async function events(name: string) {
+  return (await h.log.readStream(stream(name))).map((e) => e.type);
+}
+
+describe("reconcile check (a): an intent never confirmed by a worker", () => {
+  it("abandons the attempt and runs a new one with a new token, once", async () => {
+    h = await harness([{ name: "lost_dispatch", idempotent: false }]);
+    // A scheduler that wrote its intent and died before dispatching.
+    await h.log.append(stream("lost_dispatch"), [intent("lost_dispatch", 1, "token-never-sent-1", false)], {
+      expectedRevision: "no_stream",
+    });
+    await h.start();
+    await until(
+      "the task to finish",
+      () => h.projection.tasks.get("p/a/lost_dispatch/ALL")?.prevIntervalStart === LATEST,
+    );
+    const evs = await h.log.readStream(stream("lost_dispatch"));
+    expect(evs.map((e) => e.type)).toEqual([
+      "DispatchIntended",
+      "AttemptAbandoned",
+      "DispatchIntended",
+      "AttemptStarted",
+      "AttemptSucceeded",
+    ]);
+    expect(evs[1]?.data).toMatchObject({ attempt: 1, token: "token-never-sent-1", retry: true });
+    expect(evs[2]?.data).toMatchObject({ attempt: 2 });
+    expect((evs[2]?.data as { token: string }).token).not.toBe("token-never-sent-1");
+    expect(h.effects("lost_dispatch")).toBe(1);
+  });
+
+  it("two reconcilers at once write one decision: the other loses the compare-and-set", async () => {
+    h = await harness([{ name: "raced", idempotent: false }]);
+    await h.log.append(stream("raced"), [intent("raced", 1, "token-raced-0001", false)], {
+      expectedRevision: "no_stream",
+    });
+    await h.start({ reconcile: false });
+    const second = new Reconciler({
+      log: h.log,
+      projection: h.projection,
+      dispatcher: h.pool,
+      actor: "reconciler:second",
+      confirmGraceMs: 0,
+    });
+    const first = h.reconciler as Reconciler;
+    const [a, b] = await Promise.all([first.pass(), second.pass()]);
+    expect(a.written + b.written).toBe(1);
+    expect(a.conflicts + b.conflicts).toBe(1);
+    await until(
+      "the task to finish",
+      () => h.projection.tasks.get("p/a/raced/ALL")?.prevIntervalStart === LATEST,
+    );
+    const types = await events("raced");
+    expect(types.filter((t) => t === "AttemptAbandoned")).toHaveLength(1);
+    expect(types.filter((t) => t === "DispatchIntended")).toHaveLength(2);
+    expect(h.effects("raced")).toBe(1);
+  });
+});
+
+describe("reconcile check (b): a running attempt whose lease expired", () => {
+  const started = (token: string, workerId: string) => ({
+    type: "AttemptStarted",
+    data: { attempt: 1, token, workerId, leaseExpiresAt: new Date(Date.now() + 1000).toISOString() },
+  });
+
+  it("retries an idempotent task once no worker knows the attempt", async () => {
+    h = await harness([{ name: "idem", idempotent: true, lease: 1 }]);
+    const prefix = "tlease";
+    await h.log.append(
+      stream("idem"),
+      [intent("idem", 1, "token-partitioned-1", true), started("token-partitioned-1", `${prefix}-99`)],
+      { expectedRevision: "no_stream" },
+    );
+    const t0 = Date.now();
+    await h.start({ poolPrefix: prefix });
+    await until(
+      "the task to finish",
+      () => h.projection.tasks.get("p/a/idem/ALL")?.prevIntervalStart === LATEST,
+    );
+    // A restarted reconciler gave the attempt a fresh grace period (1 s lease) before acting.
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
+    expect(await events("idem")).toEqual([
+      "DispatchIntended",
+      "AttemptStarted",
+      "AttemptHeartbeatExpired",
+      "AttemptAbandoned",
+      "DispatchIntended",
+      "AttemptStarted",
+      "AttemptSucceeded",
+    ]);
+  });
+
+  it("never starts a second attempt of a task that is not idempotent: it waits for an operator", async () => {
+    h = await harness([{ name: "once", idempotent: false, lease: 1 }]);
+    const prefix = "tonce";
+    await h.log.append(
+      stream("once"),
+      [intent("once", 1, "token-partitioned-2", false), started("token-partitioned-2", `${prefix}-99`)],
+      { expectedRevision: "no_stream" },
+    );
+    await h.start({ poolPrefix: prefix });
+    await until("the lease to be marked expired", () =>
+      currentAttempt(h.projection.instances.get(stream("once")) ?? ({ attempts: [] } as never))?.status ===
+      "lease_expired"
+        ? true
+        : undefined,
+    );
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await events("once")).toEqual(["DispatchIntended", "AttemptStarted", "AttemptHeartbeatExpired"]);
+    expect(h.effects("once")).toBe(0);
+    // The operator decides: abandon and retry.
+    const inst = h.projection.instances.get(stream("once"));
+    await h.log.append(
+      stream("once"),
+      [
+        {
+          type: "AttemptAbandoned",
+          data: {
+            attempt: 1,
+            token: "token-partitioned-2",
+            reason: "checked by hand",
+            by: "operator:test",
+            retry: true,
+          },
+        },
+      ],
+      { expectedRevision: inst?.revision ?? 0n },
+    );
+    await until(
+      "the task to finish",
+      () => h.projection.tasks.get("p/a/once/ALL")?.prevIntervalStart === LATEST,
+    );
+    expect(h.effects("once")).toBe(1);
+  });
+
+  it("a worker of an earlier scheduler process is gone: its attempt is lost, retried only if idempotent", async () => {
+    h = await harness([
+      { name: "idem2", idempotent: true },
+      { name: "nonidem2", idempotent: false },
+    ]);
+    for (const [name, idem] of [
+      ["idem2", true],
+      ["nonidem2", false],
+    ] as const) {
+      await h.log.append(
+        stream(name),
+        [intent(name, 1, `token-old-${name}`, idem), started(`token-old-${name}`, "wOLD-1")],
+        {
+          expectedRevision: "no_stream",
+        },
+      );
+    }
+    await h.start({ poolPrefix: "wNEW" });
+    await until(
+      "the idempotent task to finish",
+      () => h.projection.tasks.get("p/a/idem2/ALL")?.prevIntervalStart === LATEST,
+    );
+    await until(
+      "the other task to fail",
+      () => h.projection.tasks.get("p/a/nonidem2/ALL")?.failure ?? undefined,
+    );
+    expect(h.effects("idem2")).toBe(1);
+    expect(h.effects("nonidem2")).toBe(0);
+    const failure = h.projection.tasks.get("p/a/nonidem2/ALL")?.failure;
+    expect(failure?.reason).toMatch(/lost: worker wOLD-1 belonged to an earlier scheduler process/);
+  });
+});
+
+describe("reports", () => {
+  it("a report delivered twice is applied once; the second is rejected and recorded", async () => {
+    h = await harness([{ name: "dup", idempotent: true }]);
+    await h.start();
+    await until(
+      "the task to finish",
+      () => h.projection.tasks.get("p/a/dup/ALL")?.prevIntervalStart === LATEST,
+    );
+    const evs = await h.log.readStream(stream("dup"));
+    const succeeded = evs.find((e) => e.type === "AttemptSucceeded");
+    const token = (succeeded?.data as { token: string }).token;
+    // Deliver the same success again, as a retried network message would.
+    (h.pool as unknown as { emit(r: unknown[]): void }).emit([
+      {
+        kind: "succeeded",
+        token,
+        attempt: 1,
+        instanceStream: stream("dup"),
+        workerId: "w-x",
+        at: new Date().toISOString(),
+        durationMs: 1,
+        exitCode: 0,
+        stdoutTail: "",
+        stderrTail: "",
+      },
+    ]);
+    await new Promise((r) => setTimeout(r, 300));
+    const after = await h.log.readStream(stream("dup"));
+    const rejected = after.filter((e) => e.type === "CompletionRejected");
+    expect(rejected).toHaveLength(1);
+    expect(rejected[0]?.data).toMatchObject({ reason: "already_terminal", report: "succeeded", token });
+    expect(after.filter((e) => e.type === "AttemptSucceeded")).toHaveLength(1);
+  });
+
+  it("a stale report from an attempt that was replaced is rejected, never applied", async () => {
+    h = await harness([{ name: "stale", idempotent: true }]);
+    await h.log.append(stream("stale"), [intent("stale", 1, "token-first-0001", true)], {
+      expectedRevision: "no_stream",
+    });
+    await h.start();
+    await until(
+      "the task to finish",
+      () => h.projection.tasks.get("p/a/stale/ALL")?.prevIntervalStart === LATEST,
+    );
+    (h.pool as unknown as { emit(r: unknown[]): void }).emit([
+      {
+        kind: "failed",
+        token: "token-first-0001",
+        attempt: 1,
+        instanceStream: stream("stale"),
+        workerId: "w-late",
+        at: new Date().toISOString(),
+        durationMs: 5,
+        exitCode: 1,
+        error: { kind: "exit_code", message: "exit code 1" },
+        stdoutTail: "",
+        stderrTail: "",
+      },
+    ]);
+    await new Promise((r) => setTimeout(r, 300));
+    const after = await h.log.readStream(stream("stale"));
+    const rejected = after.filter((e) => e.type === "CompletionRejected");
+    expect(rejected).toHaveLength(1);
+    expect(rejected[0]?.data).toMatchObject({ reason: "stale_token", token: "token-first-0001" });
+    expect(after.some((e) => e.type === "AttemptFailed")).toBe(false);
+    expect(h.projection.tasks.get("p/a/stale/ALL")?.failure).toBeNull();
+  });
+});
