@@ -48,6 +48,8 @@ export interface SchedulerOptions {
   readonly newToken?: () => string;
   /** Called after each event is applied (checkpointing, progress). */
   readonly onApplied?: (event: RecordedEvent) => void;
+  /** Called once intents are durable, just before their attempts go to workers (fault tests). */
+  readonly beforeDispatch?: (commands: readonly RunCommand[]) => void;
   /** Called with the tokens of attempts just handed to workers. */
   readonly onDispatched?: (tokens: readonly string[]) => void;
 }
@@ -371,6 +373,7 @@ export class Scheduler {
     if (ready.length > 0) {
       this.stats.dispatched += ready.length;
       // Every intent in `ready` is durable: only now do the workers hear of them.
+      this.o.beforeDispatch?.(ready);
       this.o.dispatcher.dispatch(ready);
       this.o.onDispatched?.(ready.map((c) => c.token));
     }
