@@ -12,6 +12,7 @@ export default defineConfig({
       { find: /^@chronolog\/scheduler$/, replacement: src("./packages/scheduler/src/index.ts") },
       { find: /^@chronolog\/worker$/, replacement: src("./packages/worker/src/index.ts") },
       { find: /^@chronolog\/log-sqlite$/, replacement: src("./packages/log-sqlite/src/index.ts") },
+      { find: /^@chronolog\/log-kafka$/, replacement: src("./packages/log-kafka/src/index.ts") },
       { find: /^@chronolog\/render$/, replacement: src("./packages/render/src/index.ts") },
     ],
   },

@@ -15,7 +15,14 @@ import { fmt, percentile, printTable } from "../table.mjs";
 const quick = process.env.BENCH_QUICK === "1";
 const levels = quick ? [10_000, 50_000] : [10_000, 100_000, 1_000_000];
 const ACTIVE = 100;
-const silent = { info() {}, warn() {}, debug() {}, error(o, m) { console.error(m, o); } };
+const silent = {
+  info() {},
+  warn() {},
+  debug() {},
+  error(o, m) {
+    console.error(m, o);
+  },
+};
 const key = (i) => ({ project: "bench", account: "b", name: `t${i % 1000}`, partition: "ALL" });
 const day = (n) => new Date(Date.UTC(2020, 0, 1) + n * 3_600_000).toISOString();
 
@@ -34,8 +41,27 @@ async function passCost() {
       log.append(
         instanceStream(k, day(0)),
         [
-          { type: "DispatchIntended", data: { key: k, logicalDate: day(0), attempt: 1, token, operator: { type: "noop" }, idempotent: true, leaseSeconds: 3600 } },
-          { type: "AttemptStarted", data: { attempt: 1, token, workerId: "bench-1", leaseExpiresAt: new Date(Date.now() + 3_600_000).toISOString() } },
+          {
+            type: "DispatchIntended",
+            data: {
+              key: k,
+              logicalDate: day(0),
+              attempt: 1,
+              token,
+              operator: { type: "noop" },
+              idempotent: true,
+              leaseSeconds: 3600,
+            },
+          },
+          {
+            type: "AttemptStarted",
+            data: {
+              attempt: 1,
+              token,
+              workerId: "bench-1",
+              leaseExpiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+            },
+          },
         ],
         { expectedRevision: "no_stream" },
       ),
@@ -54,8 +80,22 @@ async function passCost() {
           log.append(
             instanceStream(k, day(1 + Math.floor(written / 1000))),
             [
-              { type: "DispatchIntended", data: { key: k, logicalDate: day(1 + Math.floor(written / 1000)), attempt: 1, token, operator: { type: "noop" }, idempotent: true, leaseSeconds: 30 } },
-              { type: "AttemptStarted", data: { attempt: 1, token, workerId: "bench-1", leaseExpiresAt: new Date().toISOString() } },
+              {
+                type: "DispatchIntended",
+                data: {
+                  key: k,
+                  logicalDate: day(1 + Math.floor(written / 1000)),
+                  attempt: 1,
+                  token,
+                  operator: { type: "noop" },
+                  idempotent: true,
+                  leaseSeconds: 30,
+                },
+              },
+              {
+                type: "AttemptStarted",
+                data: { attempt: 1, token, workerId: "bench-1", leaseExpiresAt: new Date().toISOString() },
+              },
               { type: "AttemptSucceeded", data: { attempt: 1, token, durationMs: 1, exitCode: 0 } },
             ],
             { expectedRevision: "no_stream" },
@@ -68,7 +108,13 @@ async function passCost() {
     const r0 = performance.now();
     const { projection } = await loadProjection(log, dir, { fromScratch: true });
     const replaySecs = (performance.now() - r0) / 1000;
-    const reconciler = new Reconciler({ log, projection, dispatcher: pool, actor: "bench", confirmGraceMs: 60_000 });
+    const reconciler = new Reconciler({
+      log,
+      projection,
+      dispatcher: pool,
+      actor: "bench",
+      confirmGraceMs: 60_000,
+    });
     const times = [];
     for (let p = 0; p < 60; p++) {
       const s = performance.now();
@@ -77,7 +123,14 @@ async function passCost() {
       if (result.written !== 0) throw new Error("the pass should find nothing to repair");
     }
     times.sort((a, b) => a - b);
-    rows.push({ history: target, inMemory: projection.instances.size, p50: percentile(times, 50), p99: percentile(times, 99), writeSecs, replaySecs });
+    rows.push({
+      history: target,
+      inMemory: projection.instances.size,
+      p50: percentile(times, 50),
+      p99: percentile(times, 99),
+      writeSecs,
+      replaySecs,
+    });
   }
   await log.close();
   rmSync(dir, { recursive: true, force: true });
@@ -89,7 +142,9 @@ async function killToRetry(signal) {
   const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), "chronolog-bench-kill-"));
   const log = openSqliteLog({ path: join(dir, "log.db"), actor: "bench" });
   const projection = new SchedulerProjection();
-  const latest = new Date(Math.floor((Date.now() - 3 * 3_600_000) / 86_400_000) * 86_400_000 + 2 * 3_600_000 - 86_400_000);
+  const latest = new Date(
+    Math.floor((Date.now() - 3 * 3_600_000) / 86_400_000) * 86_400_000 + 2 * 3_600_000 - 86_400_000,
+  );
   const pidFile = join(dir, "pid");
   const yaml = `tasks:\n  - { project: bench, account: b, name: victim, cron: "0 2 * * *", startDate: "${new Date(latest.getTime() - 5 * 86_400_000).toISOString()}", catchup: false, idempotent: true, leaseSeconds: 2, operator: { type: shell, command: "[ -f ${pidFile} ] && exit 0; echo $CHRONOLOG_WORKER_PID > ${pidFile}; sleep 30" } }\n`;
   await declare(log, projection, [{ filename: "b.yaml", document: parse(yaml) }], Date.now());
@@ -97,24 +152,40 @@ async function killToRetry(signal) {
   const pool = new WorkerPool({ size: 2, capacity: 4, idPrefix: "wbench", queryTimeoutMs: 500 });
   await pool.ready();
   let reconciler;
-  const scheduler = new Scheduler({ log, projection, dispatcher: pool, logger: silent, onDispatched: (t) => reconciler?.noteDispatched(t) });
+  const scheduler = new Scheduler({
+    log,
+    projection,
+    dispatcher: pool,
+    logger: silent,
+    onDispatched: (t) => reconciler?.noteDispatched(t),
+  });
   reconciler = new Reconciler({
-    log, projection, dispatcher: pool, actor: "bench", intervalMs: 200, confirmGraceMs: 1000,
+    log,
+    projection,
+    dispatcher: pool,
+    actor: "bench",
+    intervalMs: 200,
+    confirmGraceMs: 1000,
     onTaskNeedsAttention: (id) => scheduler.wake(id),
     reportLost: (inst, reason) => scheduler.reportLost(inst, reason),
   });
   await scheduler.start();
   reconciler.start();
-  while (!existsSync(pidFile) || readFileSync(pidFile, "utf8").trim() === "") await new Promise((r) => setTimeout(r, 5));
+  while (!existsSync(pidFile) || readFileSync(pidFile, "utf8").trim() === "")
+    await new Promise((r) => setTimeout(r, 5));
   await new Promise((r) => setTimeout(r, 100));
   const pid = Number(readFileSync(pidFile, "utf8"));
-  const stream = instanceStream({ project: "bench", account: "b", name: "victim", partition: "ALL" }, latest.toISOString());
+  const stream = instanceStream(
+    { project: "bench", account: "b", name: "victim", partition: "ALL" },
+    latest.toISOString(),
+  );
   const t0 = performance.now();
   process.kill(pid, signal);
   for (;;) {
     const inst = projection.instances.get(stream);
     if (inst && inst.attempts.length >= 2) break;
-    if (!inst && projection.tasks.get("bench/b/victim/ALL")?.prevIntervalStart === latest.toISOString()) break;
+    if (!inst && projection.tasks.get("bench/b/victim/ALL")?.prevIntervalStart === latest.toISOString())
+      break;
     await new Promise((r) => setTimeout(r, 2));
   }
   const ms = performance.now() - t0;
@@ -133,7 +204,13 @@ const byLease = await killToRetry("SIGSTOP");
 
 console.log(`\nbench/reconcile (embedded SQLite log; ${ACTIVE} attempts in flight)\n`);
 printTable(
-  ["completed instances in the log", "held in memory", "pass p50, ms", "pass p99, ms", "replay from scratch, s"],
+  [
+    "completed instances in the log",
+    "held in memory",
+    "pass p50, ms",
+    "pass p99, ms",
+    "replay from scratch, s",
+  ],
   passes.map((r) => [fmt(r.history), fmt(r.inMemory), fmt(r.p50, 3), fmt(r.p99, 3), fmt(r.replaySecs, 1)]),
 );
 const first = passes[0].p50;
@@ -143,6 +220,10 @@ printTable(
   ["worker lost", "until its attempt is retried, ms", "target"],
   [
     ["SIGKILL (the supervisor sees the exit)", fmt(supervised), "< 1,000"],
-    ["SIGSTOP (silent: lease 2 s + reconcile pass + worker query)", fmt(byLease), "within the lease timeout + a pass"],
+    [
+      "SIGSTOP (silent: lease 2 s + reconcile pass + worker query)",
+      fmt(byLease),
+      "within the lease timeout + a pass",
+    ],
   ],
 );

@@ -5,5 +5,6 @@ export * from "./errors.js";
 export * from "./operations.js";
 export * from "./reconcile/index.js";
 export * from "./reports.js";
+export * from "./runs.js";
 export * from "./scheduler.js";
 export * from "./timer-queue.js";

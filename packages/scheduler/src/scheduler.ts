@@ -4,6 +4,7 @@ import {
   dataInterval,
   decideIntervalCompleted,
   decideIntervalFailed,
+  decideRun,
   describeGateReason,
   formatTaskKey,
   gateFor,
@@ -13,8 +14,12 @@ import {
   lastSlotEndingBy,
   nextCronTime,
   type OperatorSpec,
+  parseTaskKey,
+  runIdOf,
+  runStream,
   type SchedulerProjection,
   slotBefore,
+  type TaskKey,
   type TaskState,
   taskStream,
   toInstant,
@@ -87,6 +92,9 @@ export class Scheduler {
   private readonly reserved = new Map<string, number>();
   /** connection -> tasks waiting for a slot. */
   private readonly waiting = new Map<string, Set<string>>();
+  /** Runs changed since the last pass, and runs with a decision being written. */
+  private readonly runsDirty = new Set<string>();
+  private readonly runsInFlight = new Set<string>();
   /** Why each task is not running, in memory only (blocked is not a transition). */
   readonly blocked = new Map<string, string[]>();
   /** Counters for benchmarks and `chronolog up`'s status line. */
@@ -126,6 +134,7 @@ export class Scheduler {
   async start(): Promise<void> {
     for (const inst of this.projection.instances.values()) this.trackLoad(inst);
     for (const id of this.projection.tasks.keys()) this.dirty.add(id);
+    for (const [id, r] of this.projection.runs) if (r.status === "running") this.runsDirty.add(id);
     this.subscription = this.log.subscribe((e) => this.onEvent(e), {
       fromPosition: this.projection.position + 1n,
     });
@@ -154,6 +163,7 @@ export class Scheduler {
       const after = this.projection.instances.get(touched.instance);
       this.updateLoad(before, after, touched.instance);
     }
+    if (touched.run) this.schedulePass();
     if (touched.task) {
       this.markDirty(touched.task);
       if (
@@ -167,6 +177,13 @@ export class Scheduler {
       }
     }
     if (touched.connection) this.wakeConnection(touched.connection);
+    if (touched.run) this.runsDirty.add(touched.run);
+  }
+
+  /** Re-evaluates a run on the next pass (reconcile check (c)). */
+  wakeRun(runId: string): void {
+    this.runsDirty.add(runId);
+    this.schedulePass();
   }
 
   /** Re-evaluates a task on the next pass. */
@@ -210,7 +227,13 @@ export class Scheduler {
   // ---- the pass ---------------------------------------------------------------------------
 
   private async pass(): Promise<void> {
-    if (this.stopped || this.dirty.size === 0) return;
+    if (this.stopped) return;
+    if (this.runsDirty.size > 0) {
+      const runs = [...this.runsDirty];
+      this.runsDirty.clear();
+      await Promise.all(runs.map((r) => this.evaluateRun(r)));
+    }
+    if (this.dirty.size === 0) return;
     this.stats.passes += 1;
     const ids = [...this.dirty];
     this.dirty.clear();
@@ -327,7 +350,8 @@ export class Scheduler {
 
   // ---- connection queue, render, intent, dispatch ----------------------------------------------
 
-  private async dispatchAll(candidates: DispatchCandidate[]): Promise<void> {
+  private async dispatchAll(all: DispatchCandidate[]): Promise<void> {
+    const candidates = await this.admitToRuns(all);
     const byConnection = new Map<string, DispatchCandidate[]>();
     for (const c of candidates) {
       const conn = c.task.spec.connection ?? "";
@@ -379,6 +403,197 @@ export class Scheduler {
     }
   }
 
+  // ---- runs -------------------------------------------------------------------------------------
+
+  /**
+   * Tasks of a workflow run together per logical date. A task may start its run if the
+   * workflow has fewer than `maxActiveRuns` runs going, and join it while the run has fewer
+   * than `maxActiveTasks` attempts queued or running. RunStarted is written (durably) before
+   * any of the run's intents.
+   */
+  private async admitToRuns(candidates: DispatchCandidate[]): Promise<DispatchCandidate[]> {
+    const admitted: DispatchCandidate[] = [];
+    const toStart = new Map<
+      string,
+      {
+        workflow: string;
+        logicalDate: string;
+        trigger: "schedule" | "backfill";
+        revision: bigint | "no_stream";
+      }
+    >();
+    const activeRuns = new Map<string, number>();
+    for (const r of this.projection.runs.values()) {
+      if (r.status === "running") activeRuns.set(r.workflow, (activeRuns.get(r.workflow) ?? 0) + 1);
+    }
+    const taskSlots = new Map<string, number>();
+    for (const c of candidates) {
+      const wf = c.task.spec.workflow;
+      if (!wf) {
+        admitted.push(c);
+        continue;
+      }
+      const spec = this.projection.workflows.get(wf);
+      const runId = runIdOf(wf, c.task.logicalDate);
+      const run = this.projection.runs.get(runId);
+      if (!run || run.status !== "running") {
+        const pending = toStart.has(runId);
+        const active = activeRuns.get(wf) ?? 0;
+        if (!pending && spec && active >= spec.maxActiveRuns) {
+          this.blocked.set(c.task.id, [
+            `workflow ${wf} has ${active} runs going (maxActiveRuns ${spec.maxActiveRuns})`,
+          ]);
+          this.waitForRun(wf, c.task.id);
+          continue;
+        }
+        if (!pending) {
+          toStart.set(runId, {
+            workflow: wf,
+            logicalDate: c.task.logicalDate,
+            trigger: run ? "backfill" : "schedule",
+            revision: run ? run.revision : "no_stream",
+          });
+          activeRuns.set(wf, active + 1);
+        }
+      }
+      if (
+        spec?.failurePolicy === "fail_fast" &&
+        run?.status === "running" &&
+        Object.values(run.outcomes).some((o) => o === "failed" || o === "abandoned")
+      ) {
+        this.blocked.set(c.task.id, [`run ${runId} failed fast: nothing new starts`]);
+        continue;
+      }
+      const running =
+        taskSlots.get(runId) ??
+        Object.values(run?.status === "running" ? run.outcomes : {}).filter(
+          (o) => o === "queued" || o === "running",
+        ).length;
+      const limit = spec?.maxActiveTasks ?? Number.POSITIVE_INFINITY;
+      if (running >= limit) {
+        this.blocked.set(c.task.id, [`run ${runId} has ${running} tasks going (maxActiveTasks ${limit})`]);
+        this.waitForRun(runId, c.task.id);
+        continue;
+      }
+      taskSlots.set(runId, running + 1);
+      admitted.push(c);
+    }
+    if (toStart.size === 0) return admitted;
+    const started = new Set<string>();
+    await Promise.all(
+      [...toStart].map(async ([runId, r]) => {
+        const tasks = [...this.projection.tasks.values()]
+          .filter((t) => t.spec.workflow === r.workflow && t.status !== "retired")
+          .map((t) => t.key);
+        try {
+          await this.log.append(
+            runStream(runId),
+            [
+              {
+                type: "RunStarted",
+                data: {
+                  runId,
+                  workflow: r.workflow,
+                  logicalDate: r.logicalDate,
+                  tasks,
+                  trigger: r.trigger,
+                  params: {},
+                },
+              },
+            ],
+            { expectedRevision: r.revision },
+          );
+          started.add(runId);
+        } catch (error) {
+          // Another writer started it first: the run exists, which is all that is needed.
+          if (error instanceof WrongExpectedRevisionError) started.add(runId);
+          else this.o.logger.error({ err: error, run: runId }, "could not start the run");
+        }
+      }),
+    );
+    return admitted.filter(
+      (c) =>
+        !c.task.spec.workflow ||
+        started.has(runIdOf(c.task.spec.workflow, c.task.logicalDate)) ||
+        this.projection.runs.get(runIdOf(c.task.spec.workflow, c.task.logicalDate))?.status === "running",
+    );
+  }
+
+  private waitForRun(key: string, taskId: string): void {
+    let w = this.waiting.get(`run:${key}`);
+    if (!w) {
+      w = new Set();
+      this.waiting.set(`run:${key}`, w);
+    }
+    w.add(taskId);
+  }
+
+  /** A run changed: apply its failure policy, finish it when every task is terminal. */
+  private async evaluateRun(runId: string): Promise<void> {
+    const run = this.projection.runs.get(runId);
+    if (!run) return;
+    this.wakeConnection(`run:${runId}`);
+    this.wakeConnection(`run:${run.workflow}`);
+    if (run.status !== "running" || this.runsInFlight.has(runId)) return;
+    const decision = decideRun(
+      run,
+      this.projection.workflows.get(run.workflow),
+      (t) => this.projection.tasks.get(t)?.key ?? (parseTaskKey(t) as { key: TaskKey }).key,
+      (t) => (this.projection.tasks.get(t)?.spec.parents ?? []).map(formatTaskKey),
+    );
+    if (decision.close.length === 0 && decision.cancel.length === 0 && !decision.finish) return;
+    this.runsInFlight.add(runId);
+    try {
+      const writes: Array<Promise<unknown>> = [];
+      for (const { task, event } of decision.close) {
+        const key = this.projection.tasks.get(task)?.key;
+        if (!key) continue;
+        const stream = instanceStream(key, run.logicalDate);
+        const inst = this.projection.instances.get(stream);
+        writes.push(this.appendQuietly(stream, [event], inst ? inst.revision : "no_stream"));
+      }
+      for (const task of decision.cancel) {
+        const key = this.projection.tasks.get(task)?.key;
+        if (!key) continue;
+        const stream = instanceStream(key, run.logicalDate);
+        const inst = this.projection.instances.get(stream);
+        const a = inst?.attempts.at(-1);
+        if (!inst || !a) continue;
+        this.o.dispatcher.cancel(a.token, `run ${runId} failed fast`);
+        writes.push(
+          this.appendQuietly(
+            stream,
+            [
+              {
+                type: "AttemptCancelled",
+                data: { attempt: a.attempt, token: a.token, reason: `run ${runId} failed fast` },
+              },
+            ],
+            inst.revision,
+          ),
+        );
+      }
+      if (decision.finish) writes.push(this.appendQuietly(runStream(runId), [decision.finish], run.revision));
+      await Promise.all(writes);
+    } finally {
+      this.runsInFlight.delete(runId);
+    }
+  }
+
+  /** A compare-and-set append whose conflict only means someone decided first. */
+  private async appendQuietly(
+    stream: string,
+    events: DomainEvent[],
+    expected: bigint | "no_stream",
+  ): Promise<void> {
+    try {
+      await this.log.append(stream, events, { expectedRevision: expected });
+    } catch (error) {
+      if (error instanceof WrongExpectedRevisionError) this.stats.conflicts += 1;
+      else this.o.logger.error({ err: error, stream }, "could not write a run decision");
+    }
+  }
+
   /** Writes DispatchIntended (durably) and returns the command to send, or null. */
   private async writeIntent(c: DispatchCandidate): Promise<RunCommand | null> {
     const { task } = c;
@@ -412,6 +627,7 @@ export class Scheduler {
             operator: operator as unknown as Record<string, unknown>,
             idempotent: task.spec.idempotent,
             leaseSeconds: task.spec.leaseSeconds,
+            ...(task.spec.workflow ? { runId: runIdOf(task.spec.workflow, task.logicalDate) } : {}),
           },
         };
         try {
@@ -465,7 +681,9 @@ export class Scheduler {
       prevIntervalStart: task.prevIntervalStart,
       timezone: task.spec.timezone,
       config: task.spec.config,
-      params: {},
+      params: task.spec.workflow
+        ? (this.projection.runs.get(runIdOf(task.spec.workflow, task.logicalDate))?.params ?? {})
+        : {},
     });
   }
 

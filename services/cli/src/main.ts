@@ -2,6 +2,7 @@ import { Command } from "commander";
 import { registerAttemptCommands } from "./commands/attempt.js";
 import { registerLogCommands } from "./commands/log.js";
 import { registerRebuildCommand } from "./commands/rebuild.js";
+import { registerRunCommands } from "./commands/runs.js";
 import { registerTaskCommands } from "./commands/tasks.js";
 import { registerUpCommand } from "./commands/up.js";
 import type { DataDirOptions } from "./data-dir.js";
@@ -21,6 +22,7 @@ registerTaskCommands(program, globals);
 registerUpCommand(program, globals);
 registerRebuildCommand(program, globals);
 registerAttemptCommands(program, globals);
+registerRunCommands(program, globals);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`chronolog: ${messageOf(error)}\n`);

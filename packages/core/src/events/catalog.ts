@@ -53,6 +53,7 @@ export const eventCatalog = {
   AttemptCancelled: entry(S.AttemptCancelled),
   InstanceSkipped: entry(S.InstanceSkipped),
   InstanceUpstreamFailed: entry(S.InstanceUpstreamFailed),
+  InstanceCancelled: entry(S.InstanceCancelled),
   CompletionRejected: entry(S.CompletionRejected),
   RunStarted: entry(S.RunStarted),
   RunFinished: entry(S.RunFinished),

@@ -163,10 +163,17 @@ export const AttemptAbandoned = z
 
 export const AttemptCancelled = z.object({ attempt, token, reason }).strict();
 
-export const InstanceSkipped = z.object({ key, logicalDate: instant, reason }).strict();
+export const InstanceSkipped = z
+  .object({ key, logicalDate: instant, reason, runId: z.string().optional() })
+  .strict();
 
 export const InstanceUpstreamFailed = z
-  .object({ key, logicalDate: instant, failedParent: key, reason })
+  .object({ key, logicalDate: instant, failedParent: key, reason, runId: z.string().optional() })
+  .strict();
+
+/** A task of a fail-fast run that had not started when the run failed: it never will. */
+export const InstanceCancelled = z
+  .object({ key, logicalDate: instant, reason, runId: z.string().optional() })
   .strict();
 
 export const CompletionRejected = z
@@ -197,6 +204,8 @@ export const RunFinished = z
   .object({
     runId: z.string().min(1),
     state: z.enum(["success", "failed", "partial"]),
+    workflow: z.string().min(1),
+    logicalDate: instant,
     succeeded: z.array(z.string()).default([]),
     failed: z.array(z.string()).default([]),
     skipped: z.array(z.string()).default([]),

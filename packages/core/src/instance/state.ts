@@ -139,13 +139,22 @@ export function evolveInstance(
   }
   if (!state) {
     // An outcome with no dispatch before it: only the skip decisions start a stream this way.
-    if (event.type === "InstanceSkipped" || event.type === "InstanceUpstreamFailed") {
+    if (
+      event.type === "InstanceSkipped" ||
+      event.type === "InstanceUpstreamFailed" ||
+      event.type === "InstanceCancelled"
+    ) {
       return {
         stream: at.streamId,
         key: event.data.key,
         logicalDate: event.data.logicalDate,
-        runId: null,
-        status: event.type === "InstanceSkipped" ? "skipped" : "upstream_failed",
+        runId: event.data.runId ?? null,
+        status:
+          event.type === "InstanceSkipped"
+            ? "skipped"
+            : event.type === "InstanceCancelled"
+              ? "cancelled"
+              : "upstream_failed",
         attempts: [],
         idempotent: false,
         leaseSeconds: 30,
@@ -244,9 +253,26 @@ export function evolveInstance(
         }),
       };
     case "InstanceSkipped":
-      return { ...base, status: "skipped", reason: event.data.reason };
+      return {
+        ...base,
+        status: "skipped",
+        reason: event.data.reason,
+        runId: event.data.runId ?? state.runId,
+      };
     case "InstanceUpstreamFailed":
-      return { ...base, status: "upstream_failed", reason: event.data.reason };
+      return {
+        ...base,
+        status: "upstream_failed",
+        reason: event.data.reason,
+        runId: event.data.runId ?? state.runId,
+      };
+    case "InstanceCancelled":
+      return {
+        ...base,
+        status: "cancelled",
+        reason: event.data.reason,
+        runId: event.data.runId ?? state.runId,
+      };
     case "CompletionRejected":
       return base;
     default:

@@ -1,6 +1,7 @@
 import type { DomainEvent } from "../events/catalog.js";
 import { evolveInstance, type InstanceState, isTerminal } from "../instance/state.js";
 import { formatTaskKey } from "../keys.js";
+import { evolveRun, type RunState, withOutcome } from "../run/state.js";
 import type { ConnectionSpec, WorkflowSpec } from "../spec.js";
 import { instanceStream, streamCategory } from "../streams.js";
 import { evolveTask, type TaskState } from "../task/state.js";
@@ -18,7 +19,11 @@ export interface Touched {
   readonly task?: string;
   readonly instance?: string;
   readonly connection?: string;
+  readonly run?: string;
 }
+
+/** Finished runs kept in memory for `chronolog runs`; older ones are read from their streams. */
+export const RECENT_FINISHED_RUNS = 1000;
 
 /**
  * The scheduler's view of the log: every task, the instances still in play (not those long
@@ -30,6 +35,8 @@ export class SchedulerProjection {
   readonly instances = new Map<string, InstanceState>();
   readonly connections = new Map<string, ConnectionSpec>();
   readonly workflows = new Map<string, WorkflowSpec>();
+  /** Runs in progress, and the most recent finished ones (insertion order: oldest first). */
+  readonly runs = new Map<string, RunState>();
   /** parent task id -> ids of tasks that name it as a parent. */
   readonly children = new Map<string, Set<string>>();
   /** Position of the last event applied (-1n: none). */
@@ -55,6 +62,8 @@ export class SchedulerProjection {
       case "workflow":
         if (e.type === "WorkflowDeclared") this.workflows.set(e.data.spec.name, e.data.spec);
         return {};
+      case "run":
+        return this.applyRun(e);
       default:
         return {};
     }
@@ -81,6 +90,14 @@ export class SchedulerProjection {
     if (!after) return {};
     this.instances.set(e.streamId, after);
     const taskId = formatTaskKey(after.key);
+    let runTouched: string | undefined;
+    if (after.runId) {
+      const run = this.runs.get(after.runId);
+      if (run) {
+        this.runs.set(after.runId, withOutcome(run, taskId, after.status));
+        runTouched = after.runId;
+      }
+    }
     const task = this.tasks.get(taskId);
     if (
       isTerminal(after) &&
@@ -88,7 +105,33 @@ export class SchedulerProjection {
     ) {
       this.instances.delete(e.streamId);
     }
-    return { task: taskId, instance: e.streamId };
+    return runTouched
+      ? { task: taskId, instance: e.streamId, run: runTouched }
+      : { task: taskId, instance: e.streamId };
+  }
+
+  private applyRun(e: LoggedEvent): Touched {
+    const id = e.streamId.slice("run-".length);
+    const before = this.runs.get(id);
+    const after = evolveRun(before, e, { revision: e.revision, recordedAt: e.metadata.recordedAt });
+    if (!after) return {};
+    // Re-inserting moves a run to the end: the map stays ordered by last change.
+    this.runs.delete(id);
+    this.runs.set(id, after);
+    if (after.status !== "running") this.pruneRuns();
+    return { run: id };
+  }
+
+  private pruneRuns(): void {
+    let finished = 0;
+    for (const r of this.runs.values()) if (r.status !== "running") finished += 1;
+    for (const [id, r] of this.runs) {
+      if (finished <= RECENT_FINISHED_RUNS) break;
+      if (r.status !== "running") {
+        this.runs.delete(id);
+        finished -= 1;
+      }
+    }
   }
 
   /** The instance of a task's current interval, if it is in play. */
@@ -136,6 +179,7 @@ export class SchedulerProjection {
       })),
       connections: [...this.connections.values()],
       workflows: [...this.workflows.values()],
+      runs: [...this.runs.values()].map((r) => ({ ...r, revision: r.revision.toString() })),
     };
   }
 
@@ -154,12 +198,13 @@ export class SchedulerProjection {
     }
     for (const c of s.connections) p.connections.set(c.name, c);
     for (const w of s.workflows) p.workflows.set(w.name, w);
+    for (const r of s.runs) p.runs.set(r.runId, { ...r, revision: BigInt(r.revision) });
     return p;
   }
 }
 
 /** Bumped whenever the projection's shape or fold changes: an old snapshot is then rebuilt from the log. */
-export const SNAPSHOT_FORMAT = 1;
+export const SNAPSHOT_FORMAT = 2;
 
 type Stringly<T, K extends keyof T> = Omit<T, K> & { [P in K]: string };
 
@@ -170,4 +215,5 @@ export interface ProjectionSnapshot {
   readonly instances: ReadonlyArray<Stringly<InstanceState, "revision" | "dispatchedAt">>;
   readonly connections: readonly ConnectionSpec[];
   readonly workflows: readonly WorkflowSpec[];
+  readonly runs: ReadonlyArray<Stringly<RunState, "revision">>;
 }

@@ -9,7 +9,7 @@ import { type EventLog, WrongExpectedRevisionError } from "@chronolog/log";
 import type { Dispatcher } from "../dispatcher.js";
 import { decideExpiredLease } from "./expired-lease.js";
 import { LeaseBook } from "./lease-book.js";
-import { decideStuckInstance, needsScheduler } from "./stuck-instance.js";
+import { decideStuckInstance, needsScheduler, runNeedsRepair } from "./stuck-instance.js";
 import { decideUnconfirmedIntent, isUnconfirmed } from "./unconfirmed-intent.js";
 
 export interface ReconcilerOptions {
@@ -22,6 +22,8 @@ export interface ReconcilerOptions {
   /** How long a dispatch this process made may stay unconfirmed before check (a) looks at it. */
   readonly confirmGraceMs?: number;
   readonly now?: () => number;
+  /** Wakes the scheduler for a run left running with every task terminal. */
+  readonly onRunNeedsAttention?: (runId: string) => void;
   /** Wakes the scheduler for a task whose outcome it has not recorded. */
   readonly onTaskNeedsAttention?: (taskId: string) => void;
   readonly logger?: { warn(obj: object, msg?: string): void; error(obj: object, msg?: string): void };
@@ -132,6 +134,8 @@ export class Reconciler {
       } else if (a.status === "lease_expired") expired.push(inst);
     }
     this.leases.retain(runningTokens);
+    for (const run of projection.runs.values())
+      if (runNeedsRepair(run)) this.o.onRunNeedsAttention?.(run.runId);
     for (const t of this.dispatchedAt.keys()) {
       if (now - (this.dispatchedAt.get(t) as number) > 10 * grace) this.dispatchedAt.delete(t);
     }

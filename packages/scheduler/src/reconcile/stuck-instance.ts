@@ -3,6 +3,7 @@ import {
   type DomainEvent,
   type InstanceState,
   isTerminal,
+  type RunState,
   type TaskState,
 } from "@chronolog/core";
 
@@ -42,4 +43,13 @@ export function needsScheduler(inst: InstanceState, task: TaskState | undefined)
   return (
     !!task && isTerminal(inst) && task.logicalDate === inst.logicalDate && inst.dispatchedAt > task.movedAt
   );
+}
+
+/** A run left running although every task of it is terminal: the scheduler must finish it. */
+export function runNeedsRepair(run: RunState): boolean {
+  if (run.status !== "running" || run.tasks.length === 0) return false;
+  return run.tasks.every((t) => {
+    const o = run.outcomes[t];
+    return o !== undefined && o !== "queued" && o !== "running" && o !== "retry_wait";
+  });
 }

@@ -122,6 +122,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     intervalMs: Number(opts.reconcileMs),
     logger,
     onTaskNeedsAttention: (id) => scheduler.wake(id),
+    onRunNeedsAttention: (id) => scheduler.wakeRun(id),
     isWorkerGone: (id) => !id.startsWith(`${workerPrefix}-`),
     reportLost: (inst, reason) => scheduler.reportLost(inst, reason),
   });

@@ -1,0 +1,70 @@
+import type { DomainEvent } from "../events/catalog.js";
+import type { InstanceStatus } from "../instance/state.js";
+import { formatTaskKey } from "../keys.js";
+
+export type RunStatus = "running" | "success" | "failed" | "partial";
+
+/** One workflow for one logical date: the fold of its run stream and its tasks' outcomes. */
+export interface RunState {
+  readonly runId: string;
+  readonly workflow: string;
+  readonly logicalDate: string;
+  readonly status: RunStatus;
+  /** The workflow's tasks (ids) when the run (re)started. */
+  readonly tasks: readonly string[];
+  readonly trigger: "schedule" | "manual" | "rerun" | "backfill";
+  readonly params: Readonly<Record<string, string>>;
+  /** task id -> the status of its instance in this run, once it has one. */
+  readonly outcomes: Readonly<Record<string, InstanceStatus>>;
+  readonly revision: bigint;
+  readonly startedAt: string;
+  readonly finishedAt: string | null;
+}
+
+export function runIdOf(workflow: string, logicalDate: string): string {
+  return `${workflow}@${logicalDate}`;
+}
+
+interface At {
+  readonly revision: bigint;
+  readonly recordedAt: string;
+}
+
+/** Applies one run-stream event. */
+export function evolveRun(state: RunState | undefined, event: DomainEvent, at: At): RunState | undefined {
+  switch (event.type) {
+    case "RunStarted": {
+      const d = event.data;
+      const tasks = d.tasks.map(formatTaskKey);
+      // A rerun starts afresh for the tasks it names; other outcomes of the run stand.
+      const outcomes = { ...(state?.outcomes ?? {}) };
+      for (const t of tasks) delete outcomes[t];
+      const all = state ? [...new Set([...state.tasks, ...tasks])] : tasks;
+      return {
+        runId: d.runId,
+        workflow: d.workflow,
+        logicalDate: d.logicalDate,
+        status: "running",
+        tasks: all,
+        trigger: d.trigger,
+        params: { ...(state?.params ?? {}), ...d.params },
+        outcomes,
+        revision: at.revision,
+        startedAt: state?.startedAt ?? at.recordedAt,
+        finishedAt: null,
+      };
+    }
+    case "RunFinished":
+      return (
+        state && { ...state, status: event.data.state, revision: at.revision, finishedAt: at.recordedAt }
+      );
+    default:
+      return state;
+  }
+}
+
+/** Records a task's instance status in its run (from the attempt stream, not the run stream). */
+export function withOutcome(run: RunState, taskId: string, status: InstanceStatus): RunState {
+  if (run.outcomes[taskId] === status) return run;
+  return { ...run, outcomes: { ...run.outcomes, [taskId]: status } };
+}

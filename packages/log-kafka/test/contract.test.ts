@@ -1,0 +1,248 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { EventLog } from "@chronolog/log";
+import { logContractSuite } from "@chronolog/log/contract";
+import { ForeignRecordError, KafkaBackend, openKafkaLog } from "@chronolog/log-kafka";
+import { Kafka, logLevel } from "kafkajs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+/**
+ * Runs against the cluster named by CHRONOLOG_KAFKA_BROKERS, or else starts a one-broker
+ * cluster with infra/kafka/start for this file (in a directory and on ports of its own, so
+ * that runs side by side do not meet) and stops it afterwards.
+ */
+const root = fileURLToPath(new URL("../../..", import.meta.url));
+const run = promisify(execFile);
+const appender = fileURLToPath(new URL("./fixtures/appender.mjs", import.meta.url));
+const cluster = {
+  brokers: process.env.CHRONOLOG_KAFKA_BROKERS ?? "",
+  env: null as NodeJS.ProcessEnv | null,
+};
+const runId = `${Date.now().toString(36)}-${randomUUID().slice(0, 6)}`;
+const topics: string[] = [];
+const uniqueTopic = (label: string) => {
+  const topic = `chronolog-test.${runId}.${label}.${topics.length}`;
+  topics.push(topic);
+  return topic;
+};
+
+beforeAll(async () => {
+  if (cluster.brokers) return;
+  const env = {
+    ...process.env,
+    CHRONOLOG_KAFKA_DIR: join(root, "infra/kafka/.data", `test-${process.pid}`),
+    CHRONOLOG_KAFKA_PORT: String(20_000 + (process.pid % 400) * 20),
+  };
+  cluster.env = env;
+  const { stdout } = await run(join(root, "infra/kafka/start"), [], { env, timeout: 180_000 });
+  cluster.brokers = stdout.trim().split("\n").at(-1) ?? "";
+}, 180_000);
+
+afterAll(async () => {
+  if (cluster.env) {
+    await run(join(root, "infra/kafka/stop"), [], { env: cluster.env, timeout: 60_000 });
+  } else if (cluster.brokers && topics.length > 0) {
+    // A cluster shared with others: take away what this run made.
+    const admin = new Kafka({ brokers: cluster.brokers.split(","), logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    await admin.deleteTopics({ topics }).catch(() => {});
+    await admin.disconnect();
+  }
+}, 60_000);
+
+logContractSuite("kafka", async () => {
+  const topic = uniqueTopic("contract");
+  const log = await openKafkaLog({ brokers: cluster.brokers, topic, actor: "test:contract" });
+  const others: EventLog[] = [];
+  return {
+    log,
+    async openAnother() {
+      const another = await openKafkaLog({ brokers: cluster.brokers, topic, actor: "test:contract-2" });
+      others.push(another);
+      return another;
+    },
+    async close() {
+      for (const o of others) await o.close();
+      await log.close();
+    },
+  };
+});
+
+const note = (text: string) => ({ type: "Note", data: { text } });
+
+function runChild(args: string[]): {
+  child: ChildProcess;
+  lines: string[];
+  next: () => Promise<string>;
+  exited: Promise<number | null>;
+} {
+  const child = spawn(process.execPath, [appender, ...args], { stdio: ["pipe", "pipe", "pipe"] });
+  const lines: string[] = [];
+  let read = 0;
+  let wake: (() => void) | null = null;
+  let buffer = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    buffer += chunk.toString();
+    const parts = buffer.split("\n");
+    buffer = parts.pop() ?? "";
+    lines.push(...parts);
+    wake?.();
+  });
+  let stderr = "";
+  child.stderr?.on("data", (c: Buffer) => {
+    stderr += c.toString();
+  });
+  const exited = new Promise<number | null>((resolve) =>
+    child.on("exit", (code) => {
+      if (code !== 0 && code !== null) process.stderr.write(stderr);
+      wake?.();
+      resolve(code);
+    }),
+  );
+  const next = async () => {
+    while (read >= lines.length) {
+      if (child.exitCode !== null) throw new Error(`child exited (${child.exitCode}): ${stderr}`);
+      await new Promise<void>((r) => {
+        wake = r;
+      });
+      wake = null;
+    }
+    return lines[read++] as string;
+  };
+  return { child, lines, next, exited };
+}
+
+describe("kafka log", () => {
+  it("two processes racing to create the same stream: exactly one wins, every time", async () => {
+    const topic = uniqueTopic("race");
+    // Open the topic first, so both children find it made.
+    await (await openKafkaLog({ brokers: cluster.brokers, topic })).close();
+    const a = runChild([cluster.brokers, topic, "race"]);
+    const b = runChild([cluster.brokers, topic, "race"]);
+    expect(await a.next()).toBe("ready");
+    expect(await b.next()).toBe("ready");
+    const rounds = 15;
+    for (let r = 0; r < rounds; r++) {
+      const stream = `race-r${r}`;
+      a.child.stdin?.write(`${stream}\n`);
+      b.child.stdin?.write(`${stream}\n`);
+      const outcomes = [await a.next(), await b.next()].map((l) => l.split(" ")[0]).sort();
+      expect(outcomes, stream).toEqual(["lost", "won"]);
+    }
+    a.child.stdin?.end();
+    b.child.stdin?.end();
+    expect(await a.exited).toBe(0);
+    expect(await b.exited).toBe(0);
+    const log = await openKafkaLog({ brokers: cluster.brokers, topic });
+    for (let r = 0; r < rounds; r++) expect((await log.readStream(`race-r${r}`)).length).toBe(1);
+    expect((await log.verify()).checked).toBe(rounds);
+    await log.close();
+  }, 60_000);
+
+  it("two processes appending with compare-and-set: no lost or duplicated revision", async () => {
+    const topic = uniqueTopic("cas");
+    await (await openKafkaLog({ brokers: cluster.brokers, topic })).close();
+    const a = runChild([cluster.brokers, topic, "cas", "shared", "3", "2", "40"]);
+    const b = runChild([cluster.brokers, topic, "cas", "shared", "3", "2", "40"]);
+    expect(await a.exited).toBe(0);
+    expect(await b.exited).toBe(0);
+    const log = await openKafkaLog({ brokers: cluster.brokers, topic });
+    let total = 0;
+    for (let s = 0; s < 3; s++) {
+      const events = await log.readStream(`shared-s${s}`);
+      expect(events.map((e) => e.revision)).toEqual(events.map((_, i) => BigInt(i)));
+      total += events.length;
+    }
+    expect(total).toBe(2 * 40 * 2);
+    // No two appends were told they won the same revision.
+    const acked = [...a.lines, ...b.lines].map((l) => l.split(" ").slice(0, 2).join(" "));
+    expect(new Set(acked).size).toBe(acked.length);
+    const verified = await log.verify();
+    expect(verified.break).toBeNull();
+    expect(verified.checked).toBe(160);
+    await log.close();
+  }, 90_000);
+
+  it("a subscriber sees another process's appends within milliseconds", async () => {
+    const topic = uniqueTopic("xproc");
+    const reader = await openKafkaLog({ brokers: cluster.brokers, topic });
+    const seen: string[] = [];
+    const sub = reader.subscribe((e) => void seen.push(e.streamId), { pollMs: 5_000 });
+    await sub.caughtUp;
+    const child = runChild([cluster.brokers, topic, "cas", "xproc", "1", "1", "20"]);
+    expect(await child.exited).toBe(0);
+    const start = Date.now();
+    while (seen.length < 20 && Date.now() - start < 4_000) await new Promise((r) => setTimeout(r, 5));
+    await sub.close();
+    await reader.close();
+    // With a 5 s poll interval, 20 events in under 4 s can only come from the follower's notifications.
+    expect(seen.length).toBe(20);
+  }, 60_000);
+
+  it("a client opened later rebuilds the log from the topic: positions, revisions, chain", async () => {
+    const topic = uniqueTopic("reopen");
+    const first = await openKafkaLog({ brokers: cluster.brokers, topic });
+    const positions: bigint[] = [];
+    for (let i = 0; i < 10; i++) {
+      const r = await first.append(`test-t${i % 3}`, [note(`n${i}`), note(`m${i}`)], {
+        expectedRevision: "any",
+      });
+      positions.push(r.position);
+    }
+    await first.close();
+    // Positions are dense: a transaction's control record takes an offset, not a position.
+    expect(positions).toEqual(Array.from({ length: 10 }, (_, i) => BigInt(2 * i + 1)));
+    const later = await openKafkaLog({ brokers: cluster.brokers, topic });
+    expect(await later.headPosition()).toBe(19n);
+    expect(await later.streamRevision("test-t0")).toBe(7n);
+    const verified = await later.verify();
+    expect(verified).toEqual({ checked: 20, headPosition: 19n, break: null });
+    const r = await later.append("test-t1", [note("after")], { expectedRevision: 5n });
+    expect(r).toEqual({ nextExpectedRevision: 6n, position: 20n });
+    await later.close();
+  });
+
+  it("ownership moves between clients by fencing; each append is decided on the whole log", async () => {
+    const topic = uniqueTopic("fence");
+    const a = await KafkaBackend.open({ brokers: cluster.brokers, topic });
+    const b = await KafkaBackend.open({ brokers: cluster.brokers, topic });
+    const la = new EventLog(a);
+    const lb = new EventLog(b);
+    let expected: bigint | "no_stream" = "no_stream";
+    for (let i = 0; i < 6; i++) {
+      const r = await (i % 2 === 0 ? la : lb).append("test-ping", [note(String(i))], {
+        expectedRevision: expected,
+      });
+      expected = r.nextExpectedRevision;
+    }
+    // Each switch fenced the former owner, which took ownership back on its next append.
+    expect(a.stats().ownerships).toBe(3);
+    expect(b.stats().ownerships).toBe(3);
+    // A's view is stale only until it must decide: its stale expectation is refused.
+    const stale = await la.append("test-ping", [note("stale")], { expectedRevision: 4n }).catch((e) => e);
+    expect(stale).toMatchObject({ type: "wrong_expected_revision", actual: 5n });
+    expect((await lb.verify()).break).toBeNull();
+    await la.close();
+    await lb.close();
+  });
+
+  it("a record another program put in the topic stops the log with a clear error", async () => {
+    const topic = uniqueTopic("foreign");
+    const log = await openKafkaLog({ brokers: cluster.brokers, topic });
+    await log.append("test-f", [note("x")], { expectedRevision: "any" });
+    const producer = new Kafka({
+      brokers: cluster.brokers.split(","),
+      logLevel: logLevel.NOTHING,
+    }).producer();
+    await producer.connect();
+    await producer.send({ topic, messages: [{ key: "test-f", value: "not an event", partition: 0 }] });
+    await producer.disconnect();
+    const err = await log.readAll().catch((e) => e);
+    expect(err).toBeInstanceOf(ForeignRecordError);
+    expect(String(err.message)).toMatch(/offset 2 is not a Chronolog event/);
+    await log.close();
+  });
+});

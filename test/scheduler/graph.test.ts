@@ -1,0 +1,189 @@
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { startUp, stopUp, type Up } from "../faults/support.js";
+import { chronolog, tempDataDir } from "../support/cli.js";
+import { waitUntil } from "../support/wait.js";
+
+/**
+ * Seed 002's ten-job graph as one workflow of shell tasks, run for one logical date by real
+ * worker processes: start when ready, failure policies, reruns of what failed, critical path.
+ */
+export const GRAPH: Record<string, { sleep: number; parents: string[] }> = {
+  fetch_a: { sleep: 0.3, parents: [] },
+  fetch_b: { sleep: 0.05, parents: [] },
+  fetch_c: { sleep: 0.1, parents: [] },
+  parse_a: { sleep: 0.05, parents: ["fetch_a"] },
+  parse_b: { sleep: 0.3, parents: ["fetch_b"] },
+  parse_c: { sleep: 0.1, parents: ["fetch_c"] },
+  join_ab: { sleep: 0.1, parents: ["parse_a", "parse_b"] },
+  index_c: { sleep: 0.2, parents: ["parse_c"] },
+  report: { sleep: 0.05, parents: ["join_ab", "index_c"] },
+  notify: { sleep: 0.3, parents: ["parse_c"] },
+};
+
+const DAY = 86_400_000;
+export const LATEST_DAY = new Date(
+  Math.floor((Date.now() - 3 * 3_600_000) / DAY) * DAY + 2 * 3_600_000 - DAY,
+).toISOString();
+
+export function graphYaml(dir: string, policy: "skip_dependents" | "fail_fast", maxActiveTasks = 16): string {
+  const tasks = Object.entries(GRAPH).map(([name, { sleep, parents }]) => {
+    const fail = name === "parse_b" ? `[ -f ${join(dir, "fail_parse_b")} ] && exit 3; ` : "";
+    const command = `sleep ${sleep}; ${fail}echo ${name} >> ${join(dir, "ran")}`;
+    return `      - { name: ${name}, parents: [${parents.join(", ")}], operator: { type: shell, command: ${JSON.stringify(command)} } }`;
+  });
+  return `workflows:
+  - name: graph
+    project: demo
+    account: acme
+    cron: "0 2 * * *"
+    startDate: "${new Date(Date.parse(LATEST_DAY) - 10 * DAY).toISOString()}"
+    catchup: false
+    idempotent: true
+    failurePolicy: ${policy}
+    maxActiveTasks: ${maxActiveTasks}
+    tasks:
+${tasks.join("\n")}
+`;
+}
+
+const RUN = `graph@${LATEST_DAY}`;
+const id = (name: string) => `demo/acme/${name}/ALL`;
+
+let dir: string;
+let up: Up | null = null;
+beforeEach(() => {
+  dir = tempDataDir("graph");
+});
+afterEach(async () => {
+  if (up) await stopUp(up);
+  up = null;
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function declareGraph(policy: "skip_dependents" | "fail_fast"): void {
+  const file = join(dir, "graph.yaml");
+  writeFileSync(file, graphYaml(dir, policy));
+  const r = chronolog(dir, ["declare", file]);
+  expect(r.code, r.stderr).toBe(0);
+}
+
+interface RunJson {
+  run: { status: string; outcomes: Record<string, string> };
+  instances: Array<{
+    task: string;
+    instance?: { status: string; attempts: Array<{ status: string; endReason: string | null }> };
+  }>;
+}
+
+async function finishedRun(): Promise<RunJson> {
+  return waitUntil(
+    `run ${RUN} to finish`,
+    () => {
+      const r = chronolog(dir, ["run", RUN, "--json"]);
+      if (r.code !== 0) return undefined;
+      const view = JSON.parse(r.stdout) as RunJson;
+      return view.run.status === "running" ? undefined : view;
+    },
+    60_000,
+    150,
+  );
+}
+
+const ran = () =>
+  existsSync(join(dir, "ran")) ? readFileSync(join(dir, "ran"), "utf8").trim().split("\n") : [];
+const byStatus = (view: RunJson, status: string) =>
+  Object.entries(view.run.outcomes)
+    .filter(([, s]) => s === status)
+    .map(([t]) => t)
+    .sort();
+
+describe("seed 002's ten-job graph as a workflow", () => {
+  it("skip_dependents: only the failed task's descendants are upstream_failed; a rerun of what failed runs exactly those", async () => {
+    writeFileSync(join(dir, "fail_parse_b"), "");
+    declareGraph("skip_dependents");
+    up = startUp(dir);
+    const view = await finishedRun();
+    expect(view.run.status).toBe("failed");
+    expect(byStatus(view, "failed")).toEqual([id("parse_b")]);
+    expect(byStatus(view, "upstream_failed")).toEqual([id("join_ab"), id("report")]);
+    expect(byStatus(view, "success")).toEqual(
+      ["fetch_a", "fetch_b", "fetch_c", "index_c", "notify", "parse_a", "parse_c"].map(id).sort(),
+    );
+    expect(ran().sort()).toEqual([
+      "fetch_a",
+      "fetch_b",
+      "fetch_c",
+      "index_c",
+      "notify",
+      "parse_a",
+      "parse_c",
+    ]);
+
+    // Fix parse_b, rerun what failed: exactly parse_b, join_ab and report run again.
+    rmSync(join(dir, "fail_parse_b"));
+    const before = ran().length;
+    const r = chronolog(dir, ["rerun", RUN, "--failed"]);
+    expect(r.code, r.stderr).toBe(0);
+    const again = await finishedRun();
+    expect(again.run.status).toBe("success");
+    expect(ran().slice(before)).toEqual(["parse_b", "join_ab", "report"]);
+  }, 120_000);
+
+  it("fail_fast: the first failure cancels the running attempts, recorded, and nothing new starts", async () => {
+    writeFileSync(join(dir, "fail_parse_b"), "");
+    declareGraph("fail_fast");
+    up = startUp(dir);
+    const view = await finishedRun();
+    expect(view.run.status).toBe("failed");
+    expect(byStatus(view, "failed")).toEqual([id("parse_b")]);
+    const cancelled = byStatus(view, "cancelled");
+    expect(cancelled.length).toBeGreaterThan(0);
+    // Every cancelled task that had an attempt has it recorded as cancelled, with why.
+    for (const t of cancelled) {
+      const inst = view.instances.find((i) => i.task === t)?.instance;
+      const attempt = inst?.attempts.at(-1);
+      if (attempt) expect(attempt.status).toBe("cancelled");
+    }
+    // join_ab and report never started.
+    expect(ran()).not.toContain("join_ab");
+    expect(ran()).not.toContain("report");
+    // Nothing started after the failure: every task is terminal and none is still running.
+    expect(
+      Object.values(view.run.outcomes).every((s) => s !== "running" && s !== "queued"),
+      JSON.stringify(view, null, 1),
+    ).toBe(true);
+  }, 120_000);
+
+  it("runs each task the moment its own parents finish: wall time near the 0.50 s critical path", async () => {
+    declareGraph("skip_dependents");
+    up = startUp(dir);
+    const view = await finishedRun();
+    expect(view.run.status).toBe("success");
+    const cp = chronolog(dir, ["run", RUN, "--critical-path", "--json"]);
+    expect(cp.code, cp.stderr).toBe(0);
+    const path = JSON.parse(cp.stdout) as { links: Array<{ task: string }>; pathMs: number; wallMs: number };
+    expect(path.links.map((l) => l.task).slice(-2)).toEqual([id("join_ab"), id("report")]);
+    expect([id("fetch_a"), id("fetch_b")]).toContain(path.links[0]?.task);
+    // The path's tasks sum to about 0.50 s of sleeps (plus process start-up per task).
+    expect(path.pathMs).toBeGreaterThanOrEqual(490);
+    const text = chronolog(dir, ["run", RUN, "--critical-path"]).stdout;
+    expect(text).toMatch(/path \d\.\d{3} s; run wall time \d\.\d{3} s; gap -?\d\.\d{3} s/);
+  }, 120_000);
+
+  it("a cycle among a workflow's tasks is refused at declaration, named in order", () => {
+    const file = join(dir, "cycle.yaml");
+    writeFileSync(
+      file,
+      graphYaml(dir, "skip_dependents").replace(
+        "{ name: fetch_a, parents: []",
+        "{ name: fetch_a, parents: [report]",
+      ),
+    );
+    const r = chronolog(dir, ["declare", file]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/dependency cycle .*demo\/acme\/\w+\/ALL -> .* -> demo\/acme\/\w+\/ALL/);
+    expect(chronolog(dir, ["tasks", "--json"]).stdout.trim()).toBe("[]");
+  });
+});
