@@ -671,7 +671,8 @@ export class Scheduler {
   }
 
   private render(task: TaskState): OperatorSpec {
-    if (task.spec.operator.type === "noop") return task.spec.operator;
+    // Most operators carry no template at all: no need to build the template context.
+    if (task.spec.operator.type === "noop" || !hasTemplate(task.spec.operator)) return task.spec.operator;
     const interval = dataInterval(task.logicalDate, task.spec.cron, task.spec.timezone);
     return renderOperator(task.spec.operator, {
       task: task.key,
@@ -745,4 +746,11 @@ export class Scheduler {
   instanceTaskId(inst: InstanceState): string {
     return formatTaskKey(inst.key);
   }
+}
+
+function hasTemplate(value: unknown): boolean {
+  if (typeof value === "string") return value.includes("{{") || value.includes("{%");
+  if (Array.isArray(value)) return value.some(hasTemplate);
+  if (value && typeof value === "object") return Object.values(value).some(hasTemplate);
+  return false;
 }
