@@ -18,7 +18,7 @@ import {
   workflowStream,
 } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
-import { renderOperator, TemplateError } from "@chronolog/render";
+import { renderOperator, renderTemplate, TemplateError } from "@chronolog/render";
 
 export interface DeclaredTaskOutcome {
   readonly task: string;
@@ -39,7 +39,7 @@ function checkTemplates(tasks: readonly TaskSpec[]): void {
   for (const spec of tasks) {
     try {
       const interval = dataInterval(spec.startDate, spec.cron, spec.timezone);
-      renderOperator(spec.operator, {
+      const context = {
         task: spec.key,
         logicalDate: interval.start,
         dataIntervalEnd: interval.end,
@@ -47,7 +47,9 @@ function checkTemplates(tasks: readonly TaskSpec[]): void {
         timezone: spec.timezone,
         config: spec.config,
         params: {},
-      });
+      };
+      renderOperator(spec.operator, context);
+      if (spec.cacheKey !== undefined) renderTemplate(spec.cacheKey, context, "cacheKey");
     } catch (error) {
       if (error instanceof TemplateError) {
         issues.push({ path: `${formatTaskKey(spec.key)}: ${error.field}`, message: error.message });

@@ -30,7 +30,7 @@ import {
   type Subscription,
   WrongExpectedRevisionError,
 } from "@chronolog/log";
-import { renderOperator } from "@chronolog/render";
+import { renderOperator, renderTemplate } from "@chronolog/render";
 import type { RunCommand } from "@chronolog/worker";
 import type { Dispatcher } from "./dispatcher.js";
 import { foldInstance, ReportApplier } from "./reports.js";
@@ -603,8 +603,10 @@ export class Scheduler {
     let keepReservation = false;
     try {
       let operator: OperatorSpec;
+      let cacheKey: string | undefined;
       try {
         operator = this.render(task);
+        cacheKey = this.renderCacheKey(task);
       } catch (error) {
         this.blocked.set(task.id, [(error as Error).message]);
         this.o.logger.error({ task: task.id, err: error }, "payload render failed; the task is held");
@@ -628,13 +630,26 @@ export class Scheduler {
             idempotent: task.spec.idempotent,
             leaseSeconds: task.spec.leaseSeconds,
             ...(task.spec.workflow ? { runId: runIdOf(task.spec.workflow, task.logicalDate) } : {}),
+            ...(cacheKey !== undefined ? { cacheKey } : {}),
           },
         };
+        // An earlier success with the same cache key: record a cache hit instead of running.
+        const hit = cacheKey !== undefined && this.projection.hasCacheKey(task.id, cacheKey);
+        const events: DomainEvent[] = hit
+          ? [
+              intent,
+              {
+                type: "AttemptSucceeded",
+                data: { attempt, token, durationMs: 0, exitCode: null, cacheHit: true, cacheKey },
+              },
+            ]
+          : [intent];
         try {
-          const r = await this.log.append(stream, [intent], {
+          const r = await this.log.append(stream, events, {
             expectedRevision: inst ? inst.revision : "no_stream",
           });
           this.inflight.set(task.id, r.position);
+          if (hit) return null;
           keepReservation = true;
           return {
             kind: "run",
@@ -670,11 +685,14 @@ export class Scheduler {
     }
   }
 
-  private render(task: TaskState): OperatorSpec {
-    // Most operators carry no template at all: no need to build the template context.
-    if (task.spec.operator.type === "noop" || !hasTemplate(task.spec.operator)) return task.spec.operator;
+  private renderCacheKey(task: TaskState): string | undefined {
+    if (task.spec.cacheKey === undefined) return undefined;
+    return renderTemplate(task.spec.cacheKey, this.renderContext(task), "cacheKey");
+  }
+
+  private renderContext(task: TaskState) {
     const interval = dataInterval(task.logicalDate, task.spec.cron, task.spec.timezone);
-    return renderOperator(task.spec.operator, {
+    return {
       task: task.key,
       logicalDate: task.logicalDate,
       dataIntervalStart: interval.start,
@@ -685,7 +703,13 @@ export class Scheduler {
       params: task.spec.workflow
         ? (this.projection.runs.get(runIdOf(task.spec.workflow, task.logicalDate))?.params ?? {})
         : {},
-    });
+    };
+  }
+
+  private render(task: TaskState): OperatorSpec {
+    // Most operators carry no template at all: no need to build the template context.
+    if (task.spec.operator.type === "noop" || !hasTemplate(task.spec.operator)) return task.spec.operator;
+    return renderOperator(task.spec.operator, this.renderContext(task));
   }
 
   // ---- connection load ------------------------------------------------------------------------

@@ -90,6 +90,8 @@ export const DispatchIntended = z
     idempotent: z.boolean(),
     leaseSeconds: z.number().int().min(1),
     notBefore: instant.optional(),
+    /** The rendered cache key, for a task that declares one. */
+    cacheKey: z.string().max(1024).optional(),
   })
   .strict();
 
@@ -117,6 +119,8 @@ export const AttemptSucceeded = z
     exitCode: z.number().int().nullable().default(null),
     output: outputTail.optional(),
     cacheHit: z.boolean().default(false),
+    /** The attempt's cache key: a later attempt with the same key is a cache hit. */
+    cacheKey: z.string().max(1024).optional(),
   })
   .strict();
 

@@ -137,6 +137,7 @@ export function decideReport(
             exitCode: report.exitCode,
             output: { stdoutTail: report.stdoutTail, stderrTail: report.stderrTail },
             cacheHit: false,
+            ...(state.cacheKey ? { cacheKey: state.cacheKey } : {}),
           },
         },
       ];

@@ -67,6 +67,8 @@ export interface InstanceState {
   readonly dispatchedAt: bigint;
   /** Why the instance ended, when it is terminal. */
   readonly reason: string | null;
+  /** The current attempt's cache key, when the task declares one. */
+  readonly cacheKey: string | null;
 }
 
 export function currentAttempt(state: InstanceState): AttemptView | undefined {
@@ -135,6 +137,7 @@ export function evolveInstance(
       revision: at.revision,
       dispatchedAt: at.position,
       reason: null,
+      cacheKey: d.cacheKey ?? null,
     };
   }
   if (!state) {
@@ -164,6 +167,7 @@ export function evolveInstance(
         revision: at.revision,
         dispatchedAt: at.position,
         reason: event.data.reason,
+        cacheKey: null,
       };
     }
     return undefined;

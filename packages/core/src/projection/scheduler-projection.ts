@@ -25,6 +25,9 @@ export interface Touched {
 /** Finished runs kept in memory for `chronolog runs`; older ones are read from their streams. */
 export const RECENT_FINISHED_RUNS = 1000;
 
+/** Cache keys remembered per task. */
+export const CACHE_KEYS_PER_TASK = 1000;
+
 /**
  * The scheduler's view of the log: every task, the instances still in play (not those long
  * finished, so memory and each pass cost O(active work)), connections and workflows.
@@ -35,6 +38,8 @@ export class SchedulerProjection {
   readonly instances = new Map<string, InstanceState>();
   readonly connections = new Map<string, ConnectionSpec>();
   readonly workflows = new Map<string, WorkflowSpec>();
+  /** task id -> cache keys of its successful attempts (the most recent CACHE_KEYS_PER_TASK). */
+  readonly cacheKeys = new Map<string, string[]>();
   /** Runs in progress, and the most recent finished ones (insertion order: oldest first). */
   readonly runs = new Map<string, RunState>();
   /** parent task id -> ids of tasks that name it as a parent. */
@@ -90,6 +95,8 @@ export class SchedulerProjection {
     if (!after) return {};
     this.instances.set(e.streamId, after);
     const taskId = formatTaskKey(after.key);
+    if (e.type === "AttemptSucceeded" && e.data.cacheKey && !e.data.cacheHit)
+      this.rememberCacheKey(taskId, e.data.cacheKey);
     let runTouched: string | undefined;
     if (after.runId) {
       const run = this.runs.get(after.runId);
@@ -108,6 +115,18 @@ export class SchedulerProjection {
     return runTouched
       ? { task: taskId, instance: e.streamId, run: runTouched }
       : { task: taskId, instance: e.streamId };
+  }
+
+  private rememberCacheKey(taskId: string, key: string): void {
+    const keys = (this.cacheKeys.get(taskId) ?? []).filter((k) => k !== key);
+    keys.push(key);
+    if (keys.length > CACHE_KEYS_PER_TASK) keys.splice(0, keys.length - CACHE_KEYS_PER_TASK);
+    this.cacheKeys.set(taskId, keys);
+  }
+
+  /** Whether an attempt of `taskId` with this cache key has succeeded before. */
+  hasCacheKey(taskId: string, key: string): boolean {
+    return this.cacheKeys.get(taskId)?.includes(key) ?? false;
   }
 
   private applyRun(e: LoggedEvent): Touched {
@@ -180,6 +199,7 @@ export class SchedulerProjection {
       connections: [...this.connections.values()],
       workflows: [...this.workflows.values()],
       runs: [...this.runs.values()].map((r) => ({ ...r, revision: r.revision.toString() })),
+      cacheKeys: [...this.cacheKeys.entries()],
     };
   }
 
@@ -199,12 +219,13 @@ export class SchedulerProjection {
     for (const c of s.connections) p.connections.set(c.name, c);
     for (const w of s.workflows) p.workflows.set(w.name, w);
     for (const r of s.runs) p.runs.set(r.runId, { ...r, revision: BigInt(r.revision) });
+    for (const [task, keys] of s.cacheKeys) p.cacheKeys.set(task, [...keys]);
     return p;
   }
 }
 
 /** Bumped whenever the projection's shape or fold changes: an old snapshot is then rebuilt from the log. */
-export const SNAPSHOT_FORMAT = 2;
+export const SNAPSHOT_FORMAT = 3;
 
 type Stringly<T, K extends keyof T> = Omit<T, K> & { [P in K]: string };
 
@@ -216,4 +237,5 @@ export interface ProjectionSnapshot {
   readonly connections: readonly ConnectionSpec[];
   readonly workflows: readonly WorkflowSpec[];
   readonly runs: ReadonlyArray<Stringly<RunState, "revision">>;
+  readonly cacheKeys: ReadonlyArray<readonly [string, readonly string[]]>;
 }
