@@ -165,9 +165,10 @@ describe("seed 002's ten-job graph as a workflow", () => {
     const cp = chronolog(dir, ["run", RUN, "--critical-path", "--json"]);
     expect(cp.code, cp.stderr).toBe(0);
     const path = JSON.parse(cp.stdout) as { links: Array<{ task: string }>; pathMs: number; wallMs: number };
-    // A chain of "last parent to finish" links from the first task to report, the last to finish.
+    // A chain of "last parent to finish" links from a first task to the task that finished last
+    // (report on a quiet machine; notify, 0.05 s shorter, when the hops before report were slow).
     const chain = path.links.map((l) => l.task.split("/")[2] as string);
-    expect(chain.at(-1)).toBe("report");
+    expect(["report", "notify"]).toContain(chain.at(-1));
     expect(GRAPH[chain[0] as string]?.parents).toEqual([]);
     for (let i = 1; i < chain.length; i++) expect(GRAPH[chain[i] as string]?.parents).toContain(chain[i - 1]);
     // Its tasks took at least their sleeps; on a quiet machine it is fetch -> parse -> join_ab -> report, 0.50 s.

@@ -313,6 +313,11 @@ export class KafkaBackend implements LogBackend {
   }
 
   private waitFor(ready: () => boolean, what: string): Promise<void> {
+    if (process.env.KDEBUG && !ready()) {
+      const t = performance.now();
+      const again = () => { if (ready()) console.error("DEBUG waited", (performance.now() - t).toFixed(1), what); else setTimeout(again, 1); };
+      setTimeout(again, 1);
+    }
     if (this.failure) return Promise.reject(this.failure);
     if (ready()) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
@@ -421,6 +426,7 @@ export class KafkaBackend implements LogBackend {
         for (const { p, error } of plan.refused) p.reject(error);
         return;
       } catch (error) {
+        if (process.env.KDEBUG) console.error("DEBUG writeBatch attempt", attempt, this.topic, (error as Error).message);
         // Fenced by another client, or the cluster failed: the transaction may or may not have
         // committed. Drop the producer; the next attempt takes ownership back and reads the
         // partition to its end, which settles it (see `tried`).
