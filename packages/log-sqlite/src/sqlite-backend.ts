@@ -8,6 +8,7 @@ import {
   type LogBackend,
   LogClosedError,
   type PreparedEvent,
+  type PreparedWrite,
   type StoredEvent,
   type StreamRevision,
   WrongExpectedRevisionError,
@@ -39,11 +40,11 @@ export interface SqliteLogOptions {
   readonly watchOtherProcesses?: boolean;
 }
 
+/** One queued append: one stream, or several written atomically. */
 interface PendingAppend {
-  readonly streamId: string;
-  readonly events: readonly PreparedEvent[];
-  readonly expected: ExpectedRevision;
-  readonly resolve: (r: AppendResult) => void;
+  readonly writes: readonly PreparedWrite[];
+  readonly events: number;
+  readonly resolve: (r: AppendResult[]) => void;
   readonly reject: (e: unknown) => void;
 }
 
@@ -128,7 +129,9 @@ export class SqliteBackend implements LogBackend {
   commits = 0;
   private readonly maxBatchEvents: number;
   private readonly stmts: ReturnType<SqliteBackend["prepareStatements"]>;
-  private readonly writeBatch: Database.Transaction<(batch: PendingAppend[]) => Array<AppendResult | Error>>;
+  private readonly writeBatch: Database.Transaction<
+    (batch: PendingAppend[]) => Array<AppendResult[] | Error>
+  >;
 
   constructor(readonly options: SqliteLogOptions) {
     if (!options.readonly) mkdirSync(dirname(options.path), { recursive: true });
@@ -190,8 +193,19 @@ export class SqliteBackend implements LogBackend {
   ): Promise<AppendResult> {
     if (this.closed) return Promise.reject(new LogClosedError());
     if (this.options.readonly) return Promise.reject(new Error(`${this.options.path} is open read-only`));
+    return this.enqueue([{ streamId, events, expected }]).then((r) => r[0] as AppendResult);
+  }
+
+  /** Appends to several streams in one transaction: all of them, or (on a conflict) none. */
+  appendMany(writes: readonly PreparedWrite[]): Promise<AppendResult[]> {
+    if (this.closed) return Promise.reject(new LogClosedError());
+    if (this.options.readonly) return Promise.reject(new Error(`${this.options.path} is open read-only`));
+    return this.enqueue(writes);
+  }
+
+  private enqueue(writes: readonly PreparedWrite[]): Promise<AppendResult[]> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ streamId, events, expected, resolve, reject });
+      this.queue.push({ writes, events: writes.reduce((n, w) => n + w.events.length, 0), resolve, reject });
       this.scheduleFlush();
     });
   }
@@ -209,14 +223,14 @@ export class SqliteBackend implements LogBackend {
     let take = 0;
     while (
       take < this.queue.length &&
-      (take === 0 || count + (this.queue[take]?.events.length ?? 0) <= this.maxBatchEvents)
+      (take === 0 || count + (this.queue[take]?.events ?? 0) <= this.maxBatchEvents)
     ) {
-      count += this.queue[take]?.events.length ?? 0;
+      count += this.queue[take]?.events ?? 0;
       take += 1;
     }
     const batch = this.queue.splice(0, take);
     if (batch.length === 0) return;
-    let results: Array<AppendResult | Error>;
+    let results: Array<AppendResult[] | Error>;
     try {
       results = this.writeBatch.immediate(batch);
       this.commits += 1;
@@ -242,80 +256,98 @@ export class SqliteBackend implements LogBackend {
     if (committed) this.notify();
   }
 
-  private writeBatchInTransaction(batch: PendingAppend[]): Array<AppendResult | Error> {
+  private writeBatchInTransaction(batch: PendingAppend[]): Array<AppendResult[] | Error> {
     this.written = [];
     const head = this.stmts.head.get() as { position: bigint; hash: Buffer } | undefined;
-    let position = head?.position ?? 0n;
-    let prevHash = head ? head.hash.toString("hex") : GENESIS_HASH;
-    let prevHashBytes = head ? head.hash : Buffer.alloc(0);
+    const chain = {
+      position: head?.position ?? 0n,
+      prevHash: head ? head.hash.toString("hex") : GENESIS_HASH,
+      prevHashBytes: head ? head.hash : Buffer.alloc(0),
+    };
     const recordedAt = new Date().toISOString();
     return batch.map((p) => {
-      let sid = this.sids.get(p.streamId) ?? (this.stmts.sidOf.get(p.streamId) as bigint | undefined);
-      const last = sid === undefined ? null : (this.stmts.revisionOf.get(sid) as bigint | null);
-      const actual: StreamRevision = last ?? "no_stream";
-      try {
-        checkExpected(p.streamId, p.expected, actual);
-      } catch (error) {
-        return error as Error;
+      // Every expected revision of the append is checked before any of its events is written.
+      const targets: Array<{ w: PreparedWrite; sid: bigint | undefined; last: bigint | null }> = [];
+      for (const w of p.writes) {
+        const sid = this.sids.get(w.streamId) ?? (this.stmts.sidOf.get(w.streamId) as bigint | undefined);
+        const last = sid === undefined ? null : (this.stmts.revisionOf.get(sid) as bigint | null);
+        try {
+          checkExpected(w.streamId, w.expected, last ?? "no_stream");
+        } catch (error) {
+          return error as Error;
+        }
+        targets.push({ w, sid, last });
       }
-      if (sid === undefined) sid = this.stmts.insertStream.run(p.streamId).lastInsertRowid as bigint;
-      else this.sids.set(p.streamId, sid);
-      let revision = last ?? -1n;
-      for (const e of p.events) {
-        position += 1n;
-        revision += 1n;
-        const hash = chainHash(prevHash, {
-          position,
-          streamId: p.streamId,
-          revision,
-          type: e.type,
-          schemaVersion: e.schemaVersion,
-          dataJson: e.dataJson,
+      return targets.map(({ w, sid, last }) => this.insertEvents(w, sid, last, chain, recordedAt));
+    });
+  }
+
+  private insertEvents(
+    w: PreparedWrite,
+    knownSid: bigint | undefined,
+    last: bigint | null,
+    chain: { position: bigint; prevHash: string; prevHashBytes: Buffer },
+    recordedAt: string,
+  ): AppendResult {
+    let sid = knownSid;
+    if (sid === undefined) sid = this.stmts.insertStream.run(w.streamId).lastInsertRowid as bigint;
+    else this.sids.set(w.streamId, sid);
+    let revision = last ?? -1n;
+    for (const e of w.events) {
+      chain.position += 1n;
+      revision += 1n;
+      const position = chain.position;
+      const hash = chainHash(chain.prevHash, {
+        position,
+        streamId: w.streamId,
+        revision,
+        type: e.type,
+        schemaVersion: e.schemaVersion,
+        dataJson: e.dataJson,
+        eventId: e.eventId,
+        actor: e.actor,
+        causationId: e.causationId,
+        correlationId: e.correlationId,
+        recordedAt,
+      });
+      const hashBytes = Buffer.from(hash, "hex");
+      this.stmts.insertEvent.run(
+        position,
+        sid,
+        revision,
+        e.type,
+        e.schemaVersion,
+        e.dataJson,
+        e.eventId,
+        e.actor,
+        e.causationId,
+        e.correlationId,
+        recordedAt,
+        chain.prevHashBytes,
+        hashBytes,
+      );
+      this.written.push({
+        streamId: w.streamId,
+        revision,
+        position,
+        type: e.type,
+        dataJson: e.dataJson,
+        parsed: e.data,
+        metadata: {
           eventId: e.eventId,
           actor: e.actor,
           causationId: e.causationId,
           correlationId: e.correlationId,
+          schemaVersion: e.schemaVersion,
           recordedAt,
-        });
-        const hashBytes = Buffer.from(hash, "hex");
-        this.stmts.insertEvent.run(
-          position,
-          sid,
-          revision,
-          e.type,
-          e.schemaVersion,
-          e.dataJson,
-          e.eventId,
-          e.actor,
-          e.causationId,
-          e.correlationId,
-          recordedAt,
-          prevHashBytes,
-          hashBytes,
-        );
-        this.written.push({
-          streamId: p.streamId,
-          revision,
-          position,
-          type: e.type,
-          dataJson: e.dataJson,
-          parsed: e.data,
-          metadata: {
-            eventId: e.eventId,
-            actor: e.actor,
-            causationId: e.causationId,
-            correlationId: e.correlationId,
-            schemaVersion: e.schemaVersion,
-            recordedAt,
-            prevHash,
-            hash,
-          },
-        });
-        prevHash = hash;
-        prevHashBytes = hashBytes;
-      }
-      return { nextExpectedRevision: revision, position };
-    });
+          prevHash: chain.prevHash,
+          hash,
+        },
+      });
+      chain.prevHash = hash;
+      chain.prevHashBytes = hashBytes;
+    }
+    return { nextExpectedRevision: revision, position: chain.position };
   }
 
   async readStream(streamId: string, fromRevision: bigint, maxCount: number): Promise<StoredEvent[]> {

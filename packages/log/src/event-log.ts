@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { upcastEventData } from "@chronolog/core";
-import { type ChainBreak, LogClosedError } from "./errors.js";
+import { type ChainBreak, InvalidAppendError, LogClosedError } from "./errors.js";
 import { chainHash, GENESIS_HASH } from "./hash.js";
 import {
   type EventHandler,
@@ -18,6 +18,7 @@ import type {
   RecordedEvent,
   StoredEvent,
   StreamRevision,
+  StreamWrite,
 } from "./types.js";
 import { checkExpectedRevision, checkStreamName, prepareEvents } from "./validate.js";
 
@@ -83,6 +84,38 @@ export class EventLog {
     checkExpectedRevision(options.expectedRevision);
     const prepared = prepareEvents(events, { actor: this.actor, newId: this.newId });
     return this.backend.append(streamId, prepared, options.expectedRevision);
+  }
+
+  /** Whether this log can append to several streams in one atomic step. */
+  get supportsAppendMany(): boolean {
+    return typeof this.backend.appendMany === "function";
+  }
+
+  /**
+   * Appends to several streams atomically: every expected revision is checked, and on one
+   * conflict (a WrongExpectedRevisionError naming that stream) nothing is written anywhere.
+   */
+  async appendMany(writes: readonly StreamWrite[]): Promise<AppendResult[]> {
+    this.ensureOpen();
+    if (!this.backend.appendMany)
+      throw new InvalidAppendError(
+        `the ${this.backend.name} log cannot append to several streams atomically`,
+      );
+    if (!Array.isArray(writes) || writes.length === 0)
+      throw new InvalidAppendError("appendMany needs at least one write");
+    const seen = new Set<string>();
+    const prepared = writes.map((w) => {
+      checkStreamName(w.streamId);
+      if (seen.has(w.streamId)) throw new InvalidAppendError(`appendMany names stream ${w.streamId} twice`);
+      seen.add(w.streamId);
+      checkExpectedRevision(w.expectedRevision);
+      return {
+        streamId: w.streamId,
+        events: prepareEvents(w.events, { actor: this.actor, newId: this.newId }),
+        expected: w.expectedRevision,
+      };
+    });
+    return this.backend.appendMany(prepared);
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {

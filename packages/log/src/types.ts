@@ -40,6 +40,19 @@ export interface StoredEvent {
 /** An event as read through the log: its data parsed and upcast to the current schema version. */
 export type RecordedEvent = StoredEvent & DomainEvent;
 
+/** One stream's part of an atomic multi-stream append. */
+export interface StreamWrite {
+  readonly streamId: string;
+  readonly events: readonly NewEvent[];
+  readonly expectedRevision: ExpectedRevision;
+}
+
+export interface PreparedWrite {
+  readonly streamId: string;
+  readonly events: readonly PreparedEvent[];
+  readonly expected: ExpectedRevision;
+}
+
 export interface AppendResult {
   /** The revision of the last event appended: pass it as the next expected revision. */
   readonly nextExpectedRevision: bigint;
@@ -85,6 +98,11 @@ export interface LogBackend {
     events: readonly PreparedEvent[],
     expected: ExpectedRevision,
   ): Promise<AppendResult>;
+  /**
+   * Optional: appends to several streams atomically, every expected revision checked; one
+   * conflict and nothing is written. Engines that cannot do this leave it out.
+   */
+  appendMany?(writes: readonly PreparedWrite[]): Promise<AppendResult[]>;
   readStream(streamId: string, fromRevision: bigint, maxCount: number): Promise<StoredEvent[]>;
   readAll(fromPosition: bigint, maxCount: number): Promise<StoredEvent[]>;
   /** The stream's current revision. */

@@ -1,12 +1,15 @@
 import {
   type AttemptReportInput,
   type DomainEvent,
+  decideIntervalCompleted,
   decideReport,
   evolveInstance,
   formatTaskKey,
   type InstanceState,
   type RetryPolicy,
   type SchedulerProjection,
+  type TaskState,
+  taskStream,
 } from "@chronolog/core";
 import { type EventLog, type RecordedEvent, WrongExpectedRevisionError } from "@chronolog/log";
 import type { AttemptReport } from "@chronolog/worker";
@@ -103,23 +106,53 @@ export class ReportApplier {
 
   private async applyStream(stream: string, reports: readonly AttemptReport[]): Promise<void> {
     let state = this.latest(stream);
+    let withSuccessPath = this.o.log.supportsAppendMany;
     for (let tries = 0; ; tries++) {
       if (!state) state = foldInstance(await this.o.log.readStream(stream));
       const { events, after } = this.decideAll(state, reports);
+      const expectedRevision = state ? state.revision : ("no_stream" as const);
       try {
         if (events.length > 0) {
-          const r = await this.o.log.append(stream, events, {
-            expectedRevision: state ? state.revision : "no_stream",
-          });
-          if (after) this.written.set(stream, { ...after, revision: r.nextExpectedRevision });
+          const advance = withSuccessPath ? this.successPath(after) : null;
+          let revision: bigint;
+          if (advance) {
+            // The attempt's success and the task's advance in one atomic write: one commit
+            // less between a parent's success and its children's dispatch.
+            const [r] = await this.o.log.appendMany([
+              { streamId: stream, events, expectedRevision },
+              {
+                streamId: taskStream(advance.task.key),
+                events: [advance.event],
+                expectedRevision: advance.task.revision,
+              },
+            ]);
+            revision = (r as { nextExpectedRevision: bigint }).nextExpectedRevision;
+          } else {
+            revision = (await this.o.log.append(stream, events, { expectedRevision })).nextExpectedRevision;
+          }
+          if (after) this.written.set(stream, { ...after, revision });
         }
         this.afterApply(reports, events, after);
         return;
       } catch (error) {
         if (!(error instanceof WrongExpectedRevisionError) || tries >= MAX_CONFLICT_RETRIES) throw error;
+        if (error.streamId !== stream) {
+          // The task moved meanwhile: write the attempt alone; the scheduler advances the task.
+          withSuccessPath = false;
+          continue;
+        }
         state = undefined; // someone else wrote: read the stream again and decide afresh
       }
     }
+  }
+
+  /** The task's IntervalCompleted, when `inst` is a success of the task's current interval. */
+  private successPath(inst: InstanceState | undefined): { task: TaskState; event: DomainEvent } | null {
+    if (!inst || inst.status !== "success") return null;
+    const task = this.o.projection.tasks.get(formatTaskKey(inst.key));
+    if (!task || task.status === "retired" || task.logicalDate !== inst.logicalDate) return null;
+    if (inst.dispatchedAt <= task.movedAt) return null;
+    return { task, event: decideIntervalCompleted(task, inst.attempts.at(-1)?.attempt) };
   }
 
   private afterApply(

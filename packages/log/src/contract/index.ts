@@ -281,6 +281,44 @@ export function logContractSuite(backendName: string, factory: HarnessFactory): 
       });
     });
 
+    describe("atomic appends to several streams (where the backend offers them)", () => {
+      it("writes every stream or, on one conflict, none", async (ctx) => {
+        if (!h.log.supportsAppendMany) {
+          ctx.skip();
+          return;
+        }
+        const a = uniqueStream("many-a");
+        const b = uniqueStream("many-b");
+        await h.log.append(b, [note("b0")], { expectedRevision: "no_stream" });
+        const results = await h.log.appendMany([
+          { streamId: a, events: [note("a0"), note("a1")], expectedRevision: "no_stream" },
+          { streamId: b, events: [note("b1")], expectedRevision: 0n },
+        ]);
+        expect(results.map((r) => r.nextExpectedRevision)).toEqual([1n, 1n]);
+        expect(
+          (results[0] as { position: bigint }).position < (results[1] as { position: bigint }).position,
+        ).toBe(true);
+        const err = await h.log
+          .appendMany([
+            { streamId: a, events: [note("a2")], expectedRevision: 1n },
+            { streamId: b, events: [note("b2")], expectedRevision: 0n },
+          ])
+          .catch((e) => e);
+        expect(err).toBeInstanceOf(WrongExpectedRevisionError);
+        expect(err).toMatchObject({ streamId: b, expected: 0n, actual: 1n });
+        expect((await h.log.readStream(a)).length).toBe(2);
+        expect((await other.readStream(b)).length).toBe(2);
+        const bad = await h.log
+          .appendMany([
+            { streamId: a, events: [note("ok")], expectedRevision: 1n },
+            { streamId: b, events: [{ type: "Nope", data: {} }], expectedRevision: 1n },
+          ])
+          .catch((e) => e);
+        expect(bad.type).toBe("unknown_event_type");
+        expect((await h.log.readStream(a)).length).toBe(2);
+      });
+    });
+
     describe("bad input is refused with a typed error and writes nothing", () => {
       it("an event that fails its schema", async () => {
         const s = uniqueStream("bad-schema");
