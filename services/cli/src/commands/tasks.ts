@@ -237,8 +237,9 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
     .command("attempts")
     .description("every attempt of a task: number, token, worker, state, times, why it ended")
     .argument("<task>", "project/account/name[/partition]")
+    .option("--output", "also print each attempt's exit code, duration and the tail of its stdout and stderr")
     .option("--json", "print JSON")
-    .action(async (key: string, opts: { json?: boolean }) => {
+    .action(async (key: string, opts: { json?: boolean; output?: boolean }) => {
       const id = taskIdArg(key);
       await withSession(globals(), "read", async (s) => {
         const task = requireTask(s.projection, id);
@@ -267,6 +268,21 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
             ]),
           ),
         );
+        if (opts.output) {
+          for (const r of rows) {
+            console.log(
+              `\n--- ${short(r.logicalDate as string)} attempt ${r.attempt}: exit code ${r.exitCode ?? "-"}, ${r.durationMs ?? "-"} ms${r.cacheHit ? " (cache hit)" : ""}`,
+            );
+            if (r.stdoutTail)
+              process.stdout.write(
+                `stdout:\n${r.stdoutTail}${String(r.stdoutTail).endsWith("\n") ? "" : "\n"}`,
+              );
+            if (r.stderrTail)
+              process.stdout.write(
+                `stderr:\n${r.stderrTail}${String(r.stderrTail).endsWith("\n") ? "" : "\n"}`,
+              );
+          }
+        }
       });
     });
 
