@@ -13,7 +13,7 @@ const STREAMS = 1000;
 const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), "chronolog-bench-log-"));
 const payload = "x".repeat(120);
 const note = (i) => ({ type: "Note", data: { text: payload, i } });
-const rows = [];
+const _rows = [];
 
 // ---- the disk's limits -------------------------------------------------------------------
 function diskLimits() {
@@ -164,7 +164,7 @@ printTable(
       `${fmt(1000 / disk.fsyncP50)} fsyncs/s`,
       ">= 20,000",
     ],
-    ["  ... group commits made for " + fmt(s.total) + " appends", fmt(s.commits), "", ""],
+    [`  ... group commits made for ${fmt(s.total)} appends`, fmt(s.commits), "", ""],
     ["read all, events/s (parsed and upcast)", fmt(b.readRate), "", ""],
     [
       `subscription delivery p50, ms (${l.n} events)`,

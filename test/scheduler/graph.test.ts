@@ -9,7 +9,7 @@ import { waitUntil } from "../support/wait.js";
  * Seed 002's ten-job graph as one workflow of shell tasks, run for one logical date by real
  * worker processes: start when ready, failure policies, reruns of what failed, critical path.
  */
-export const GRAPH: Record<string, { sleep: number; parents: string[] }> = {
+const GRAPH: Record<string, { sleep: number; parents: string[] }> = {
   fetch_a: { sleep: 0.3, parents: [] },
   fetch_b: { sleep: 0.05, parents: [] },
   fetch_c: { sleep: 0.1, parents: [] },
@@ -23,11 +23,11 @@ export const GRAPH: Record<string, { sleep: number; parents: string[] }> = {
 };
 
 const DAY = 86_400_000;
-export const LATEST_DAY = new Date(
+const LATEST_DAY = new Date(
   Math.floor((Date.now() - 3 * 3_600_000) / DAY) * DAY + 2 * 3_600_000 - DAY,
 ).toISOString();
 
-export function graphYaml(dir: string, policy: "skip_dependents" | "fail_fast", maxActiveTasks = 16): string {
+function graphYaml(dir: string, policy: "skip_dependents" | "fail_fast", maxActiveTasks = 16): string {
   const tasks = Object.entries(GRAPH).map(([name, { sleep, parents }]) => {
     const fail = name === "parse_b" ? `[ -f ${join(dir, "fail_parse_b")} ] && exit 3; ` : "";
     const command = `sleep ${sleep}; ${fail}echo ${name} >> ${join(dir, "ran")}`;

@@ -164,6 +164,7 @@ export async function backfill(
   const failed = settled.find((s) => s.status === "rejected");
   if (failed) throw (failed as PromiseRejectedResult).reason;
   const positions = settled.map((s) => (s as PromiseFulfilledResult<bigint>).value);
+  // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max does not take
   const writtenUpTo = positions.reduce((a, b) => (b > a ? b : a), -1n);
   return { backfillId, writtenUpTo, targets, skipped };
 }

@@ -148,7 +148,7 @@ export class ReportApplier {
 
   /** The task's IntervalCompleted, when `inst` is a success of the task's current interval. */
   private successPath(inst: InstanceState | undefined): { task: TaskState; event: DomainEvent } | null {
-    if (!inst || inst.status !== "success") return null;
+    if (inst?.status !== "success") return null;
     const task = this.o.projection.tasks.get(formatTaskKey(inst.key));
     if (!task || task.status === "retired" || task.logicalDate !== inst.logicalDate) return null;
     if (inst.dispatchedAt <= task.movedAt) return null;

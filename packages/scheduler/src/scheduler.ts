@@ -436,7 +436,7 @@ export class Scheduler {
       const spec = this.projection.workflows.get(wf);
       const runId = runIdOf(wf, c.task.logicalDate);
       const run = this.projection.runs.get(runId);
-      if (!run || run.status !== "running") {
+      if (run?.status !== "running") {
         const pending = toStart.has(runId);
         const active = activeRuns.get(wf) ?? 0;
         if (!pending && spec && active >= spec.maxActiveRuns) {

@@ -45,7 +45,7 @@ describe("reconcile check (a): an intent never confirmed by a worker", () => {
     ]);
     expect(evs[1]?.data).toMatchObject({ attempt: 1, token: "token-never-sent-1", retry: true });
     expect(evs[2]?.data).toMatchObject({ attempt: 2 });
-    expect((evs[2]?.data as { token: string }).token).not.toBe("token-never-sent-1");
+    expect((evs[2]?.data as { token: string } | undefined)?.token).not.toBe("token-never-sent-1");
     expect(h.effects("lost_dispatch")).toBe(1);
   });
 
@@ -196,7 +196,7 @@ describe("reports", () => {
     );
     const evs = await h.log.readStream(stream("dup"));
     const succeeded = evs.find((e) => e.type === "AttemptSucceeded");
-    const token = (succeeded?.data as { token: string }).token;
+    const token = (succeeded?.data as { token: string } | undefined)?.token;
     // Deliver the same success again, as a retried network message would.
     (h.pool as unknown as { emit(r: unknown[]): void }).emit([
       {
