@@ -13,7 +13,7 @@ const STREAMS = 1000;
 const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), "chronolog-bench-log-"));
 const payload = "x".repeat(120);
 const note = (i) => ({ type: "Note", data: { text: payload, i } });
-const _rows = [];
+
 
 // ---- the disk's limits -------------------------------------------------------------------
 function diskLimits() {
