@@ -9,6 +9,7 @@ import {
   type LogBackend,
   LogClosedError,
   type PreparedEvent,
+  type PreparedWrite,
   type StoredEvent,
   type StreamRevision,
   WrongExpectedRevisionError,
@@ -21,6 +22,7 @@ import {
   type LogEntry,
   logLevel,
   type Message,
+  Partitioners,
   type Producer,
   type Transaction,
 } from "kafkajs";
@@ -43,30 +45,33 @@ export interface KafkaLogOptions {
   readonly maxEventBytes?: number;
   /** How long one request, or a wait for the log to catch up, may take. Default 30 s. */
   readonly requestTimeoutMs?: number;
-  /** How many times an append is tried when ownership is lost or the cluster fails. Default 12. */
-  readonly maxAttempts?: number;
+  /**
+   * How long an append keeps being retried when ownership is lost or the cluster fails (a
+   * broker's death is noticed after its session timeout, 9 s by default). Default 45 s.
+   */
+  readonly appendTimeoutMs?: number;
   /** The Kafka client's own log lines, on stderr. Default: none. */
   readonly logLevel?: "error" | "warn" | "info" | "debug";
 }
 
+/** One append (one stream) or one atomic multi-stream append, waiting for the writer. */
 interface PendingAppend {
-  readonly streamId: string;
-  readonly events: readonly PreparedEvent[];
-  readonly expected: ExpectedRevision;
-  readonly resolve: (r: AppendResult) => void;
+  readonly writes: readonly PreparedWrite[];
+  readonly events: number;
+  readonly resolve: (r: AppendResult[]) => void;
   readonly reject: (e: unknown) => void;
   /**
    * Where an attempt whose outcome is unknown put this append's first event. Once this
    * client owns the partition again and has read it to the end, that position tells.
    */
-  tried?: { readonly position: bigint; readonly eventId: string };
+  tried?: bigint;
 }
 
 interface Plan {
-  /** Appends this transaction writes, with the result each gets once it commits. */
-  readonly accepted: Array<{ readonly p: PendingAppend; readonly result: AppendResult }>;
+  /** Appends this transaction writes, with the results each gets once it commits. */
+  readonly accepted: Array<{ readonly p: PendingAppend; readonly results: AppendResult[] }>;
   /** Appends an earlier attempt already committed. */
-  readonly done: Array<{ readonly p: PendingAppend; readonly result: AppendResult }>;
+  readonly done: Array<{ readonly p: PendingAppend; readonly results: AppendResult[] }>;
   readonly refused: Array<{ readonly p: PendingAppend; readonly error: Error }>;
   /** The records, in sends that each stay under the broker's batch size limit. */
   readonly sends: Message[][];
@@ -81,10 +86,31 @@ interface Waiter {
 }
 
 const LEVELS = { error: logLevel.ERROR, warn: logLevel.WARN, info: logLevel.INFO, debug: logLevel.DEBUG };
+const LEVEL_NAMES: Record<number, string> = { 1: "ERROR", 2: "WARN", 4: "INFO", 5: "DEBUG" };
 /** Room the record framing and headers take beside key and value, in bytes (generous). */
 const RECORD_OVERHEAD = 96;
 /** One produce request's records stay under this: the broker's default limit is 1 MiB per batch. */
 const SEND_BYTES = 768 * 1024;
+
+/** Kafka errors that no retry can cure: the append fails at once. */
+const FATAL = new Set([
+  "TOPIC_AUTHORIZATION_FAILED",
+  "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+  "CLUSTER_AUTHORIZATION_FAILED",
+  "MESSAGE_TOO_LARGE",
+  "RECORD_LIST_TOO_LARGE",
+  "INVALID_RECORD",
+  "UNSUPPORTED_VERSION",
+  "UNSUPPORTED_FOR_MESSAGE_FORMAT",
+]);
+
+function isFatal(error: unknown): boolean {
+  for (let e = error as { type?: string; originalError?: unknown; cause?: unknown } | undefined; e; ) {
+    if (e.type && FATAL.has(e.type)) return true;
+    e = (e.originalError ?? e.cause) as typeof e;
+  }
+  return false;
+}
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -141,17 +167,20 @@ export class KafkaBackend implements LogBackend {
   private nextOffset = 0n;
 
   private readonly queue: PendingAppend[] = [];
-  private writer: Promise<void> | null = null;
+  private writing = false;
+  private writer: Promise<void> = Promise.resolve();
   private readonly waiters = new Set<Waiter>();
   private readonly listeners = new Set<() => void>();
   private failure: Error | null = null;
+  private lsoInFlight: Promise<bigint> | null = null;
+  private lsoNext: Promise<bigint> | null = null;
   private closing = false;
   private closed = false;
 
   private readonly maxBatchEvents: number;
   private readonly maxEventBytes: number;
   private readonly timeoutMs: number;
-  private readonly maxAttempts: number;
+  private readonly appendTimeoutMs: number;
 
   /** Transactions this client committed. */
   transactions = 0;
@@ -164,7 +193,7 @@ export class KafkaBackend implements LogBackend {
     this.maxBatchEvents = options.maxBatchEvents ?? 5000;
     this.maxEventBytes = options.maxEventBytes ?? 1_000_000 - RECORD_OVERHEAD;
     this.timeoutMs = options.requestTimeoutMs ?? 30_000;
-    this.maxAttempts = options.maxAttempts ?? 12;
+    this.appendTimeoutMs = options.appendTimeoutMs ?? 45_000;
     const brokers =
       typeof options.brokers === "string"
         ? options.brokers
@@ -185,7 +214,7 @@ export class KafkaBackend implements LogBackend {
         ({ namespace, level, log }: LogEntry) => {
           const { message, ...extra } = log;
           process.stderr.write(
-            `kafkajs ${logLevel[level]} [${namespace}] ${message} ${JSON.stringify(extra)}\n`,
+            `kafkajs ${LEVEL_NAMES[level] ?? level} [${namespace}] ${message} ${JSON.stringify(extra)}\n`,
           );
         },
     });
@@ -313,11 +342,6 @@ export class KafkaBackend implements LogBackend {
   }
 
   private waitFor(ready: () => boolean, what: string): Promise<void> {
-    if (process.env.KDEBUG && !ready()) {
-      const t = performance.now();
-      const again = () => { if (ready()) console.error("DEBUG waited", (performance.now() - t).toFixed(1), what); else setTimeout(again, 1); };
-      setTimeout(again, 1);
-    }
     if (this.failure) return Promise.reject(this.failure);
     if (ready()) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
@@ -334,13 +358,43 @@ export class KafkaBackend implements LogBackend {
     });
   }
 
-  /** The partition's last stable offset: everything below it is committed or aborted. */
-  private async lastStableOffset(): Promise<bigint> {
-    // ListOffsets with isolation read_committed answers the last stable offset.
-    const offsets = await this.admin.fetchTopicOffsets(this.topic);
-    const p = offsets.find((o) => o.partition === 0);
-    if (!p) throw new Error(`kafka log ${this.topic}: partition 0 not found`);
-    return BigInt(p.offset);
+  /**
+   * The partition's last stable offset: everything below it is committed or aborted. A call
+   * made while a request is out waits for the next one (which starts after the call did), so
+   * concurrent readers share requests without ever getting an answer older than their call.
+   */
+  private lastStableOffset(): Promise<bigint> {
+    if (!this.lsoInFlight) {
+      this.lsoInFlight = this.fetchLastStableOffset().finally(() => {
+        this.lsoInFlight = null;
+      });
+      return this.lsoInFlight;
+    }
+    if (!this.lsoNext) {
+      this.lsoNext = this.lsoInFlight
+        .catch(() => {})
+        .then(() => {
+          this.lsoNext = null;
+          return this.lastStableOffset();
+        });
+    }
+    return this.lsoNext;
+  }
+
+  private async fetchLastStableOffset(): Promise<bigint> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        // ListOffsets with isolation read_committed answers the last stable offset.
+        const offsets = await this.admin.fetchTopicOffsets(this.topic);
+        const p = offsets.find((o) => o.partition === 0);
+        if (!p) throw new Error(`kafka log ${this.topic}: partition 0 not found`);
+        return BigInt(p.offset);
+      } catch (error) {
+        // e.g. "topic metadata not loaded" while the client refreshes its metadata
+        if ((error as { retriable?: boolean }).retriable !== true || attempt >= 10) throw error;
+        await sleep(10 * attempt);
+      }
+    }
   }
 
   /** Returns once this client has applied every transaction completed before the call. */
@@ -355,46 +409,69 @@ export class KafkaBackend implements LogBackend {
     await this.sync();
   }
 
-  append(
+  async append(
     streamId: string,
     events: readonly PreparedEvent[],
     expected: ExpectedRevision,
   ): Promise<AppendResult> {
+    const [result] = await this.enqueue([{ streamId, events, expected }]);
+    return result as AppendResult;
+  }
+
+  /** Appends to several streams in one transaction: all of them, or on one conflict none. */
+  appendMany(writes: readonly PreparedWrite[]): Promise<AppendResult[]> {
+    return this.enqueue(writes);
+  }
+
+  private enqueue(writes: readonly PreparedWrite[]): Promise<AppendResult[]> {
     if (this.closing) return Promise.reject(new LogClosedError());
     if (this.failure) return Promise.reject(this.failure);
-    return new Promise<AppendResult>((resolve, reject) => {
-      this.queue.push({ streamId, events, expected, resolve, reject });
-      if (!this.writer) {
-        this.writer = this.writeLoop().finally(() => {
-          this.writer = null;
-        });
+    const events = writes.reduce((n, w) => n + w.events.length, 0);
+    if (events === 0) return Promise.reject(new InvalidAppendError("an append needs at least one event"));
+    return new Promise<AppendResult[]>((resolve, reject) => {
+      this.queue.push({ writes, events, resolve, reject });
+      if (!this.writing) {
+        this.writing = true;
+        this.writer = this.writeLoop();
       }
     });
   }
 
-  /** Writes queued appends, as many as fit one transaction at a time. */
+  /**
+   * Writes queued appends, as many as fit one transaction at a time. `writing` is cleared in
+   * the same synchronous step that finds the queue empty, so an append queued at any moment
+   * is either taken by this loop or starts the next.
+   */
   private async writeLoop(): Promise<void> {
-    // Let appends made in the same tick join the first transaction.
-    await new Promise((r) => setImmediate(r));
-    while (this.queue.length > 0) {
-      let count = 0;
-      let take = 0;
-      while (
-        take < this.queue.length &&
-        (take === 0 || count + (this.queue[take]?.events.length ?? 0) <= this.maxBatchEvents)
-      ) {
-        count += this.queue[take]?.events.length ?? 0;
-        take += 1;
+    try {
+      // Let appends made in the same tick join the first transaction.
+      await new Promise((r) => setImmediate(r));
+      while (this.queue.length > 0) {
+        let count = 0;
+        let take = 0;
+        while (
+          take < this.queue.length &&
+          (take === 0 || count + (this.queue[take]?.events ?? 0) <= this.maxBatchEvents)
+        ) {
+          count += this.queue[take]?.events ?? 0;
+          take += 1;
+        }
+        await this.writeBatch(this.queue.splice(0, take));
       }
-      await this.writeBatch(this.queue.splice(0, take));
+    } catch (error) {
+      // Not expected (writeBatch settles its appends itself): fail what waits rather than hang.
+      for (const p of this.queue.splice(0)) p.reject(error);
+    } finally {
+      this.writing = false;
     }
   }
 
   /** Decides and commits one batch of appends; settles every one of them. */
   private async writeBatch(batch: PendingAppend[]): Promise<void> {
     let lastError: unknown = null;
+    const deadline = performance.now() + this.appendTimeoutMs;
     for (let attempt = 1; ; attempt++) {
-      if (this.failure || attempt > this.maxAttempts) {
+      if (this.failure || (attempt > 1 && (performance.now() > deadline || isFatal(lastError)))) {
         const error = this.failure ?? lastError;
         for (const p of batch) p.reject(error);
         return;
@@ -421,18 +498,17 @@ export class KafkaBackend implements LogBackend {
         } else {
           await owner.tx.abort(); // nothing was added: ends the transaction locally
         }
-        for (const { p, result } of plan.done) p.resolve(result);
-        for (const { p, result } of plan.accepted) p.resolve(result);
+        for (const { p, results } of plan.done) p.resolve(results);
+        for (const { p, results } of plan.accepted) p.resolve(results);
         for (const { p, error } of plan.refused) p.reject(error);
         return;
       } catch (error) {
-        if (process.env.KDEBUG) console.error("DEBUG writeBatch attempt", attempt, this.topic, (error as Error).message);
         // Fenced by another client, or the cluster failed: the transaction may or may not have
         // committed. Drop the producer; the next attempt takes ownership back and reads the
         // partition to its end, which settles it (see `tried`).
         lastError = error;
         this.dropProducer();
-        const backoff = Math.min(400, 8 * 2 ** attempt);
+        const backoff = Math.min(500, 8 * 2 ** attempt);
         await sleep(backoff / 2 + Math.random() * backoff);
       }
     }
@@ -451,6 +527,10 @@ export class KafkaBackend implements LogBackend {
       maxInFlightRequests: 1,
       transactionTimeout: Math.max(this.timeoutMs, 10_000),
       allowAutoTopicCreation: false,
+      // Every record names its partition; this only keeps the client from warning.
+      createPartitioner: Partitioners.DefaultPartitioner,
+      // Few retries on purpose: on any failure the producer is dropped and the append retried
+      // by a new owner that first reads the partition to its end (see writeBatch).
       retry: { initialRetryTime: 10, maxRetryTime: 500, retries: 10 },
     });
     this.producer = producer;
@@ -475,7 +555,30 @@ export class KafkaBackend implements LogBackend {
     return n === 0 ? "no_stream" : BigInt(n - 1);
   }
 
-  /** Checks each append against the index and builds the records of those that pass. */
+  /** The results an append that committed at `position` got, read back from the index. */
+  private committedAt(p: PendingAppend, position: bigint): AppendResult[] | null {
+    const first = this.events[Number(position)];
+    const w0 = p.writes[0] as PreparedWrite;
+    if (
+      first?.metadata.eventId !== (w0.events[0] as PreparedEvent).eventId ||
+      first.streamId !== w0.streamId
+    ) {
+      return null;
+    }
+    const results: AppendResult[] = [];
+    let at = Number(position);
+    for (const w of p.writes) {
+      at += w.events.length;
+      const last = this.events[at - 1] as StoredEvent;
+      results.push({ nextExpectedRevision: last.revision, position: last.position });
+    }
+    return results;
+  }
+
+  /**
+   * Checks each append against the index (and the appends before it in this batch) and builds
+   * the records of those that pass, with positions, revisions and the hash chain continued.
+   */
   private plan(batch: readonly PendingAppend[]): Plan {
     const accepted: Plan["accepted"] = [];
     const done: Plan["done"] = [];
@@ -485,64 +588,81 @@ export class KafkaBackend implements LogBackend {
     let sendBytes = 0;
     let position = BigInt(this.events.length);
     let prevHash = this.lastHash;
+    /** Stream revisions as the appends accepted so far in this batch leave them. */
     const revisions = new Map<string, StreamRevision>();
+    const revisionOf = (streamId: string, local: Map<string, StreamRevision>) =>
+      local.get(streamId) ?? revisions.get(streamId) ?? this.currentRevision(streamId);
     const recordedAt = new Date().toISOString();
     for (const p of batch) {
-      if (p.tried) {
-        const first = this.events[Number(p.tried.position)];
-        if (first?.metadata.eventId === p.tried.eventId && first.streamId === p.streamId) {
-          const last = this.events[Number(p.tried.position) + p.events.length - 1] as StoredEvent;
-          done.push({ p, result: { nextExpectedRevision: last.revision, position: last.position } });
-          continue;
-        }
+      const committed = p.tried === undefined ? null : this.committedAt(p, p.tried);
+      if (committed) {
+        done.push({ p, results: committed });
+        continue;
       }
-      const actual = revisions.get(p.streamId) ?? this.currentRevision(p.streamId);
-      if (!matches(p.expected, actual)) {
-        refused.push({ p, error: new WrongExpectedRevisionError(p.streamId, p.expected, actual) });
+      // Every write's expected revision first: one conflict refuses the whole append.
+      const local = new Map<string, StreamRevision>();
+      let conflict: Error | null = null;
+      for (const w of p.writes) {
+        const actual = revisionOf(w.streamId, local);
+        if (!matches(w.expected, actual)) {
+          conflict = new WrongExpectedRevisionError(w.streamId, w.expected, actual);
+          break;
+        }
+        local.set(w.streamId, (actual === "no_stream" ? -1n : actual) + BigInt(w.events.length));
+      }
+      if (conflict) {
+        refused.push({ p, error: conflict });
         continue;
       }
       const records: Message[] = [];
-      let revision = actual === "no_stream" ? -1n : actual;
+      const results: AppendResult[] = [];
+      const after = new Map<string, StreamRevision>();
       let at = position;
       let hash = prevHash;
       let tooLarge = 0;
-      for (const e of p.events) {
-        revision += 1n;
-        const next = chainHash(hash, {
-          position: at,
-          streamId: p.streamId,
-          revision,
-          type: e.type,
-          schemaVersion: e.schemaVersion,
-          dataJson: e.dataJson,
-          eventId: e.eventId,
-          actor: e.actor,
-          causationId: e.causationId,
-          correlationId: e.correlationId,
-          recordedAt,
-        });
-        const value = encodeEvent({
-          streamId: p.streamId,
-          revision,
-          position: at,
-          type: e.type,
-          dataJson: e.dataJson,
-          metadata: {
+      for (const w of p.writes) {
+        const actual = revisionOf(w.streamId, after);
+        let revision = actual === "no_stream" ? -1n : actual;
+        for (const e of w.events) {
+          revision += 1n;
+          const next = chainHash(hash, {
+            position: at,
+            streamId: w.streamId,
+            revision,
+            type: e.type,
+            schemaVersion: e.schemaVersion,
+            dataJson: e.dataJson,
             eventId: e.eventId,
             actor: e.actor,
             causationId: e.causationId,
             correlationId: e.correlationId,
-            schemaVersion: e.schemaVersion,
             recordedAt,
-            prevHash: hash,
-            hash: next,
-          },
-        });
-        const size = Buffer.byteLength(value) + Buffer.byteLength(p.streamId) + RECORD_OVERHEAD;
-        if (size > this.maxEventBytes) tooLarge = size;
-        records.push({ key: p.streamId, value, partition: 0 });
-        hash = next;
-        at += 1n;
+          });
+          const value = encodeEvent({
+            streamId: w.streamId,
+            revision,
+            position: at,
+            type: e.type,
+            dataJson: e.dataJson,
+            metadata: {
+              eventId: e.eventId,
+              actor: e.actor,
+              causationId: e.causationId,
+              correlationId: e.correlationId,
+              schemaVersion: e.schemaVersion,
+              recordedAt,
+              prevHash: hash,
+              hash: next,
+            },
+          });
+          const size = Buffer.byteLength(value) + Buffer.byteLength(w.streamId) + RECORD_OVERHEAD;
+          if (size > this.maxEventBytes) tooLarge = Math.max(tooLarge, size);
+          records.push({ key: w.streamId, value, partition: 0 });
+          hash = next;
+          at += 1n;
+        }
+        after.set(w.streamId, revision);
+        results.push({ nextExpectedRevision: revision, position: at - 1n });
       }
       if (tooLarge > 0) {
         refused.push({
@@ -553,7 +673,7 @@ export class KafkaBackend implements LogBackend {
         });
         continue;
       }
-      p.tried = { position, eventId: (p.events[0] as PreparedEvent).eventId };
+      p.tried = position;
       for (const r of records) {
         const size = Buffer.byteLength(r.value as string) + RECORD_OVERHEAD;
         if (send.length > 0 && sendBytes + size > SEND_BYTES) {
@@ -564,10 +684,10 @@ export class KafkaBackend implements LogBackend {
         send.push(r);
         sendBytes += size;
       }
+      for (const [streamId, revision] of after) revisions.set(streamId, revision);
       position = at;
       prevHash = hash;
-      revisions.set(p.streamId, revision);
-      accepted.push({ p, result: { nextExpectedRevision: revision, position: at - 1n } });
+      accepted.push({ p, results });
     }
     if (send.length > 0) sends.push(send);
     return { accepted, done, refused, sends, lastPosition: position - 1n };
@@ -640,7 +760,7 @@ export class KafkaBackend implements LogBackend {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closing = true;
-    while (this.writer) await this.writer;
+    while (this.writing) await this.writer;
     this.closed = true;
     for (const w of this.waiters) {
       clearTimeout(w.timer);
