@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NPM ?= npm
 STAMP := node_modules/.install-stamp
 
-.PHONY: install build test lint format up bench clean
+.PHONY: install build test test-embedded lint format up bench clean
 
 # Install dependencies when package.json or the lock file changed.
 $(STAMP): package.json package-lock.json $(wildcard packages/*/package.json services/*/package.json)
@@ -21,8 +21,19 @@ lint: install
 format: install
 	npx biome check --write .
 
+# The whole suite, the Kafka suites included: a local one-broker cluster is started for it
+# (jars fetched by Maven on first use) and stopped afterwards, whatever the outcome.
+KAFKA_TEST_DIR := $(CURDIR)/infra/kafka/.data/make-test
 test: build lint
-	npx vitest run
+	@set -e; \
+	brokers=$$(CHRONOLOG_KAFKA_DIR=$(KAFKA_TEST_DIR) CHRONOLOG_KAFKA_PORT=29092 infra/kafka/start | tail -n 1); \
+	trap 'CHRONOLOG_KAFKA_DIR=$(KAFKA_TEST_DIR) infra/kafka/stop >/dev/null 2>&1' EXIT; \
+	echo "kafka for the tests: $$brokers"; \
+	CHRONOLOG_KAFKA_BROKERS=$$brokers npx vitest run
+
+# The suite without Kafka, for a quick local run.
+test-embedded: build lint
+	npx vitest run --exclude 'packages/log-kafka/**' 
 
 up: build
 	./node_modules/.bin/chronolog up --example

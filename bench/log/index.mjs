@@ -14,7 +14,6 @@ const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), "chronolog-bench
 const payload = "x".repeat(120);
 const note = (i) => ({ type: "Note", data: { text: payload, i } });
 
-
 // ---- the disk's limits -------------------------------------------------------------------
 function diskLimits() {
   const file = join(dir, "raw.log");

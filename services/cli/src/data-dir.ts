@@ -9,6 +9,8 @@ export const DEFAULT_DATA_DIR = "./.chronolog";
 
 export interface DataDirOptions {
   readonly dataDir?: string;
+  /** Where the log lives: the embedded file in the data directory (default) or `kafka://HOST:PORT[,HOST:PORT]/TOPIC`. */
+  readonly log?: string;
 }
 
 export function dataDirOf(options: DataDirOptions): string {
@@ -23,13 +25,40 @@ export function defaultActor(role: string): string {
   return `${role}:${process.env.USER ?? "user"}@${hostname()}:${process.pid}`;
 }
 
-/** Opens the log for writing (created if missing). */
-export function openLogForWrite(options: DataDirOptions, actor: string): EventLog {
+interface KafkaTarget {
+  readonly brokers: string;
+  readonly topic: string;
+}
+
+/** `kafka://127.0.0.1:19092,127.0.0.1:19093/chronolog` -> brokers and topic. */
+export function parseLogUrl(url: string): KafkaTarget | null {
+  if (url === "sqlite" || url === "") return null;
+  const m = /^kafka:\/\/([^/]+)\/([A-Za-z0-9._-]+)$/.exec(url);
+  if (!m) throw new CliError(`--log "${url}": expected kafka://HOST:PORT[,HOST:PORT]/TOPIC or sqlite`, 2);
+  return { brokers: m[1] as string, topic: m[2] as string };
+}
+
+function logUrl(options: DataDirOptions): string {
+  return options.log ?? process.env.CHRONOLOG_LOG ?? "sqlite";
+}
+
+/** Opens the log for writing (the embedded file is created if missing). */
+export async function openLogForWrite(options: DataDirOptions, actor: string): Promise<EventLog> {
+  const kafka = parseLogUrl(logUrl(options));
+  // The Kafka client loads only when a Kafka log is asked for.
+  if (kafka) return (await import("@chronolog/log-kafka")).openKafkaLog({ ...kafka, actor });
   return openSqliteLog({ path: logFileOf(options), actor });
 }
 
-/** Opens the log for reading only; a missing log is a clear error, not an empty one. */
-export function openLogForRead(options: DataDirOptions): EventLog {
+/** Opens the log for reading only; a missing embedded log is a clear error, not an empty one. */
+export async function openLogForRead(options: DataDirOptions): Promise<EventLog> {
+  const kafka = parseLogUrl(logUrl(options));
+  if (kafka)
+    return (await import("@chronolog/log-kafka")).openKafkaLog({
+      ...kafka,
+      actor: "reader",
+      createTopic: false,
+    });
   const path = logFileOf(options);
   if (!existsSync(path)) {
     throw new CliError(

@@ -12,7 +12,14 @@ const program = new Command();
 program
   .name("chronolog")
   .description("Chronolog: an event-sourced task scheduler")
-  .option("--data-dir <dir>", "where the embedded log lives (default ./.chronolog, or $CHRONOLOG_DATA_DIR)")
+  .option(
+    "--data-dir <dir>",
+    "where the embedded log and checkpoints live (default ./.chronolog, or $CHRONOLOG_DATA_DIR)",
+  )
+  .option(
+    "--log <url>",
+    "the log: sqlite (the embedded file, default) or kafka://HOST:PORT[,HOST:PORT]/TOPIC (or $CHRONOLOG_LOG)",
+  )
   .showHelpAfterError()
   .configureOutput({ outputError: (text, write) => write(text) });
 

@@ -18,7 +18,8 @@ export async function withSession<T>(
   mode: "read" | "write",
   fn: (s: Session) => Promise<T>,
 ): Promise<T> {
-  const log = mode === "write" ? openLogForWrite(options, defaultActor("cli")) : openLogForRead(options);
+  const log =
+    mode === "write" ? await openLogForWrite(options, defaultActor("cli")) : await openLogForRead(options);
   try {
     const { projection } = await loadProjection(log, dataDirOf(options));
     return await fn({ log, projection });

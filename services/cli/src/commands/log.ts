@@ -43,7 +43,7 @@ export function registerLogCommands(program: Command, globals: () => DataDirOpti
           throw new CliError(`--data is not valid JSON: ${(error as Error).message}`, 2);
         }
         const expectedRevision = parseExpected(opts.expectedRevision);
-        const eventLog = openLogForWrite(globals(), opts.actor ?? defaultActor("cli"));
+        const eventLog = await openLogForWrite(globals(), opts.actor ?? defaultActor("cli"));
         try {
           const r = await eventLog.append(stream, [{ type: opts.type, data }], { expectedRevision });
           if (opts.json)
@@ -73,7 +73,7 @@ export function registerLogCommands(program: Command, globals: () => DataDirOpti
       ) => {
         const from = parseBigint("--from", opts.from);
         const limit = Number(parseBigint("--limit", opts.limit));
-        const eventLog = openLogForRead(globals());
+        const eventLog = await openLogForRead(globals());
         try {
           const events: Array<StoredEvent | RecordedEvent> = stream
             ? await eventLog.readStream(stream, { fromRevision: from, maxCount: limit })
@@ -93,7 +93,7 @@ export function registerLogCommands(program: Command, globals: () => DataDirOpti
     .option("--from <n>", "start position (default: the current end of the log)")
     .option("--json", "print one JSON object per line")
     .action(async (opts: { from?: string; json?: boolean }) => {
-      const eventLog = openLogForRead(globals());
+      const eventLog = await openLogForRead(globals());
       const fromPosition =
         opts.from !== undefined ? parseBigint("--from", opts.from) : (await eventLog.headPosition()) + 1n;
       const sub = eventLog.subscribe((e) => void console.log(opts.json ? toJson(e) : formatLine(e)), {
@@ -114,7 +114,7 @@ export function registerLogCommands(program: Command, globals: () => DataDirOpti
     .description("walk the log and check its hash chain; report the first position where it breaks")
     .option("--json", "print the result as JSON")
     .action(async (opts: { json?: boolean }) => {
-      const eventLog = openLogForRead(globals());
+      const eventLog = await openLogForRead(globals());
       try {
         const result = await eventLog.verify();
         if (opts.json) console.log(toJson(result));

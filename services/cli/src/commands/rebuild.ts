@@ -10,7 +10,7 @@ export function registerRebuildCommand(program: Command, globals: () => DataDirO
     .option("--json", "print the result as JSON")
     .action(async (opts: { json?: boolean }) => {
       const dir = dataDirOf(globals());
-      const log = openLogForWrite(globals(), defaultActor("cli"));
+      const log = await openLogForWrite(globals(), defaultActor("cli"));
       try {
         const dropped = dropSnapshot(dir);
         const started = performance.now();

@@ -77,7 +77,7 @@ interface UpOptions {
 async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   const logger = createLogger("chronolog");
   const dir = dataDirOf(globals);
-  const log = openLogForWrite(globals, defaultActor("scheduler"));
+  const log = await openLogForWrite(globals, defaultActor("scheduler"));
   const loaded = await loadProjection(log, dir);
   if (loaded.discarded) logger.warn({ reason: loaded.discarded }, "snapshot not used; replayed the log");
   const { projection } = loaded;

@@ -1,0 +1,29 @@
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const run = promisify(execFile);
+
+/**
+ * The Kafka cluster for a suite: the one `make test` started (CHRONOLOG_KAFKA_BROKERS), or a
+ * one-broker cluster of this test file's own, started now and stopped by the returned function.
+ */
+export async function kafkaForSuite(label: string): Promise<{ brokers: string; stop: () => Promise<void> }> {
+  const shared = process.env.CHRONOLOG_KAFKA_BROKERS;
+  if (shared) return { brokers: shared, stop: async () => {} };
+  const env = {
+    ...process.env,
+    CHRONOLOG_KAFKA_DIR: join(root, "infra/kafka/.data", `${label}-${process.pid}`),
+    CHRONOLOG_KAFKA_PORT: String(21_000 + (process.pid % 400) * 20),
+  };
+  const { stdout } = await run(join(root, "infra/kafka/start"), [], { env, timeout: 180_000 });
+  const brokers = stdout.trim().split("\n").at(-1) ?? "";
+  return {
+    brokers,
+    stop: async () => {
+      await run(join(root, "infra/kafka/stop"), [], { env, timeout: 60_000 });
+    },
+  };
+}
