@@ -1,7 +1,8 @@
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { chronolog, tempDataDir } from "../support/cli.js";
+import { kafkaForSuite } from "../support/kafka.js";
 import { waitUntil } from "../support/wait.js";
 import {
   checkInvariants,
@@ -25,13 +26,25 @@ import {
  */
 let dir: string;
 let up: Up | null = null;
+let kafka: { brokers: string; stop: () => Promise<void> } | null = null;
+const backend = process.env.CHRONOLOG_FAULT_BACKEND === "kafka" ? "kafka" : "sqlite";
+beforeAll(async () => {
+  if (backend === "kafka") kafka = await kafkaForSuite("faults");
+}, 300_000);
+afterAll(async () => {
+  await kafka?.stop();
+}, 60_000);
 beforeEach(() => {
   dir = tempDataDir("faults");
   mkdirSync(join(dir, "effects"));
+  // On Kafka each test has a topic of its own; every chronolog process reads CHRONOLOG_LOG.
+  if (kafka)
+    process.env.CHRONOLOG_LOG = `kafka://${kafka.brokers}/chronolog-faults-${process.pid}-${Date.now()}`;
 });
 afterEach(async () => {
   if (up) await stopUp(up);
   up = null;
+  delete process.env.CHRONOLOG_LOG;
   rmSync(dir, { recursive: true, force: true });
 });
 afterAll(() => {
@@ -94,7 +107,7 @@ async function record(fault: string, injected: number, tasks: readonly FaultTask
   return inv;
 }
 
-describe("fault injection", () => {
+describe(`fault injection (${backend} log)`, () => {
   it("the scheduler killed between intent and dispatch: the attempt is abandoned and run again, once", async () => {
     const tasks: FaultTask[] = [
       { name: "once", idempotent: false },
@@ -186,7 +199,7 @@ describe("fault injection", () => {
       .trim()
       .split("\n");
     expect(once).toHaveLength(1);
-  });
+  }, 120_000);
 
   it("a report delivered twice is applied once and the duplicate recorded as rejected", async () => {
     const tasks: FaultTask[] = [
@@ -223,7 +236,9 @@ describe("fault injection", () => {
     };
     for (let k = 0; k < kills; k++) {
       const run = startUp(dir, {}, ["--snapshot-seconds", "0.3"]);
-      await new Promise((r) => setTimeout(r, 300 + Math.floor(random() * 900)));
+      // A Kafka client takes longer to start (read the topic, take ownership): wider windows.
+      const base = backend === "kafka" ? 1500 : 300;
+      await new Promise((r) => setTimeout(r, base + Math.floor(random() * 900)));
       run.proc.kill("SIGKILL");
       await run.exited;
     }
