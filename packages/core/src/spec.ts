@@ -26,6 +26,8 @@ export const operatorSchema = z.discriminatedUnion("type", [
       cwd: z.string().optional(),
       env: z.record(z.string(), z.string()).default({}),
       timeoutMs: z.number().int().positive().optional(),
+      /** Staged outputs: on success the attempt's staging directory is moved here, atomically. */
+      publishTo: z.string().min(1).optional(),
     })
     .strict(),
   z
@@ -46,6 +48,8 @@ export const operatorSchema = z.discriminatedUnion("type", [
       export: z.string().min(1).default("default"),
       args: z.record(z.string(), z.unknown()).default({}),
       timeoutMs: z.number().int().positive().optional(),
+      /** Staged outputs: on success the attempt's staging directory is moved here, atomically. */
+      publishTo: z.string().min(1).optional(),
     })
     .strict(),
   z.object({ type: z.literal("noop") }).strict(),
