@@ -201,7 +201,13 @@ export class ReportApplier {
       ? (this.o.projection.tasks.get(formatTaskKey(state.key))?.spec.retry ?? DEFAULT_RETRY)
       : DEFAULT_RETRY;
     let revision = state?.revision ?? -1n;
+    // A start and an outcome of the same attempt in one batch: the outcome says it all (it
+    // names the worker). A gated attempt's start is always written first: it runs only after.
+    const ending = new Set(
+      reports.filter((r) => r.kind === "succeeded" || r.kind === "failed").map((r) => r.token),
+    );
     for (const report of reports) {
+      if (report.kind === "started" && ending.has(report.token) && state?.idempotent) continue;
       const events = decideReport(state, toInput(report), {
         now: this.o.now(),
         retry,

@@ -121,6 +121,8 @@ export const AttemptSucceeded = z
     cacheHit: z.boolean().default(false),
     /** The attempt's cache key: a later attempt with the same key is a cache hit. */
     cacheKey: z.string().max(1024).optional(),
+    /** The worker, when the attempt's start was not recorded on its own (it ended first). */
+    workerId: z.string().optional(),
   })
   .strict();
 
@@ -151,6 +153,8 @@ export const AttemptFailed = z
     output: outputTail.optional(),
     /** When a retry is due, if the policy allows one. */
     retryAt: instant.optional(),
+    /** The worker, when the attempt's start was not recorded on its own (it ended first). */
+    workerId: z.string().optional(),
   })
   .strict();
 

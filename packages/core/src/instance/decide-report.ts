@@ -126,11 +126,12 @@ export function decideReport(
     case "heartbeat":
       return current.status === "lease_expired" ? [started] : [];
     case "succeeded":
+      // An attempt that ends before its start was recorded: the outcome names the worker.
       return [
-        ...(current.status === "queued" ? [started] : []),
         {
           type: "AttemptSucceeded",
           data: {
+            ...(current.status === "queued" ? { workerId: report.workerId } : {}),
             attempt,
             token,
             durationMs: report.durationMs,
@@ -147,10 +148,10 @@ export function decideReport(
       // wait for that record before running), so no start is claimed for it.
       const claimStart = current.status === "queued" && report.error.kind !== "lost";
       return [
-        ...(claimStart ? [started] : []),
         {
           type: "AttemptFailed",
           data: {
+            ...(claimStart ? { workerId: report.workerId } : {}),
             attempt,
             token,
             error: report.error,

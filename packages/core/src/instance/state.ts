@@ -86,6 +86,19 @@ interface At {
   readonly streamId: string;
 }
 
+/** Who ran an attempt whose start was folded into its outcome, and when it began. */
+function impliedStart(
+  state: InstanceState,
+  token: string,
+  workerId: string | undefined,
+  durationMs: number | undefined,
+  endedAt: string,
+): Partial<AttemptView> {
+  const a = state.attempts.find((x) => x.token === token);
+  if (!a || a.workerId !== null || workerId === undefined) return {};
+  return { workerId, startedAt: new Date(Date.parse(endedAt) - (durationMs ?? 0)).toISOString() };
+}
+
 function updateAttempt(
   state: InstanceState,
   token: string,
@@ -204,6 +217,7 @@ export function evolveInstance(
         status: "success",
         reason: null,
         attempts: updateAttempt(state, event.data.token, {
+          ...impliedStart(state, event.data.token, event.data.workerId, event.data.durationMs, at.recordedAt),
           status: "success",
           endedAt: at.recordedAt,
           durationMs: event.data.durationMs,
@@ -223,6 +237,7 @@ export function evolveInstance(
         retryAt: d.retryAt ?? null,
         reason: d.retryAt ? null : reason,
         attempts: updateAttempt(state, d.token, {
+          ...impliedStart(state, d.token, d.workerId, d.durationMs, at.recordedAt),
           status: "failed",
           endedAt: at.recordedAt,
           durationMs: d.durationMs ?? null,
