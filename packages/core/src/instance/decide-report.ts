@@ -109,7 +109,7 @@ export function decideReport(
   }
   const token = report.token;
   const attempt = current.attempt;
-  const started: DomainEvent = {
+  const started = (): DomainEvent => ({
     type: "AttemptStarted",
     data: {
       attempt,
@@ -118,13 +118,13 @@ export function decideReport(
       ...(report.kind === "started" && report.pid !== undefined ? { pid: report.pid } : {}),
       leaseExpiresAt: iso(ctx.now + state.leaseSeconds * 1000),
     },
-  };
+  });
   const needsStart = current.status === "queued" || current.status === "lease_expired";
   switch (report.kind) {
     case "started":
-      return needsStart ? [started] : [];
+      return needsStart ? [started()] : [];
     case "heartbeat":
-      return current.status === "lease_expired" ? [started] : [];
+      return current.status === "lease_expired" ? [started()] : [];
     case "succeeded":
       // An attempt that ends before its start was recorded: the outcome names the worker.
       return [

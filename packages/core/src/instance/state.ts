@@ -185,11 +185,12 @@ export function evolveInstance(
     }
     return undefined;
   }
-  const base = { ...state, revision: at.revision };
+  const revision = at.revision;
   switch (event.type) {
     case "AttemptStarted":
       return {
-        ...base,
+        ...state,
+        revision,
         status: "running",
         attempts: updateAttempt(state, event.data.token, {
           status: "running",
@@ -200,12 +201,14 @@ export function evolveInstance(
       };
     case "AttemptLeaseExtended":
       return {
-        ...base,
+        ...state,
+        revision,
         attempts: updateAttempt(state, event.data.token, { leaseExpiresAt: event.data.leaseExpiresAt }),
       };
     case "AttemptHeartbeatExpired":
       return {
-        ...base,
+        ...state,
+        revision,
         attempts: updateAttempt(state, event.data.token, {
           status: "lease_expired",
           endReason: "lease expired",
@@ -213,7 +216,8 @@ export function evolveInstance(
       };
     case "AttemptSucceeded":
       return {
-        ...base,
+        ...state,
+        revision,
         status: "success",
         reason: null,
         attempts: updateAttempt(state, event.data.token, {
@@ -232,7 +236,8 @@ export function evolveInstance(
       const d = event.data;
       const reason = failureText(d);
       return {
-        ...base,
+        ...state,
+        revision,
         status: d.retryAt ? "retry_wait" : "failed",
         retryAt: d.retryAt ?? null,
         reason: d.retryAt ? null : reason,
@@ -250,7 +255,8 @@ export function evolveInstance(
     }
     case "AttemptAbandoned":
       return {
-        ...base,
+        ...state,
+        revision,
         status: event.data.retry ? "retry_wait" : "abandoned",
         retryAt: event.data.retry ? at.recordedAt : null,
         reason: event.data.retry ? null : `abandoned: ${event.data.reason}`,
@@ -262,7 +268,8 @@ export function evolveInstance(
       };
     case "AttemptCancelled":
       return {
-        ...base,
+        ...state,
+        revision,
         status: "cancelled",
         reason: `cancelled: ${event.data.reason}`,
         attempts: updateAttempt(state, event.data.token, {
@@ -273,27 +280,30 @@ export function evolveInstance(
       };
     case "InstanceSkipped":
       return {
-        ...base,
+        ...state,
+        revision,
         status: "skipped",
         reason: event.data.reason,
         runId: event.data.runId ?? state.runId,
       };
     case "InstanceUpstreamFailed":
       return {
-        ...base,
+        ...state,
+        revision,
         status: "upstream_failed",
         reason: event.data.reason,
         runId: event.data.runId ?? state.runId,
       };
     case "InstanceCancelled":
       return {
-        ...base,
+        ...state,
+        revision,
         status: "cancelled",
         reason: event.data.reason,
         runId: event.data.runId ?? state.runId,
       };
     case "CompletionRejected":
-      return base;
+      return { ...state, revision };
     default:
       return state;
   }
