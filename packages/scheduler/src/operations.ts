@@ -2,6 +2,8 @@ import { randomUUID } from "node:crypto";
 import {
   type DomainEvent,
   formatTaskKey,
+  instanceStream,
+  isTerminal,
   parseInstant,
   prevCronTime,
   resetTo,
@@ -12,6 +14,24 @@ import {
 } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import { CliFacingError } from "./errors.js";
+
+/**
+ * Moving a task's schedule while an attempt of its current interval is in flight (or has
+ * succeeded without the task advancing yet) would let that interval run again when the task
+ * comes back to it: refused, naming the attempt, before anything is written.
+ */
+export function requireSettled(projection: SchedulerProjection, tasks: readonly TaskState[]): void {
+  const busy: string[] = [];
+  for (const task of tasks) {
+    const inst = projection.instances.get(instanceStream(task.key, task.logicalDate));
+    if (inst && (!isTerminal(inst) || (inst.status === "success" && inst.dispatchedAt > task.movedAt))) {
+      busy.push(`${task.id} ${task.logicalDate} is ${inst.status}`);
+    }
+  }
+  if (busy.length > 0) {
+    throw new CliFacingError(`wait for the running intervals to finish first: ${busy.join("; ")}`, "state");
+  }
+}
 
 export function requireTask(projection: SchedulerProjection, id: string): TaskState {
   const task = projection.tasks.get(id);
@@ -112,6 +132,10 @@ export async function backfill(
     throw new ValidationError("backfill", [
       { path: "--to", message: `${toText} is before --from ${fromText}` },
     ]);
+  requireSettled(
+    projection,
+    subtree(projection, id, downstream).map((t) => projection.tasks.get(t) as TaskState),
+  );
   const backfillId = randomUUID();
   const targets: BackfillTarget[] = [];
   const skipped: Array<{ task: string; reason: string }> = [];

@@ -169,6 +169,13 @@ export class ReportApplier {
       if (rejected.has(`${r.kind}:${r.token}`)) this.o.onApplied(r, "rejected");
       else if (r.kind === "started" && current?.token === r.token && current.status === "running") {
         this.o.onApplied(r, "started_durable");
+      } else if (
+        r.kind === "started" &&
+        (current?.token !== r.token || current.status === "abandoned" || current.status === "cancelled")
+      ) {
+        // The attempt was replaced, abandoned or cancelled before it could start: a worker
+        // holding it must not wait for a permission that will never come.
+        this.o.onApplied(r, "rejected");
       } else this.o.onApplied(r, "other");
     }
   }
@@ -203,9 +210,9 @@ export class ReportApplier {
     let revision = state?.revision ?? -1n;
     // A start and an outcome of the same attempt in one batch: the outcome says it all (it
     // names the worker). A gated attempt's start is always written first: it runs only after.
-    const ending = new Set(
-      reports.filter((r) => r.kind === "succeeded" || r.kind === "failed").map((r) => r.token),
-    );
+    // Only a success: a failure must know the attempt started (a lost worker is then retried
+    // within its bounds, not as an attempt that never ran).
+    const ending = new Set(reports.filter((r) => r.kind === "succeeded").map((r) => r.token));
     for (const report of reports) {
       if (report.kind === "started" && ending.has(report.token) && state?.idempotent) continue;
       const events = decideReport(state, toInput(report), {

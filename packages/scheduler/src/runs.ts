@@ -20,6 +20,7 @@ import {
 } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import { CliFacingError } from "./errors.js";
+import { requireSettled } from "./operations.js";
 import { foldInstance } from "./reports.js";
 
 export interface RunView {
@@ -109,29 +110,23 @@ export async function rerun(
   );
   if (chosen.length === 0) throw new CliFacingError(`run ${runId} has nothing to rerun`, "state");
   const tasks = chosen.map((c) => projection.tasks.get(c.task)).filter((t): t is TaskState => !!t);
-  await log.append(
-    runStream(runId),
-    [
-      {
-        type: "RunStarted",
-        data: {
-          runId,
-          workflow: run.workflow,
-          logicalDate: run.logicalDate,
-          tasks: tasks.map((t) => t.key),
-          trigger: "rerun",
-          params: {},
-        },
+  requireSettled(projection, tasks);
+  await writeRunAndResets(
+    log,
+    run.revision,
+    {
+      type: "RunStarted",
+      data: {
+        runId,
+        workflow: run.workflow,
+        logicalDate: run.logicalDate,
+        tasks: tasks.map((t) => t.key),
+        trigger: "rerun",
+        params: {},
       },
-    ],
-    { expectedRevision: run.revision },
-  );
-  await Promise.all(
-    tasks.map((t) =>
-      log.append(taskStream(t.key), [resetForOneInterval(t, run.logicalDate)], {
-        expectedRevision: t.revision,
-      }),
-    ),
+    },
+    tasks,
+    run.logicalDate,
   );
   return { tasks: tasks.map((t) => t.id) };
 }
@@ -180,22 +175,48 @@ export async function trigger(
   const existing = projection.runs.get(runId);
   if (existing?.status === "running") throw new CliFacingError(`run ${runId} is already running`, "state");
   const revision = existing ? existing.revision : await log.streamRevision(runStream(runId));
-  await log.append(
-    runStream(runId),
-    [
-      {
-        type: "RunStarted",
-        data: { runId, workflow, logicalDate, tasks: tasks.map((t) => t.key), trigger: "manual", params },
-      },
-    ],
-    { expectedRevision: revision },
-  );
-  await Promise.all(
-    tasks.map((t) =>
-      log.append(taskStream(t.key), [resetForOneInterval(t, logicalDate)], { expectedRevision: t.revision }),
-    ),
+  requireSettled(projection, tasks);
+  await writeRunAndResets(
+    log,
+    revision,
+    {
+      type: "RunStarted",
+      data: { runId, workflow, logicalDate, tasks: tasks.map((t) => t.key), trigger: "manual", params },
+    },
+    tasks,
+    logicalDate,
   );
   return { runId, logicalDate, tasks: tasks.map((t) => t.id) };
+}
+
+/**
+ * The run's (re)start and its tasks' resets, in one atomic write where the log offers it, so a
+ * run is never opened for tasks that were not set back to its date.
+ */
+async function writeRunAndResets(
+  log: EventLog,
+  runRevision: bigint | "no_stream",
+  started: DomainEvent,
+  tasks: readonly TaskState[],
+  logicalDate: string,
+): Promise<void> {
+  const runId = (started.data as { runId: string }).runId;
+  const resets = tasks.map((t) => ({
+    streamId: taskStream(t.key),
+    events: [resetForOneInterval(t, logicalDate)],
+    expectedRevision: t.revision as bigint | "no_stream",
+  }));
+  if (log.supportsAppendMany) {
+    await log.appendMany([
+      { streamId: runStream(runId), events: [started], expectedRevision: runRevision },
+      ...resets,
+    ]);
+    return;
+  }
+  await log.append(runStream(runId), [started], { expectedRevision: runRevision });
+  await Promise.all(
+    resets.map((r) => log.append(r.streamId, r.events, { expectedRevision: r.expectedRevision })),
+  );
 }
 
 export interface CriticalLink {

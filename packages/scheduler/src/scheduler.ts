@@ -95,6 +95,8 @@ export class Scheduler {
   /** Runs changed since the last pass, and runs with a decision being written. */
   private readonly runsDirty = new Set<string>();
   private readonly runsInFlight = new Set<string>();
+  /** runId -> workflow, while this scheduler writes the run's RunStarted. */
+  private readonly startingRuns = new Map<string, string>();
   /** Why each task is not running, in memory only (blocked is not a transition). */
   readonly blocked = new Map<string, string[]>();
   /** Counters for benchmarks and `chronolog up`'s status line. */
@@ -177,7 +179,10 @@ export class Scheduler {
       }
     }
     if (touched.connection) this.wakeConnection(touched.connection);
-    if (touched.run) this.runsDirty.add(touched.run);
+    if (touched.run) {
+      this.runsDirty.add(touched.run);
+      if (e.type === "RunStarted") this.startingRuns.delete(touched.run);
+    }
   }
 
   /** Re-evaluates a run on the next pass (reconcile check (c)). */
@@ -420,11 +425,18 @@ export class Scheduler {
         logicalDate: string;
         trigger: "schedule" | "backfill";
         revision: bigint | "no_stream";
+        /** The candidates that reopen a finished run (a backfill): only they restart in it. */
+        reopening: TaskKey[];
       }
     >();
     const activeRuns = new Map<string, number>();
     for (const r of this.projection.runs.values()) {
       if (r.status === "running") activeRuns.set(r.workflow, (activeRuns.get(r.workflow) ?? 0) + 1);
+    }
+    // Runs whose RunStarted is being written by an earlier pass count as running too.
+    for (const [id, wf] of this.startingRuns) {
+      if (this.projection.runs.get(id)?.status !== "running")
+        activeRuns.set(wf, (activeRuns.get(wf) ?? 0) + 1);
     }
     const taskSlots = new Map<string, number>();
     for (const c of candidates) {
@@ -452,9 +464,11 @@ export class Scheduler {
             logicalDate: c.task.logicalDate,
             trigger: run ? "backfill" : "schedule",
             revision: run ? run.revision : "no_stream",
+            reopening: [],
           });
           activeRuns.set(wf, active + 1);
         }
+        toStart.get(runId)?.reopening.push(c.task.key);
       }
       if (
         spec?.failurePolicy === "fail_fast" &&
@@ -482,9 +496,15 @@ export class Scheduler {
     const started = new Set<string>();
     await Promise.all(
       [...toStart].map(async ([runId, r]) => {
-        const tasks = [...this.projection.tasks.values()]
-          .filter((t) => t.spec.workflow === r.workflow && t.status !== "retired")
-          .map((t) => t.key);
+        // A new run has every task of the workflow; a reopened one only the tasks starting
+        // again in it (its other tasks keep their outcomes, so it can finish).
+        const tasks =
+          r.revision === "no_stream"
+            ? [...this.projection.tasks.values()]
+                .filter((t) => t.spec.workflow === r.workflow && t.status !== "retired")
+                .map((t) => t.key)
+            : r.reopening;
+        this.startingRuns.set(runId, r.workflow);
         try {
           await this.log.append(
             runStream(runId),
@@ -504,7 +524,9 @@ export class Scheduler {
             { expectedRevision: r.revision },
           );
           started.add(runId);
+          // (It stops counting as "starting" once the projection shows the run: see onEvent.)
         } catch (error) {
+          this.startingRuns.delete(runId);
           // Another writer started it first: the run exists, which is all that is needed.
           if (error instanceof WrongExpectedRevisionError) started.add(runId);
           else this.o.logger.error({ err: error, run: runId }, "could not start the run");
@@ -550,7 +572,9 @@ export class Scheduler {
         if (!key) continue;
         const stream = instanceStream(key, run.logicalDate);
         const inst = this.projection.instances.get(stream);
-        writes.push(this.appendQuietly(stream, [event], inst ? inst.revision : "no_stream"));
+        // An earlier run of this date may have left the stream, no longer held in memory.
+        const revision = inst ? inst.revision : await this.log.streamRevision(stream);
+        writes.push(this.appendQuietly(stream, [event], revision));
       }
       for (const task of decision.cancel) {
         const key = this.projection.tasks.get(task)?.key;
@@ -615,6 +639,15 @@ export class Scheduler {
       }
       // Most intervals have no attempt stream yet: assume so, and let compare-and-set say otherwise.
       let inst = c.instance ?? this.projection.instances.get(stream);
+      if (!c.instance && inst && !isTerminal(inst)) {
+        // An attempt of this interval is still in flight (from before a backfill moved the task
+        // away and back): never start a second one beside it.
+        this.blocked.set(task.id, [
+          `attempt ${inst.attempts.at(-1)?.attempt} of ${task.logicalDate} is still in flight`,
+        ]);
+        this.inflight.delete(task.id);
+        return null;
+      }
       for (let tries = 0; ; tries++) {
         const attempt = (inst?.attempts.at(-1)?.attempt ?? 0) + 1;
         const token = this.newToken();
@@ -649,8 +682,10 @@ export class Scheduler {
             expectedRevision: inst ? inst.revision : "no_stream",
           });
           this.inflight.set(task.id, r.position);
-          if (hit) return null;
+          // The reservation becomes load when the projection applies the intent (and is freed
+          // again with the cache hit that comes with it): released once, there.
           keepReservation = true;
+          if (hit) return null;
           return {
             kind: "run",
             instanceStream: stream,

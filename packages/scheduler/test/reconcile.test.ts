@@ -63,6 +63,8 @@ describe("reconcile check (a): an intent never confirmed by a worker", () => {
       confirmGraceMs: 0,
     });
     const first = h.reconciler as Reconciler;
+    // Both past the grace an intent gets (counted from when it was recorded).
+    await new Promise((r) => setTimeout(r, 350));
     const [a, b] = await Promise.all([first.pass(), second.pass()]);
     expect(a.written + b.written).toBe(1);
     expect(a.conflicts + b.conflicts).toBe(1);
@@ -253,5 +255,20 @@ describe("reports", () => {
     expect(rejected[0]?.data).toMatchObject({ reason: "stale_token", token: "token-first-0001" });
     expect(after.some((e) => e.type === "AttemptFailed")).toBe(false);
     expect(h.projection.tasks.get("p/a/stale/ALL")?.failure).toBeNull();
+  });
+});
+
+describe("operations on a task with an interval in flight", () => {
+  it("a backfill is refused, naming the running interval, and writes nothing", async () => {
+    const { backfill } = await import("@chronolog/scheduler");
+    h = await harness([{ name: "busy", idempotent: false, command: "sleep 3" }]);
+    await h.start();
+    await until("the attempt to run", () => h.projection.instances.get(stream("busy"))?.status === "running");
+    const head = await h.log.headPosition();
+    const from = new Date(Date.parse(LATEST) - 5 * 86_400_000).toISOString();
+    await expect(backfill(h.log, h.projection, "p/a/busy/ALL", from, from, false)).rejects.toThrow(
+      /wait for the running intervals to finish first: p\/a\/busy\/ALL .* is running/,
+    );
+    expect(await h.log.headPosition()).toBe(head);
   });
 });

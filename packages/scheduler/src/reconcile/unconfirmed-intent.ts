@@ -14,8 +14,10 @@ export function isUnconfirmed(
 ): boolean {
   const a = currentAttempt(inst);
   if (inst.status !== "queued" || !a || a.status !== "queued") return false;
-  // An attempt this process dispatched gets a grace period; one from before it started gets none.
-  return dispatchedAt === undefined || now - dispatchedAt >= graceMs;
+  // Every intent gets a grace period, counted from its dispatch by this process or, failing
+  // that, from when it was recorded: a scheduler may be about to dispatch an intent it just wrote.
+  const since = dispatchedAt ?? Date.parse(a.intendedAt);
+  return now - since >= graceMs;
 }
 
 export function decideUnconfirmedIntent(
