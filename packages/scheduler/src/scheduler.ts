@@ -648,6 +648,7 @@ export class Scheduler {
         this.inflight.delete(task.id);
         return null;
       }
+      let streamRevision: bigint | "no_stream" = "no_stream";
       for (let tries = 0; ; tries++) {
         const attempt = (inst?.attempts.at(-1)?.attempt ?? 0) + 1;
         const token = this.newToken();
@@ -679,7 +680,7 @@ export class Scheduler {
           : [intent];
         try {
           const r = await this.log.append(stream, events, {
-            expectedRevision: inst ? inst.revision : "no_stream",
+            expectedRevision: inst ? inst.revision : streamRevision,
           });
           this.inflight.set(task.id, r.position);
           // The reservation becomes load when the projection applies the intent (and is freed
@@ -701,8 +702,11 @@ export class Scheduler {
         } catch (error) {
           // The stream existed (an interval run before, now backfilled): read it and go on from it.
           if (error instanceof WrongExpectedRevisionError && !inst && tries === 0) {
-            inst = foldInstance(await this.log.readStream(stream));
+            const events = await this.log.readStream(stream);
+            inst = foldInstance(events);
             if (inst && !isTerminal(inst)) throw error;
+            // A stream holding only rejected reports folds to nothing: go on from its revision.
+            streamRevision = events.at(-1)?.revision ?? "no_stream";
             continue;
           }
           throw error;

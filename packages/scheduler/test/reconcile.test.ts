@@ -272,3 +272,26 @@ describe("operations on a task with an interval in flight", () => {
     expect(await h.log.headPosition()).toBe(head);
   });
 });
+
+describe("a bogus report for an interval not dispatched yet", () => {
+  it("is recorded as rejected and does not keep the interval from running", async () => {
+    h = await harness([{ name: "later", idempotent: true }]);
+    await h.log.append(
+      stream("later"),
+      [
+        {
+          type: "CompletionRejected",
+          data: { token: "token-made-up-1", report: "succeeded", reason: "unknown_token" },
+        },
+      ],
+      { expectedRevision: "no_stream" },
+    );
+    await h.start();
+    await until(
+      "the task to finish",
+      () => h.projection.tasks.get("p/a/later/ALL")?.prevIntervalStart === LATEST,
+    );
+    expect((await events("later"))[0]).toBe("CompletionRejected");
+    expect(h.effects("later")).toBe(1);
+  });
+});
