@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { SchedulerProjection } from "@chronolog/core";
-import { chainHash, decodeStoredEvent, GENESIS_HASH, type StoredEvent } from "@chronolog/log";
+import { decodeStoredEvent, GENESIS_HASH, hashStored, type StoredEvent } from "@chronolog/log";
 import { describe, expect, it } from "vitest";
 
 /**
@@ -28,19 +28,7 @@ describe("golden log: an embedded log recorded by an earlier version", () => {
     let prev = GENESIS_HASH;
     for (const e of lines) {
       expect(e.metadata.prevHash, `position ${e.position}`).toBe(prev);
-      const hash = chainHash(prev, {
-        position: e.position,
-        streamId: e.streamId,
-        revision: e.revision,
-        type: e.type,
-        schemaVersion: e.metadata.schemaVersion,
-        dataJson: e.dataJson,
-        eventId: e.metadata.eventId,
-        actor: e.metadata.actor,
-        causationId: e.metadata.causationId,
-        correlationId: e.metadata.correlationId,
-        recordedAt: e.metadata.recordedAt,
-      });
+      const hash = hashStored(prev, e);
       expect(hash, `position ${e.position}`).toBe(e.metadata.hash);
       prev = hash;
     }

@@ -2,9 +2,9 @@ import { randomUUID } from "node:crypto";
 import net from "node:net";
 import {
   type AppendResult,
-  chainHash,
   type ExpectedRevision,
   GENESIS_HASH,
+  hashPrepared,
   InvalidAppendError,
   type LogBackend,
   LogClosedError,
@@ -625,19 +625,7 @@ export class KafkaBackend implements LogBackend {
         let revision = actual === "no_stream" ? -1n : actual;
         for (const e of w.events) {
           revision += 1n;
-          const next = chainHash(hash, {
-            position: at,
-            streamId: w.streamId,
-            revision,
-            type: e.type,
-            schemaVersion: e.schemaVersion,
-            dataJson: e.dataJson,
-            eventId: e.eventId,
-            actor: e.actor,
-            causationId: e.causationId,
-            correlationId: e.correlationId,
-            recordedAt,
-          });
+          const next = hashPrepared(hash, e, { streamId: w.streamId, revision, position: at, recordedAt });
           const value = encodeEvent({
             streamId: w.streamId,
             revision,

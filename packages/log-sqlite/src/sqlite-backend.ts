@@ -2,9 +2,9 @@ import { type FSWatcher, mkdirSync, watch as watchFs } from "node:fs";
 import { basename, dirname } from "node:path";
 import {
   type AppendResult,
-  chainHash,
   type ExpectedRevision,
   GENESIS_HASH,
+  hashPrepared,
   type LogBackend,
   LogClosedError,
   type PreparedEvent,
@@ -297,19 +297,7 @@ export class SqliteBackend implements LogBackend {
       chain.position += 1n;
       revision += 1n;
       const position = chain.position;
-      const hash = chainHash(chain.prevHash, {
-        position,
-        streamId: w.streamId,
-        revision,
-        type: e.type,
-        schemaVersion: e.schemaVersion,
-        dataJson: e.dataJson,
-        eventId: e.eventId,
-        actor: e.actor,
-        causationId: e.causationId,
-        correlationId: e.correlationId,
-        recordedAt,
-      });
+      const hash = hashPrepared(chain.prevHash, e, { streamId: w.streamId, revision, position, recordedAt });
       const hashBytes = Buffer.from(hash, "hex");
       this.stmts.insertEvent.run(
         position,

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { upcastEventData } from "@chronolog/core";
 import { type ChainBreak, InvalidAppendError, LogClosedError } from "./errors.js";
-import { chainHash, GENESIS_HASH } from "./hash.js";
+import { GENESIS_HASH, hashStored } from "./hash.js";
 import {
   type EventHandler,
   type SubscribeOptions,
@@ -183,19 +183,7 @@ export class EventLog {
           break: { position: e.position, reason },
         });
         if (e.metadata.prevHash !== prev) return found("prev_hash does not match the previous event's hash");
-        const recomputed = chainHash(prev, {
-          position: e.position,
-          streamId: e.streamId,
-          revision: e.revision,
-          type: e.type,
-          schemaVersion: e.metadata.schemaVersion,
-          dataJson: e.dataJson,
-          eventId: e.metadata.eventId,
-          actor: e.metadata.actor,
-          causationId: e.metadata.causationId,
-          correlationId: e.metadata.correlationId,
-          recordedAt: e.metadata.recordedAt,
-        });
+        const recomputed = hashStored(prev, e);
         if (recomputed !== e.metadata.hash) return found("the event's content does not match its hash");
         prev = e.metadata.hash;
         head = e.position;

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import type { PreparedEvent, StoredEvent } from "./types.js";
 
 /** The fields of an event that the chain hash covers, in a fixed order. */
 export interface HashedFields {
@@ -41,4 +42,47 @@ export function chainHash(prevHash: string, e: HashedFields): string {
   let text = "";
   for (const f of fields) text += `${f.length}:${f}`;
   return createHash("sha256").update(text).digest("hex");
+}
+
+/** The chain hash of an event a writer is about to store at `position`. */
+export function hashPrepared(
+  prevHash: string,
+  e: PreparedEvent,
+  at: {
+    readonly streamId: string;
+    readonly revision: bigint;
+    readonly position: bigint;
+    readonly recordedAt: string;
+  },
+): string {
+  return chainHash(prevHash, {
+    position: at.position,
+    streamId: at.streamId,
+    revision: at.revision,
+    type: e.type,
+    schemaVersion: e.schemaVersion,
+    dataJson: e.dataJson,
+    eventId: e.eventId,
+    actor: e.actor,
+    causationId: e.causationId,
+    correlationId: e.correlationId,
+    recordedAt: at.recordedAt,
+  });
+}
+
+/** The chain hash a stored event must carry, given the previous event's. */
+export function hashStored(prevHash: string, e: StoredEvent): string {
+  return chainHash(prevHash, {
+    position: e.position,
+    streamId: e.streamId,
+    revision: e.revision,
+    type: e.type,
+    schemaVersion: e.metadata.schemaVersion,
+    dataJson: e.dataJson,
+    eventId: e.metadata.eventId,
+    actor: e.metadata.actor,
+    causationId: e.metadata.causationId,
+    correlationId: e.metadata.correlationId,
+    recordedAt: e.metadata.recordedAt,
+  });
 }
