@@ -23,8 +23,13 @@ export interface FaultTask {
   readonly parents?: string[];
 }
 
-/** The latest hourly slot whose interval has ended. */
+/**
+ * The latest hourly slot whose interval has ended, when the suite loaded. Tasks end there
+ * (`endDate`), so an hour that turns while the suite runs does not start another interval.
+ */
 export const LATEST_HOUR = new Date(Math.floor(Date.now() / HOUR) * HOUR - HOUR).toISOString();
+/** Half an hour past it: the schedule's last interval is LATEST_HOUR. */
+const END_DATE = new Date(Date.parse(LATEST_HOUR) + HOUR / 2).toISOString();
 
 /**
  * Each task appends `<logical date> <token>` to `<dir>/effects/<name>`: the side effect whose
@@ -38,7 +43,7 @@ export function declareTasks(dir: string, tasks: readonly FaultTask[]): void {
     const command = t.before ? `${t.before}; ${effect}` : effect;
     const env = t.env ? `, env: ${JSON.stringify(t.env)}` : "";
     const parents = (t.parents ?? []).map((p) => `"p/a/${p}"`).join(", ");
-    return `  - { project: p, account: a, name: ${t.name}, cron: "${cron}", startDate: "${start}", catchup: ${t.catchup ?? true}, idempotent: ${t.idempotent}, leaseSeconds: 2, retry: { maxAttempts: 1 }, parents: [${parents}], operator: { type: shell, command: ${JSON.stringify(command)}${env} } }`;
+    return `  - { project: p, account: a, name: ${t.name}, cron: "${cron}", startDate: "${start}", endDate: "${END_DATE}", catchup: ${t.catchup ?? true}, idempotent: ${t.idempotent}, leaseSeconds: 2, retry: { maxAttempts: 1 }, parents: [${parents}], operator: { type: shell, command: ${JSON.stringify(command)}${env} } }`;
   });
   chronolog(dir, ["log", "append", "note-setup", "-t", "Note", "-d", '{"text":"setup"}']);
   const file = join(dir, "tasks.yaml");

@@ -14,6 +14,7 @@ export type TaskCondition =
   | "retry_wait"
   | "succeeded"
   | "not_due"
+  | "ended"
   | "blocked"
   | "ready"
   | "unknown";
@@ -127,6 +128,10 @@ export function explainTask(projection: SchedulerProjection, taskId: string, now
   }
   if (task.status === "paused")
     return { ...base, condition: "paused", reasons: ["the task is paused"], gate: null };
+  if (task.spec.endDate && Date.parse(task.logicalDate) > Date.parse(task.spec.endDate)) {
+    const end = shortInstant(task.spec.endDate);
+    return { ...base, condition: "ended", reasons: [`the schedule ended at ${end}`], gate: null };
+  }
   if (Date.parse(task.nextRunDate) > nowMs) {
     return {
       ...base,
