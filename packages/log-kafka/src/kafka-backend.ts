@@ -10,6 +10,7 @@ import {
   LogClosedError,
   type PreparedEvent,
   type PreparedWrite,
+  revisionMatches,
   type StoredEvent,
   type StreamRevision,
   WrongExpectedRevisionError,
@@ -113,15 +114,6 @@ function isFatal(error: unknown): boolean {
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-function matches(expected: ExpectedRevision, actual: StreamRevision): boolean {
-  return (
-    expected === "any" ||
-    (expected === "no_stream" && actual === "no_stream") ||
-    (expected === "exists" && actual !== "no_stream") ||
-    (typeof expected === "bigint" && actual === expected)
-  );
-}
 
 /** Every connection with TCP_NODELAY: a request is one small write, and Nagle only delays it. */
 function socketFactory({ host, port, onConnect }: { host: string; port: number; onConnect: () => void }) {
@@ -604,7 +596,7 @@ export class KafkaBackend implements LogBackend {
       let conflict: Error | null = null;
       for (const w of p.writes) {
         const actual = revisionOf(w.streamId, local);
-        if (!matches(w.expected, actual)) {
+        if (!revisionMatches(w.expected, actual)) {
           conflict = new WrongExpectedRevisionError(w.streamId, w.expected, actual);
           break;
         }

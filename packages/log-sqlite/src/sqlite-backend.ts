@@ -9,6 +9,7 @@ import {
   LogClosedError,
   type PreparedEvent,
   type PreparedWrite,
+  revisionMatches,
   type StoredEvent,
   type StreamRevision,
   WrongExpectedRevisionError,
@@ -86,15 +87,6 @@ function toStored(row: EventRow): StoredEvent {
       hash: row.hash.toString("hex"),
     },
   };
-}
-
-function checkExpected(streamId: string, expected: ExpectedRevision, actual: StreamRevision): void {
-  const ok =
-    expected === "any" ||
-    (expected === "no_stream" && actual === "no_stream") ||
-    (expected === "exists" && actual !== "no_stream") ||
-    (typeof expected === "bigint" && actual === expected);
-  if (!ok) throw new WrongExpectedRevisionError(streamId, expected, actual);
 }
 
 /**
@@ -271,11 +263,9 @@ export class SqliteBackend implements LogBackend {
       for (const w of p.writes) {
         const sid = this.sids.get(w.streamId) ?? (this.stmts.sidOf.get(w.streamId) as bigint | undefined);
         const last = sid === undefined ? null : (this.stmts.revisionOf.get(sid) as bigint | null);
-        try {
-          checkExpected(w.streamId, w.expected, last ?? "no_stream");
-        } catch (error) {
-          return error as Error;
-        }
+        const actual: StreamRevision = last ?? "no_stream";
+        if (!revisionMatches(w.expected, actual))
+          return new WrongExpectedRevisionError(w.streamId, w.expected, actual);
         targets.push({ w, sid, last });
       }
       return targets.map(({ w, sid, last }) => this.insertEvents(w, sid, last, chain, recordedAt));

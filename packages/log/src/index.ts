@@ -3,4 +3,10 @@ export * from "./event-log.js";
 export * from "./hash.js";
 export * from "./subscription.js";
 export * from "./types.js";
-export { checkExpectedRevision, checkStreamName, MAX_EVENTS_PER_APPEND, prepareEvents } from "./validate.js";
+export {
+  checkExpectedRevision,
+  checkStreamName,
+  MAX_EVENTS_PER_APPEND,
+  prepareEvents,
+  revisionMatches,
+} from "./validate.js";

@@ -10,13 +10,23 @@ import {
   zodIssues,
 } from "@chronolog/core";
 import { InvalidAppendError, InvalidExpectedRevisionError, InvalidStreamNameError } from "./errors.js";
-import type { ExpectedRevision, NewEvent, PreparedEvent } from "./types.js";
+import type { ExpectedRevision, NewEvent, PreparedEvent, StreamRevision } from "./types.js";
 
 export const MAX_EVENTS_PER_APPEND = 10_000;
 export const MAX_EVENT_BYTES = 1_048_576;
 
 export function checkStreamName(streamId: unknown): asserts streamId is string {
   if (!isValidStreamName(streamId)) throw new InvalidStreamNameError(streamId);
+}
+
+/** Whether a stream at `actual` satisfies `expected`: the compare-and-set rule every backend applies. */
+export function revisionMatches(expected: ExpectedRevision, actual: StreamRevision): boolean {
+  return (
+    expected === "any" ||
+    (expected === "no_stream" && actual === "no_stream") ||
+    (expected === "exists" && actual !== "no_stream") ||
+    (typeof expected === "bigint" && actual === expected)
+  );
 }
 
 export function checkExpectedRevision(value: unknown): asserts value is ExpectedRevision {

@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import {
   type DomainEvent,
-  formatTaskKey,
   instanceStream,
   isTerminal,
   parseInstant,
@@ -221,5 +220,3 @@ export function backfillProgress(projection: SchedulerProjection, plan: Backfill
   }
   return { done, total, failed, finished: done >= total };
 }
-
-export { formatTaskKey };

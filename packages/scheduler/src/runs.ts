@@ -3,7 +3,6 @@ import {
   type DomainEvent,
   evolveRun,
   firstSlotAtOrAfter,
-  formatTaskKey,
   type InstanceState,
   instanceStream,
   lastSlotEndingBy,
@@ -279,5 +278,3 @@ export function criticalPath(view: RunView, parentsOf: (task: string) => readonl
   const wallMs = Math.max(...[...times.values()].map((t) => t.end)) - runStart;
   return { links, pathMs, wallMs, gapMs: wallMs - pathMs };
 }
-
-export { formatTaskKey };

@@ -798,17 +798,6 @@ export class Scheduler {
     this.waiting.delete(conn);
     for (const id of w) this.markDirty(id);
   }
-
-  /** Where each connection stands: for `chronolog up` and tests. */
-  connectionUsage(): Map<string, number> {
-    const out = new Map<string, number>();
-    for (const [c, s] of this.load) out.set(c, s.size);
-    return out;
-  }
-
-  instanceTaskId(inst: InstanceState): string {
-    return formatTaskKey(inst.key);
-  }
 }
 
 function hasTemplate(value: unknown): boolean {

@@ -99,6 +99,13 @@ function impliedStart(
   return { workerId, startedAt: new Date(Date.parse(endedAt) - (durationMs ?? 0)).toISOString() };
 }
 
+/** The status each "closed without running" event gives an instance. */
+const CLOSED_STATUS = {
+  InstanceSkipped: "skipped",
+  InstanceUpstreamFailed: "upstream_failed",
+  InstanceCancelled: "cancelled",
+} as const satisfies Record<string, InstanceStatus>;
+
 function updateAttempt(
   state: InstanceState,
   token: string,
@@ -165,12 +172,7 @@ export function evolveInstance(
         key: event.data.key,
         logicalDate: event.data.logicalDate,
         runId: event.data.runId ?? null,
-        status:
-          event.type === "InstanceSkipped"
-            ? "skipped"
-            : event.type === "InstanceCancelled"
-              ? "cancelled"
-              : "upstream_failed",
+        status: CLOSED_STATUS[event.type],
         attempts: [],
         idempotent: false,
         leaseSeconds: 30,
@@ -279,26 +281,12 @@ export function evolveInstance(
         }),
       };
     case "InstanceSkipped":
-      return {
-        ...state,
-        revision,
-        status: "skipped",
-        reason: event.data.reason,
-        runId: event.data.runId ?? state.runId,
-      };
     case "InstanceUpstreamFailed":
-      return {
-        ...state,
-        revision,
-        status: "upstream_failed",
-        reason: event.data.reason,
-        runId: event.data.runId ?? state.runId,
-      };
     case "InstanceCancelled":
       return {
         ...state,
         revision,
-        status: "cancelled",
+        status: CLOSED_STATUS[event.type],
         reason: event.data.reason,
         runId: event.data.runId ?? state.runId,
       };

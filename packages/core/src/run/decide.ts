@@ -1,6 +1,6 @@
 import type { DomainEvent, DomainEventOf } from "../events/catalog.js";
 import type { InstanceStatus } from "../instance/state.js";
-import { formatTaskKey, type TaskKey } from "../keys.js";
+import type { TaskKey } from "../keys.js";
 import type { WorkflowSpec } from "../spec.js";
 import type { RunState } from "./state.js";
 
@@ -148,8 +148,4 @@ export function decideRun(
     };
   }
   return { close, cancel, finish };
-}
-
-export function runTaskIds(tasks: readonly TaskKey[]): string[] {
-  return tasks.map(formatTaskKey);
 }
