@@ -23,10 +23,10 @@ const pct = (p) => latencies[Math.floor((latencies.length - 1) * p)].toFixed(1);
 console.log(`one at a time: p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms`);
 
 // Throughput with many appends in flight: each worker appends to its own stream, with the
-// expected revision checked, so the log batches appends of many streams per transaction.
+// expected revision checked, so the log batches appends of many streams per request.
 const total = Number(appends);
 const k = Number(perAppend);
-const before = backend.stats().transactions;
+const before = backend.stats().sends;
 let next = 0;
 const start = performance.now();
 async function worker(id) {
@@ -40,10 +40,10 @@ async function worker(id) {
 }
 await Promise.all(Array.from({ length: Number(inFlight) }, (_, id) => worker(id)));
 const seconds = (performance.now() - start) / 1000;
-const txns = backend.stats().transactions - before;
+const sends = backend.stats().sends - before;
 console.log(
   `${total} appends x ${k} event(s), ${inFlight} in flight: ${(total / seconds).toFixed(0)} appends/s, ` +
-    `${((total * k) / seconds).toFixed(0)} events/s, ${txns} transactions (${(total / txns).toFixed(0)} appends each)`,
+    `${((total * k) / seconds).toFixed(0)} events/s, ${sends} produce requests (${(total / sends).toFixed(0)} appends each)`,
 );
 const t = performance.now();
 const verified = await log.verify();

@@ -2,9 +2,9 @@ import { randomUUID } from "node:crypto";
 import net from "node:net";
 import {
   type AppendResult,
+  chainHash,
   type ExpectedRevision,
   GENESIS_HASH,
-  hashPrepared,
   InvalidAppendError,
   type LogBackend,
   LogClosedError,
@@ -25,9 +25,14 @@ import {
   type Message,
   Partitioners,
   type Producer,
-  type Transaction,
 } from "kafkajs";
-import { decodeEvent, encodeEvent, ForeignRecordError } from "./record.js";
+import {
+  type DecodedAppend,
+  decodeAppend,
+  encodeExpected,
+  ForeignRecordError,
+  type WireAppend,
+} from "./record.js";
 
 export interface KafkaLogOptions {
   /** Bootstrap brokers: `"127.0.0.1:19092,127.0.0.1:19093"` or a list of `host:port`. */
@@ -40,43 +45,30 @@ export interface KafkaLogOptions {
   readonly replicationFactor?: number;
   /** Create the topic when it is missing. Default true. */
   readonly createTopic?: boolean;
-  /** Most events one Kafka transaction carries (appends queued together share one). Default 5,000. */
-  readonly maxBatchEvents?: number;
-  /** Largest record one event may make, in bytes (the topic's max.message.bytes must allow it). */
-  readonly maxEventBytes?: number;
+  /** Largest record one append may make, in bytes (the topic's max.message.bytes must allow it). */
+  readonly maxAppendBytes?: number;
   /** How long one request, or a wait for the log to catch up, may take. Default 30 s. */
   readonly requestTimeoutMs?: number;
   /**
-   * How long an append keeps being retried when ownership is lost or the cluster fails (a
-   * broker's death is noticed after its session timeout, 9 s by default). Default 45 s.
+   * How long an append keeps being retried when the cluster fails (a broker's death is
+   * noticed after its session timeout, 9 s by default). Default 45 s.
    */
   readonly appendTimeoutMs?: number;
   /** The Kafka client's own log lines, on stderr. Default: none. */
   readonly logLevel?: "error" | "warn" | "info" | "debug";
 }
 
-/** One append (one stream) or one atomic multi-stream append, waiting for the writer. */
+/** One append (one stream) or one atomic multi-stream append, waiting for its outcome. */
 interface PendingAppend {
+  readonly id: string;
   readonly writes: readonly PreparedWrite[];
-  readonly events: number;
+  /** The record: encoded once, so a copy sent again is byte for byte the same append. */
+  readonly value: string;
+  readonly bytes: number;
   readonly resolve: (r: AppendResult[]) => void;
   readonly reject: (e: unknown) => void;
-  /**
-   * Where an attempt whose outcome is unknown put this append's first event. Once this
-   * client owns the partition again and has read it to the end, that position tells.
-   */
-  tried?: bigint;
-}
-
-interface Plan {
-  /** Appends this transaction writes, with the results each gets once it commits. */
-  readonly accepted: Array<{ readonly p: PendingAppend; readonly results: AppendResult[] }>;
-  /** Appends an earlier attempt already committed. */
-  readonly done: Array<{ readonly p: PendingAppend; readonly results: AppendResult[] }>;
-  readonly refused: Array<{ readonly p: PendingAppend; readonly error: Error }>;
-  /** The records, in sends that each stay under the broker's batch size limit. */
-  readonly sends: Message[][];
-  readonly lastPosition: bigint;
+  /** Set once the record was acknowledged: the outcome must then arrive within the timeout. */
+  timer?: NodeJS.Timeout;
 }
 
 interface Waiter {
@@ -123,42 +115,54 @@ function socketFactory({ host, port, onConnect }: { host: string; port: number; 
 }
 
 /**
- * The log in one single-partition Kafka topic.
+ * How many decided appends each reader remembers by id, to recognise a copy of a record that
+ * was sent twice (a send retried after its acknowledgement was lost).
+ */
+const DEDUPE_WINDOW = 200_000;
+
+/**
+ * The log in one single-partition Kafka topic, written by any number of clients at once.
  *
- * - Ownership: every client that appends uses the same transactional id, derived from the
- *   topic and partition. Initialising it fences every earlier producer of that id, so at most
- *   one client can commit to the partition at a time; a client that was fenced finds out when
- *   its transaction fails, takes ownership back (fencing the other) and reads to the end
- *   before it decides again.
- * - Knowledge: a follower (a read_committed consumer) applies every committed record to an
- *   in-memory index: events by position, events by stream. An owner decides a compare-and-set
- *   on that index; the commit succeeding proves no other client wrote since this client took
- *   ownership and caught up, so the decision was made on the whole log.
- * - Positions are dense (0, 1, 2, ...) and assigned by the owner, carried in each record and
- *   covered by the hash chain; Kafka offsets (which control records and aborted transactions
- *   also use) stay internal.
- * - Reads ask the partition's last stable offset and wait until the follower has read that
- *   far, so a read sees every append that completed before it began, in any process.
+ * - The partition's order decides. A writer sends each append as one record that carries the
+ *   revision it expects for each stream, not the revision it gets. Every reader (a consumer
+ *   in every client) applies the records in offset order and decides each compare-and-set
+ *   against the streams as the records before it left them: all writes match, and the append
+ *   gets its revisions, dense positions and hash chain; one does not, and the whole record is
+ *   refused. Every reader sees the same records in the same order, so every reader makes the
+ *   same decisions: the log needs no owner, no lock and no transaction.
+ * - A writer learns its outcome from its own reader: an append is acknowledged (or refused
+ *   with WrongExpectedRevisionError) once this client has read its record back and decided
+ *   it. Sends are pipelined: the next batch goes while earlier ones wait for their outcome.
+ * - A record sent twice (a retry after a lost acknowledgement) is decided once: readers
+ *   remember the ids of the last DEDUPE_WINDOW records, and a record made before that window
+ *   began is refused, so a forgotten copy can never be applied.
+ * - Reads ask the partition's end offset and wait until the reader has applied that far, so a
+ *   read sees every append that completed before it began, in any process.
  */
 export class KafkaBackend implements LogBackend {
   readonly name = "kafka";
   readonly topic: string;
-  readonly transactionalId: string;
   private readonly kafka: Kafka;
   private readonly admin: Admin;
   private readonly consumer: Consumer;
   private producer: Producer | null = null;
   private readonly disconnecting = new Set<Promise<void>>();
 
-  /** Every committed event, index = position. */
+  /** Every accepted event, index = position. */
   private readonly events: StoredEvent[] = [];
   /** Each stream's events, index = revision. */
   private readonly streams = new Map<string, StoredEvent[]>();
   private lastHash = GENESIS_HASH;
-  /** The next Kafka offset the follower reads: everything below it is applied. */
+  /** The next Kafka offset the reader applies: everything below it is decided. */
   private nextOffset = 0n;
+  /** append id -> offset of its record, for the last DEDUPE_WINDOW records decided. */
+  private readonly decided = new Map<string, bigint>();
+  /** A record made (per its `base`) before this offset may have a forgotten copy: refused. */
+  private dedupeFloor = 0n;
 
   private readonly queue: PendingAppend[] = [];
+  /** Appends handed to the writer whose outcome this client's reader has not decided yet. */
+  private readonly pending = new Map<string, PendingAppend>();
   private writing = false;
   private writer: Promise<void> = Promise.resolve();
   private readonly waiters = new Set<Waiter>();
@@ -169,21 +173,16 @@ export class KafkaBackend implements LogBackend {
   private closing = false;
   private closed = false;
 
-  private readonly maxBatchEvents: number;
-  private readonly maxEventBytes: number;
+  private readonly maxAppendBytes: number;
   private readonly timeoutMs: number;
   private readonly appendTimeoutMs: number;
 
-  /** Transactions this client committed. */
-  transactions = 0;
-  /** Times this client took ownership of the partition (each fenced the former owner). */
-  ownerships = 0;
+  /** Produce requests this client made, records they carried, records of any client refused. */
+  private readonly counts = { sends: 0, records: 0, refused: 0, duplicates: 0 };
 
   private constructor(readonly options: KafkaLogOptions) {
     this.topic = options.topic;
-    this.transactionalId = `chronolog.${options.topic}.0`;
-    this.maxBatchEvents = options.maxBatchEvents ?? 5000;
-    this.maxEventBytes = options.maxEventBytes ?? 1_000_000 - RECORD_OVERHEAD;
+    this.maxAppendBytes = options.maxAppendBytes ?? 1_000_000 - RECORD_OVERHEAD;
     this.timeoutMs = options.requestTimeoutMs ?? 30_000;
     this.appendTimeoutMs = options.appendTimeoutMs ?? 45_000;
     const brokers =
@@ -233,6 +232,11 @@ export class KafkaBackend implements LogBackend {
     return backend;
   }
 
+  /** The Kafka client this log uses, for the scheduler membership of the same cluster. */
+  get client(): Kafka {
+    return this.kafka;
+  }
+
   private async start(): Promise<void> {
     await this.admin.connect();
     if (this.options.createTopic ?? true) {
@@ -267,7 +271,6 @@ export class KafkaBackend implements LogBackend {
   private async startFollower(): Promise<void> {
     const c = this.consumer;
     c.on(c.events.END_BATCH_PROCESS, (e) => {
-      // Also reported for fetches that held only control records or aborted transactions.
       this.advance(BigInt(e.payload.lastOffset) + 1n);
     });
     c.on(c.events.GROUP_JOIN, () => {
@@ -293,33 +296,109 @@ export class KafkaBackend implements LogBackend {
     });
   }
 
-  /** Applies committed records in offset order. */
+  /** Decides records in offset order. */
   private apply(messages: readonly KafkaMessage[], next: bigint): void {
-    let added = false;
+    const before = this.events.length;
     for (const m of messages) {
       const offset = BigInt(m.offset);
       if (offset < this.nextOffset) continue;
-      const e = decodeEvent(m.value, m.offset);
-      const position = BigInt(this.events.length);
-      if (e.position !== position) {
-        throw new ForeignRecordError(m.offset, `position ${e.position} where ${position} comes next`);
-      }
-      let stream = this.streams.get(e.streamId);
-      if (!stream) {
-        stream = [];
-        this.streams.set(e.streamId, stream);
-      }
-      if (e.revision !== BigInt(stream.length)) {
-        throw new ForeignRecordError(m.offset, `revision ${e.revision} where ${stream.length} comes next`);
-      }
-      this.events.push(e);
-      stream.push(e);
-      this.lastHash = e.metadata.hash;
+      this.decide(decodeAppend(m.value, m.offset), offset);
       this.nextOffset = offset + 1n;
-      added = true;
     }
     this.advance(next);
-    if (added) this.notify();
+    if (this.events.length > before) this.notify();
+  }
+
+  /** The compare-and-set every reader makes the same way for the record at `offset`. */
+  private decide(a: DecodedAppend, offset: bigint): void {
+    if (this.decided.has(a.id)) {
+      this.counts.duplicates += 1; // a copy of a record already decided
+      return;
+    }
+    this.decided.set(a.id, offset);
+    if (this.decided.size > DEDUPE_WINDOW) {
+      const [oldest, at] = this.decided.entries().next().value as [string, bigint];
+      this.decided.delete(oldest);
+      this.dedupeFloor = at + 1n;
+    }
+    const p = this.pending.get(a.id);
+    if (a.base < this.dedupeFloor) {
+      this.counts.refused += 1;
+      if (p) {
+        this.settle(p, {
+          error: new Error(
+            `kafka log ${this.topic}: the append was made at offset ${a.base}, too long before it reached the log (offset ${offset}) to rule out a copy of it`,
+          ),
+        });
+      }
+      return;
+    }
+    const local = new Map<string, StreamRevision>();
+    for (const w of a.writes) {
+      const actual = local.get(w.stream) ?? this.currentRevision(w.stream);
+      if (!revisionMatches(w.expected, actual)) {
+        this.counts.refused += 1;
+        if (p) this.settle(p, { error: new WrongExpectedRevisionError(w.stream, w.expected, actual) });
+        return;
+      }
+      local.set(w.stream, (actual === "no_stream" ? -1n : actual) + BigInt(w.events.length));
+    }
+    const results: AppendResult[] = [];
+    for (const w of a.writes) {
+      let stream = this.streams.get(w.stream);
+      if (!stream) {
+        stream = [];
+        this.streams.set(w.stream, stream);
+      }
+      let last: StoredEvent | undefined;
+      for (const e of w.events) {
+        const position = BigInt(this.events.length);
+        const revision = BigInt(stream.length);
+        const hash = chainHash(this.lastHash, {
+          position,
+          streamId: w.stream,
+          revision,
+          type: e.type,
+          schemaVersion: e.schemaVersion,
+          dataJson: e.dataJson,
+          eventId: e.eventId,
+          actor: e.actor,
+          causationId: e.causationId,
+          correlationId: e.correlationId,
+          recordedAt: a.recordedAt,
+        });
+        last = {
+          streamId: w.stream,
+          revision,
+          position,
+          type: e.type,
+          dataJson: e.dataJson,
+          metadata: {
+            eventId: e.eventId,
+            actor: e.actor,
+            causationId: e.causationId,
+            correlationId: e.correlationId,
+            schemaVersion: e.schemaVersion,
+            recordedAt: a.recordedAt,
+            prevHash: this.lastHash,
+            hash,
+          },
+        };
+        this.events.push(last);
+        stream.push(last);
+        this.lastHash = hash;
+      }
+      if (last) results.push({ nextExpectedRevision: last.revision, position: last.position });
+    }
+    if (p) this.settle(p, { results });
+  }
+
+  private settle(p: PendingAppend, outcome: { results: AppendResult[] } | { error: unknown }): void {
+    if (this.pending.get(p.id) !== p) return;
+    this.pending.delete(p.id);
+    if (p.timer) clearTimeout(p.timer);
+    if ("results" in outcome) p.resolve(outcome.results);
+    else p.reject(outcome.error);
   }
 
   private advance(next: bigint): void {
@@ -351,9 +430,9 @@ export class KafkaBackend implements LogBackend {
   }
 
   /**
-   * The partition's last stable offset: everything below it is committed or aborted. A call
-   * made while a request is out waits for the next one (which starts after the call did), so
-   * concurrent readers share requests without ever getting an answer older than their call.
+   * The partition's end offset. A call made while a request is out waits for the next one
+   * (which starts after the call did), so concurrent readers share requests without ever
+   * getting an answer older than their call.
    */
   private lastStableOffset(): Promise<bigint> {
     if (!this.lsoInFlight) {
@@ -376,7 +455,6 @@ export class KafkaBackend implements LogBackend {
   private async fetchLastStableOffset(): Promise<bigint> {
     for (let attempt = 1; ; attempt++) {
       try {
-        // ListOffsets with isolation read_committed answers the last stable offset.
         const offsets = await this.admin.fetchTopicOffsets(this.topic);
         const p = offsets.find((o) => o.partition === 0);
         if (!p) throw new Error(`kafka log ${this.topic}: partition 0 not found`);
@@ -389,7 +467,7 @@ export class KafkaBackend implements LogBackend {
     }
   }
 
-  /** Returns once this client has applied every transaction completed before the call. */
+  /** Returns once this client has decided every record written before the call. */
   private async sync(): Promise<void> {
     const target = await this.lastStableOffset();
     await this.waitFor(() => this.nextOffset >= target, `the log to be read up to offset ${target}`);
@@ -410,7 +488,7 @@ export class KafkaBackend implements LogBackend {
     return result as AppendResult;
   }
 
-  /** Appends to several streams in one transaction: all of them, or on one conflict none. */
+  /** Appends to several streams in one record: all of them, or on one conflict none. */
   appendMany(writes: readonly PreparedWrite[]): Promise<AppendResult[]> {
     return this.enqueue(writes);
   }
@@ -418,10 +496,40 @@ export class KafkaBackend implements LogBackend {
   private enqueue(writes: readonly PreparedWrite[]): Promise<AppendResult[]> {
     if (this.closing) return Promise.reject(new LogClosedError());
     if (this.failure) return Promise.reject(this.failure);
-    const events = writes.reduce((n, w) => n + w.events.length, 0);
-    if (events === 0) return Promise.reject(new InvalidAppendError("an append needs at least one event"));
+    if (writes.length === 0 || writes.some((w) => w.events.length === 0)) {
+      return Promise.reject(new InvalidAppendError("an append needs at least one event"));
+    }
+    const id = randomUUID();
+    const wire: WireAppend = {
+      v: 2,
+      id,
+      base: this.nextOffset.toString(),
+      recordedAt: new Date().toISOString(),
+      writes: writes.map((w) => ({
+        stream: w.streamId,
+        expected: encodeExpected(w.expected),
+        events: w.events.map((e) => ({
+          eventId: e.eventId,
+          type: e.type,
+          dataJson: e.dataJson,
+          schemaVersion: e.schemaVersion,
+          actor: e.actor,
+          causationId: e.causationId,
+          correlationId: e.correlationId,
+        })),
+      })),
+    };
+    const value = JSON.stringify(wire);
+    const bytes = Buffer.byteLength(value) + Buffer.byteLength(writes[0]?.streamId ?? "") + RECORD_OVERHEAD;
+    if (bytes > this.maxAppendBytes) {
+      return Promise.reject(
+        new InvalidAppendError(
+          `an append of ${bytes} bytes exceeds the Kafka log's limit of ${this.maxAppendBytes} bytes per append`,
+        ),
+      );
+    }
     return new Promise<AppendResult[]>((resolve, reject) => {
-      this.queue.push({ writes, events, resolve, reject });
+      this.queue.push({ id, writes, value, bytes, resolve, reject });
       if (!this.writing) {
         this.writing = true;
         this.writer = this.writeLoop();
@@ -430,74 +538,79 @@ export class KafkaBackend implements LogBackend {
   }
 
   /**
-   * Writes queued appends, as many as fit one transaction at a time. `writing` is cleared in
-   * the same synchronous step that finds the queue empty, so an append queued at any moment
-   * is either taken by this loop or starts the next.
+   * Sends queued appends, as many as fit one produce request at a time, without waiting for
+   * their outcomes (the reader settles them). `writing` is cleared in the same synchronous
+   * step that finds the queue empty, so an append queued at any moment is either taken by this
+   * loop or starts the next.
    */
   private async writeLoop(): Promise<void> {
     try {
-      // Let appends made in the same tick join the first transaction.
+      // Let appends made in the same tick join the first request.
       await new Promise((r) => setImmediate(r));
       while (this.queue.length > 0) {
-        let count = 0;
+        let bytes = 0;
         let take = 0;
         while (
           take < this.queue.length &&
-          (take === 0 || count + (this.queue[take]?.events ?? 0) <= this.maxBatchEvents)
+          (take === 0 || bytes + (this.queue[take]?.bytes ?? 0) <= SEND_BYTES)
         ) {
-          count += this.queue[take]?.events ?? 0;
+          bytes += this.queue[take]?.bytes ?? 0;
           take += 1;
         }
-        await this.writeBatch(this.queue.splice(0, take));
+        await this.send(this.queue.splice(0, take));
       }
     } catch (error) {
-      // Not expected (writeBatch settles its appends itself): fail what waits rather than hang.
+      // Not expected (send settles what it cannot write): fail what waits rather than hang.
       for (const p of this.queue.splice(0)) p.reject(error);
     } finally {
       this.writing = false;
     }
   }
 
-  /** Decides and commits one batch of appends; settles every one of them. */
-  private async writeBatch(batch: PendingAppend[]): Promise<void> {
+  /**
+   * Sends one batch of records, retrying through failures until `appendTimeoutMs`. A record
+   * whose send failed may still have been written: it stays pending, so that if the reader
+   * meets it the append is settled by the log's decision; a copy sent again is recognised.
+   */
+  private async send(batch: PendingAppend[]): Promise<void> {
+    for (const p of batch) this.pending.set(p.id, p);
     let lastError: unknown = null;
     const deadline = performance.now() + this.appendTimeoutMs;
     for (let attempt = 1; ; attempt++) {
+      const left = batch.filter((p) => this.pending.get(p.id) === p);
+      if (left.length === 0) return;
       if (this.failure || (attempt > 1 && (performance.now() > deadline || isFatal(lastError)))) {
-        const error = this.failure ?? lastError;
-        for (const p of batch) p.reject(error);
+        const error =
+          this.failure ??
+          new Error(
+            `kafka log ${this.topic}: the append could not be written (it may yet appear in the log): ${
+              (lastError as Error)?.message ?? lastError
+            }`,
+            { cause: lastError },
+          );
+        for (const p of left) this.settle(p, { error });
         return;
       }
       try {
-        const owner = await this.acquire();
-        let plan = this.plan(batch);
-        if (plan.accepted.length === 0 && plan.refused.length > 0 && !owner.fresh) {
-          // A refusal that no commit will confirm must rest on a fresh read.
-          await this.sync();
-          plan = this.plan(batch);
+        const producer = await this.getProducer();
+        await producer.send({
+          topic: this.topic,
+          acks: -1,
+          timeout: this.timeoutMs,
+          messages: left.map((p) => ({ key: p.writes[0]?.streamId ?? null, value: p.value, partition: 0 })),
+        });
+        this.counts.sends += 1;
+        this.counts.records += left.length;
+        for (const p of left) {
+          if (this.pending.get(p.id) !== p) continue;
+          p.timer = setTimeout(() => {
+            this.settle(p, {
+              error: new Error(`kafka log ${this.topic}: timed out waiting for an append to be read back`),
+            });
+          }, this.timeoutMs);
         }
-        if (plan.accepted.length > 0) {
-          for (const messages of plan.sends) {
-            await owner.tx.send({ topic: this.topic, acks: -1, timeout: this.timeoutMs, messages });
-          }
-          await owner.tx.commit();
-          this.transactions += 1;
-          // Visible to this client's follower, hence past the last stable offset for every reader.
-          await this.waitFor(
-            () => BigInt(this.events.length) > plan.lastPosition,
-            `position ${plan.lastPosition} to be read back`,
-          );
-        } else {
-          await owner.tx.abort(); // nothing was added: ends the transaction locally
-        }
-        for (const { p, results } of plan.done) p.resolve(results);
-        for (const { p, results } of plan.accepted) p.resolve(results);
-        for (const { p, error } of plan.refused) p.reject(error);
         return;
       } catch (error) {
-        // Fenced by another client, or the cluster failed: the transaction may or may not have
-        // committed. Drop the producer; the next attempt takes ownership back and reads the
-        // partition to its end, which settles it (see `tried`).
         lastError = error;
         this.dropProducer();
         const backoff = Math.min(500, 8 * 2 ** attempt);
@@ -506,31 +619,21 @@ export class KafkaBackend implements LogBackend {
     }
   }
 
-  /**
-   * Becomes the partition's writer if not already: a new transactional producer whose
-   * initialisation fences every former one (and aborts its open transaction), then reads the
-   * partition to its end. Returns a transaction begun.
-   */
-  private async acquire(): Promise<{ tx: Transaction; fresh: boolean }> {
-    if (this.producer) return { tx: await this.producer.transaction(), fresh: false };
+  private async getProducer(): Promise<Producer> {
+    if (this.producer) return this.producer;
     const producer = this.kafka.producer({
-      transactionalId: this.transactionalId,
+      // Idempotent: the broker drops a batch this producer sends again after a lost response,
+      // and keeps its batches in order.
       idempotent: true,
       maxInFlightRequests: 1,
-      transactionTimeout: Math.max(this.timeoutMs, 10_000),
       allowAutoTopicCreation: false,
       // Every record names its partition; this only keeps the client from warning.
       createPartitioner: Partitioners.DefaultPartitioner,
-      // Few retries on purpose: on any failure the producer is dropped and the append retried
-      // by a new owner that first reads the partition to its end (see writeBatch).
       retry: { initialRetryTime: 10, maxRetryTime: 500, retries: 10 },
     });
     this.producer = producer;
     await producer.connect();
-    const tx = await producer.transaction();
-    this.ownerships += 1;
-    await this.sync();
-    return { tx, fresh: true };
+    return producer;
   }
 
   private dropProducer(): void {
@@ -545,132 +648,6 @@ export class KafkaBackend implements LogBackend {
   private currentRevision(streamId: string): StreamRevision {
     const n = this.streams.get(streamId)?.length ?? 0;
     return n === 0 ? "no_stream" : BigInt(n - 1);
-  }
-
-  /** The results an append that committed at `position` got, read back from the index. */
-  private committedAt(p: PendingAppend, position: bigint): AppendResult[] | null {
-    const first = this.events[Number(position)];
-    const w0 = p.writes[0] as PreparedWrite;
-    if (
-      first?.metadata.eventId !== (w0.events[0] as PreparedEvent).eventId ||
-      first.streamId !== w0.streamId
-    ) {
-      return null;
-    }
-    const results: AppendResult[] = [];
-    let at = Number(position);
-    for (const w of p.writes) {
-      at += w.events.length;
-      const last = this.events[at - 1] as StoredEvent;
-      results.push({ nextExpectedRevision: last.revision, position: last.position });
-    }
-    return results;
-  }
-
-  /**
-   * Checks each append against the index (and the appends before it in this batch) and builds
-   * the records of those that pass, with positions, revisions and the hash chain continued.
-   */
-  private plan(batch: readonly PendingAppend[]): Plan {
-    const accepted: Plan["accepted"] = [];
-    const done: Plan["done"] = [];
-    const refused: Plan["refused"] = [];
-    const sends: Message[][] = [];
-    let send: Message[] = [];
-    let sendBytes = 0;
-    let position = BigInt(this.events.length);
-    let prevHash = this.lastHash;
-    /** Stream revisions as the appends accepted so far in this batch leave them. */
-    const revisions = new Map<string, StreamRevision>();
-    const revisionOf = (streamId: string, local: Map<string, StreamRevision>) =>
-      local.get(streamId) ?? revisions.get(streamId) ?? this.currentRevision(streamId);
-    const recordedAt = new Date().toISOString();
-    for (const p of batch) {
-      const committed = p.tried === undefined ? null : this.committedAt(p, p.tried);
-      if (committed) {
-        done.push({ p, results: committed });
-        continue;
-      }
-      // Every write's expected revision first: one conflict refuses the whole append.
-      const local = new Map<string, StreamRevision>();
-      let conflict: Error | null = null;
-      for (const w of p.writes) {
-        const actual = revisionOf(w.streamId, local);
-        if (!revisionMatches(w.expected, actual)) {
-          conflict = new WrongExpectedRevisionError(w.streamId, w.expected, actual);
-          break;
-        }
-        local.set(w.streamId, (actual === "no_stream" ? -1n : actual) + BigInt(w.events.length));
-      }
-      if (conflict) {
-        refused.push({ p, error: conflict });
-        continue;
-      }
-      const records: Message[] = [];
-      const results: AppendResult[] = [];
-      const after = new Map<string, StreamRevision>();
-      let at = position;
-      let hash = prevHash;
-      let tooLarge = 0;
-      for (const w of p.writes) {
-        const actual = revisionOf(w.streamId, after);
-        let revision = actual === "no_stream" ? -1n : actual;
-        for (const e of w.events) {
-          revision += 1n;
-          const next = hashPrepared(hash, e, { streamId: w.streamId, revision, position: at, recordedAt });
-          const value = encodeEvent({
-            streamId: w.streamId,
-            revision,
-            position: at,
-            type: e.type,
-            dataJson: e.dataJson,
-            metadata: {
-              eventId: e.eventId,
-              actor: e.actor,
-              causationId: e.causationId,
-              correlationId: e.correlationId,
-              schemaVersion: e.schemaVersion,
-              recordedAt,
-              prevHash: hash,
-              hash: next,
-            },
-          });
-          const size = Buffer.byteLength(value) + Buffer.byteLength(w.streamId) + RECORD_OVERHEAD;
-          if (size > this.maxEventBytes) tooLarge = Math.max(tooLarge, size);
-          records.push({ key: w.streamId, value, partition: 0 });
-          hash = next;
-          at += 1n;
-        }
-        after.set(w.streamId, revision);
-        results.push({ nextExpectedRevision: revision, position: at - 1n });
-      }
-      if (tooLarge > 0) {
-        refused.push({
-          p,
-          error: new InvalidAppendError(
-            `an event of ${tooLarge} bytes exceeds the Kafka log's limit of ${this.maxEventBytes} bytes per event`,
-          ),
-        });
-        continue;
-      }
-      p.tried = position;
-      for (const r of records) {
-        const size = Buffer.byteLength(r.value as string) + RECORD_OVERHEAD;
-        if (send.length > 0 && sendBytes + size > SEND_BYTES) {
-          sends.push(send);
-          send = [];
-          sendBytes = 0;
-        }
-        send.push(r);
-        sendBytes += size;
-      }
-      for (const [streamId, revision] of after) revisions.set(streamId, revision);
-      position = at;
-      prevHash = hash;
-      accepted.push({ p, results });
-    }
-    if (send.length > 0) sends.push(send);
-    return { accepted, done, refused, sends, lastPosition: position - 1n };
   }
 
   async readStream(streamId: string, fromRevision: bigint, maxCount: number): Promise<StoredEvent[]> {
@@ -722,31 +699,43 @@ export class KafkaBackend implements LogBackend {
       w.reject(error);
     }
     this.waiters.clear();
+    for (const p of [...this.pending.values()]) this.settle(p, { error });
     this.notify();
   }
 
-  /** Counts, for `chronolog log stats` and benchmarks. */
-  stats(): { events: number; streams: number; transactions: number; ownerships: number; offset: bigint } {
+  /** Counts, for benchmarks and tests. */
+  stats(): {
+    events: number;
+    streams: number;
+    sends: number;
+    records: number;
+    refused: number;
+    duplicates: number;
+    offset: bigint;
+  } {
     return {
       events: this.events.length,
       streams: this.streams.size,
-      transactions: this.transactions,
-      ownerships: this.ownerships,
+      ...this.counts,
       offset: this.nextOffset,
     };
   }
 
-  /** Finishes the appends already queued, then disconnects. */
+  /** Finishes the appends already queued (until their outcome is known), then disconnects. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closing = true;
     while (this.writing) await this.writer;
+    if (this.pending.size > 0 && !this.failure) {
+      await this.waitFor(() => this.pending.size === 0, "appends to be read back").catch(() => {});
+    }
     this.closed = true;
     for (const w of this.waiters) {
       clearTimeout(w.timer);
       w.reject(new LogClosedError());
     }
     this.waiters.clear();
+    for (const p of [...this.pending.values()]) this.settle(p, { error: new LogClosedError() });
     this.listeners.clear();
     const producer = this.producer;
     this.producer = null;
