@@ -22,17 +22,10 @@ import {
   type KafkaMessage,
   type LogEntry,
   logLevel,
-  type Message,
   Partitioners,
   type Producer,
 } from "kafkajs";
-import {
-  type DecodedAppend,
-  decodeAppend,
-  encodeExpected,
-  ForeignRecordError,
-  type WireAppend,
-} from "./record.js";
+import { type DecodedAppend, decodeAppend, encodeExpected, type WireAppend } from "./record.js";
 
 export interface KafkaLogOptions {
   /** Bootstrap brokers: `"127.0.0.1:19092,127.0.0.1:19093"` or a list of `host:port`. */
