@@ -11,3 +11,4 @@ export { ForeignRecordError } from "./record.js";
 export async function openKafkaLog(options: KafkaLogOptions & EventLogOptions): Promise<EventLog> {
   return new EventLog(await KafkaBackend.open(options), options);
 }
+export { KafkaMembership, type KafkaMembershipOptions } from "./membership.js";

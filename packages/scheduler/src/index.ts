@@ -2,6 +2,7 @@ export * from "./checkpoint.js";
 export * from "./declare.js";
 export * from "./dispatcher.js";
 export * from "./errors.js";
+export * from "./membership.js";
 export * from "./operations.js";
 export * from "./reconcile/index.js";
 export * from "./reports.js";

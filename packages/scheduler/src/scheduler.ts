@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import {
+  connectionStream,
   type DomainEvent,
   dataInterval,
   decideIntervalCompleted,
@@ -33,6 +34,7 @@ import {
 import { renderOperator, renderTemplate } from "@chronolog/render";
 import type { RunCommand } from "@chronolog/worker";
 import type { Dispatcher } from "./dispatcher.js";
+import { type Membership, shardKeyOf, shardOf } from "./membership.js";
 import { foldInstance, ReportApplier } from "./reports.js";
 import { TimerQueue } from "./timer-queue.js";
 
@@ -57,6 +59,8 @@ export interface SchedulerOptions {
   readonly beforeDispatch?: (commands: readonly RunCommand[]) => void;
   /** Called with the tokens of attempts just handed to workers. */
   readonly onDispatched?: (tokens: readonly string[]) => void;
+  /** With several schedulers: which shards of the tasks this one decides for (default: all). */
+  readonly membership?: Membership;
 }
 
 interface DispatchCandidate {
@@ -81,6 +85,7 @@ export class Scheduler {
   private readonly timers: TimerQueue;
   private readonly reports: ReportApplier;
   private subscription: Subscription | null = null;
+  private unsubscribeMembership: (() => void) | null = null;
   private readonly dirty = new Set<string>();
   private passScheduled = false;
   private stopped = false;
@@ -90,6 +95,9 @@ export class Scheduler {
   private readonly load = new Map<string, Set<string>>();
   /** connection -> dispatches written or being written but not yet seen in the projection. */
   private readonly reserved = new Map<string, number>();
+  /** connection -> the last slot take this scheduler wrote, and the take being written. */
+  private readonly slotRevisions = new Map<string, bigint>();
+  private readonly slotChains = new Map<string, Promise<unknown>>();
   /** connection -> tasks waiting for a slot. */
   private readonly waiting = new Map<string, Set<string>>();
   /** Runs changed since the last pass, and runs with a decision being written. */
@@ -134,6 +142,7 @@ export class Scheduler {
 
   /** Follows the log from the projection's position; every task is evaluated once at start. */
   async start(): Promise<void> {
+    this.unsubscribeMembership = this.o.membership?.onChange(() => this.ownershipChanged()) ?? null;
     for (const inst of this.projection.instances.values()) this.trackLoad(inst);
     for (const id of this.projection.tasks.keys()) this.dirty.add(id);
     for (const [id, r] of this.projection.runs) if (r.status === "running") this.runsDirty.add(id);
@@ -146,6 +155,7 @@ export class Scheduler {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.unsubscribeMembership?.();
     this.timers.stop();
     await this.reports.idle();
     await this.subscription?.close();
@@ -157,6 +167,8 @@ export class Scheduler {
   }
 
   private onEvent(e: RecordedEvent): void {
+    // A run failed fast, decided by whichever scheduler holds it: stop the attempt if it is ours.
+    if (e.type === "AttemptCancelled") this.o.dispatcher.cancel(e.data.token, e.data.reason);
     const before = e.streamId.startsWith("instance-") ? this.projection.instances.get(e.streamId) : undefined;
     const touched = this.projection.apply(e);
     this.o.onApplied?.(e);
@@ -183,6 +195,25 @@ export class Scheduler {
       this.runsDirty.add(touched.run);
       if (e.type === "RunStarted") this.startingRuns.delete(touched.run);
     }
+  }
+
+  /** Whether this scheduler decides for the task (always, without a membership). */
+  owns(task: { readonly id: string; readonly spec: { readonly workflow?: string } }): boolean {
+    const m = this.o.membership;
+    return !m || m.holds(shardOf(shardKeyOf(task), m.shards));
+  }
+
+  private ownsWorkflow(workflow: string): boolean {
+    const m = this.o.membership;
+    return !m || m.holds(shardOf(`workflow:${workflow}`, m.shards));
+  }
+
+  /** Shards moved: every task and running run is looked at again (only owned ones act). */
+  private ownershipChanged(): void {
+    if (this.stopped) return;
+    for (const id of this.projection.tasks.keys()) this.dirty.add(id);
+    for (const [id, r] of this.projection.runs) if (r.status === "running") this.runsDirty.add(id);
+    this.schedulePass();
   }
 
   /** Re-evaluates a run on the next pass (reconcile check (c)). */
@@ -267,7 +298,7 @@ export class Scheduler {
   ): void {
     const id = task.id;
     this.blocked.delete(id);
-    if (task.status === "retired") return;
+    if (task.status === "retired" || !this.owns(task)) return;
     const inst = this.projection.currentInstance(task);
     if (inst) {
       switch (inst.status) {
@@ -556,7 +587,7 @@ export class Scheduler {
     if (!run) return;
     this.wakeConnection(`run:${runId}`);
     this.wakeConnection(`run:${run.workflow}`);
-    if (run.status !== "running" || this.runsInFlight.has(runId)) return;
+    if (run.status !== "running" || this.runsInFlight.has(runId) || !this.ownsWorkflow(run.workflow)) return;
     const decision = decideRun(
       run,
       this.projection.workflows.get(run.workflow),
@@ -679,9 +710,15 @@ export class Scheduler {
             ]
           : [intent];
         try {
-          const r = await this.log.append(stream, events, {
-            expectedRevision: inst ? inst.revision : streamRevision,
-          });
+          const expectedRevision = inst ? inst.revision : streamRevision;
+          const r =
+            conn && !hit
+              ? await this.appendTakingSlot(conn, stream, events, expectedRevision, {
+                  stream,
+                  attempt,
+                  token,
+                })
+              : await this.log.append(stream, events, { expectedRevision });
           this.inflight.set(task.id, r.position);
           // The reservation becomes load when the projection applies the intent (and is freed
           // again with the cache hit that comes with it): released once, there.
@@ -701,10 +738,28 @@ export class Scheduler {
           };
         } catch (error) {
           // The stream existed (an interval run before, now backfilled): read it and go on from it.
-          if (error instanceof WrongExpectedRevisionError && !inst && tries === 0) {
+          if (
+            error instanceof WrongExpectedRevisionError &&
+            error.streamId === stream &&
+            !inst &&
+            tries === 0
+          ) {
             const events = await this.log.readStream(stream);
             inst = foldInstance(events);
             if (inst && !isTerminal(inst)) throw error;
+            // A finished attempt is an earlier run's only if the task was moved to this
+            // interval (a backfill, a rerun) after it ended. Otherwise it is this interval's own
+            // outcome, decided by another scheduler (or before a restart) and not yet seen here.
+            const newer = await this.log.readStream(taskStream(task.key), {
+              fromRevision: task.revision + 1n,
+            });
+            const ended = events.at(-1)?.position ?? -1n;
+            if (newer.length > 0 || (inst && task.movedAt < ended)) {
+              // Evaluate again once this scheduler has seen as far as the log it just read.
+              this.inflight.set(task.id, newer.at(-1)?.position ?? ended);
+              this.timers.wakeAt(task.id, this.now() + 1);
+              return null;
+            }
             // A stream holding only rejected reports folds to nothing: go on from its revision.
             streamRevision = events.at(-1)?.revision ?? "no_stream";
             continue;
@@ -714,7 +769,15 @@ export class Scheduler {
       }
     } catch (error) {
       this.inflight.delete(task.id);
-      if (error instanceof WrongExpectedRevisionError) {
+      if (error instanceof WrongExpectedRevisionError && conn && error.streamId === connectionStream(conn)) {
+        // Another scheduler took slots of the connection since this one counted: count again
+        // once its take is seen here.
+        this.stats.conflicts += 1;
+        this.slotRevisions.delete(conn);
+        const seen = this.projection.connectionRevisions.get(conn) ?? -1n;
+        if (error.actual !== "no_stream" && seen < error.actual) this.waitForSlot(conn, task.id);
+        else this.markDirty(task.id);
+      } else if (error instanceof WrongExpectedRevisionError) {
         this.stats.conflicts += 1;
         this.markDirty(task.id);
       } else this.o.logger.error({ err: error, task: task.id }, "could not write the dispatch intent");
@@ -722,6 +785,55 @@ export class Scheduler {
     } finally {
       if (conn && !keepReservation) this.release(conn);
     }
+  }
+
+  /**
+   * Writes an intent together with the slot it takes on its connection, in one atomic append
+   * whose compare-and-set on the connection stream fails if any other scheduler took a slot
+   * since this one counted. Takes on one connection are written one after another, each at
+   * the revision the previous one left.
+   */
+  private appendTakingSlot(
+    conn: string,
+    stream: string,
+    events: DomainEvent[],
+    expectedRevision: bigint | "no_stream",
+    slot: { stream: string; attempt: number; token: string },
+  ): Promise<{ position: bigint }> {
+    const previous = this.slotChains.get(conn) ?? Promise.resolve();
+    const write = previous
+      .catch(() => {})
+      .then(async () => {
+        const seen = this.projection.connectionRevisions.get(conn);
+        const own = this.slotRevisions.get(conn);
+        const revision = own === undefined || (seen !== undefined && seen > own) ? seen : own;
+        const [instance, connection] = await this.log.appendMany([
+          { streamId: stream, events, expectedRevision },
+          {
+            streamId: connectionStream(conn),
+            events: [{ type: "ConnectionSlotsTaken", data: { connection: conn, attempts: [slot] } }],
+            expectedRevision: revision ?? "no_stream",
+          },
+        ]);
+        if (connection) this.slotRevisions.set(conn, connection.nextExpectedRevision);
+        return instance as { position: bigint };
+      });
+    this.slotChains.set(conn, write);
+    void write
+      .finally(() => {
+        if (this.slotChains.get(conn) === write) this.slotChains.delete(conn);
+      })
+      .catch(() => {});
+    return write;
+  }
+
+  private waitForSlot(conn: string, taskId: string): void {
+    let w = this.waiting.get(conn);
+    if (!w) {
+      w = new Set();
+      this.waiting.set(conn, w);
+    }
+    w.add(taskId);
   }
 
   private renderCacheKey(task: TaskState): string | undefined {

@@ -38,13 +38,13 @@ export function parseLogUrl(url: string): KafkaTarget | null {
   return { brokers: m[1] as string, topic: m[2] as string };
 }
 
-function logUrl(options: DataDirOptions): string {
+export function logUrlOf(options: DataDirOptions): string {
   return options.log ?? process.env.CHRONOLOG_LOG ?? "sqlite";
 }
 
 /** Opens the log for writing (the embedded file is created if missing). */
 export async function openLogForWrite(options: DataDirOptions, actor: string): Promise<EventLog> {
-  const kafka = parseLogUrl(logUrl(options));
+  const kafka = parseLogUrl(logUrlOf(options));
   // The Kafka client loads only when a Kafka log is asked for.
   if (kafka) return (await import("@chronolog/log-kafka")).openKafkaLog({ ...kafka, actor });
   return openSqliteLog({ path: logFileOf(options), actor });
@@ -52,7 +52,7 @@ export async function openLogForWrite(options: DataDirOptions, actor: string): P
 
 /** Opens the log for reading only; a missing embedded log is a clear error, not an empty one. */
 export async function openLogForRead(options: DataDirOptions): Promise<EventLog> {
-  const kafka = parseLogUrl(logUrl(options));
+  const kafka = parseLogUrl(logUrlOf(options));
   if (kafka)
     return (await import("@chronolog/log-kafka")).openKafkaLog({
       ...kafka,

@@ -58,6 +58,7 @@ export const eventCatalog = {
   RunStarted: entry(S.RunStarted),
   RunFinished: entry(S.RunFinished),
   ConnectionDeclared: entry(S.ConnectionDeclared),
+  ConnectionSlotsTaken: entry(S.ConnectionSlotsTaken),
   WorkflowDeclared: entry(S.WorkflowDeclared),
   Note: entry(S.Note),
 } as const;

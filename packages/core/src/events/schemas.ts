@@ -225,6 +225,25 @@ export const RunFinished = z
 // ---- declarations other than tasks --------------------------------------------------------
 
 export const ConnectionDeclared = z.object({ spec: connectionSpecSchema }).strict();
+/**
+ * Slots of a connection taken by dispatches, written in the same atomic append as their
+ * DispatchIntended events with a compare-and-set on the connection stream: the contended
+ * counter that keeps `maxParallelism` across every scheduler sharing the log. Slots are freed
+ * by the attempts ending (on their own streams), so a scheduler that has not seen a release
+ * yet only undercounts what is free.
+ */
+export const ConnectionSlotsTaken = z
+  .object({
+    connection: z.string().min(1),
+    attempts: z
+      .array(
+        z
+          .object({ stream: z.string().min(1), attempt: z.number().int().min(1), token: z.string().min(1) })
+          .strict(),
+      )
+      .min(1),
+  })
+  .strict();
 export const WorkflowDeclared = z.object({ spec: workflowSpecSchema }).strict();
 
 // ---- free-form (the `log append` command, tests) ------------------------------------------

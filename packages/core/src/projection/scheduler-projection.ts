@@ -37,6 +37,8 @@ export class SchedulerProjection {
   readonly tasks = new Map<string, TaskState>();
   readonly instances = new Map<string, InstanceState>();
   readonly connections = new Map<string, ConnectionSpec>();
+  /** connection -> revision of its stream (the expected revision of the next slot taken). */
+  readonly connectionRevisions = new Map<string, bigint>();
   readonly workflows = new Map<string, WorkflowSpec>();
   /** task id -> cache keys of its successful attempts (the most recent CACHE_KEYS_PER_TASK). */
   readonly cacheKeys = new Map<string, string[]>();
@@ -61,7 +63,12 @@ export class SchedulerProjection {
       case "connection":
         if (e.type === "ConnectionDeclared") {
           this.connections.set(e.data.spec.name, e.data.spec);
+          this.connectionRevisions.set(e.data.spec.name, e.revision);
           return { connection: e.data.spec.name };
+        }
+        if (e.type === "ConnectionSlotsTaken") {
+          this.connectionRevisions.set(e.data.connection, e.revision);
+          return { connection: e.data.connection };
         }
         return {};
       case "workflow":
@@ -197,6 +204,7 @@ export class SchedulerProjection {
         dispatchedAt: i.dispatchedAt.toString(),
       })),
       connections: [...this.connections.values()],
+      connectionRevisions: [...this.connectionRevisions].map(([c, r]) => [c, r.toString()] as const),
       workflows: [...this.workflows.values()],
       runs: [...this.runs.values()].map((r) => ({ ...r, revision: r.revision.toString() })),
       cacheKeys: [...this.cacheKeys.entries()],
@@ -217,6 +225,7 @@ export class SchedulerProjection {
       p.instances.set(i.stream, { ...i, revision: BigInt(i.revision), dispatchedAt: BigInt(i.dispatchedAt) });
     }
     for (const c of s.connections) p.connections.set(c.name, c);
+    for (const [c, r] of s.connectionRevisions) p.connectionRevisions.set(c, BigInt(r));
     for (const w of s.workflows) p.workflows.set(w.name, w);
     for (const r of s.runs) p.runs.set(r.runId, { ...r, revision: BigInt(r.revision) });
     for (const [task, keys] of s.cacheKeys) p.cacheKeys.set(task, [...keys]);
@@ -225,7 +234,7 @@ export class SchedulerProjection {
 }
 
 /** Bumped whenever the projection's shape or fold changes: an old snapshot is then rebuilt from the log. */
-export const SNAPSHOT_FORMAT = 3;
+export const SNAPSHOT_FORMAT = 4;
 
 type Stringly<T, K extends keyof T> = Omit<T, K> & { [P in K]: string };
 
@@ -235,6 +244,7 @@ export interface ProjectionSnapshot {
   readonly tasks: ReadonlyArray<Stringly<TaskState, "revision" | "movedAt">>;
   readonly instances: ReadonlyArray<Stringly<InstanceState, "revision" | "dispatchedAt">>;
   readonly connections: readonly ConnectionSpec[];
+  readonly connectionRevisions: ReadonlyArray<readonly [string, string]>;
   readonly workflows: readonly WorkflowSpec[];
   readonly runs: ReadonlyArray<Stringly<RunState, "revision">>;
   readonly cacheKeys: ReadonlyArray<readonly [string, readonly string[]]>;

@@ -35,6 +35,17 @@ export interface ReconcilerOptions {
   readonly isWorkerGone?: (workerId: string) => boolean;
   /** Records an attempt as lost (the same path as a supervisor's report of a dead worker). */
   readonly reportLost?: (inst: InstanceState, reason: string) => void;
+  /**
+   * With several schedulers: whether this process looks after the instance (its task's shard
+   * is held here). Default: every instance.
+   */
+  readonly owns?: (inst: InstanceState) => boolean;
+  /**
+   * Whether a worker is one of this process's own. Their attempts' leases are kept here (their
+   * heartbeats arrive here), whoever holds the shard; an attempt on a live worker of another
+   * scheduler is that scheduler's to watch.
+   */
+  readonly isOwnWorker?: (workerId: string) => boolean;
 }
 
 export interface PassResult {
@@ -118,6 +129,7 @@ export class Reconciler {
     const stuck: Array<{ inst: InstanceState; events: DomainEvent[] }> = [];
     const runningTokens = new Set<string>();
     for (const inst of projection.instances.values()) {
+      if (!this.looksAfter(inst)) continue;
       const task = projection.tasks.get(formatTaskKey(inst.key));
       const a = currentAttempt(inst);
       if (needsScheduler(inst, task)) this.o.onTaskNeedsAttention?.(formatTaskKey(inst.key));
@@ -128,6 +140,7 @@ export class Reconciler {
       }
       if (!a) continue;
       if (isUnconfirmed(inst, now, grace, this.dispatchedAt.get(a.token))) unconfirmed.push(inst);
+      else if (this.watchedElsewhere(a.workerId)) continue;
       else if (a.status === "running") {
         runningTokens.add(a.token);
         if (this.leases.deadline(a.token, now, inst.leaseSeconds) < now) expired.push(inst);
@@ -144,6 +157,7 @@ export class Reconciler {
     const lost: InstanceState[] = [];
     if (gone) {
       for (const inst of projection.instances.values()) {
+        if (!this.looksAfter(inst)) continue;
         const a = currentAttempt(inst);
         if (a && (a.status === "running" || a.status === "lease_expired") && a.workerId && gone(a.workerId))
           lost.push(inst);
@@ -193,6 +207,19 @@ export class Reconciler {
       written,
       conflicts,
     };
+  }
+
+  /** Instances of the shards held here, and attempts on this process's own workers. */
+  private looksAfter(inst: InstanceState): boolean {
+    if (!this.o.owns || this.o.owns(inst)) return true;
+    const workerId = currentAttempt(inst)?.workerId;
+    return !!workerId && !!this.o.isOwnWorker?.(workerId);
+  }
+
+  /** An attempt on a live worker of another scheduler: its supervisor and reconciler watch it. */
+  private watchedElsewhere(workerId: string | null | undefined): boolean {
+    if (!workerId || !this.o.isOwnWorker || this.o.isOwnWorker(workerId)) return false;
+    return !this.o.isWorkerGone?.(workerId);
   }
 
   /** Compare-and-set at the observed revision; false when someone else wrote first. */

@@ -1,12 +1,28 @@
+import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { formatTaskKey, parseDeclarationText, shortInstant } from "@chronolog/core";
+import { formatTaskKey, type InstanceState, parseDeclarationText, shortInstant } from "@chronolog/core";
 import type { RecordedEvent } from "@chronolog/log";
-import { declare, loadProjection, Reconciler, Scheduler, saveSnapshot } from "@chronolog/scheduler";
+import {
+  declare,
+  loadProjection,
+  Reconciler,
+  Scheduler,
+  saveSnapshot,
+  schedulerOfWorker,
+} from "@chronolog/scheduler";
 import { WorkerPool } from "@chronolog/worker";
 import type { Command } from "commander";
-import { type DataDirOptions, dataDirOf, defaultActor, openLogForWrite } from "../data-dir.js";
+import {
+  type DataDirOptions,
+  dataDirOf,
+  defaultActor,
+  logUrlOf,
+  openLogForWrite,
+  parseLogUrl,
+} from "../data-dir.js";
+import { CliError } from "../edge.js";
 import { createLogger, type Logger } from "../logger.js";
 
 const EXAMPLE = fileURLToPath(new URL("../../examples/orders.yaml", import.meta.url));
@@ -72,6 +88,31 @@ interface UpOptions {
   example?: boolean;
   snapshotSeconds: string;
   reconcileMs: string;
+  shards: string;
+  sessionTimeoutMs: string;
+}
+
+/** On a Kafka log, schedulers share the tasks through a consumer group (see KafkaMembership). */
+async function joinMembership(globals: DataDirOptions, opts: UpOptions, logger: Logger) {
+  const target = parseLogUrl(logUrlOf(globals));
+  if (!target) return null;
+  const shards = positiveInt(opts.shards, "--shards");
+  const sessionTimeoutMs = positiveInt(opts.sessionTimeoutMs, "--session-timeout-ms");
+  const { KafkaMembership } = await import("@chronolog/log-kafka");
+  const id = `s${process.pid}.${randomBytes(3).toString("hex")}`;
+  const membership = await KafkaMembership.join({ ...target, id, shards, sessionTimeoutMs });
+  membership.onChange(() =>
+    logger.info({ scheduler: id, shards: membership.heldShards() }, "shards assigned"),
+  );
+  logger.info({ scheduler: id, shards: membership.heldShards(), of: membership.shards }, "shards assigned");
+  return membership;
+}
+
+function positiveInt(text: string, flag: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1)
+    throw new CliError(`${flag} takes a whole number above 0, not "${text}"`, 2);
+  return n;
 }
 
 async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
@@ -95,9 +136,13 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     const outcome = await declare(log, projection, [source], Date.now());
     for (const t of outcome.tasks) logger.info({ task: t.task, outcome: t.outcome }, "example task");
   }
-  // Worker ids carry this process's pid: a worker named in the log with another prefix
-  // belonged to an earlier scheduler process, and died with it.
-  const workerPrefix = `w${process.pid}`;
+  const membership = await joinMembership(globals, opts, logger);
+  // Worker ids carry this scheduler's id (its pid when it runs alone): a worker named in the
+  // log with another prefix belonged to another scheduler process. Alone, that process was an
+  // earlier one and its workers died with it; sharing a Kafka log, it is gone once the group
+  // says so.
+  const workerPrefix = membership ? membership.id : `w${process.pid}`;
+  const isOwnWorker = (id: string) => id.startsWith(`${workerPrefix}-`);
   const pool = new WorkerPool({
     size: Number(opts.workers),
     capacity: Number(opts.capacity),
@@ -112,6 +157,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     logger,
     onApplied: progressLogger(logger),
     onDispatched: (tokens) => reconciler?.noteDispatched(tokens),
+    ...(membership ? { membership } : {}),
     ...schedulerFaults(),
   });
   reconciler = new Reconciler({
@@ -123,8 +169,19 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     logger,
     onTaskNeedsAttention: (id) => scheduler.wake(id),
     onRunNeedsAttention: (id) => scheduler.wakeRun(id),
-    isWorkerGone: (id) => !id.startsWith(`${workerPrefix}-`),
+    isWorkerGone: membership
+      ? (id) => !isOwnWorker(id) && !membership.isAlive(schedulerOfWorker(id))
+      : (id) => !isOwnWorker(id),
     reportLost: (inst, reason) => scheduler.reportLost(inst, reason),
+    ...(membership
+      ? {
+          isOwnWorker,
+          owns: (inst: InstanceState) => {
+            const id = formatTaskKey(inst.key);
+            return scheduler.owns(projection.tasks.get(id) ?? { id, spec: {} });
+          },
+        }
+      : {}),
   });
   await scheduler.start();
   reconciler.start();
@@ -150,6 +207,8 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     stopping = true;
     logger.info({ signal }, "stopping");
     clearInterval(timer);
+    // Leaving the group first hands this scheduler's shards over at once.
+    await membership?.close();
     reconciler?.stop();
     await pool.close(5_000);
     await scheduler.stop();
@@ -164,13 +223,27 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
 }
 
 export function registerUpCommand(program: Command, globals: () => DataDirOptions): void {
-  program
-    .command("up")
-    .description("run the scheduler, the reconcile loop and a pool of workers on the embedded log")
-    .option("-w, --workers <n>", "worker processes", "2")
-    .option("--capacity <n>", "attempts each worker runs at once", "16")
-    .option("--example", "declare the example workflow first (three tasks across two projects)")
-    .option("--snapshot-seconds <s>", "how often to checkpoint the projection", "5")
-    .option("--reconcile-ms <ms>", "time between reconcile passes", "1000")
-    .action((opts: UpOptions) => up(globals(), opts));
+  for (const [name, description] of [
+    ["up", "run the scheduler, the reconcile loop and a pool of workers (on the embedded log by default)"],
+    [
+      "scheduler",
+      "run one scheduler with its reconcile loop and workers; on a Kafka log (--log kafka://...) several share the tasks",
+    ],
+  ] as const) {
+    program
+      .command(name)
+      .description(description)
+      .option("-w, --workers <n>", "worker processes", "2")
+      .option("--capacity <n>", "attempts each worker runs at once", "16")
+      .option("--example", "declare the example workflow first (three tasks across two projects)")
+      .option("--snapshot-seconds <s>", "how often to checkpoint the projection", "5")
+      .option("--reconcile-ms <ms>", "time between reconcile passes", "1000")
+      .option("--shards <n>", "Kafka log: shards the tasks fall into, for a shard topic created now", "12")
+      .option(
+        "--session-timeout-ms <ms>",
+        "Kafka log: silence after which a scheduler's shards move to the others",
+        "6000",
+      )
+      .action((opts: UpOptions) => up(globals(), opts));
+  }
 }

@@ -1,0 +1,205 @@
+import { type Consumer, Kafka, logLevel } from "kafkajs";
+
+export interface KafkaMembershipOptions {
+  /** Bootstrap brokers, as for the log. */
+  readonly brokers: string | readonly string[];
+  /** The log's topic: the shards are the partitions of `<topic>.schedulers`. */
+  readonly topic: string;
+  /** This scheduler's id, unique among live schedulers; its workers' ids start with it. */
+  readonly id: string;
+  /** Shards for a shard topic this member creates (default 12). An existing topic's count wins. */
+  readonly shards?: number;
+  /**
+   * How long the group waits for a silent member before its shards move (default 6 s, the
+   * brokers' smallest allowed session by default). Takeover after a crash takes about this
+   * plus one heartbeat.
+   */
+  readonly sessionTimeoutMs?: number;
+  /** How often a member tells the group it is alive (default 1 s). */
+  readonly heartbeatIntervalMs?: number;
+  /** How long joining may take before it fails (default 30 s). */
+  readonly joinTimeoutMs?: number;
+}
+
+function brokerList(brokers: string | readonly string[]): string[] {
+  return typeof brokers === "string"
+    ? brokers
+        .split(",")
+        .map((b) => b.trim())
+        .filter(Boolean)
+    : [...brokers];
+}
+
+/**
+ * Scheduler membership on Kafka: every scheduler joins one consumer group on a data-less topic
+ * whose partitions are the shards; the group's assignment says which shards each scheduler
+ * holds. A member that stops heartbeating (killed, hung, cut off) is removed after the session
+ * timeout, and the group hands its shards to the members left. During a rebalance a member
+ * holds nothing, so two members overlap as little as the protocol allows; the log's
+ * compare-and-set makes an overlap harmless anyway.
+ */
+export class KafkaMembership {
+  readonly id: string;
+  readonly groupId: string;
+  readonly shardTopic: string;
+  private shardCount = 0;
+  private readonly kafka: Kafka;
+  private readonly consumer: Consumer;
+  private readonly held = new Set<number>();
+  private readonly alive = new Set<string>();
+  private readonly listeners = new Set<() => void>();
+  private refresher: NodeJS.Timeout | null = null;
+  private closed = false;
+  /** Times the assignment changed here, and when it last did (ms since the epoch). */
+  readonly history: Array<{ at: number; shards: number[] }> = [];
+
+  private constructor(private readonly o: KafkaMembershipOptions) {
+    this.id = o.id;
+    this.shardTopic = `${o.topic}.schedulers`;
+    this.groupId = `chronolog.${o.topic}.schedulers`;
+    this.kafka = new Kafka({
+      clientId: o.id,
+      brokers: brokerList(o.brokers),
+      connectionTimeout: 3000,
+      logLevel: logLevel.NOTHING,
+      retry: { initialRetryTime: 50, maxRetryTime: 1000, retries: 20 },
+    });
+    const session = o.sessionTimeoutMs ?? 6000;
+    this.consumer = this.kafka.consumer({
+      groupId: this.groupId,
+      sessionTimeout: session,
+      heartbeatInterval: o.heartbeatIntervalMs ?? 1000,
+      rebalanceTimeout: Math.max(10_000, 2 * session),
+      maxWaitTimeInMs: 200,
+      allowAutoTopicCreation: false,
+    });
+  }
+
+  /** Joins the group; resolves once this member has its first assignment. */
+  static async join(o: KafkaMembershipOptions): Promise<KafkaMembership> {
+    const m = new KafkaMembership(o);
+    try {
+      await m.start();
+    } catch (error) {
+      await m.close().catch(() => {});
+      throw error;
+    }
+    return m;
+  }
+
+  get shards(): number {
+    return this.shardCount;
+  }
+
+  private async start(): Promise<void> {
+    const admin = this.kafka.admin();
+    await admin.connect();
+    try {
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: [{ topic: this.shardTopic, numPartitions: this.o.shards ?? 12, replicationFactor: -1 }],
+      });
+      const meta = await admin.fetchTopicMetadata({ topics: [this.shardTopic] });
+      this.shardCount = meta.topics[0]?.partitions.length ?? 0;
+      if (this.shardCount === 0) throw new Error(`shard topic ${this.shardTopic} has no partitions`);
+    } finally {
+      await admin.disconnect();
+    }
+    const c = this.consumer;
+    let joined: () => void = () => {};
+    const first = new Promise<void>((resolve) => {
+      joined = resolve;
+    });
+    c.on(c.events.REBALANCING, () => {
+      if (this.held.size === 0) return;
+      this.held.clear();
+      this.changed();
+    });
+    c.on(c.events.GROUP_JOIN, (e) => {
+      const assigned = (e.payload.memberAssignment[this.shardTopic] ?? []) as number[];
+      void this.refreshMembers().finally(() => {
+        this.held.clear();
+        for (const s of assigned) this.held.add(s);
+        this.changed();
+        joined();
+      });
+    });
+    c.on(c.events.CRASH, () => {
+      // kafkajs restarts the consumer after a retriable crash; until it rejoins, hold nothing.
+      if (this.held.size === 0) return;
+      this.held.clear();
+      this.changed();
+    });
+    await c.connect();
+    await c.subscribe({ topics: [this.shardTopic], fromBeginning: false });
+    await c.run({ autoCommit: false, eachMessage: async () => {} });
+    const timeout = this.o.joinTimeoutMs ?? 30_000;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      first,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`could not join scheduler group ${this.groupId} within ${timeout} ms`)),
+          timeout,
+        );
+      }),
+    ]).finally(() => clearTimeout(timer));
+    this.refresher = setInterval(() => void this.refreshMembers(), 2000);
+  }
+
+  /** The live members, as the group coordinator lists them. Kept as it was on failure. */
+  private async refreshMembers(): Promise<void> {
+    if (this.closed) return;
+    const admin = this.kafka.admin();
+    try {
+      await admin.connect();
+      const { groups } = await admin.describeGroups([this.groupId]);
+      const members = groups[0]?.members ?? [];
+      this.alive.clear();
+      for (const m of members) this.alive.add(m.clientId);
+    } catch {
+      // keep the last list: a member is declared gone only on the coordinator's word
+    } finally {
+      await admin.disconnect().catch(() => {});
+    }
+  }
+
+  private changed(): void {
+    this.history.push({ at: Date.now(), shards: [...this.held].sort((a, b) => a - b) });
+    for (const l of this.listeners) {
+      try {
+        l();
+      } catch {
+        // a listener's failure is its own
+      }
+    }
+  }
+
+  holds(shard: number): boolean {
+    return this.held.has(shard);
+  }
+
+  /** Shards held now, in order. */
+  heldShards(): number[] {
+    return [...this.held].sort((a, b) => a - b);
+  }
+
+  isAlive(schedulerId: string): boolean {
+    return schedulerId === this.id || this.alive.has(schedulerId);
+  }
+
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Leaves the group (its shards move at once, without waiting for the session timeout). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.refresher) clearInterval(this.refresher);
+    this.held.clear();
+    this.listeners.clear();
+    await this.consumer.disconnect().catch(() => {});
+  }
+}
