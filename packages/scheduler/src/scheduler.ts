@@ -94,7 +94,7 @@ export class Scheduler {
   /** connection -> instance streams holding a slot (queued or running). */
   private readonly load = new Map<string, Set<string>>();
   /** connection -> dispatches written or being written but not yet seen in the projection. */
-  private readonly reserved = new Map<string, number>();
+  private readonly reserved = new Map<string, Set<string>>();
   /** connection -> the last slot take this scheduler wrote, and the take being written. */
   private readonly slotRevisions = new Map<string, bigint>();
   private readonly slotChains = new Map<string, Promise<unknown>>();
@@ -399,6 +399,8 @@ export class Scheduler {
       list.push(c);
     }
     const released: DispatchCandidate[] = [];
+    /** The connection stream's revision the slots were counted at: the takes' compare-and-set. */
+    const countedAt = new Map<string, bigint>();
     for (const [conn, list] of byConnection) {
       if (conn === "") {
         released.push(...list);
@@ -409,7 +411,9 @@ export class Scheduler {
         for (const c of list) this.blocked.set(c.task.id, [`connection ${conn} is not declared`]);
         continue;
       }
-      const used = (this.load.get(conn)?.size ?? 0) + (this.reserved.get(conn) ?? 0);
+      const used = (this.load.get(conn)?.size ?? 0) + (this.reserved.get(conn)?.size ?? 0);
+      const revision = this.projection.connectionRevisions.get(conn);
+      if (revision !== undefined) countedAt.set(conn, revision);
       const available = Math.max(0, spec.maxParallelism - used);
       list.sort(
         (a, b) => a.task.logicalDate.localeCompare(b.task.logicalDate) || a.task.id.localeCompare(b.task.id),
@@ -426,9 +430,16 @@ export class Scheduler {
         }
         w.add(c.task.id);
       }
-      this.reserved.set(conn, (this.reserved.get(conn) ?? 0) + Math.min(available, list.length));
+      let reserved = this.reserved.get(conn);
+      if (!reserved) {
+        reserved = new Set();
+        this.reserved.set(conn, reserved);
+      }
+      for (const c of list.slice(0, available)) reserved.add(instanceStream(c.task.key, c.task.logicalDate));
     }
-    const commands = await Promise.all(released.map((c) => this.writeIntent(c)));
+    const commands = await Promise.all(
+      released.map((c) => this.writeIntent(c, countedAt.get(c.task.spec.connection ?? ""))),
+    );
     const ready = commands.filter((c): c is RunCommand => c !== null);
     if (ready.length > 0) {
       this.stats.dispatched += ready.length;
@@ -650,7 +661,7 @@ export class Scheduler {
   }
 
   /** Writes DispatchIntended (durably) and returns the command to send, or null. */
-  private async writeIntent(c: DispatchCandidate): Promise<RunCommand | null> {
+  private async writeIntent(c: DispatchCandidate, countedAt?: bigint): Promise<RunCommand | null> {
     const { task } = c;
     const stream = instanceStream(task.key, task.logicalDate);
     const conn = task.spec.connection;
@@ -713,7 +724,7 @@ export class Scheduler {
           const expectedRevision = inst ? inst.revision : streamRevision;
           const r =
             conn && !hit
-              ? await this.appendTakingSlot(conn, stream, events, expectedRevision, {
+              ? await this.appendTakingSlot(conn, countedAt, stream, events, expectedRevision, {
                   stream,
                   attempt,
                   token,
@@ -783,18 +794,21 @@ export class Scheduler {
       } else this.o.logger.error({ err: error, task: task.id }, "could not write the dispatch intent");
       return null;
     } finally {
-      if (conn && !keepReservation) this.release(conn);
+      if (conn && !keepReservation) this.release(conn, stream);
     }
   }
 
   /**
    * Writes an intent together with the slot it takes on its connection, in one atomic append
    * whose compare-and-set on the connection stream fails if any other scheduler took a slot
-   * since this one counted. Takes on one connection are written one after another, each at
-   * the revision the previous one left.
+   * since this one counted (at revision `countedAt`). Takes on one connection are written one
+   * after another: a take expects the revision its count saw or, if later, the one this
+   * scheduler's previous take left (everything between was this scheduler's own, and counted
+   * as reserved).
    */
   private appendTakingSlot(
     conn: string,
+    countedAt: bigint | undefined,
     stream: string,
     events: DomainEvent[],
     expectedRevision: bigint | "no_stream",
@@ -804,9 +818,8 @@ export class Scheduler {
     const write = previous
       .catch(() => {})
       .then(async () => {
-        const seen = this.projection.connectionRevisions.get(conn);
         const own = this.slotRevisions.get(conn);
-        const revision = own === undefined || (seen !== undefined && seen > own) ? seen : own;
+        const revision = own === undefined || (countedAt !== undefined && countedAt > own) ? countedAt : own;
         const [instance, connection] = await this.log.appendMany([
           { streamId: stream, events, expectedRevision },
           {
@@ -888,7 +901,7 @@ export class Scheduler {
     const has = this.holdsSlot(after);
     if (!had && has && after) {
       // The intent is now in the projection: its reservation becomes load.
-      if (after.connection) this.release(after.connection, false);
+      if (after.connection) this.release(after.connection, stream, false);
       this.trackLoad(after);
     } else if (had && !has && before?.connection) {
       this.load.get(before.connection)?.delete(stream);
@@ -897,10 +910,10 @@ export class Scheduler {
     if (after && isTerminal(after) && before?.connection) this.load.get(before.connection)?.delete(stream);
   }
 
-  private release(conn: string, wake = true): void {
-    const n = (this.reserved.get(conn) ?? 0) - 1;
-    if (n <= 0) this.reserved.delete(conn);
-    else this.reserved.set(conn, n);
+  private release(conn: string, stream: string, wake = true): void {
+    const reserved = this.reserved.get(conn);
+    reserved?.delete(stream);
+    if (reserved?.size === 0) this.reserved.delete(conn);
     if (wake) this.wakeConnection(conn);
   }
 
