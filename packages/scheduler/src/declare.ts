@@ -117,6 +117,11 @@ export async function declare(
         ),
     );
   }
+  // Connections and workflows first, so that no scheduler meets a task whose connection or
+  // workflow it has not seen declared yet.
+  const declared = await Promise.allSettled(writes.splice(0));
+  const refused = declared.find((s) => s.status === "rejected");
+  if (refused) throw (refused as PromiseRejectedResult).reason;
   const tasks: DeclaredTaskOutcome[] = [];
   for (const spec of result.tasks) {
     const id = formatTaskKey(spec.key);

@@ -408,7 +408,11 @@ export class Scheduler {
       }
       const spec = this.projection.connections.get(conn);
       if (!spec) {
-        for (const c of list) this.blocked.set(c.task.id, [`connection ${conn} is not declared`]);
+        for (const c of list) {
+          this.blocked.set(c.task.id, [`connection ${conn} is not declared`]);
+          // Its declaration (perhaps later in the same file) wakes the task.
+          this.waitForSlot(conn, c.task.id);
+        }
         continue;
       }
       const used = (this.load.get(conn)?.size ?? 0) + (this.reserved.get(conn)?.size ?? 0);

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { formatTaskKey, type InstanceState, parseDeclarationText, shortInstant } from "@chronolog/core";
@@ -118,6 +118,8 @@ function positiveInt(text: string, flag: string): number {
 async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   const logger = createLogger("chronolog");
   const dir = dataDirOf(globals);
+  // On a Kafka log nothing else creates the directory the checkpoints go to.
+  mkdirSync(dir, { recursive: true });
   const log = await openLogForWrite(globals, defaultActor("scheduler"));
   const loaded = await loadProjection(log, dir);
   if (loaded.discarded) logger.warn({ reason: loaded.discarded }, "snapshot not used; replayed the log");
