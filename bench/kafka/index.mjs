@@ -24,16 +24,24 @@ const work = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), "chronolog-benc
 
 // ---- the cluster -------------------------------------------------------------------------------
 let brokers = process.env.BENCH_KAFKA_BROKERS;
-const clusterEnv = { ...process.env, CHRONOLOG_KAFKA_DIR: join(work, "cluster"), CHRONOLOG_KAFKA_PORT: "24092" };
+const clusterEnv = {
+  ...process.env,
+  CHRONOLOG_KAFKA_DIR: join(work, "cluster"),
+  CHRONOLOG_KAFKA_PORT: "24092",
+};
 if (!brokers) {
   console.log("starting a three-broker Kafka cluster (replication factor 3, min.insync.replicas 2)...");
-  brokers = execFileSync(join(root, "infra/kafka/start"), ["--brokers", "3"], { env: clusterEnv, encoding: "utf8" })
+  brokers = execFileSync(join(root, "infra/kafka/start"), ["--brokers", "3"], {
+    env: clusterEnv,
+    encoding: "utf8",
+  })
     .trim()
     .split("\n")
     .at(-1);
 }
 const stopCluster = () => {
-  if (!process.env.BENCH_KAFKA_BROKERS) execFileSync(join(root, "infra/kafka/stop"), { env: clusterEnv, stdio: "ignore" });
+  if (!process.env.BENCH_KAFKA_BROKERS)
+    execFileSync(join(root, "infra/kafka/stop"), { env: clusterEnv, stdio: "ignore" });
 };
 
 // ---- processes ---------------------------------------------------------------------------------
@@ -50,8 +58,24 @@ function startScheduler(logUrl, name) {
   mkdirSync(dataDir, { recursive: true });
   const proc = spawn(
     process.execPath,
-    [CLI, "--data-dir", dataDir, "--log", logUrl, "scheduler", "--workers", "2", "--capacity", "5000", "--session-timeout-ms", String(SESSION_MS)],
-    { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, CHRONOLOG_LOG_FORMAT: "json", CHRONOLOG_LOG_LEVEL: "info" } },
+    [
+      CLI,
+      "--data-dir",
+      dataDir,
+      "--log",
+      logUrl,
+      "scheduler",
+      "--workers",
+      "2",
+      "--capacity",
+      "5000",
+      "--session-timeout-ms",
+      String(SESSION_MS),
+    ],
+    {
+      stdio: ["ignore", "ignore", "pipe"],
+      env: { ...process.env, CHRONOLOG_LOG_FORMAT: "json", CHRONOLOG_LOG_LEVEL: "info" },
+    },
   );
   const s = { name, proc, shards: [], exited: new Promise((r) => proc.once("exit", r)) };
   let buffer = "";
@@ -105,7 +129,9 @@ function tasksYaml(prefix, n, extra = "") {
 }
 
 function cli(logUrl, ...args) {
-  execFileSync(process.execPath, [CLI, "--data-dir", join(work, "cli"), "--log", logUrl, ...args], { stdio: "ignore" });
+  execFileSync(process.execPath, [CLI, "--data-dir", join(work, "cli"), "--log", logUrl, ...args], {
+    stdio: "ignore",
+  });
 }
 
 /** Follows the log until `n` intervals completed; returns the events. */
@@ -141,7 +167,9 @@ async function throughput(label, count) {
     await until(`${s.name} to join`, () => s.shards.length > 0);
   }
   const share = 12 / count;
-  await until("the shards to be split", () => schedulers.every((s) => s.shards.at(-1)?.shards.length === share));
+  await until("the shards to be split", () =>
+    schedulers.every((s) => s.shards.at(-1)?.shards.length === share),
+  );
   const log = await openKafkaLog({ brokers, topic, actor: "bench", createTopic: false });
   const from = (await log.headPosition()) + 1n;
   const cpu0 = schedulers.map((s) => cpuSeconds(s.proc.pid));
@@ -149,9 +177,13 @@ async function throughput(label, count) {
   cli(url, "resume", "gate/k/t");
   const events = await completed(log, TASKS + 1, from);
   const cpu = schedulers.map((s, i) => cpuSeconds(s.proc.pid) - cpu0[i]);
-  const intents = events.filter((e) => e.type === "DispatchIntended" && e.streamId.startsWith("instance-bench/"));
+  const intents = events.filter(
+    (e) => e.type === "DispatchIntended" && e.streamId.startsWith("instance-bench/"),
+  );
   const first = resumed;
-  const last = Math.max(...events.filter((e) => e.type === "IntervalCompleted").map((e) => Date.parse(e.metadata.recordedAt)));
+  const last = Math.max(
+    ...events.filter((e) => e.type === "IntervalCompleted").map((e) => Date.parse(e.metadata.recordedAt)),
+  );
   const by = schedulers.map((s) => intents.filter((e) => pidOf(e) === s.proc.pid).length);
   const successes = new Map();
   for (const e of events)
@@ -171,13 +203,25 @@ async function failover() {
   await until("a to join", () => a.shards.length > 0);
   const n = quick ? 1000 : 4000;
   // Work that lasts: a connection of 20 slots, so the run is still going when a dies.
-  declare(url, `connections:\n  - { name: slow, operators: [noop], maxParallelism: 20 }\n${tasksYaml("f", n, ", connection: slow")}`, "gate/k/f");
+  declare(
+    url,
+    `connections:\n  - { name: slow, operators: [noop], maxParallelism: 20 }\n${tasksYaml("f", n, ", connection: slow")}`,
+    "gate/k/f",
+  );
   const b = startScheduler(url, "fo-b");
-  await until("the shards to be split", () => a.shards.at(-1)?.shards.length === 6 && b.shards.at(-1)?.shards.length === 6);
+  await until(
+    "the shards to be split",
+    () => a.shards.at(-1)?.shards.length === 6 && b.shards.at(-1)?.shards.length === 6,
+  );
   const log = await openKafkaLog({ brokers, topic, actor: "bench", createTopic: false });
   cli(url, "resume", "gate/k/f");
   let done = 0;
-  const sub = log.subscribe((e) => { if (e.type === "IntervalCompleted") done += 1; }, { fromPosition: 0n });
+  const sub = log.subscribe(
+    (e) => {
+      if (e.type === "IntervalCompleted") done += 1;
+    },
+    { fromPosition: 0n },
+  );
   await until("a quarter of the run", () => done >= n / 4);
   const killedAt = Date.now();
   a.proc.kill("SIGKILL");
@@ -187,7 +231,8 @@ async function failover() {
   await sub.close();
   const events = await log.readAll({ fromPosition: 0n, maxCount: 10_000_000 });
   const afterKill = events.find(
-    (e) => e.type === "DispatchIntended" && pidOf(e) === b.proc.pid && Date.parse(e.metadata.recordedAt) >= held,
+    (e) =>
+      e.type === "DispatchIntended" && pidOf(e) === b.proc.pid && Date.parse(e.metadata.recordedAt) >= held,
   );
   const successes = new Map();
   for (const e of events)
@@ -212,9 +257,21 @@ try {
     `\n${TASKS.toLocaleString("en-US")} no-op tasks released at once (children of one gate task), on a three-broker cluster; each scheduler with 2 worker processes\n`,
   );
   printTable(
-    ["schedulers", "completed tasks/s", "CPU s per 1,000 tasks (each scheduler)", "share of tasks (each)", "duplicates"],
     [
-      ["1", fmt(TASKS / one.seconds), one.cpu.map((c) => fmt((c * 1000) / TASKS, 2)).join(" "), "100%", String(one.duplicates)],
+      "schedulers",
+      "completed tasks/s",
+      "CPU s per 1,000 tasks (each scheduler)",
+      "share of tasks (each)",
+      "duplicates",
+    ],
+    [
+      [
+        "1",
+        fmt(TASKS / one.seconds),
+        one.cpu.map((c) => fmt((c * 1000) / TASKS, 2)).join(" "),
+        "100%",
+        String(one.duplicates),
+      ],
       [
         "2",
         fmt(TASKS / two.seconds),
@@ -224,10 +281,19 @@ try {
       ],
     ],
   );
-  console.log(`\nfailover: two schedulers, ${fo.n.toLocaleString("en-US")} tasks on a 20-slot connection, one killed with SIGKILL a quarter of the way`);
+  console.log(
+    `\nfailover: two schedulers, ${fo.n.toLocaleString("en-US")} tasks on a 20-slot connection, one killed with SIGKILL a quarter of the way`,
+  );
   printTable(
     ["session timeout", "survivor holds every shard", "its first dispatch after that", "intervals completed"],
-    [[`${SESSION_MS} ms`, `${fmt(fo.takeover)} ms`, `${fmt(fo.firstDispatch)} ms`, `${fo.instances} of ${fo.n}`]],
+    [
+      [
+        `${SESSION_MS} ms`,
+        `${fmt(fo.takeover)} ms`,
+        `${fmt(fo.firstDispatch)} ms`,
+        `${fo.instances} of ${fo.n}`,
+      ],
+    ],
   );
   if (one.instances !== TASKS || two.instances !== TASKS) throw new Error("some task did not complete");
 } finally {

@@ -136,7 +136,7 @@ export class KafkaBackend implements LogBackend {
   readonly name = "kafka";
   readonly topic: string;
   private readonly kafka: Kafka;
-  private readonly admin: Admin;
+  private admin: Admin;
   private readonly consumer: Consumer;
   private producer: Producer | null = null;
   private readonly disconnecting = new Set<Promise<void>>();
@@ -446,6 +446,7 @@ export class KafkaBackend implements LogBackend {
   }
 
   private async fetchLastStableOffset(): Promise<bigint> {
+    const deadline = performance.now() + this.timeoutMs;
     for (let attempt = 1; ; attempt++) {
       try {
         const offsets = await this.admin.fetchTopicOffsets(this.topic);
@@ -453,11 +454,20 @@ export class KafkaBackend implements LogBackend {
         if (!p) throw new Error(`kafka log ${this.topic}: partition 0 not found`);
         return BigInt(p.offset);
       } catch (error) {
-        // e.g. "topic metadata not loaded" while the client refreshes its metadata
-        if ((error as { retriable?: boolean }).retriable !== true || attempt >= 10) throw error;
-        await sleep(10 * attempt);
+        if (this.closing || performance.now() > deadline) throw error;
+        // A broker died or leadership moved: the admin client may keep asking the dead one,
+        // so after a failure a new client starts again from the bootstrap brokers.
+        if (attempt > 1) await this.renewAdmin();
+        await sleep(Math.min(500, 10 * 2 ** attempt));
       }
     }
+  }
+
+  private async renewAdmin(): Promise<void> {
+    const old = this.admin;
+    this.admin = this.kafka.admin();
+    void old.disconnect().catch(() => {});
+    await this.admin.connect().catch(() => {});
   }
 
   /** Returns once this client has decided every record written before the call. */

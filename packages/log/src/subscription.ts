@@ -1,3 +1,4 @@
+import { LogClosedError } from "./errors.js";
 import type { RecordedEvent } from "./types.js";
 
 export interface SubscribeOptions {
@@ -7,6 +8,8 @@ export interface SubscribeOptions {
   readonly batchSize?: number;
   /** Longest wait between checks when the engine cannot notify (another process writing). */
   readonly pollMs?: number;
+  /** How long reads that keep failing are retried before the subscription fails. Default 2 min. */
+  readonly retryReadsMs?: number;
 }
 
 /** A live subscription: delivers every event from its start position, in order, once. */
@@ -54,12 +57,29 @@ export function startSubscription(
     resolveCaughtUp = r;
   });
 
+  // A read that fails (a network log losing a broker) is tried again with backoff, for up to
+  // `retryReadsMs` of consecutive failures; the handler's own errors are never retried.
+  const retryMs = options.retryReadsMs ?? 120_000;
+  const read = async <T>(f: () => Promise<T>): Promise<T> => {
+    let since = 0;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await f();
+      } catch (error) {
+        const now = performance.now();
+        if (since === 0) since = now;
+        if (closed || error instanceof LogClosedError || now - since >= retryMs) throw error;
+        await new Promise((r) => setTimeout(r, Math.min(2000, 50 * 2 ** attempt)));
+      }
+    }
+  };
+
   const run = async () => {
-    const initialHead = await source.headPosition();
+    const initialHead = await read(() => source.headPosition());
     if (initialHead < next) resolveCaughtUp();
     while (!closed) {
       dirty = false;
-      const batch = await source.readAll(next, batchSize);
+      const batch = await read(() => source.readAll(next, batchSize));
       for (const event of batch) {
         if (closed) return;
         await handler(event);

@@ -381,6 +381,7 @@ export class Scheduler {
         return;
       }
       this.o.logger.error({ err: error, task: task.id }, "could not write to the task stream");
+      this.timers.wakeAt(task.id, this.now() + 1000); // try again
     }
   }
 
@@ -795,7 +796,10 @@ export class Scheduler {
       } else if (error instanceof WrongExpectedRevisionError) {
         this.stats.conflicts += 1;
         this.markDirty(task.id);
-      } else this.o.logger.error({ err: error, task: task.id }, "could not write the dispatch intent");
+      } else {
+        this.o.logger.error({ err: error, task: task.id }, "could not write the dispatch intent");
+        this.timers.wakeAt(task.id, this.now() + 1000); // try again
+      }
       return null;
     } finally {
       if (conn && !keepReservation) this.release(conn, stream);

@@ -42,11 +42,21 @@ export function logUrlOf(options: DataDirOptions): string {
   return options.log ?? process.env.CHRONOLOG_LOG ?? "sqlite";
 }
 
+/** CHRONOLOG_KAFKA_LOG_LEVEL=error|warn|info|debug: the Kafka client's own log lines, on stderr. */
+function kafkaClientLog(): { logLevel?: "error" | "warn" | "info" | "debug" } {
+  const level = process.env.CHRONOLOG_KAFKA_LOG_LEVEL;
+  if (!level) return {};
+  if (level !== "error" && level !== "warn" && level !== "info" && level !== "debug")
+    throw new CliError(`CHRONOLOG_KAFKA_LOG_LEVEL "${level}": expected error, warn, info or debug`, 2);
+  return { logLevel: level };
+}
+
 /** Opens the log for writing (the embedded file is created if missing). */
 export async function openLogForWrite(options: DataDirOptions, actor: string): Promise<EventLog> {
   const kafka = parseLogUrl(logUrlOf(options));
   // The Kafka client loads only when a Kafka log is asked for.
-  if (kafka) return (await import("@chronolog/log-kafka")).openKafkaLog({ ...kafka, actor });
+  if (kafka)
+    return (await import("@chronolog/log-kafka")).openKafkaLog({ ...kafka, actor, ...kafkaClientLog() });
   return openSqliteLog({ path: logFileOf(options), actor });
 }
 
