@@ -180,7 +180,9 @@ async function throughput(label, count) {
   const intents = events.filter(
     (e) => e.type === "DispatchIntended" && e.streamId.startsWith("instance-bench/"),
   );
-  const first = resumed;
+  // From the gate's completion (which releases every task) to the last task's.
+  const gate = events.find((e) => e.type === "IntervalCompleted" && e.streamId.startsWith("task-gate/"));
+  const first = gate ? Date.parse(gate.metadata.recordedAt) : resumed;
   const last = Math.max(
     ...events.filter((e) => e.type === "IntervalCompleted").map((e) => Date.parse(e.metadata.recordedAt)),
   );

@@ -77,6 +77,11 @@ export class ReportApplier {
     }
   }
 
+  /** Whether reports for the stream wait to be written (a worker spoke; the log has not heard yet). */
+  hasPending(stream: string): boolean {
+    return this.pending.has(stream) || this.busy.has(stream);
+  }
+
   /** Resolves when every report submitted so far has been written (or rejected). */
   async idle(): Promise<void> {
     if (this.pending.size === 0 && this.inFlight === 0) return;

@@ -222,6 +222,11 @@ export class Scheduler {
     this.schedulePass();
   }
 
+  /** Whether a worker's report for the instance waits to be written by this scheduler. */
+  hasPendingReport(stream: string): boolean {
+    return this.reports.hasPending(stream);
+  }
+
   /** Re-evaluates a task on the next pass. */
   wake(id: string): void {
     this.markDirty(id);

@@ -46,6 +46,11 @@ export interface ReconcilerOptions {
    * scheduler is that scheduler's to watch.
    */
   readonly isOwnWorker?: (workerId: string) => boolean;
+  /**
+   * Whether a report for the instance's attempt waits to be written: a worker that finished
+   * it no longer knows the attempt, but it was confirmed all the same.
+   */
+  readonly hasPendingReport?: (stream: string) => boolean;
 }
 
 export interface PassResult {
@@ -167,6 +172,10 @@ export class Reconciler {
     const checkLease = expired.filter((i) => !lostSet.has(i));
     const asked = [...unconfirmed, ...checkLease, ...lost].map((i) => currentAttempt(i)?.token as string);
     const known = asked.length > 0 ? await this.o.dispatcher.query(asked) : new Map<string, string>();
+    for (const inst of [...unconfirmed, ...checkLease]) {
+      const token = currentAttempt(inst)?.token;
+      if (token && !known.has(token) && this.o.hasPendingReport?.(inst.stream)) known.set(token, "report pending");
+    }
     for (const inst of lost) {
       const a = currentAttempt(inst);
       if (a && !known.has(a.token)) {

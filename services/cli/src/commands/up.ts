@@ -175,6 +175,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
       ? (id) => !isOwnWorker(id) && !membership.isAlive(schedulerOfWorker(id))
       : (id) => !isOwnWorker(id),
     reportLost: (inst, reason) => scheduler.reportLost(inst, reason),
+    hasPendingReport: (stream) => scheduler.hasPendingReport(stream),
     ...(membership
       ? {
           isOwnWorker,
