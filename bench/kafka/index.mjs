@@ -59,6 +59,8 @@ function startScheduler(logUrl, name) {
   const proc = spawn(
     process.execPath,
     [
+      // BENCH_CPU_PROF=DIR: a CPU profile of each scheduler process, written when it stops.
+      ...(process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
       CLI,
       "--data-dir",
       dataDir,

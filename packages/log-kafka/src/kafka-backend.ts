@@ -25,7 +25,7 @@ import {
   Partitioners,
   type Producer,
 } from "kafkajs";
-import { type DecodedAppend, decodeAppend, encodeExpected, type WireAppend } from "./record.js";
+import { type DecodedAppend, decodeAppend, encodeAppend, encodeExpected, type WireAppend } from "./record.js";
 
 export interface KafkaLogOptions {
   /** Bootstrap brokers: `"127.0.0.1:19092,127.0.0.1:19093"` or a list of `host:port`. */
@@ -55,6 +55,8 @@ export interface KafkaLogOptions {
 interface PendingAppend {
   readonly id: string;
   readonly writes: readonly PreparedWrite[];
+  readonly base: bigint;
+  readonly recordedAt: string;
   /** The record: encoded once, so a copy sent again is byte for byte the same append. */
   readonly value: string;
   readonly bytes: number;
@@ -295,11 +297,24 @@ export class KafkaBackend implements LogBackend {
     for (const m of messages) {
       const offset = BigInt(m.offset);
       if (offset < this.nextOffset) continue;
-      this.decide(decodeAppend(m.value, m.offset), offset);
+      // This client's own record: its append is still in memory, parsed data and all, so the
+      // record need not be decoded (the header names it; the value is the same bytes).
+      const header = m.headers?.id;
+      const own = header ? this.pending.get(header.toString()) : undefined;
+      this.decide(own ? this.ownAppend(own) : decodeAppend(m.value, m.offset), offset);
       this.nextOffset = offset + 1n;
     }
     this.advance(next);
     if (this.events.length > before) this.notify();
+  }
+
+  private ownAppend(p: PendingAppend): DecodedAppend {
+    return {
+      id: p.id,
+      base: p.base,
+      recordedAt: p.recordedAt,
+      writes: p.writes.map((w) => ({ stream: w.streamId, expected: w.expected, events: w.events })),
+    };
   }
 
   /** The compare-and-set every reader makes the same way for the record at `offset`. */
@@ -366,6 +381,7 @@ export class KafkaBackend implements LogBackend {
           position,
           type: e.type,
           dataJson: e.dataJson,
+          ...("data" in e ? { parsed: e.data } : {}),
           metadata: {
             eventId: e.eventId,
             actor: e.actor,
@@ -503,11 +519,13 @@ export class KafkaBackend implements LogBackend {
       return Promise.reject(new InvalidAppendError("an append needs at least one event"));
     }
     const id = randomUUID();
+    const base = this.nextOffset;
+    const recordedAt = new Date().toISOString();
     const wire: WireAppend = {
       v: 2,
       id,
-      base: this.nextOffset.toString(),
-      recordedAt: new Date().toISOString(),
+      base: base.toString(),
+      recordedAt,
       writes: writes.map((w) => ({
         stream: w.streamId,
         expected: encodeExpected(w.expected),
@@ -522,7 +540,7 @@ export class KafkaBackend implements LogBackend {
         })),
       })),
     };
-    const value = JSON.stringify(wire);
+    const value = encodeAppend(wire);
     const bytes = Buffer.byteLength(value) + Buffer.byteLength(writes[0]?.streamId ?? "") + RECORD_OVERHEAD;
     if (bytes > this.maxAppendBytes) {
       return Promise.reject(
@@ -532,7 +550,7 @@ export class KafkaBackend implements LogBackend {
       );
     }
     return new Promise<AppendResult[]>((resolve, reject) => {
-      this.queue.push({ id, writes, value, bytes, resolve, reject });
+      this.queue.push({ id, writes, base, recordedAt, value, bytes, resolve, reject });
       if (!this.writing) {
         this.writing = true;
         this.writer = this.writeLoop();
@@ -600,7 +618,12 @@ export class KafkaBackend implements LogBackend {
           topic: this.topic,
           acks: -1,
           timeout: this.timeoutMs,
-          messages: left.map((p) => ({ key: p.writes[0]?.streamId ?? null, value: p.value, partition: 0 })),
+          messages: left.map((p) => ({
+            key: p.writes[0]?.streamId ?? null,
+            value: p.value,
+            partition: 0,
+            headers: { id: p.id },
+          })),
         });
         this.counts.sends += 1;
         this.counts.records += left.length;

@@ -1,9 +1,11 @@
 import type { ExpectedRevision } from "@chronolog/log";
 
 /**
- * One append as one Kafka record's value: JSON, bigints as decimal strings. An append of
- * several streams is one record, so it is in the log whole or not at all. `dataJson` stays a
- * string (not nested JSON) because the hash covers its exact bytes. `v` versions the layout.
+ * One append as one Kafka record's value. An append of several streams is one record, so it
+ * is in the log whole or not at all. The value is a line of JSON (the append without its
+ * events' data: bigints as decimal strings, each event's data length) followed by every
+ * event's data JSON, exactly as stored (the hash covers those bytes), one after another:
+ * the data is neither escaped into a string nor parsed twice. `v` versions the layout.
  *
  * The record carries what the writer asked for, not what it got: the expected revision of
  * each stream. Every reader decides the compare-and-set the same way, in the partition's
@@ -29,6 +31,7 @@ export interface WireWrite {
 export interface WireEvent {
   readonly eventId: string;
   readonly type: string;
+  /** On the wire: the data's length, its text follows the JSON line. */
   readonly dataJson: string;
   readonly schemaVersion: number;
   readonly actor: string;
@@ -40,6 +43,23 @@ export const RECORD_LAYOUT_VERSION = 2;
 
 export function encodeExpected(e: ExpectedRevision): string {
   return typeof e === "bigint" ? e.toString() : e;
+}
+
+/** The record value of an append (see WireAppend). */
+export function encodeAppend(a: WireAppend): string {
+  let data = "";
+  const head = {
+    ...a,
+    writes: a.writes.map((w) => ({
+      ...w,
+      events: w.events.map(({ dataJson, ...e }) => {
+        data += dataJson;
+        return { ...e, length: dataJson.length };
+      }),
+    })),
+  };
+  // JSON.stringify escapes every line break, so the first "\n" ends the head.
+  return `${JSON.stringify(head)}\n${data}`;
 }
 
 /** A record in the log's topic that this package did not write, or that was damaged. */
@@ -70,18 +90,21 @@ export interface DecodedAppend {
   readonly writes: ReadonlyArray<{
     readonly stream: string;
     readonly expected: ExpectedRevision;
-    readonly events: readonly WireEvent[];
+    /** With `data` when the append is this client's own, still in memory. */
+    readonly events: ReadonlyArray<WireEvent & { readonly data?: unknown }>;
   }>;
 }
 
-function isEvent(e: unknown): e is WireEvent {
-  const x = e as Partial<WireEvent> | null;
+function isEvent(e: unknown): e is Omit<WireEvent, "dataJson"> & { length: number } {
+  const x = e as (Partial<WireEvent> & { length?: unknown }) | null;
   return (
     typeof x === "object" &&
     x !== null &&
     isString(x.eventId) &&
     isString(x.type) &&
-    isString(x.dataJson) &&
+    typeof x.length === "number" &&
+    Number.isInteger(x.length) &&
+    x.length >= 0 &&
     typeof x.schemaVersion === "number" &&
     isString(x.actor) &&
     isNullableString(x.causationId) &&
@@ -91,12 +114,15 @@ function isEvent(e: unknown): e is WireEvent {
 
 export function decodeAppend(value: Buffer | null, offset: string): DecodedAppend {
   if (value === null) throw new ForeignRecordError(offset, "no value");
+  const text = value.toString("utf8");
+  const newline = text.indexOf("\n");
   let w: Partial<WireAppend>;
   try {
-    w = JSON.parse(value.toString("utf8")) as Partial<WireAppend>;
+    w = JSON.parse(newline < 0 ? text : text.slice(0, newline)) as Partial<WireAppend>;
   } catch {
-    throw new ForeignRecordError(offset, "the value is not JSON");
+    throw new ForeignRecordError(offset, "the value does not start with a line of JSON");
   }
+  let at = newline + 1;
   if (
     typeof w !== "object" ||
     w === null ||
@@ -121,11 +147,21 @@ export function decodeAppend(value: Buffer | null, offset: string): DecodedAppen
       expected === null ||
       !Array.isArray(write.events) ||
       write.events.length === 0 ||
-      !write.events.every(isEvent)
+      !(write.events as unknown[]).every(isEvent)
     ) {
       throw new ForeignRecordError(offset, "a write is malformed");
     }
-    writes.push({ stream: write.stream, expected, events: write.events });
+    const events: WireEvent[] = [];
+    for (const { length, ...e } of write.events as unknown as Array<
+      Omit<WireEvent, "dataJson"> & { length: number }
+    >) {
+      if (newline < 0 || at + length > text.length)
+        throw new ForeignRecordError(offset, "an event's data is cut short");
+      events.push({ ...e, dataJson: text.slice(at, at + length) });
+      at += length;
+    }
+    writes.push({ stream: write.stream, expected, events });
   }
+  if (at !== text.length && newline >= 0) throw new ForeignRecordError(offset, "data after the last event");
   return { id: w.id, base: BigInt(w.base), recordedAt: w.recordedAt, writes };
 }

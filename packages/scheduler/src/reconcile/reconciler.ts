@@ -174,7 +174,8 @@ export class Reconciler {
     const known = asked.length > 0 ? await this.o.dispatcher.query(asked) : new Map<string, string>();
     for (const inst of [...unconfirmed, ...checkLease]) {
       const token = currentAttempt(inst)?.token;
-      if (token && !known.has(token) && this.o.hasPendingReport?.(inst.stream)) known.set(token, "report pending");
+      if (token && !known.has(token) && this.o.hasPendingReport?.(inst.stream))
+        known.set(token, "report pending");
     }
     for (const inst of lost) {
       const a = currentAttempt(inst);
