@@ -41,7 +41,9 @@ beforeEach(() => {
   if (kafka)
     process.env.CHRONOLOG_LOG = `kafka://${kafka.brokers}/chronolog-faults-${process.pid}-${Date.now()}`;
 });
-afterEach(async () => {
+afterEach(async (ctx) => {
+  // A failed test shows what the scheduler said last.
+  if (up && ctx.task.result?.state === "fail") console.log(up.log.split("\n").slice(-40).join("\n"));
   if (up) await stopUp(up);
   up = null;
   delete process.env.CHRONOLOG_LOG;
@@ -236,8 +238,8 @@ describe(`fault injection (${backend} log)`, () => {
     };
     for (let k = 0; k < kills; k++) {
       const run = startUp(dir, {}, ["--snapshot-seconds", "0.3"]);
-      // A Kafka client takes longer to start (read the topic, take ownership): wider windows.
-      const base = backend === "kafka" ? 1500 : 300;
+      // A Kafka client takes longer to start (read the topic, join the scheduler group): wider windows.
+      const base = backend === "kafka" ? 2500 : 300;
       await new Promise((r) => setTimeout(r, base + Math.floor(random() * 900)));
       run.proc.kill("SIGKILL");
       await run.exited;

@@ -719,7 +719,8 @@ export class KafkaBackend implements LogBackend {
   /** The log cannot be trusted any more (a foreign record, a dead consumer): refuse everything. */
   private fail(error: Error): void {
     if (this.failure) return;
-    this.failure = error;
+    // Marked permanent: a subscription does not retry reads of a log in this state.
+    this.failure = Object.assign(error, { permanent: true });
     for (const w of this.waiters) {
       clearTimeout(w.timer);
       w.reject(error);

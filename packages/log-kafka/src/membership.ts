@@ -15,10 +15,12 @@ export interface KafkaMembershipOptions {
    * plus one heartbeat.
    */
   readonly sessionTimeoutMs?: number;
-  /** How often a member tells the group it is alive (default 1 s). */
+  /** How often a member tells the group it is alive (default 1 s, or a third of a shorter session). */
   readonly heartbeatIntervalMs?: number;
   /** How long joining may take before it fails (default 30 s). */
   readonly joinTimeoutMs?: number;
+  /** Called if the group consumer stops for good (it holds nothing from then on). */
+  readonly onFailure?: (error: Error) => void;
 }
 
 function brokerList(brokers: string | readonly string[]): string[] {
@@ -68,7 +70,7 @@ export class KafkaMembership {
     this.consumer = this.kafka.consumer({
       groupId: this.groupId,
       sessionTimeout: session,
-      heartbeatInterval: o.heartbeatIntervalMs ?? 1000,
+      heartbeatInterval: o.heartbeatIntervalMs ?? Math.min(1000, Math.floor(session / 3)),
       rebalanceTimeout: Math.max(10_000, 2 * session),
       maxWaitTimeInMs: 200,
       allowAutoTopicCreation: false,
@@ -116,19 +118,21 @@ export class KafkaMembership {
       this.changed();
     });
     c.on(c.events.GROUP_JOIN, (e) => {
+      // The assignment applies at once, in the order the joins happen; the member list that
+      // isAlive answers from follows (the first join waits for it).
       const assigned = (e.payload.memberAssignment[this.shardTopic] ?? []) as number[];
-      void this.refreshMembers().finally(() => {
-        this.held.clear();
-        for (const s of assigned) this.held.add(s);
-        this.changed();
-        joined();
-      });
-    });
-    c.on(c.events.CRASH, () => {
-      // kafkajs restarts the consumer after a retriable crash; until it rejoins, hold nothing.
-      if (this.held.size === 0) return;
       this.held.clear();
+      for (const s of assigned) this.held.add(s);
       this.changed();
+      void this.refreshMembers().finally(joined);
+    });
+    c.on(c.events.CRASH, (e) => {
+      // kafkajs restarts the consumer after a retriable crash; until it rejoins, hold nothing.
+      if (this.held.size > 0) {
+        this.held.clear();
+        this.changed();
+      }
+      if (!e.payload.restart && !this.closed) this.o.onFailure?.(e.payload.error);
     });
     await c.connect();
     await c.subscribe({ topics: [this.shardTopic], fromBeginning: false });

@@ -134,7 +134,12 @@ export function decodeAppend(value: Buffer | null, offset: string): DecodedAppen
     !Array.isArray(w.writes) ||
     w.writes.length === 0
   ) {
-    throw new ForeignRecordError(offset, `unexpected layout (version ${String(w?.v)})`);
+    throw new ForeignRecordError(
+      offset,
+      (w as { v?: unknown } | null)?.v === 1
+        ? "written in layout 1, by the earlier single-writer Kafka log, which this version does not read"
+        : `unexpected layout (version ${String((w as { v?: unknown } | null)?.v)})`,
+    );
   }
   const writes: Array<DecodedAppend["writes"][number]> = [];
   for (const x of w.writes as unknown[]) {

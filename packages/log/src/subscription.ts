@@ -58,7 +58,8 @@ export function startSubscription(
   });
 
   // A read that fails (a network log losing a broker) is tried again with backoff, for up to
-  // `retryReadsMs` of consecutive failures; the handler's own errors are never retried.
+  // `retryReadsMs` of consecutive failures; an error marked `permanent` (a backend that can no
+  // longer be trusted) and the handler's own errors are never retried.
   const retryMs = options.retryReadsMs ?? 120_000;
   const read = async <T>(f: () => Promise<T>): Promise<T> => {
     let since = 0;
@@ -68,7 +69,8 @@ export function startSubscription(
       } catch (error) {
         const now = performance.now();
         if (since === 0) since = now;
-        if (closed || error instanceof LogClosedError || now - since >= retryMs) throw error;
+        const permanent = (error as { permanent?: boolean } | null)?.permanent === true;
+        if (closed || permanent || error instanceof LogClosedError || now - since >= retryMs) throw error;
         await new Promise((r) => setTimeout(r, Math.min(2000, 50 * 2 ** attempt)));
       }
     }

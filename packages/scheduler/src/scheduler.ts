@@ -677,6 +677,7 @@ export class Scheduler {
     const conn = task.spec.connection;
     this.inflight.set(task.id, PENDING);
     let keepReservation = false;
+    let waitsForSlot = false;
     try {
       let operator: OperatorSpec;
       let cacheKey: string | undefined;
@@ -775,7 +776,7 @@ export class Scheduler {
               fromRevision: task.revision + 1n,
             });
             const ended = events.at(-1)?.position ?? -1n;
-            if (newer.length > 0 || (inst && task.movedAt < ended)) {
+            if (newer.length > 0 || (inst && inst.dispatchedAt > task.movedAt)) {
               // Evaluate again once this scheduler has seen as far as the log it just read.
               this.inflight.set(task.id, newer.at(-1)?.position ?? ended);
               this.timers.wakeAt(task.id, this.now() + 1);
@@ -796,8 +797,10 @@ export class Scheduler {
         this.stats.conflicts += 1;
         this.slotRevisions.delete(conn);
         const seen = this.projection.connectionRevisions.get(conn) ?? -1n;
-        if (error.actual !== "no_stream" && seen < error.actual) this.waitForSlot(conn, task.id);
-        else this.markDirty(task.id);
+        if (error.actual !== "no_stream" && seen < error.actual) {
+          this.waitForSlot(conn, task.id);
+          waitsForSlot = true;
+        } else this.markDirty(task.id);
       } else if (error instanceof WrongExpectedRevisionError) {
         this.stats.conflicts += 1;
         this.markDirty(task.id);
@@ -807,7 +810,8 @@ export class Scheduler {
       }
       return null;
     } finally {
-      if (conn && !keepReservation) this.release(conn, stream);
+      // (Not waking the connection's waiters when this task just joined them to wait for a take.)
+      if (conn && !keepReservation) this.release(conn, stream, !waitsForSlot);
     }
   }
 

@@ -51,6 +51,8 @@ export interface ReconcilerOptions {
    * it no longer knows the attempt, but it was confirmed all the same.
    */
   readonly hasPendingReport?: (stream: string) => boolean;
+  /** Grace for an intent this process did not dispatch (another scheduler's). Default: confirmGraceMs. */
+  readonly foreignIntentGraceMs?: number;
 }
 
 export interface PassResult {
@@ -144,7 +146,10 @@ export class Reconciler {
         continue;
       }
       if (!a) continue;
-      if (isUnconfirmed(inst, now, grace, this.dispatchedAt.get(a.token))) unconfirmed.push(inst);
+      const mine = this.dispatchedAt.get(a.token);
+      const foreign = mine === undefined && this.o.foreignIntentGraceMs !== undefined;
+      if (isUnconfirmed(inst, now, foreign ? (this.o.foreignIntentGraceMs as number) : grace, mine))
+        unconfirmed.push(inst);
       else if (this.watchedElsewhere(a.workerId)) continue;
       else if (a.status === "running") {
         runningTokens.add(a.token);
@@ -164,8 +169,13 @@ export class Reconciler {
       for (const inst of projection.instances.values()) {
         if (!this.looksAfter(inst)) continue;
         const a = currentAttempt(inst);
-        if (a && (a.status === "running" || a.status === "lease_expired") && a.workerId && gone(a.workerId))
+        if (a && (a.status === "running" || a.status === "lease_expired") && a.workerId && gone(a.workerId)) {
+          // Another scheduler's worker is taken for lost only once its lease has run out here
+          // too: a scheduler the group gave up on may be hung, not dead, with its workers busy.
+          const foreign = this.o.isOwnWorker !== undefined && !this.o.isOwnWorker(a.workerId);
+          if (foreign && this.leases.deadline(a.token, now, inst.leaseSeconds) >= now) continue;
           lost.push(inst);
+        }
       }
     }
     const lostSet = new Set(lost);

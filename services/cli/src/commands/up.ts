@@ -100,7 +100,17 @@ async function joinMembership(globals: DataDirOptions, opts: UpOptions, logger: 
   const sessionTimeoutMs = positiveInt(opts.sessionTimeoutMs, "--session-timeout-ms");
   const { KafkaMembership } = await import("@chronolog/log-kafka");
   const id = `s${process.pid}.${randomBytes(3).toString("hex")}`;
-  const membership = await KafkaMembership.join({ ...target, id, shards, sessionTimeoutMs });
+  const membership = await KafkaMembership.join({
+    ...target,
+    id,
+    shards,
+    sessionTimeoutMs,
+    onFailure: (error) => {
+      // Out of the group for good: hold nothing, and let a supervisor start a fresh process.
+      logger.error({ err: error }, "left the scheduler group for good; exiting");
+      process.kill(process.pid, "SIGTERM");
+    },
+  });
   membership.onChange(() =>
     logger.info({ scheduler: id, shards: membership.heldShards() }, "shards assigned"),
   );
@@ -138,6 +148,22 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     const outcome = await declare(log, projection, [source], Date.now());
     for (const t of outcome.tasks) logger.info({ task: t.task, outcome: t.outcome }, "example task");
   }
+  let saving = false;
+  const checkpoint = async () => {
+    if (saving) return;
+    saving = true;
+    try {
+      await saveSnapshot(dir, log, projection);
+    } finally {
+      saving = false;
+    }
+  };
+  // Checkpoints start now: joining a group can take a session timeout when a dead member
+  // is still in it.
+  const timer = setInterval(() => {
+    checkpoint().catch((error) => logger.error({ err: error }, "checkpoint failed"));
+  }, Number(opts.snapshotSeconds) * 1000);
+
   const membership = await joinMembership(globals, opts, logger);
   // Worker ids carry this scheduler's id (its pid when it runs alone): a worker named in the
   // log with another prefix belonged to another scheduler process. Alone, that process was an
@@ -176,6 +202,11 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
       : (id) => !isOwnWorker(id),
     reportLost: (inst, reason) => scheduler.reportLost(inst, reason),
     hasPendingReport: (stream) => scheduler.hasPendingReport(stream),
+    // Another scheduler's intents get its session timeout to be confirmed: if it is alive its
+    // workers will start them; if it died, the group has said so by then.
+    ...(membership
+      ? { foreignIntentGraceMs: positiveInt(opts.sessionTimeoutMs, "--session-timeout-ms") + 2000 }
+      : {}),
     ...(membership
       ? {
           isOwnWorker,
@@ -190,31 +221,18 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   reconciler.start();
   logger.info({ workers: Number(opts.workers), tasks: projection.tasks.size }, "chronolog is up");
 
-  let saving = false;
-  const checkpoint = async () => {
-    if (saving) return;
-    saving = true;
-    try {
-      await saveSnapshot(dir, log, projection);
-    } finally {
-      saving = false;
-    }
-  };
-  const timer = setInterval(() => {
-    checkpoint().catch((error) => logger.error({ err: error }, "checkpoint failed"));
-  }, Number(opts.snapshotSeconds) * 1000);
-
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, "stopping");
     clearInterval(timer);
-    // Leaving the group first hands this scheduler's shards over at once.
-    await membership?.close();
     reconciler?.stop();
+    // The workers finish (or are stopped) and their reports are written before the group
+    // hears that this scheduler left, so no other scheduler takes a live attempt for lost.
     await pool.close(5_000);
     await scheduler.stop();
+    await membership?.close();
     await checkpoint();
     await log.close();
     logger.info({ ...scheduler.stats, reconciled: reconciler?.totals.written ?? 0 }, "stopped");
