@@ -117,6 +117,7 @@ export class SqliteBackend implements LogBackend {
   private written: StoredEvent[] = [];
   private readonly recentLimit: number;
   private trailingNotify: NodeJS.Timeout | null = null;
+  private lastFileChange = 0;
   /** Group commits made by this connection (each one transaction, one fsync). */
   commits = 0;
   private readonly maxBatchEvents: number;
@@ -396,20 +397,22 @@ export class SqliteBackend implements LogBackend {
 
   /**
    * The WAL file changes before the writer publishes the commit in the shared index, so a read
-   * made at once may not see it yet: notify now, then twice more shortly after.
+   * made at once may not see it yet: notify now, then again every 10 ms until 50 ms have passed
+   * since the file last changed (the last change's commit is then visible).
    */
   private notifyFromFile(): void {
     this.notify();
+    this.lastFileChange = performance.now();
     if (this.trailingNotify) return;
-    this.trailingNotify = setTimeout(() => {
-      this.notify();
+    const later = (delay: number) => {
       this.trailingNotify = setTimeout(() => {
-        this.trailingNotify = null;
         this.notify();
-      }, 20);
+        if (performance.now() - this.lastFileChange < 50) later(10);
+        else this.trailingNotify = null;
+      }, delay);
       this.trailingNotify.unref();
-    }, 2);
-    this.trailingNotify.unref();
+    };
+    later(2);
   }
 
   /** Another process's commit changes the WAL file: wake subscribers within milliseconds. */
