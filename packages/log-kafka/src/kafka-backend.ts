@@ -25,7 +25,15 @@ import {
   Partitioners,
   type Producer,
 } from "kafkajs";
-import { type DecodedAppend, decodeAppend, encodeAppend, encodeExpected, type WireAppend } from "./record.js";
+import {
+  type DecodedAppend,
+  decodeRecord,
+  type EncodedAppend,
+  encodeAppend,
+  encodeExpected,
+  encodeRecord,
+  type WireAppend,
+} from "./record.js";
 
 export interface KafkaLogOptions {
   /** Bootstrap brokers: `"127.0.0.1:19092,127.0.0.1:19093"` or a list of `host:port`. */
@@ -57,8 +65,8 @@ interface PendingAppend {
   readonly writes: readonly PreparedWrite[];
   readonly base: bigint;
   readonly recordedAt: string;
-  /** The record: encoded once, so a copy sent again is byte for byte the same append. */
-  readonly value: string;
+  /** Encoded once, so a copy sent again is the same append. */
+  readonly encoded: EncodedAppend;
   readonly bytes: number;
   readonly resolve: (r: AppendResult[]) => void;
   readonly reject: (e: unknown) => void;
@@ -297,11 +305,16 @@ export class KafkaBackend implements LogBackend {
     for (const m of messages) {
       const offset = BigInt(m.offset);
       if (offset < this.nextOffset) continue;
-      // This client's own record: its append is still in memory, parsed data and all, so the
-      // record need not be decoded (the header names it; the value is the same bytes).
-      const header = m.headers?.id;
-      const own = header ? this.pending.get(header.toString()) : undefined;
-      this.decide(own ? this.ownAppend(own) : decodeAppend(m.value, m.offset), offset);
+      // This client's own record: its appends are still in memory, parsed data and all, so
+      // the record need not be decoded (the header names them; the value holds the same).
+      const header = m.headers?.ids;
+      const ids = header ? header.toString().split(",") : [];
+      const own = ids.map((id) => this.pending.get(id));
+      const appends =
+        ids.length > 0 && own.every((p) => p !== undefined)
+          ? own.map((p) => this.ownAppend(p as PendingAppend))
+          : decodeRecord(m.value, m.offset);
+      for (const a of appends) this.decide(a, offset);
       this.nextOffset = offset + 1n;
     }
     this.advance(next);
@@ -540,8 +553,8 @@ export class KafkaBackend implements LogBackend {
         })),
       })),
     };
-    const value = encodeAppend(wire);
-    const bytes = Buffer.byteLength(value) + Buffer.byteLength(writes[0]?.streamId ?? "") + RECORD_OVERHEAD;
+    const encoded = encodeAppend(wire);
+    const bytes = Buffer.byteLength(encoded.head) + Buffer.byteLength(encoded.data) + RECORD_OVERHEAD;
     if (bytes > this.maxAppendBytes) {
       return Promise.reject(
         new InvalidAppendError(
@@ -550,7 +563,7 @@ export class KafkaBackend implements LogBackend {
       );
     }
     return new Promise<AppendResult[]>((resolve, reject) => {
-      this.queue.push({ id, writes, base, recordedAt, value, bytes, resolve, reject });
+      this.queue.push({ id, writes, base, recordedAt, encoded, bytes, resolve, reject });
       if (!this.writing) {
         this.writing = true;
         this.writer = this.writeLoop();
@@ -618,12 +631,16 @@ export class KafkaBackend implements LogBackend {
           topic: this.topic,
           acks: -1,
           timeout: this.timeoutMs,
-          messages: left.map((p) => ({
-            key: p.writes[0]?.streamId ?? null,
-            value: p.value,
-            partition: 0,
-            headers: { id: p.id },
-          })),
+          // One record for the whole request: the broker and both clients handle one record
+          // instead of hundreds (each append in it is still decided, and deduplicated, alone).
+          messages: [
+            {
+              key: left[0]?.writes[0]?.streamId ?? null,
+              value: encodeRecord(left.map((p) => p.encoded)),
+              partition: 0,
+              headers: { ids: left.map((p) => p.id).join(",") },
+            },
+          ],
         });
         this.counts.sends += 1;
         this.counts.records += left.length;

@@ -1,11 +1,12 @@
 import type { ExpectedRevision } from "@chronolog/log";
 
 /**
- * One append as one Kafka record's value. An append of several streams is one record, so it
- * is in the log whole or not at all. The value is a line of JSON (the append without its
- * events' data: bigints as decimal strings, each event's data length) followed by every
- * event's data JSON, exactly as stored (the hash covers those bytes), one after another:
- * the data is neither escaped into a string nor parsed twice. `v` versions the layout.
+ * One append, as a Kafka record carries it; a record carries the appends of one produce
+ * request, each whole (an append of several streams is in the log whole or not at all). The
+ * value is a line of JSON (the appends without their events' data: bigints as decimal
+ * strings, each event's data length) followed by every event's data JSON, exactly as stored
+ * (the hash covers those bytes), one after another: the data is neither escaped into a string
+ * nor parsed twice. `v` versions the layout.
  *
  * The record carries what the writer asked for, not what it got: the expected revision of
  * each stream. Every reader decides the compare-and-set the same way, in the partition's
@@ -45,8 +46,17 @@ export function encodeExpected(e: ExpectedRevision): string {
   return typeof e === "bigint" ? e.toString() : e;
 }
 
-/** The record value of an append (see WireAppend). */
-export function encodeAppend(a: WireAppend): string {
+/**
+ * One append made ready for the wire: its head (the append without its events' data, with
+ * each event's data length) as JSON, and its events' data one after another. Made once, so an
+ * append sent again is the same append.
+ */
+export interface EncodedAppend {
+  readonly head: string;
+  readonly data: string;
+}
+
+export function encodeAppend(a: WireAppend): EncodedAppend {
   let data = "";
   const head = {
     ...a,
@@ -58,8 +68,22 @@ export function encodeAppend(a: WireAppend): string {
       }),
     })),
   };
-  // JSON.stringify escapes every line break, so the first "\n" ends the head.
-  return `${JSON.stringify(head)}\n${data}`;
+  return { head: JSON.stringify(head), data };
+}
+
+/**
+ * The value of a record holding `appends`, in order: a line of JSON `[head, head, ...]`, then
+ * their data, in the same order. (JSON.stringify escapes every line break, so the first
+ * "\n" ends the line.)
+ */
+export function encodeRecord(appends: readonly EncodedAppend[]): string {
+  let heads = "";
+  let data = "";
+  for (const a of appends) {
+    heads += heads === "" ? a.head : `,${a.head}`;
+    data += a.data;
+  }
+  return `[${heads}]\n${data}`;
 }
 
 /** A record in the log's topic that this package did not write, or that was damaged. */
@@ -112,17 +136,41 @@ function isEvent(e: unknown): e is Omit<WireEvent, "dataJson"> & { length: numbe
   );
 }
 
-export function decodeAppend(value: Buffer | null, offset: string): DecodedAppend {
+/** The appends of one record, in order. */
+export function decodeRecord(value: Buffer | null, offset: string): DecodedAppend[] {
   if (value === null) throw new ForeignRecordError(offset, "no value");
   const text = value.toString("utf8");
   const newline = text.indexOf("\n");
-  let w: Partial<WireAppend>;
+  let heads: unknown;
   try {
-    w = JSON.parse(newline < 0 ? text : text.slice(0, newline)) as Partial<WireAppend>;
+    heads = JSON.parse(newline < 0 ? text : text.slice(0, newline));
   } catch {
     throw new ForeignRecordError(offset, "the value does not start with a line of JSON");
   }
-  let at = newline + 1;
+  if (!Array.isArray(heads)) {
+    const v = (heads as { v?: unknown } | null)?.v;
+    throw new ForeignRecordError(
+      offset,
+      v === 1
+        ? "written in layout 1, by the earlier single-writer Kafka log, which this version does not read"
+        : `unexpected layout (version ${String(v)})`,
+    );
+  }
+  if (heads.length === 0) throw new ForeignRecordError(offset, "a record without appends");
+  const at = { i: newline + 1 };
+  const appends = heads.map((h) => decodeHead(h, text, newline, at, offset));
+  if (newline >= 0 && at.i !== text.length) throw new ForeignRecordError(offset, "data after the last event");
+  return appends;
+}
+
+function decodeHead(
+  head: unknown,
+  text: string,
+  newline: number,
+  at: { i: number },
+  offset: string,
+): DecodedAppend {
+  const w = head as Partial<WireAppend> | null;
   if (
     typeof w !== "object" ||
     w === null ||
@@ -134,12 +182,7 @@ export function decodeAppend(value: Buffer | null, offset: string): DecodedAppen
     !Array.isArray(w.writes) ||
     w.writes.length === 0
   ) {
-    throw new ForeignRecordError(
-      offset,
-      (w as { v?: unknown } | null)?.v === 1
-        ? "written in layout 1, by the earlier single-writer Kafka log, which this version does not read"
-        : `unexpected layout (version ${String((w as { v?: unknown } | null)?.v)})`,
-    );
+    throw new ForeignRecordError(offset, `unexpected layout (version ${String(w?.v)})`);
   }
   const writes: Array<DecodedAppend["writes"][number]> = [];
   for (const x of w.writes as unknown[]) {
@@ -160,13 +203,12 @@ export function decodeAppend(value: Buffer | null, offset: string): DecodedAppen
     for (const { length, ...e } of write.events as unknown as Array<
       Omit<WireEvent, "dataJson"> & { length: number }
     >) {
-      if (newline < 0 || at + length > text.length)
+      if (newline < 0 || at.i + length > text.length)
         throw new ForeignRecordError(offset, "an event's data is cut short");
-      events.push({ ...e, dataJson: text.slice(at, at + length) });
-      at += length;
+      events.push({ ...e, dataJson: text.slice(at.i, at.i + length) });
+      at.i += length;
     }
     writes.push({ stream: write.stream, expected, events });
   }
-  if (at !== text.length && newline >= 0) throw new ForeignRecordError(offset, "data after the last event");
   return { id: w.id, base: BigInt(w.base), recordedAt: w.recordedAt, writes };
 }
