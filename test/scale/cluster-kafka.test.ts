@@ -1,6 +1,7 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { openKafkaLog } from "@chronolog/log-kafka";
@@ -81,13 +82,7 @@ it("kill the log's partition leader during 10,000 tasks: no acknowledged event l
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
-  let buffer = "";
-  appender.stdout?.on("data", (c: Buffer) => {
-    buffer += c.toString();
-    const parts = buffer.split("\n");
-    buffer = parts.pop() ?? "";
-    acked.push(...parts);
-  });
+  if (appender.stdout) createInterface({ input: appender.stdout }).on("line", (l) => acked.push(l));
   await waitUntil("the appender to append", () => (acked.length > 10 ? true : undefined), 60_000, 50);
 
   const log = await openKafkaLog({ brokers, topic, actor: "test:cluster", createTopic: false });

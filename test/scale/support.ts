@@ -1,6 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import type { RecordedEvent } from "@chronolog/log";
 import { chronolog, chronologSpawn } from "../support/cli.js";
 import { waitUntil } from "../support/wait.js";
@@ -24,19 +25,14 @@ export function startScheduler(dataDir: string, name: string, args: string[] = [
     lines: [],
     exited: new Promise((resolve) => proc.once("exit", () => resolve())),
   };
-  let buffer = "";
-  proc.stderr?.on("data", (c: Buffer) => {
-    buffer += c.toString();
-    const parts = buffer.split("\n");
-    buffer = parts.pop() ?? "";
-    for (const l of parts) {
+  if (proc.stderr)
+    createInterface({ input: proc.stderr }).on("line", (l) => {
       try {
         s.lines.push(JSON.parse(l) as Record<string, unknown>);
       } catch {
         s.lines.push({ msg: l });
       }
-    }
-  });
+    });
   return s;
 }
 

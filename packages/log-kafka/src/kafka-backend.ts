@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto";
 import net from "node:net";
 import {
   type AppendResult,
-  chainHash,
   type ExpectedRevision,
   GENESIS_HASH,
   InvalidAppendError,
@@ -13,6 +12,7 @@ import {
   revisionMatches,
   type StoredEvent,
   type StreamRevision,
+  storePrepared,
   WrongExpectedRevisionError,
 } from "@chronolog/log";
 import {
@@ -108,6 +108,16 @@ function isFatal(error: unknown): boolean {
   return false;
 }
 
+/** `"host:port,host:port"` or a list, as the Kafka client takes it. */
+export function brokerList(brokers: string | readonly string[]): string[] {
+  return typeof brokers === "string"
+    ? brokers
+        .split(",")
+        .map((b) => b.trim())
+        .filter(Boolean)
+    : [...brokers];
+}
+
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Every connection with TCP_NODELAY: a request is one small write, and Nagle only delays it. */
@@ -188,16 +198,9 @@ export class KafkaBackend implements LogBackend {
     this.maxAppendBytes = options.maxAppendBytes ?? 1_000_000 - RECORD_OVERHEAD;
     this.timeoutMs = options.requestTimeoutMs ?? 30_000;
     this.appendTimeoutMs = options.appendTimeoutMs ?? 45_000;
-    const brokers =
-      typeof options.brokers === "string"
-        ? options.brokers
-            .split(",")
-            .map((b) => b.trim())
-            .filter(Boolean)
-        : [...options.brokers];
     this.kafka = new Kafka({
       clientId: options.clientId ?? "chronolog",
-      brokers,
+      brokers: brokerList(options.brokers),
       socketFactory,
       connectionTimeout: 3000,
       requestTimeout: this.timeoutMs,
@@ -233,11 +236,6 @@ export class KafkaBackend implements LogBackend {
       throw error;
     }
     return backend;
-  }
-
-  /** The Kafka client this log uses, for the scheduler membership of the same cluster. */
-  get client(): Kafka {
-    return this.kafka;
   }
 
   private async start(): Promise<void> {
@@ -373,42 +371,16 @@ export class KafkaBackend implements LogBackend {
       }
       let last: StoredEvent | undefined;
       for (const e of w.events) {
-        const position = BigInt(this.events.length);
-        const revision = BigInt(stream.length);
-        const hash = chainHash(this.lastHash, {
-          position,
+        const stored = storePrepared(this.lastHash, e, {
           streamId: w.stream,
-          revision,
-          type: e.type,
-          schemaVersion: e.schemaVersion,
-          dataJson: e.dataJson,
-          eventId: e.eventId,
-          actor: e.actor,
-          causationId: e.causationId,
-          correlationId: e.correlationId,
+          revision: BigInt(stream.length),
+          position: BigInt(this.events.length),
           recordedAt: a.recordedAt,
         });
-        last = {
-          streamId: w.stream,
-          revision,
-          position,
-          type: e.type,
-          dataJson: e.dataJson,
-          ...("data" in e ? { parsed: e.data } : {}),
-          metadata: {
-            eventId: e.eventId,
-            actor: e.actor,
-            causationId: e.causationId,
-            correlationId: e.correlationId,
-            schemaVersion: e.schemaVersion,
-            recordedAt: a.recordedAt,
-            prevHash: this.lastHash,
-            hash,
-          },
-        };
-        this.events.push(last);
-        stream.push(last);
-        this.lastHash = hash;
+        this.events.push(stored);
+        stream.push(stored);
+        this.lastHash = stored.metadata.hash;
+        last = stored;
       }
       if (last) results.push({ nextExpectedRevision: last.revision, position: last.position });
     }

@@ -1,4 +1,5 @@
 import { type Consumer, Kafka, logLevel } from "kafkajs";
+import { brokerList } from "./kafka-backend.js";
 
 export interface KafkaMembershipOptions {
   /** Bootstrap brokers, as for the log. */
@@ -21,15 +22,6 @@ export interface KafkaMembershipOptions {
   readonly joinTimeoutMs?: number;
   /** Called if the group consumer stops for good (it holds nothing from then on). */
   readonly onFailure?: (error: Error) => void;
-}
-
-function brokerList(brokers: string | readonly string[]): string[] {
-  return typeof brokers === "string"
-    ? brokers
-        .split(",")
-        .map((b) => b.trim())
-        .filter(Boolean)
-    : [...brokers];
 }
 
 /**
@@ -66,7 +58,7 @@ export class KafkaMembership {
       logLevel: logLevel.NOTHING,
       retry: { initialRetryTime: 50, maxRetryTime: 1000, retries: 20 },
     });
-    const session = o.sessionTimeoutMs ?? 6000;
+    const session = this.sessionTimeoutMs;
     this.consumer = this.kafka.consumer({
       groupId: this.groupId,
       sessionTimeout: session,
@@ -87,6 +79,11 @@ export class KafkaMembership {
       throw error;
     }
     return m;
+  }
+
+  /** Silence after which the group hands a member's shards to the others. */
+  get sessionTimeoutMs(): number {
+    return this.o.sessionTimeoutMs ?? 6000;
   }
 
   get shards(): number {

@@ -4,7 +4,6 @@ import {
   type AppendResult,
   type ExpectedRevision,
   GENESIS_HASH,
-  hashPrepared,
   type LogBackend,
   LogClosedError,
   type PreparedEvent,
@@ -12,6 +11,7 @@ import {
   revisionMatches,
   type StoredEvent,
   type StreamRevision,
+  storePrepared,
   WrongExpectedRevisionError,
 } from "@chronolog/log";
 import Database from "better-sqlite3";
@@ -288,7 +288,13 @@ export class SqliteBackend implements LogBackend {
       chain.position += 1n;
       revision += 1n;
       const position = chain.position;
-      const hash = hashPrepared(chain.prevHash, e, { streamId: w.streamId, revision, position, recordedAt });
+      const stored = storePrepared(chain.prevHash, e, {
+        streamId: w.streamId,
+        revision,
+        position,
+        recordedAt,
+      });
+      const hash = stored.metadata.hash;
       const hashBytes = Buffer.from(hash, "hex");
       this.stmts.insertEvent.run(
         position,
@@ -305,24 +311,7 @@ export class SqliteBackend implements LogBackend {
         chain.prevHashBytes,
         hashBytes,
       );
-      this.written.push({
-        streamId: w.streamId,
-        revision,
-        position,
-        type: e.type,
-        dataJson: e.dataJson,
-        parsed: e.data,
-        metadata: {
-          eventId: e.eventId,
-          actor: e.actor,
-          causationId: e.causationId,
-          correlationId: e.correlationId,
-          schemaVersion: e.schemaVersion,
-          recordedAt,
-          prevHash: chain.prevHash,
-          hash,
-        },
-      });
+      this.written.push(stored);
       chain.prevHash = hash;
       chain.prevHashBytes = hashBytes;
     }

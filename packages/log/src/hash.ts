@@ -44,17 +44,19 @@ export function chainHash(prevHash: string, e: HashedFields): string {
   return createHash("sha256").update(text).digest("hex");
 }
 
+/** Where an event is stored: what a backend decides for it beside what the writer gave. */
+export interface StoredAt {
+  readonly streamId: string;
+  readonly revision: bigint;
+  readonly position: bigint;
+  readonly recordedAt: string;
+}
+
+/** A prepared event's fields, with its parsed data when the writer still holds it. */
+export type PreparedFields = Omit<PreparedEvent, "data"> & { readonly data?: unknown };
+
 /** The chain hash of an event a writer is about to store at `position`. */
-export function hashPrepared(
-  prevHash: string,
-  e: PreparedEvent,
-  at: {
-    readonly streamId: string;
-    readonly revision: bigint;
-    readonly position: bigint;
-    readonly recordedAt: string;
-  },
-): string {
+export function hashPrepared(prevHash: string, e: PreparedFields, at: StoredAt): string {
   return chainHash(prevHash, {
     position: at.position,
     streamId: at.streamId,
@@ -85,4 +87,26 @@ export function hashStored(prevHash: string, e: StoredEvent): string {
     correlationId: e.metadata.correlationId,
     recordedAt: e.metadata.recordedAt,
   });
+}
+
+/** The stored event a backend keeps for `e` at `at`, its hash chained to `prevHash`. */
+export function storePrepared(prevHash: string, e: PreparedFields, at: StoredAt): StoredEvent {
+  return {
+    streamId: at.streamId,
+    revision: at.revision,
+    position: at.position,
+    type: e.type,
+    dataJson: e.dataJson,
+    ...(e.data !== undefined ? { parsed: e.data } : {}),
+    metadata: {
+      eventId: e.eventId,
+      actor: e.actor,
+      causationId: e.causationId,
+      correlationId: e.correlationId,
+      schemaVersion: e.schemaVersion,
+      recordedAt: at.recordedAt,
+      prevHash,
+      hash: hashPrepared(prevHash, e, at),
+    },
+  };
 }

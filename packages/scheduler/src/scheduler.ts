@@ -203,11 +203,6 @@ export class Scheduler {
     return !m || m.holds(shardOf(shardKeyOf(task), m.shards));
   }
 
-  private ownsWorkflow(workflow: string): boolean {
-    const m = this.o.membership;
-    return !m || m.holds(shardOf(`workflow:${workflow}`, m.shards));
-  }
-
   /** Shards moved: every task and running run is looked at again (only owned ones act). */
   private ownershipChanged(): void {
     if (this.stopped) return;
@@ -417,7 +412,7 @@ export class Scheduler {
         for (const c of list) {
           this.blocked.set(c.task.id, [`connection ${conn} is not declared`]);
           // Its declaration (perhaps later in the same file) wakes the task.
-          this.waitForSlot(conn, c.task.id);
+          this.waitOn(conn, c.task.id);
         }
         continue;
       }
@@ -433,12 +428,7 @@ export class Scheduler {
         this.blocked.set(c.task.id, [
           `waiting for a slot on connection ${conn} (${used} of ${spec.maxParallelism} in use)`,
         ]);
-        let w = this.waiting.get(conn);
-        if (!w) {
-          w = new Set();
-          this.waiting.set(conn, w);
-        }
-        w.add(c.task.id);
+        this.waitOn(conn, c.task.id);
       }
       let reserved = this.reserved.get(conn);
       if (!reserved) {
@@ -507,7 +497,7 @@ export class Scheduler {
           this.blocked.set(c.task.id, [
             `workflow ${wf} has ${active} runs going (maxActiveRuns ${spec.maxActiveRuns})`,
           ]);
-          this.waitForRun(wf, c.task.id);
+          this.waitOn(`run:${wf}`, c.task.id);
           continue;
         }
         if (!pending) {
@@ -538,7 +528,7 @@ export class Scheduler {
       const limit = spec?.maxActiveTasks ?? Number.POSITIVE_INFINITY;
       if (running >= limit) {
         this.blocked.set(c.task.id, [`run ${runId} has ${running} tasks going (maxActiveTasks ${limit})`]);
-        this.waitForRun(runId, c.task.id);
+        this.waitOn(`run:${runId}`, c.task.id);
         continue;
       }
       taskSlots.set(runId, running + 1);
@@ -593,22 +583,18 @@ export class Scheduler {
     );
   }
 
-  private waitForRun(key: string, taskId: string): void {
-    let w = this.waiting.get(`run:${key}`);
-    if (!w) {
-      w = new Set();
-      this.waiting.set(`run:${key}`, w);
-    }
-    w.add(taskId);
-  }
-
   /** A run changed: apply its failure policy, finish it when every task is terminal. */
   private async evaluateRun(runId: string): Promise<void> {
     const run = this.projection.runs.get(runId);
     if (!run) return;
     this.wakeConnection(`run:${runId}`);
     this.wakeConnection(`run:${run.workflow}`);
-    if (run.status !== "running" || this.runsInFlight.has(runId) || !this.ownsWorkflow(run.workflow)) return;
+    if (
+      run.status !== "running" ||
+      this.runsInFlight.has(runId) ||
+      !this.owns({ id: run.runId, spec: { workflow: run.workflow } })
+    )
+      return;
     const decision = decideRun(
       run,
       this.projection.workflows.get(run.workflow),
@@ -798,7 +784,7 @@ export class Scheduler {
         this.slotRevisions.delete(conn);
         const seen = this.projection.connectionRevisions.get(conn) ?? -1n;
         if (error.actual !== "no_stream" && seen < error.actual) {
-          this.waitForSlot(conn, task.id);
+          this.waitOn(conn, task.id);
           waitsForSlot = true;
         } else this.markDirty(task.id);
       } else if (error instanceof WrongExpectedRevisionError) {
@@ -857,11 +843,12 @@ export class Scheduler {
     return write;
   }
 
-  private waitForSlot(conn: string, taskId: string): void {
-    let w = this.waiting.get(conn);
+  /** The task is evaluated again when `key` (a connection, or `run:` a run or workflow) wakes. */
+  private waitOn(key: string, taskId: string): void {
+    let w = this.waiting.get(key);
     if (!w) {
       w = new Set();
-      this.waiting.set(conn, w);
+      this.waiting.set(key, w);
     }
     w.add(taskId);
   }

@@ -204,9 +204,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     hasPendingReport: (stream) => scheduler.hasPendingReport(stream),
     // Another scheduler's intents get its session timeout to be confirmed: if it is alive its
     // workers will start them; if it died, the group has said so by then.
-    ...(membership
-      ? { foreignIntentGraceMs: positiveInt(opts.sessionTimeoutMs, "--session-timeout-ms") + 2000 }
-      : {}),
+    ...(membership ? { foreignIntentGraceMs: membership.sessionTimeoutMs + 2000 } : {}),
     ...(membership
       ? {
           isOwnWorker,
