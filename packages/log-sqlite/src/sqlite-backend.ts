@@ -109,6 +109,14 @@ export class SqliteBackend implements LogBackend {
    */
   private readonly sids = new Map<string, bigint>();
   /**
+   * Stream name -> last revision, as of `knownHead`: trusted only while the log's head is still
+   * the one this connection last committed (no other process has written since).
+   */
+  private readonly revisions = new Map<string, bigint>();
+  /** Revisions written by the transaction under way, kept in `revisions` once it commits. */
+  private writtenRevisions = new Map<string, bigint>();
+  private knownHead: bigint | null = null;
+  /**
    * The events this connection committed most recently, contiguous in position, so that
    * subscribers in this process (the scheduler following its own writes) read them from memory.
    */
@@ -228,10 +236,13 @@ export class SqliteBackend implements LogBackend {
       results = this.writeBatch.immediate(batch);
       this.commits += 1;
       this.remember(this.written);
+      for (const [stream, revision] of this.writtenRevisions) this.revisions.set(stream, revision);
       this.written = [];
     } catch (error) {
       // The transaction rolled back: ids cached during it may name streams that were not kept.
       this.sids.clear();
+      this.revisions.clear();
+      this.knownHead = null;
       for (const p of batch) p.reject(error);
       if (this.queue.length > 0) this.scheduleFlush();
       return;
@@ -251,19 +262,27 @@ export class SqliteBackend implements LogBackend {
 
   private writeBatchInTransaction(batch: PendingAppend[]): Array<AppendResult[] | Error> {
     this.written = [];
+    this.writtenRevisions = new Map();
     const head = this.stmts.head.get() as { position: bigint; hash: Buffer } | undefined;
+    // Another process wrote since this connection's last commit: its cached revisions are stale.
+    if ((head?.position ?? 0n) !== this.knownHead) this.revisions.clear();
     const chain = {
       position: head?.position ?? 0n,
       prevHash: head ? head.hash.toString("hex") : GENESIS_HASH,
       prevHashBytes: head ? head.hash : Buffer.alloc(0),
     };
     const recordedAt = new Date().toISOString();
-    return batch.map((p) => {
+    const results = batch.map((p) => {
       // Every expected revision of the append is checked before any of its events is written.
       const targets: Array<{ w: PreparedWrite; sid: bigint | undefined; last: bigint | null }> = [];
       for (const w of p.writes) {
         const sid = this.sids.get(w.streamId) ?? (this.stmts.sidOf.get(w.streamId) as bigint | undefined);
-        const last = sid === undefined ? null : (this.stmts.revisionOf.get(sid) as bigint | null);
+        const last =
+          sid === undefined
+            ? null
+            : (this.writtenRevisions.get(w.streamId) ??
+              this.revisions.get(w.streamId) ??
+              (this.stmts.revisionOf.get(sid) as bigint | null));
         const actual: StreamRevision = last ?? "no_stream";
         if (!revisionMatches(w.expected, actual))
           return new WrongExpectedRevisionError(w.streamId, w.expected, actual);
@@ -271,6 +290,8 @@ export class SqliteBackend implements LogBackend {
       }
       return targets.map(({ w, sid, last }) => this.insertEvents(w, sid, last, chain, recordedAt));
     });
+    this.knownHead = chain.position;
+    return results;
   }
 
   private insertEvents(
@@ -315,6 +336,7 @@ export class SqliteBackend implements LogBackend {
       chain.prevHash = hash;
       chain.prevHashBytes = hashBytes;
     }
+    this.writtenRevisions.set(w.streamId, revision);
     return { nextExpectedRevision: revision, position: chain.position };
   }
 

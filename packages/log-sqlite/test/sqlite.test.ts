@@ -99,6 +99,26 @@ describe("sqlite log file", () => {
     await log.close();
   });
 
+  it("a writer's remembered revisions yield to another connection's commits", async () => {
+    const a = openSqliteLog({ path });
+    const b = openSqliteLog({ path });
+    await a.append("test-r", [note("a0")], { expectedRevision: "no_stream" });
+    await b.append("test-r", [note("b1")], { expectedRevision: 0n });
+    // a last wrote revision 0; b's commit must make a see revision 1, not its own memory.
+    await expect(a.append("test-r", [note("stale")], { expectedRevision: 0n })).rejects.toMatchObject({
+      actual: 1n,
+    });
+    await a.append("test-r", [note("a2")], { expectedRevision: 1n });
+    expect((await b.readStream("test-r")).map((e) => (e.data as { text: string }).text)).toEqual([
+      "a0",
+      "b1",
+      "a2",
+    ]);
+    expect((await b.verify()).break).toBeNull();
+    await a.close();
+    await b.close();
+  });
+
   it("a read-only client reads beside the writer and cannot write", async () => {
     const log = openSqliteLog({ path });
     await log.append("test-a", [note("x")], { expectedRevision: "any" });

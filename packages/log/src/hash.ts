@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import type { PreparedEvent, StoredEvent } from "./types.js";
 
 /** The fields of an event that the chain hash covers, in a fixed order. */
@@ -41,7 +41,7 @@ export function chainHash(prevHash: string, e: HashedFields): string {
   ];
   let text = "";
   for (const f of fields) text += `${f.length}:${f}`;
-  return createHash("sha256").update(text).digest("hex");
+  return hash("sha256", text, "hex");
 }
 
 /** Where an event is stored: what a backend decides for it beside what the writer gave. */
@@ -91,13 +91,12 @@ export function hashStored(prevHash: string, e: StoredEvent): string {
 
 /** The stored event a backend keeps for `e` at `at`, its hash chained to `prevHash`. */
 export function storePrepared(prevHash: string, e: PreparedFields, at: StoredAt): StoredEvent {
-  return {
+  const stored: { -readonly [K in keyof StoredEvent]: StoredEvent[K] } = {
     streamId: at.streamId,
     revision: at.revision,
     position: at.position,
     type: e.type,
     dataJson: e.dataJson,
-    ...(e.data !== undefined ? { parsed: e.data } : {}),
     metadata: {
       eventId: e.eventId,
       actor: e.actor,
@@ -109,4 +108,6 @@ export function storePrepared(prevHash: string, e: PreparedFields, at: StoredAt)
       hash: hashPrepared(prevHash, e, at),
     },
   };
+  if (e.data !== undefined) stored.parsed = e.data;
+  return stored;
 }
