@@ -18,9 +18,17 @@ export const taskKeySchema = z
 
 export type TaskKey = z.output<typeof taskKeySchema>;
 
+/** Keys are never changed once made, and one key object is shared by every later state of it. */
+const formatted = new WeakMap<TaskKey, string>();
+
 /** `project/account/name/partition`, the form used in streams, the CLI and messages. */
 export function formatTaskKey(key: TaskKey): string {
-  return `${key.project}/${key.account}/${key.name}/${key.partition}`;
+  let text = formatted.get(key);
+  if (text === undefined) {
+    text = `${key.project}/${key.account}/${key.name}/${key.partition}`;
+    formatted.set(key, text);
+  }
+  return text;
 }
 
 /**

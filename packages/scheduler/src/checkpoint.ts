@@ -1,13 +1,5 @@
-import {
-  closeSync,
-  existsSync,
-  fsyncSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeSync,
-} from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { open, rename } from "node:fs/promises";
 import { join } from "node:path";
 import { type ProjectionSnapshot, SchedulerProjection } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
@@ -29,28 +21,37 @@ export interface LoadedProjection {
   readonly discarded: string | null;
 }
 
-/** Writes a snapshot atomically: a temporary file, fsync, then rename over the old one. */
+/**
+ * Writes a snapshot atomically: a temporary file, fsync, then rename over the old one. The
+ * projection is serialised at once (it is the state as of its position); the write and the
+ * fsync happen off the event loop.
+ */
 export async function saveSnapshot(
   dir: string,
   log: EventLog,
   projection: SchedulerProjection,
 ): Promise<void> {
+  // Taken before any await: the projection keeps following the log meanwhile, and the hash
+  // read below must be the one at the snapshot's own position.
+  const snapshot = projection.toSnapshot();
+  const position = projection.position;
   let headHash: string | null = null;
-  if (projection.position >= 0n) {
-    const [at] = await log.readAllStored({ fromPosition: projection.position, maxCount: 1 });
-    headHash = at && at.position === projection.position ? at.metadata.hash : null;
+  if (position >= 0n) {
+    const [at] = await log.readAllStored({ fromPosition: position, maxCount: 1 });
+    headHash = at && at.position === position ? at.metadata.hash : null;
   }
-  const body: SnapshotFile = { snapshot: projection.toSnapshot(), headHash };
+  const body: SnapshotFile = { snapshot, headHash };
   const path = join(dir, SNAPSHOT_FILE);
   const tmp = `${path}.${process.pid}.tmp`;
-  const fd = openSync(tmp, "w");
+  const text = JSON.stringify(body);
+  const file = await open(tmp, "w");
   try {
-    writeSync(fd, JSON.stringify(body));
-    fsyncSync(fd);
+    await file.writeFile(text);
+    await file.sync();
   } finally {
-    closeSync(fd);
+    await file.close();
   }
-  renameSync(tmp, path);
+  await rename(tmp, path);
 }
 
 export function dropSnapshot(dir: string): boolean {

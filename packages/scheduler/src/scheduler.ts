@@ -77,6 +77,9 @@ const PENDING = -2n;
  * subscription to the log; every write is a compare-and-set on the stream it decides for.
  */
 export class Scheduler {
+  /** Shard of each workflow and of each task without one (a pure function of the name). */
+  private readonly workflowShards = new Map<string, number>();
+  private readonly taskShards = new Map<string, number>();
   private readonly log: EventLog;
   private readonly projection: SchedulerProjection;
   private readonly now: () => number;
@@ -200,7 +203,16 @@ export class Scheduler {
   /** Whether this scheduler decides for the task (always, without a membership). */
   owns(task: { readonly id: string; readonly spec: { readonly workflow?: string } }): boolean {
     const m = this.o.membership;
-    return !m || m.holds(shardOf(shardKeyOf(task), m.shards));
+    if (!m) return true;
+    const workflow = task.spec.workflow;
+    const cache = workflow ? this.workflowShards : this.taskShards;
+    const name = workflow ?? task.id;
+    let shard = cache.get(name);
+    if (shard === undefined) {
+      shard = shardOf(shardKeyOf(task), m.shards);
+      cache.set(name, shard);
+    }
+    return m.holds(shard);
   }
 
   /** Shards moved: every task and running run is looked at again (only owned ones act). */

@@ -137,9 +137,10 @@ export class Reconciler {
     const runningTokens = new Set<string>();
     for (const inst of projection.instances.values()) {
       if (!this.looksAfter(inst)) continue;
-      const task = projection.tasks.get(formatTaskKey(inst.key));
+      const taskId = formatTaskKey(inst.key);
+      const task = projection.tasks.get(taskId);
       const a = currentAttempt(inst);
-      if (needsScheduler(inst, task)) this.o.onTaskNeedsAttention?.(formatTaskKey(inst.key));
+      if (needsScheduler(inst, task)) this.o.onTaskNeedsAttention?.(taskId);
       const repair = decideStuckInstance(inst, task, this.o.actor);
       if (repair.length > 0) {
         stuck.push({ inst, events: repair });
