@@ -158,10 +158,10 @@ async function completed(log, n, fromPosition = 0n) {
 
 const pidOf = (e) => Number(e.metadata.actor.split(":").at(-1));
 
-async function throughput(label, count) {
+async function throughput(label, count, tasks = TASKS) {
   const topic = `bench-${label}-${Date.now()}`;
   const url = `kafka://${brokers}/${topic}`;
-  declare(url, tasksYaml("t", TASKS), "gate/k/t");
+  declare(url, tasksYaml("t", tasks), "gate/k/t");
   const schedulers = [];
   for (let i = 0; i < count; i++) {
     const s = startScheduler(url, `${label}-${i}`);
@@ -177,7 +177,7 @@ async function throughput(label, count) {
   const cpu0 = schedulers.map((s) => cpuSeconds(s.proc.pid));
   const resumed = Date.now();
   cli(url, "resume", "gate/k/t");
-  const events = await completed(log, TASKS + 1, from);
+  const events = await completed(log, tasks + 1, from);
   const cpu = schedulers.map((s, i) => cpuSeconds(s.proc.pid) - cpu0[i]);
   const intents = events.filter(
     (e) => e.type === "DispatchIntended" && e.streamId.startsWith("instance-bench/"),
@@ -254,11 +254,14 @@ async function failover() {
 }
 
 try {
+  // A warm-up round first, on a topic of its own and not reported: a cluster in use has its
+  // brokers' code compiled and its page cache warm, one just started has neither.
+  await throughput("warmup", 1, Math.min(TASKS, 2000));
   const one = await throughput("one", 1);
   const two = await throughput("two", 2);
   const fo = await failover();
   console.log(
-    `\n${TASKS.toLocaleString("en-US")} no-op tasks released at once (children of one gate task), on a three-broker cluster; each scheduler with 2 worker processes\n`,
+    `\n${TASKS.toLocaleString("en-US")} no-op tasks released at once (children of one gate task), on a three-broker cluster after a warm-up round of ${Math.min(TASKS, 2000).toLocaleString("en-US")}; each scheduler with 2 worker processes\n`,
   );
   printTable(
     [

@@ -680,6 +680,15 @@ export class KafkaBackend implements LogBackend {
     return this.events.slice(from, from + maxCount);
   }
 
+  /** What this client has read so far: a subscription is woken (`watch`) as it reads more. */
+  async readAllSeen(fromPosition: bigint, maxCount: number): Promise<StoredEvent[]> {
+    if (this.closing) throw new LogClosedError();
+    if (this.failure) throw this.failure;
+    if (fromPosition >= BigInt(this.events.length)) return [];
+    const from = Number(fromPosition < 0n ? 0n : fromPosition);
+    return this.events.slice(from, from + maxCount);
+  }
+
   async streamRevision(streamId: string): Promise<StreamRevision> {
     await this.ready();
     return this.currentRevision(streamId);

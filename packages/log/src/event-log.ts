@@ -152,12 +152,21 @@ export class EventLog {
     return this.backend.headPosition();
   }
 
-  /** Delivers every event from `fromPosition` on: first what is there, then each new commit. */
+  /**
+   * Delivers every event from `fromPosition` on: first what is there, then each new commit.
+   * The catch-up reaches at least the head as of the call; following reads take what the
+   * backend has seen, since it wakes the subscription when more arrives.
+   */
   subscribe(handler: EventHandler, options: SubscribeOptions = {}): Subscription {
     this.ensureOpen();
+    const backend = this.backend;
+    const read = backend.readAllSeen
+      ? (from: bigint, max: number) =>
+          (backend.readAllSeen as NonNullable<LogBackend["readAllSeen"]>)(from, max)
+      : (from: bigint, max: number) => backend.readAll(from, max);
     return startSubscription(
       {
-        readAll: async (from, max) => (await this.backend.readAll(from, max)).map(decodeStoredEvent),
+        readAll: async (from, max) => (await read(from, max)).map(decodeStoredEvent),
         headPosition: () => this.backend.headPosition(),
         watch: (listener) => this.backend.watch(listener),
       },

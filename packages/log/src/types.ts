@@ -105,6 +105,12 @@ export interface LogBackend {
   appendMany?(writes: readonly PreparedWrite[]): Promise<AppendResult[]>;
   readStream(streamId: string, fromRevision: bigint, maxCount: number): Promise<StoredEvent[]>;
   readAll(fromPosition: bigint, maxCount: number): Promise<StoredEvent[]>;
+  /**
+   * Optional: reads what this client has already seen, without first making sure it has seen
+   * everything written before the call (which `readAll` does, at the cost of a round trip on a
+   * networked log). Subscriptions follow with it: `watch` wakes them when more arrives.
+   */
+  readAllSeen?(fromPosition: bigint, maxCount: number): Promise<StoredEvent[]>;
   /** The stream's current revision. */
   streamRevision(streamId: string): Promise<StreamRevision>;
   /** The position of the last committed event, or -1n for an empty log. */
