@@ -18,6 +18,7 @@ const root = fileURLToPath(new URL("../..", import.meta.url));
 const CLI = join(root, "services/cli/bin/chronolog.mjs");
 const quick = process.env.BENCH_QUICK === "1";
 const TASKS = quick ? 2000 : 10_000;
+const WARMUP = TASKS;
 const DAY = 86_400_000;
 const SESSION_MS = 6000;
 const work = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), "chronolog-bench-kafka-"));
@@ -172,7 +173,15 @@ async function throughput(label, count, tasks = TASKS) {
   await until("the shards to be split", () =>
     schedulers.every((s) => s.shards.at(-1)?.shards.length === share),
   );
-  const log = await openKafkaLog({ brokers, topic, actor: "bench", createTopic: false });
+  // The benchmark's own observer fetches in large, unhurried batches, to take as little as it
+  // can from the brokers and the CPU the schedulers under test share with it.
+  const log = await openKafkaLog({
+    brokers,
+    topic,
+    actor: "bench",
+    createTopic: false,
+    fetch: { minBytes: 1 << 20, maxWaitMs: 100 },
+  });
   const from = (await log.headPosition()) + 1n;
   const cpu0 = schedulers.map((s) => cpuSeconds(s.proc.pid));
   const resumed = Date.now();
@@ -217,7 +226,15 @@ async function failover() {
     "the shards to be split",
     () => a.shards.at(-1)?.shards.length === 6 && b.shards.at(-1)?.shards.length === 6,
   );
-  const log = await openKafkaLog({ brokers, topic, actor: "bench", createTopic: false });
+  // The benchmark's own observer fetches in large, unhurried batches, to take as little as it
+  // can from the brokers and the CPU the schedulers under test share with it.
+  const log = await openKafkaLog({
+    brokers,
+    topic,
+    actor: "bench",
+    createTopic: false,
+    fetch: { minBytes: 1 << 20, maxWaitMs: 100 },
+  });
   cli(url, "resume", "gate/k/f");
   let done = 0;
   const sub = log.subscribe(
@@ -256,12 +273,12 @@ async function failover() {
 try {
   // A warm-up round first, on a topic of its own and not reported: a cluster in use has its
   // brokers' code compiled and its page cache warm, one just started has neither.
-  await throughput("warmup", 1, Math.min(TASKS, 2000));
+  await throughput("warmup", 1, WARMUP);
   const one = await throughput("one", 1);
   const two = await throughput("two", 2);
   const fo = await failover();
   console.log(
-    `\n${TASKS.toLocaleString("en-US")} no-op tasks released at once (children of one gate task), on a three-broker cluster after a warm-up round of ${Math.min(TASKS, 2000).toLocaleString("en-US")}; each scheduler with 2 worker processes\n`,
+    `\n${TASKS.toLocaleString("en-US")} no-op tasks released at once (children of one gate task), on a three-broker cluster after a warm-up round of ${WARMUP.toLocaleString("en-US")}; each scheduler with 2 worker processes\n`,
   );
   printTable(
     [

@@ -78,6 +78,21 @@ export function seedExpected(parentCron: string, parentTimezone: string, childLo
  * for 23:00, not 00:00). For an equal or coarser parent the seed's slot is the later one.
  */
 export function expectedParentSlot(child: GateChild, parent: { cron: string; timezone: string }): string {
+  // A pure function of five strings, asked again for every child of one parent and interval.
+  const key = `${child.logicalDate}\u0000${child.cron}\u0000${child.timezone}\u0000${parent.cron}\u0000${parent.timezone}`;
+  let slot = expectedSlots.get(key);
+  if (slot === undefined) {
+    slot = computeExpectedParentSlot(child, parent);
+    if (expectedSlots.size >= EXPECTED_SLOTS_LIMIT) expectedSlots.clear();
+    expectedSlots.set(key, slot);
+  }
+  return slot;
+}
+
+const expectedSlots = new Map<string, string>();
+const EXPECTED_SLOTS_LIMIT = 4096;
+
+function computeExpectedParentSlot(child: GateChild, parent: { cron: string; timezone: string }): string {
   const logical = parseInstant(child.logicalDate, "logicalDate");
   const seed = prevCronTime(parent.cron, parent.timezone, logical);
   const childEnd = nextCronTime(child.cron, child.timezone, logical);

@@ -57,6 +57,12 @@ export interface KafkaLogOptions {
   readonly appendTimeoutMs?: number;
   /** The Kafka client's own log lines, on stderr. Default: none. */
   readonly logLevel?: "error" | "warn" | "info" | "debug";
+  /**
+   * How the reader fetches: a broker answers once `minBytes` are there or `maxWaitMs` passed.
+   * Defaults (1 byte, 500 ms) give the least delay; an observer that can wait (a dashboard, an
+   * auditor) asks the brokers far less often with, say, 1 MiB and 100 ms.
+   */
+  readonly fetch?: { readonly minBytes?: number; readonly maxWaitMs?: number };
 }
 
 /** One append (one stream) or one atomic multi-stream append, waiting for its outcome. */
@@ -218,7 +224,8 @@ export class KafkaBackend implements LogBackend {
     this.admin = this.kafka.admin();
     this.consumer = this.kafka.consumer({
       groupId: `chronolog.${options.topic}.follower.${randomUUID()}`,
-      maxWaitTimeInMs: 500,
+      minBytes: options.fetch?.minBytes ?? 1,
+      maxWaitTimeInMs: options.fetch?.maxWaitMs ?? 500,
       maxBytesPerPartition: 16 * 1024 * 1024,
       maxBytes: 32 * 1024 * 1024,
       allowAutoTopicCreation: false,
