@@ -13,7 +13,7 @@ import type {
   WorkerCommand,
   WorkerReport,
 } from "./protocol.js";
-import { discardStaged, prepareStagingDir, publishStaged } from "./staging.js";
+import { discardStaged, prepareStagingDir, publishStaged, removeIfEmpty } from "./staging.js";
 
 export interface WorkerRuntimeOptions {
   readonly workerId: string;
@@ -312,6 +312,7 @@ export class WorkerRuntime {
 
     let outcome: OperatorOutcome;
     let stagingDir: string | undefined;
+    let published = false;
     let heartbeat: NodeJS.Timeout | undefined;
     /** The operator that ran, once it has (for the fault hooks). */
     let ran: WorkerOperator | undefined;
@@ -342,7 +343,9 @@ export class WorkerRuntime {
         a.controller = new AbortController();
         signal = a.controller.signal;
       }
-      if (this.stagingRoot !== undefined) stagingDir = await prepareStagingDir(this.stagingRoot, token);
+      // A noop writes nothing: it needs no staging directory.
+      if (this.stagingRoot !== undefined && spec.type !== "noop")
+        stagingDir = await prepareStagingDir(this.stagingRoot, token);
       const ctx = {
         token,
         attempt,
@@ -360,6 +363,7 @@ export class WorkerRuntime {
         // Publish before reporting success: a succeeded report means the outputs are in place.
         try {
           await publishStaged(stagingDir, spec.publishTo);
+          published = true;
         } catch (err) {
           const message = `publishing to ${spec.publishTo} failed: ${errorMessage(err)}`;
           outcome = failure("exception", message, outcome.durationMs, outcome);
@@ -372,6 +376,9 @@ export class WorkerRuntime {
       clearInterval(heartbeat);
     }
     if (!outcome.ok && stagingDir !== undefined) await discardStaged(stagingDir).catch(() => {});
+    // A success with nowhere to publish keeps what it staged, but an empty directory goes
+    // (after its report is out): the staging root does not fill up with one per attempt.
+    const leftOver = outcome.ok && !published ? stagingDir : undefined;
     if (ran) this.faults?.afterOperator?.(cmd, ran);
 
     a.state = "removed";
@@ -380,6 +387,7 @@ export class WorkerRuntime {
     this.finish(cmd, outcome);
     this.pump();
     this.notifyIdle();
+    if (leftOver !== undefined) void removeIfEmpty(leftOver);
   }
 
   private finish(cmd: RunCommand, outcome: OperatorOutcome): void {

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { cp, lstat, mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
+import { cp, lstat, mkdir, readdir, rename, rm, rmdir, writeFile } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 
 /**
@@ -21,6 +21,11 @@ export async function prepareStagingDir(stagingRoot: string, token: string): Pro
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
   return dir;
+}
+
+/** Removes a staging directory that holds nothing (and leaves one that holds something). */
+export async function removeIfEmpty(stagingDir: string): Promise<void> {
+  await rmdir(stagingDir).catch(() => {});
 }
 
 /** Removes a staging directory and everything in it. */

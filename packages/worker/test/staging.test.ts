@@ -119,4 +119,20 @@ describe("WorkerRuntime with publishTo", () => {
     expect((await finished("p4")).kind).toBe("succeeded");
     expect(await readFile(join(stagingRoot, "p4", "x.txt"), "utf8")).toBe("x\n");
   });
+
+  it("leaves no empty staging dir behind a success, and gives a noop none at all", async () => {
+    const stagingRoot = await tempDir();
+    const { runtime, finished } = harness({ stagingRoot });
+    runtime.handle(
+      batchOf(
+        runCmd(shell('test -d "$CHRONOLOG_STAGING_DIR"'), { token: "e1" }),
+        runCmd({ type: "noop" }, { token: "e2" }),
+      ),
+    );
+    expect((await finished("e1")).kind).toBe("succeeded");
+    expect((await finished("e2")).kind).toBe("succeeded");
+    // The empty directory goes just after the report.
+    for (let i = 0; i < 50 && (await readdir(stagingRoot)).length > 0; i++) await sleep(10);
+    expect(await readdir(stagingRoot)).toEqual([]);
+  });
 });
