@@ -4,6 +4,7 @@ import {
   type AppendResult,
   type ExpectedRevision,
   GENESIS_HASH,
+  hashPrepared,
   type LogBackend,
   LogClosedError,
   type PreparedEvent,
@@ -146,11 +147,18 @@ export class SqliteBackend implements LogBackend {
     this.recentLimit = options.recentEvents ?? 50_000;
     this.db.pragma(`cache_size = -${(options.cacheMiB ?? 64) * 1024}`);
     this.db.pragma("temp_store = MEMORY");
+    // Each event names its stream by id (events.sid REFERENCES streams). The writer inserts the
+    // stream's row first, in the same transaction, and triggers refuse removing one, so checking
+    // the reference on every insert (a lookup in streams per event, about 7% of an append here)
+    // would only repeat what the transaction already guarantees.
+    this.db.pragma("foreign_keys = OFF");
     this.db.pragma("mmap_size = 268435456");
     if (!options.readonly) {
-      // Larger pages suit an append-mostly table: measured about 1.3x faster than 4 KiB here.
-      // It only takes effect on a new file, before the first table exists.
-      this.db.pragma("page_size = 16384");
+      // Pages of 8 KiB, measured here on a million events over 1,000 streams: about 1.3x
+      // faster than 4 KiB, and 5% faster than 16 KiB, whose commits write twice the bytes for
+      // each (stream, revision) index page they touch. It only takes effect on a new file,
+      // before the first table exists; a file keeps the page size it was made with.
+      this.db.pragma("page_size = 8192");
       this.db.pragma("journal_mode = WAL");
       this.db.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
       this.db.pragma(`wal_autocheckpoint = ${options.walAutocheckpointPages ?? 16_384}`);
@@ -309,13 +317,10 @@ export class SqliteBackend implements LogBackend {
       chain.position += 1n;
       revision += 1n;
       const position = chain.position;
-      const stored = storePrepared(chain.prevHash, e, {
-        streamId: w.streamId,
-        revision,
-        position,
-        recordedAt,
-      });
-      const hash = stored.metadata.hash;
+      const at = { streamId: w.streamId, revision, position, recordedAt };
+      // The stored form is kept only for readers in this process (see `remember`).
+      const stored = this.keepsRecent() ? storePrepared(chain.prevHash, e, at) : null;
+      const hash = stored ? stored.metadata.hash : hashPrepared(chain.prevHash, e, at);
       const hashBytes = Buffer.from(hash, "hex");
       this.stmts.insertEvent.run(
         position,
@@ -332,7 +337,7 @@ export class SqliteBackend implements LogBackend {
         chain.prevHashBytes,
         hashBytes,
       );
-      this.written.push(stored);
+      if (stored) this.written.push(stored);
       chain.prevHash = hash;
       chain.prevHashBytes = hashBytes;
     }
@@ -343,6 +348,17 @@ export class SqliteBackend implements LogBackend {
   async readStream(streamId: string, fromRevision: bigint, maxCount: number): Promise<StoredEvent[]> {
     this.ensureOpen();
     return (this.stmts.readStream.all(streamId, fromRevision, BigInt(maxCount)) as EventRow[]).map(toStored);
+  }
+
+  /**
+   * Committed events are kept in memory only while someone in this process watches the log
+   * (a subscription): they are what it reads next. Without one, keeping them costs a writer
+   * about a fifth of its speed in garbage collection, for reads that rarely come.
+   */
+  private keepsRecent(): boolean {
+    if (this.recentLimit > 0 && this.listeners.size > 0) return true;
+    this.recent = [];
+    return false;
   }
 
   /** Keeps committed events in memory while they extend the remembered run without a gap. */
