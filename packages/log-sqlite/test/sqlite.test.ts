@@ -17,10 +17,17 @@ beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "chronolog-sqlite-"));
   path = join(dir, "log.db");
 });
-afterEach(() => rmSync(dir, { recursive: true, force: true }));
+/** Children still running when a test ends (it failed, or timed out) are killed, not left looping. */
+const children = new Set<ChildProcess>();
+afterEach(() => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+  children.clear();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 function runChild(args: string[]): { child: ChildProcess; acks: string[]; exited: Promise<number | null> } {
   const child = spawn(process.execPath, [appender, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  children.add(child);
   const acks: string[] = [];
   let buffer = "";
   child.stdout?.on("data", (chunk: Buffer) => {
