@@ -182,6 +182,29 @@ export function nextCronTime(cron: string, timezone: string, after: Date): Date 
  */
 export function prevCronTime(cron: string, timezone: string, at: Date): Date {
   const limit = assertInstant(at, "at");
+  // The answer is the same for every instant from a slot up to the next one: the window of the
+  // last answer serves a caller that asks about the clock's "now" again and again (a task with
+  // catch-up off, each time it is looked at) without a step of cron-parser each time.
+  const windowKey = `${timezone}\u0000${cron}`;
+  const known = windows.get(windowKey) ?? remember(windows, windowKey, []);
+  for (const w of known) if (w.from <= limit && limit < w.to) return new Date(w.from);
+  const slot = prevSlotUncached(cron, timezone, limit);
+  const next = nextCronTime(cron, timezone, slot).getTime();
+  if (slot.getTime() <= limit && limit < next) {
+    known.unshift({ from: slot.getTime(), to: next });
+    if (known.length > WINDOWS_PER_SCHEDULE) known.pop();
+  }
+  return slot;
+}
+
+/**
+ * Per schedule, the latest few `[from, to)` spans over which prevCronTime's answer is `from`
+ * (a few: "now" and the slot before it alternate in lastSlotEndingBy).
+ */
+const windows = new Map<string, Array<{ from: number; to: number }>>();
+const WINDOWS_PER_SCHEDULE = 4;
+
+function prevSlotUncached(cron: string, timezone: string, limit: number): Date {
   return memo("prev", cron, timezone, limit, () =>
     evaluate(cron, timezone, limit, (c) => {
       rewind(c, limit, 2);
