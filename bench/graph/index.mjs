@@ -26,9 +26,13 @@ const GRAPH = {
   notify: [0.3, ["parse_c"]],
 };
 const DAY = 86_400_000;
-const latest = new Date(
-  Math.floor((Date.now() - 3 * 3_600_000) / DAY) * DAY + 2 * 3_600_000 - DAY,
-).toISOString();
+// A daily slot hour twelve hours away from now, and the latest interval of that schedule that
+// has ended (the one a task with catch-up off jumps to): with the slot hour far from now, no run
+// crosses the slot's boundary (a fixed 02:00 moved the latest interval under runs made between
+// 02:00 and 03:00 UTC).
+const SLOT_HOUR = (new Date().getUTCHours() + 12) % 24;
+const todaysSlot = Math.floor(Date.now() / DAY) * DAY + SLOT_HOUR * 3_600_000;
+const latest = new Date((todaysSlot <= Date.now() ? todaysSlot : todaysSlot - DAY) - DAY).toISOString();
 const silent = {
   info() {},
   warn() {},
@@ -48,7 +52,7 @@ async function runOnce(maxActiveTasks) {
         `      - { name: ${name}, parents: [${parents.join(", ")}], operator: { type: shell, command: "sleep ${sleep}" } }`,
     )
     .join("\n");
-  const yaml = `workflows:\n  - name: graph\n    project: demo\n    account: acme\n    cron: "0 2 * * *"\n    startDate: "${new Date(Date.parse(latest) - 5 * DAY).toISOString()}"\n    catchup: false\n    idempotent: true\n    maxActiveTasks: ${maxActiveTasks}\n    tasks:\n${tasks}\n`;
+  const yaml = `workflows:\n  - name: graph\n    project: demo\n    account: acme\n    cron: "0 ${SLOT_HOUR} * * *"\n    startDate: "${new Date(Date.parse(latest) - 5 * DAY).toISOString()}"\n    catchup: false\n    idempotent: true\n    maxActiveTasks: ${maxActiveTasks}\n    tasks:\n${tasks}\n`;
   await declare(log, projection, [{ filename: "graph.yaml", document: parse(yaml) }], Date.now());
   await catchUp(log, projection);
   const pool = new WorkerPool({ size: 2, capacity: 16 });

@@ -145,11 +145,14 @@ async function killToRetry(signal) {
   const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), "chronolog-bench-kill-"));
   const log = openSqliteLog({ path: join(dir, "log.db"), actor: "bench" });
   const projection = new SchedulerProjection();
-  const latest = new Date(
-    Math.floor((Date.now() - 3 * 3_600_000) / 86_400_000) * 86_400_000 + 2 * 3_600_000 - 86_400_000,
-  );
+  // A daily slot hour twelve hours away from now, and the latest interval of it that has ended:
+  // no run crosses the slot's boundary.
+  const DAY = 86_400_000;
+  const slotHour = (new Date().getUTCHours() + 12) % 24;
+  const todaysSlot = Math.floor(Date.now() / DAY) * DAY + slotHour * 3_600_000;
+  const latest = new Date((todaysSlot <= Date.now() ? todaysSlot : todaysSlot - DAY) - DAY);
   const pidFile = join(dir, "pid");
-  const yaml = `tasks:\n  - { project: bench, account: b, name: victim, cron: "0 2 * * *", startDate: "${new Date(latest.getTime() - 5 * 86_400_000).toISOString()}", catchup: false, idempotent: true, leaseSeconds: 2, operator: { type: shell, command: "[ -f ${pidFile} ] && exit 0; echo $CHRONOLOG_WORKER_PID > ${pidFile}; sleep 30" } }\n`;
+  const yaml = `tasks:\n  - { project: bench, account: b, name: victim, cron: "0 ${slotHour} * * *", startDate: "${new Date(latest.getTime() - 5 * 86_400_000).toISOString()}", catchup: false, idempotent: true, leaseSeconds: 2, operator: { type: shell, command: "[ -f ${pidFile} ] && exit 0; echo $CHRONOLOG_WORKER_PID > ${pidFile}; sleep 30" } }\n`;
   await declare(log, projection, [{ filename: "b.yaml", document: parse(yaml) }], Date.now());
   await catchUp(log, projection);
   const pool = new WorkerPool({ size: 2, capacity: 4, idPrefix: "wbench", queryTimeoutMs: 500 });

@@ -20,11 +20,17 @@ const silent = {
   },
 };
 const now = Date.now();
-const latest = new Date(Math.floor((now - 3 * 3_600_000) / DAY) * DAY + 2 * 3_600_000 - DAY);
+// A daily slot hour twelve hours away from now, and the latest interval of that schedule that
+// has ended (the one a task with catch-up off jumps to): with the slot hour far from now, no run
+// crosses the slot's boundary (a fixed 02:00 moved the latest interval under runs made between
+// 02:00 and 03:00 UTC).
+const SLOT_HOUR = (new Date(now).getUTCHours() + 12) % 24;
+const todaysSlot = Math.floor(now / DAY) * DAY + SLOT_HOUR * 3_600_000;
+const latest = new Date((todaysSlot <= now ? todaysSlot : todaysSlot - DAY) - DAY);
 const start = new Date(latest.getTime() - 400 * DAY).toISOString();
 
 function taskYaml(name, parents = [], project = "bench") {
-  return `  - { project: ${project}, account: b, name: ${name}, cron: "0 2 * * *", startDate: "${start}", catchup: false, idempotent: true, operator: { type: noop }, parents: [${parents.map((p) => `"${p}"`).join(", ")}] }\n`;
+  return `  - { project: ${project}, account: b, name: ${name}, cron: "0 ${SLOT_HOUR} * * *", startDate: "${start}", catchup: false, idempotent: true, operator: { type: noop }, parents: [${parents.map((p) => `"${p}"`).join(", ")}] }\n`;
 }
 
 async function setup(label, yaml) {

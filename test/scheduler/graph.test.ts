@@ -23,9 +23,13 @@ const GRAPH: Record<string, { sleep: number; parents: string[] }> = {
 };
 
 const DAY = 86_400_000;
-const LATEST_DAY = new Date(
-  Math.floor((Date.now() - 3 * 3_600_000) / DAY) * DAY + 2 * 3_600_000 - DAY,
-).toISOString();
+// A daily slot hour twelve hours away from now, and the latest interval of that schedule that
+// has ended (the one a task with catch-up off jumps to): with the slot hour far from now, no run
+// crosses the slot's boundary (a fixed 02:00 moved the latest interval under runs made between
+// 02:00 and 03:00 UTC).
+const SLOT_HOUR = (new Date().getUTCHours() + 12) % 24;
+const todaysSlot = Math.floor(Date.now() / DAY) * DAY + SLOT_HOUR * 3_600_000;
+const LATEST_DAY = new Date((todaysSlot <= Date.now() ? todaysSlot : todaysSlot - DAY) - DAY).toISOString();
 
 function graphYaml(
   dir: string,
@@ -44,7 +48,7 @@ function graphYaml(
   - name: graph
     project: demo
     account: acme
-    cron: "0 2 * * *"
+    cron: "0 ${SLOT_HOUR} * * *"
     startDate: "${new Date(Date.parse(LATEST_DAY) - 10 * DAY).toISOString()}"
     catchup: false
     idempotent: true

@@ -18,9 +18,16 @@ export const silent = {
 };
 
 export const DAY = 86_400_000;
-/** The latest daily 02:00 interval whose run is already due. */
+/**
+ * A daily slot hour twelve hours away from now, and the latest interval of that schedule that
+ * has ended: the interval a task with catch-up off jumps to. With the slot hour far from now,
+ * no test or benchmark runs across the slot's boundary (a fixed 02:00 moved the latest interval
+ * under any run made between 02:00 and 03:00 UTC).
+ */
+export const SLOT_HOUR = (new Date().getUTCHours() + 12) % 24;
+const todaysSlot = Math.floor(Date.now() / DAY) * DAY + SLOT_HOUR * 3_600_000;
 export const LATEST = new Date(
-  Math.floor((Date.now() - 3 * 3_600_000) / DAY) * DAY + 2 * 3_600_000 - DAY,
+  (todaysSlot <= Date.now() ? todaysSlot : todaysSlot - DAY) - DAY,
 ).toISOString();
 
 export interface Harness {
@@ -49,7 +56,7 @@ export async function harness(
   const yaml = `tasks:\n${tasks
     .map(
       (t) =>
-        `  - { project: p, account: a, name: ${t.name}, cron: "0 2 * * *", startDate: "${new Date(Date.parse(LATEST) - 30 * DAY).toISOString()}", catchup: false, idempotent: ${t.idempotent}, leaseSeconds: ${t.lease ?? 2}, operator: { type: shell, command: ${JSON.stringify(t.command ?? `echo x >> ${join(dir, `${t.name}.effects`)}`)} } }`,
+        `  - { project: p, account: a, name: ${t.name}, cron: "0 ${SLOT_HOUR} * * *", startDate: "${new Date(Date.parse(LATEST) - 30 * DAY).toISOString()}", catchup: false, idempotent: ${t.idempotent}, leaseSeconds: ${t.lease ?? 2}, operator: { type: shell, command: ${JSON.stringify(t.command ?? `echo x >> ${join(dir, `${t.name}.effects`)}`)} } }`,
     )
     .join("\n")}\n`;
   await declare(log, projection, [{ filename: "t.yaml", document: parse(yaml) }], Date.now());
