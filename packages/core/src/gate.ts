@@ -1,3 +1,4 @@
+import { remember } from "./cache.js";
 import { formatTaskKey, type TaskKey } from "./keys.js";
 import {
   CronScheduleError,
@@ -80,17 +81,12 @@ export function seedExpected(parentCron: string, parentTimezone: string, childLo
 export function expectedParentSlot(child: GateChild, parent: { cron: string; timezone: string }): string {
   // A pure function of five strings, asked again for every child of one parent and interval.
   const key = `${child.logicalDate}\u0000${child.cron}\u0000${child.timezone}\u0000${parent.cron}\u0000${parent.timezone}`;
-  let slot = expectedSlots.get(key);
-  if (slot === undefined) {
-    slot = computeExpectedParentSlot(child, parent);
-    if (expectedSlots.size >= EXPECTED_SLOTS_LIMIT) expectedSlots.clear();
-    expectedSlots.set(key, slot);
-  }
-  return slot;
+  return (
+    expectedSlots.get(key) ?? remember(expectedSlots, key, computeExpectedParentSlot(child, parent), 4096)
+  );
 }
 
 const expectedSlots = new Map<string, string>();
-const EXPECTED_SLOTS_LIMIT = 4096;
 
 function computeExpectedParentSlot(child: GateChild, parent: { cron: string; timezone: string }): string {
   const logical = parseInstant(child.logicalDate, "logicalDate");

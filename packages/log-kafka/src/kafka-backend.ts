@@ -682,9 +682,7 @@ export class KafkaBackend implements LogBackend {
 
   async readAll(fromPosition: bigint, maxCount: number): Promise<StoredEvent[]> {
     await this.ready();
-    if (fromPosition >= BigInt(this.events.length)) return [];
-    const from = Number(fromPosition < 0n ? 0n : fromPosition);
-    return this.events.slice(from, from + maxCount);
+    return this.readAllSeen(fromPosition, maxCount);
   }
 
   /** What this client has read so far: a subscription is woken (`watch`) as it reads more. */

@@ -280,6 +280,11 @@ export class SqliteBackend implements LogBackend {
       prevHashBytes: head ? head.hash : Buffer.alloc(0),
     };
     const recordedAt = new Date().toISOString();
+    // The stored form of each event is kept only while someone in this process watches the log
+    // (a subscription): it is what that reads next. Without one, keeping it costs a writer about
+    // a fifth of its speed in garbage collection, for reads that rarely come.
+    const keep = this.recentLimit > 0 && this.listeners.size > 0;
+    if (!keep) this.recent = [];
     const results = batch.map((p) => {
       // Every expected revision of the append is checked before any of its events is written.
       const targets: Array<{ w: PreparedWrite; sid: bigint | undefined; last: bigint | null }> = [];
@@ -296,7 +301,7 @@ export class SqliteBackend implements LogBackend {
           return new WrongExpectedRevisionError(w.streamId, w.expected, actual);
         targets.push({ w, sid, last });
       }
-      return targets.map(({ w, sid, last }) => this.insertEvents(w, sid, last, chain, recordedAt));
+      return targets.map(({ w, sid, last }) => this.insertEvents(w, sid, last, chain, recordedAt, keep));
     });
     this.knownHead = chain.position;
     return results;
@@ -308,6 +313,8 @@ export class SqliteBackend implements LogBackend {
     last: bigint | null,
     chain: { position: bigint; prevHash: string; prevHashBytes: Buffer },
     recordedAt: string,
+    /** Whether to keep each event's stored form for readers in this process. */
+    keep: boolean,
   ): AppendResult {
     let sid = knownSid;
     if (sid === undefined) sid = this.stmts.insertStream.run(w.streamId).lastInsertRowid as bigint;
@@ -318,8 +325,7 @@ export class SqliteBackend implements LogBackend {
       revision += 1n;
       const position = chain.position;
       const at = { streamId: w.streamId, revision, position, recordedAt };
-      // The stored form is kept only for readers in this process (see `remember`).
-      const stored = this.keepsRecent() ? storePrepared(chain.prevHash, e, at) : null;
+      const stored = keep ? storePrepared(chain.prevHash, e, at) : null;
       const hash = stored ? stored.metadata.hash : hashPrepared(chain.prevHash, e, at);
       const hashBytes = Buffer.from(hash, "hex");
       this.stmts.insertEvent.run(
@@ -348,17 +354,6 @@ export class SqliteBackend implements LogBackend {
   async readStream(streamId: string, fromRevision: bigint, maxCount: number): Promise<StoredEvent[]> {
     this.ensureOpen();
     return (this.stmts.readStream.all(streamId, fromRevision, BigInt(maxCount)) as EventRow[]).map(toStored);
-  }
-
-  /**
-   * Committed events are kept in memory only while someone in this process watches the log
-   * (a subscription): they are what it reads next. Without one, keeping them costs a writer
-   * about a fifth of its speed in garbage collection, for reads that rarely come.
-   */
-  private keepsRecent(): boolean {
-    if (this.recentLimit > 0 && this.listeners.size > 0) return true;
-    this.recent = [];
-    return false;
   }
 
   /** Keeps committed events in memory while they extend the remembered run without a gap. */

@@ -159,11 +159,7 @@ export class EventLog {
    */
   subscribe(handler: EventHandler, options: SubscribeOptions = {}): Subscription {
     this.ensureOpen();
-    const backend = this.backend;
-    const read = backend.readAllSeen
-      ? (from: bigint, max: number) =>
-          (backend.readAllSeen as NonNullable<LogBackend["readAllSeen"]>)(from, max)
-      : (from: bigint, max: number) => backend.readAll(from, max);
+    const read = (this.backend.readAllSeen ?? this.backend.readAll).bind(this.backend);
     return startSubscription(
       {
         readAll: async (from, max) => (await read(from, max)).map(decodeStoredEvent),

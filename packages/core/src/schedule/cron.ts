@@ -1,4 +1,5 @@
 import { type CronExpression, CronExpressionParser } from "cron-parser";
+import { remember } from "../cache.js";
 import { ChronologError, ValidationError } from "../errors.js";
 
 /**
@@ -56,13 +57,6 @@ const REFERENCE = new Date(Date.UTC(2000, 0, 1));
 
 const validated = new Map<string, CronProblem | null>();
 const cursors = new Map<string, CronExpression>();
-const CACHE_LIMIT = 2048;
-
-function remember<V>(cache: Map<string, V>, key: string, value: V): V {
-  if (cache.size >= CACHE_LIMIT) cache.clear();
-  cache.set(key, value);
-  return value;
-}
 
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

@@ -169,7 +169,8 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
       savedPosition = position;
     } finally {
       saving = null;
-      lastSave = { at: performance.now(), tookMs: performance.now() - started };
+      const ended = performance.now();
+      lastSave = { at: ended, tookMs: ended - started };
     }
   };
   // Checkpoints start now: joining a group can take a session timeout when a dead member
