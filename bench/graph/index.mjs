@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { formatTaskKey, SchedulerProjection } from "@chronolog/core";
+import { formatTaskKey, lastSlotEndingBy, SchedulerProjection } from "@chronolog/core";
 import { openSqliteLog } from "@chronolog/log-sqlite";
 import { catchUp, criticalPath, declare, describeRun, Scheduler } from "@chronolog/scheduler";
 import { WorkerPool } from "@chronolog/worker";
@@ -31,8 +31,7 @@ const DAY = 86_400_000;
 // crosses the slot's boundary (a fixed 02:00 moved the latest interval under runs made between
 // 02:00 and 03:00 UTC).
 const SLOT_HOUR = (new Date().getUTCHours() + 12) % 24;
-const todaysSlot = Math.floor(Date.now() / DAY) * DAY + SLOT_HOUR * 3_600_000;
-const latest = new Date((todaysSlot <= Date.now() ? todaysSlot : todaysSlot - DAY) - DAY).toISOString();
+const latest = lastSlotEndingBy(`0 ${SLOT_HOUR} * * *`, "UTC", new Date()).toISOString();
 const silent = {
   info() {},
   warn() {},

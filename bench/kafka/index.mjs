@@ -157,6 +157,20 @@ async function completed(log, n, fromPosition = 0n) {
   return events;
 }
 
+/**
+ * The benchmark's own reader of a topic. It fetches in large, unhurried batches, to take as
+ * little as it can from the brokers and the CPU the schedulers under test share with it.
+ */
+function observe(topic) {
+  return openKafkaLog({
+    brokers,
+    topic,
+    actor: "bench",
+    createTopic: false,
+    fetch: { minBytes: 1 << 20, maxWaitMs: 100 },
+  });
+}
+
 const pidOf = (e) => Number(e.metadata.actor.split(":").at(-1));
 
 async function throughput(label, count, tasks = TASKS) {
@@ -173,15 +187,7 @@ async function throughput(label, count, tasks = TASKS) {
   await until("the shards to be split", () =>
     schedulers.every((s) => s.shards.at(-1)?.shards.length === share),
   );
-  // The benchmark's own observer fetches in large, unhurried batches, to take as little as it
-  // can from the brokers and the CPU the schedulers under test share with it.
-  const log = await openKafkaLog({
-    brokers,
-    topic,
-    actor: "bench",
-    createTopic: false,
-    fetch: { minBytes: 1 << 20, maxWaitMs: 100 },
-  });
+  const log = await observe(topic);
   const from = (await log.headPosition()) + 1n;
   const cpu0 = schedulers.map((s) => cpuSeconds(s.proc.pid));
   const resumed = Date.now();
@@ -226,15 +232,7 @@ async function failover() {
     "the shards to be split",
     () => a.shards.at(-1)?.shards.length === 6 && b.shards.at(-1)?.shards.length === 6,
   );
-  // The benchmark's own observer fetches in large, unhurried batches, to take as little as it
-  // can from the brokers and the CPU the schedulers under test share with it.
-  const log = await openKafkaLog({
-    brokers,
-    topic,
-    actor: "bench",
-    createTopic: false,
-    fetch: { minBytes: 1 << 20, maxWaitMs: 100 },
-  });
+  const log = await observe(topic);
   cli(url, "resume", "gate/k/f");
   let done = 0;
   const sub = log.subscribe(

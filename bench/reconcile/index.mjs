@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { instanceStream, SchedulerProjection } from "@chronolog/core";
+import { instanceStream, lastSlotEndingBy, SchedulerProjection } from "@chronolog/core";
 import { openSqliteLog } from "@chronolog/log-sqlite";
 import { catchUp, declare, loadProjection, Reconciler, Scheduler } from "@chronolog/scheduler";
 import { WorkerPool } from "@chronolog/worker";
@@ -147,10 +147,8 @@ async function killToRetry(signal) {
   const projection = new SchedulerProjection();
   // A daily slot hour twelve hours away from now, and the latest interval of it that has ended:
   // no run crosses the slot's boundary.
-  const DAY = 86_400_000;
   const slotHour = (new Date().getUTCHours() + 12) % 24;
-  const todaysSlot = Math.floor(Date.now() / DAY) * DAY + slotHour * 3_600_000;
-  const latest = new Date((todaysSlot <= Date.now() ? todaysSlot : todaysSlot - DAY) - DAY);
+  const latest = lastSlotEndingBy(`0 ${slotHour} * * *`, "UTC", new Date());
   const pidFile = join(dir, "pid");
   const yaml = `tasks:\n  - { project: bench, account: b, name: victim, cron: "0 ${slotHour} * * *", startDate: "${new Date(latest.getTime() - 5 * 86_400_000).toISOString()}", catchup: false, idempotent: true, leaseSeconds: 2, operator: { type: shell, command: "[ -f ${pidFile} ] && exit 0; echo $CHRONOLOG_WORKER_PID > ${pidFile}; sleep 30" } }\n`;
   await declare(log, projection, [{ filename: "b.yaml", document: parse(yaml) }], Date.now());

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { SchedulerProjection } from "@chronolog/core";
+import { lastSlotEndingBy, SchedulerProjection } from "@chronolog/core";
 import { openSqliteLog } from "@chronolog/log-sqlite";
 import { backfill, backfillProgress, catchUp, declare, Scheduler } from "@chronolog/scheduler";
 import { WorkerPool } from "@chronolog/worker";
@@ -25,8 +25,7 @@ const now = Date.now();
 // crosses the slot's boundary (a fixed 02:00 moved the latest interval under runs made between
 // 02:00 and 03:00 UTC).
 const SLOT_HOUR = (new Date(now).getUTCHours() + 12) % 24;
-const todaysSlot = Math.floor(now / DAY) * DAY + SLOT_HOUR * 3_600_000;
-const latest = new Date((todaysSlot <= now ? todaysSlot : todaysSlot - DAY) - DAY);
+const latest = lastSlotEndingBy(`0 ${SLOT_HOUR} * * *`, "UTC", new Date(now));
 const start = new Date(latest.getTime() - 400 * DAY).toISOString();
 
 function taskYaml(name, parents = [], project = "bench") {

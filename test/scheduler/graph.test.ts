@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { lastSlotEndingBy } from "@chronolog/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startUp, stopUp, type Up } from "../faults/support.js";
 import { chronolog, tempDataDir } from "../support/cli.js";
@@ -28,8 +29,7 @@ const DAY = 86_400_000;
 // crosses the slot's boundary (a fixed 02:00 moved the latest interval under runs made between
 // 02:00 and 03:00 UTC).
 const SLOT_HOUR = (new Date().getUTCHours() + 12) % 24;
-const todaysSlot = Math.floor(Date.now() / DAY) * DAY + SLOT_HOUR * 3_600_000;
-const LATEST_DAY = new Date((todaysSlot <= Date.now() ? todaysSlot : todaysSlot - DAY) - DAY).toISOString();
+const LATEST_DAY = lastSlotEndingBy(`0 ${SLOT_HOUR} * * *`, "UTC", new Date()).toISOString();
 
 function graphYaml(
   dir: string,

@@ -1,7 +1,13 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { instanceStream, parseTaskKey, SchedulerProjection, type TaskKey } from "@chronolog/core";
+import {
+  instanceStream,
+  lastSlotEndingBy,
+  parseTaskKey,
+  SchedulerProjection,
+  type TaskKey,
+} from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import { openSqliteLog } from "@chronolog/log-sqlite";
 import { catchUp, declare, Reconciler, Scheduler } from "@chronolog/scheduler";
@@ -25,10 +31,7 @@ export const DAY = 86_400_000;
  * under any run made between 02:00 and 03:00 UTC).
  */
 export const SLOT_HOUR = (new Date().getUTCHours() + 12) % 24;
-const todaysSlot = Math.floor(Date.now() / DAY) * DAY + SLOT_HOUR * 3_600_000;
-export const LATEST = new Date(
-  (todaysSlot <= Date.now() ? todaysSlot : todaysSlot - DAY) - DAY,
-).toISOString();
+export const LATEST = lastSlotEndingBy(`0 ${SLOT_HOUR} * * *`, "UTC", new Date()).toISOString();
 
 export interface Harness {
   readonly dir: string;
