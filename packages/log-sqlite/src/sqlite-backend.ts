@@ -127,6 +127,8 @@ export class SqliteBackend implements LogBackend {
   private readonly recentLimit: number;
   private trailingNotify: NodeJS.Timeout | null = null;
   private lastFileChange = 0;
+  /** `PRAGMA data_version` when last looked at: another connection's commit changes it. */
+  private dataVersion: unknown;
   /** Group commits made by this connection (each one transaction, one fsync). */
   commits = 0;
   private readonly maxBatchEvents: number;
@@ -185,6 +187,8 @@ export class SqliteBackend implements LogBackend {
       revisionOf: db.prepare("SELECT max(revision) FROM events WHERE sid = ?").pluck(),
       head: db.prepare("SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"),
       headPosition: db.prepare("SELECT max(position) FROM events").pluck(),
+      // Changes whenever another connection (in this process or another) commits.
+      dataVersion: db.prepare("PRAGMA data_version").pluck(),
       insertEvent:
         db.prepare(`INSERT INTO events(position, sid, revision, type, version, data, event_id, actor,
         causation_id, correlation_id, recorded_at, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`),
@@ -419,22 +423,38 @@ export class SqliteBackend implements LogBackend {
 
   /**
    * The WAL file changes before the writer publishes the commit in the shared index, so a read
-   * made at once may not see it yet: notify now, then again every 10 ms until 50 ms have passed
-   * since the file last changed (the last change's commit is then visible).
+   * made at once may not see it yet: look now, then again every 10 ms until 50 ms have passed
+   * since the file last changed (the last change's commit is then visible). Subscribers are woken
+   * only when another connection has committed: this connection's own commits change the file
+   * too, and its subscribers have already heard of those.
    */
   private notifyFromFile(): void {
-    this.notify();
+    this.notifyIfOthersCommitted();
     this.lastFileChange = performance.now();
     if (this.trailingNotify) return;
     const later = (delay: number) => {
       this.trailingNotify = setTimeout(() => {
-        this.notify();
+        this.notifyIfOthersCommitted();
         if (performance.now() - this.lastFileChange < 50) later(10);
         else this.trailingNotify = null;
       }, delay);
       this.trailingNotify.unref();
     };
     later(2);
+  }
+
+  private notifyIfOthersCommitted(): void {
+    if (this.closed) return;
+    let version: unknown;
+    try {
+      version = this.stmts.dataVersion.get();
+    } catch {
+      this.notify(); // cannot tell (the file is busy): let the subscribers look
+      return;
+    }
+    if (version === this.dataVersion) return;
+    this.dataVersion = version;
+    this.notify();
   }
 
   /** Another process's commit changes the WAL file: wake subscribers within milliseconds. */

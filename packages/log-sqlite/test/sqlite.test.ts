@@ -126,6 +126,36 @@ describe("sqlite log file", () => {
     await b.close();
   });
 
+  it("wakes its subscribers for its own commits once, and for another connection's as they come", async () => {
+    const backend = new SqliteBackend({ path });
+    let reads = 0;
+    const readAll = backend.readAll.bind(backend);
+    backend.readAll = (from, max) => {
+      reads += 1;
+      return readAll(from, max);
+    };
+    backend.readAllSeen = undefined;
+    const log = new EventLog(backend);
+    const seen: string[] = [];
+    const sub = log.subscribe((e) => void seen.push((e.data as { text: string }).text), { pollMs: 5_000 });
+    await sub.caughtUp;
+    const before = reads;
+    await log.append("test-w", [note("own")], { expectedRevision: "no_stream" });
+    // The commit changes the WAL file, and the file watcher hears of it, for 50 ms: that must
+    // not send the subscription back to the file each time.
+    await new Promise((r) => setTimeout(r, 150));
+    expect(seen).toEqual(["own"]);
+    expect(reads - before).toBeLessThanOrEqual(2);
+    const other = openSqliteLog({ path });
+    await other.append("test-w", [note("other")], { expectedRevision: 0n });
+    const start = Date.now();
+    while (seen.length < 2 && Date.now() - start < 2_000) await new Promise((r) => setTimeout(r, 5));
+    expect(seen).toEqual(["own", "other"]);
+    await other.close();
+    await sub.close();
+    await log.close();
+  });
+
   it("a read-only client reads beside the writer and cannot write", async () => {
     const log = openSqliteLog({ path });
     await log.append("test-a", [note("x")], { expectedRevision: "any" });

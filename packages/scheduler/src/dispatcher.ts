@@ -3,7 +3,8 @@ import type { RunCommand, WorkerReport } from "@chronolog/worker";
 /** Where the scheduler sends attempts and hears back from: a worker pool, in practice. */
 export interface Dispatcher {
   dispatch(commands: readonly RunCommand[]): void;
-  onReport(listener: (report: WorkerReport) => void): unknown;
+  /** Returns the function that stops the listening, where the dispatcher offers one. */
+  onReport(listener: (report: WorkerReport) => void): (() => void) | undefined;
   /** Which of these tokens does any live worker know? token -> worker id. */
   query(tokens: readonly string[], timeoutMs?: number): Promise<Map<string, string>>;
   cancel(token: string, reason: string): unknown;

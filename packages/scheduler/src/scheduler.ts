@@ -111,6 +111,7 @@ export class Scheduler {
   /** Why each task is not running, in memory only (blocked is not a transition). */
   readonly blocked = new Map<string, string[]>();
   /** Counters for benchmarks and `chronolog up`'s status line. */
+  private readonly stopListening: (() => void) | undefined;
   readonly stats = { dispatched: 0, completed: 0, failed: 0, passes: 0, conflicts: 0 };
 
   constructor(private readonly o: SchedulerOptions) {
@@ -136,7 +137,7 @@ export class Scheduler {
         }
       },
     });
-    o.dispatcher.onReport((report) => {
+    this.stopListening = o.dispatcher.onReport((report) => {
       if (report.kind === "started" || report.kind === "succeeded" || report.kind === "failed") {
         this.reports.submit(report);
       }
@@ -159,6 +160,8 @@ export class Scheduler {
   async stop(): Promise<void> {
     this.stopped = true;
     this.unsubscribeMembership?.();
+    // A dispatcher outlives its scheduler (one pool serves the next one): stop hearing its reports.
+    this.stopListening?.();
     this.timers.stop();
     await this.reports.idle();
     await this.subscription?.close();

@@ -12,7 +12,7 @@ export { runHttp } from "./operators/http.js";
 export { runOperator } from "./operators/index.js";
 export { moduleUrl, type NodeTaskContext, runNode } from "./operators/node.js";
 export { runNoop } from "./operators/noop.js";
-export { runShell, shellEnv } from "./operators/shell.js";
+export { runShell, setWarmShells, shellEnv, warmShellPids } from "./operators/shell.js";
 export {
   type HttpOperator,
   type NodeOperator,

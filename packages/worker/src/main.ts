@@ -3,19 +3,29 @@
  * channel in batches: WorkerCommand in, WorkerReport out.
  *
  * Environment: CHRONOLOG_WORKER_ID (default `worker-<pid>`), CHRONOLOG_WORKER_CAPACITY (default
- * 64), CHRONOLOG_STAGING_ROOT (staged outputs off when unset), CHRONOLOG_FAULT (fault injection
- * for the black-box fault tests, see faults.ts; off when unset).
+ * 64), CHRONOLOG_STAGING_ROOT (staged outputs off when unset), CHRONOLOG_WARM_SHELLS (shells kept
+ * started ahead of need for shell tasks, default 2), CHRONOLOG_FAULT (fault injection for the
+ * black-box fault tests, see faults.ts; off when unset).
  */
 import { faultsFromEnv } from "./faults.js";
+import { setWarmShells } from "./operators/shell.js";
 import type { Batch, WorkerCommand, WorkerReport } from "./protocol.js";
 import { WorkerRuntime } from "./runtime.js";
 
 const DEFAULT_CAPACITY = 64;
+const DEFAULT_WARM_SHELLS = 2;
 
 function capacityFromEnv(raw: string | undefined): number {
   const n = raw === undefined || raw === "" ? DEFAULT_CAPACITY : Number(raw);
   if (!Number.isInteger(n) || n < 1)
     throw new Error(`CHRONOLOG_WORKER_CAPACITY must be a positive integer: ${raw}`);
+  return n;
+}
+
+function warmShellsFromEnv(raw: string | undefined): number {
+  const n = raw === undefined || raw === "" ? DEFAULT_WARM_SHELLS : Number(raw);
+  if (!Number.isInteger(n) || n < 0)
+    throw new Error(`CHRONOLOG_WARM_SHELLS must be a non-negative integer: ${raw}`);
   return n;
 }
 
@@ -35,6 +45,7 @@ function isCommand(m: unknown): m is WorkerCommand {
 function start(): void {
   const workerId = process.env.CHRONOLOG_WORKER_ID || `worker-${process.pid}`;
   const capacity = capacityFromEnv(process.env.CHRONOLOG_WORKER_CAPACITY);
+  const warmShells = warmShellsFromEnv(process.env.CHRONOLOG_WARM_SHELLS);
   const stagingRoot = process.env.CHRONOLOG_STAGING_ROOT || undefined;
   const faults = faultsFromEnv(process.env);
   const runtime = new WorkerRuntime({ workerId, capacity, stagingRoot, faults, send: sendOverIpc });
@@ -75,6 +86,7 @@ function start(): void {
     if (process.connected) process.disconnect();
     process.exit(0);
   });
+  setWarmShells(warmShells);
   runtime.report({ kind: "ready", workerId, pid: process.pid, capacity });
 }
 

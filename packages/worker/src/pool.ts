@@ -19,6 +19,8 @@ export interface WorkerPoolOptions {
   readonly capacity?: number;
   /** Staging root handed to every worker (CHRONOLOG_STAGING_ROOT). */
   readonly stagingRoot?: string;
+  /** Shells each worker keeps started ahead of need for shell tasks (CHRONOLOG_WARM_SHELLS, default 2). */
+  readonly warmShells?: number;
   /** The worker entry point; default `main.js` beside this module (`dist/main.js` from `src`). */
   readonly workerModule?: string | URL;
   /** Extra environment for the worker processes. */
@@ -174,6 +176,9 @@ export class WorkerPool {
       }
       this.enqueue(w, cmd);
     }
+    // Attempts go out now, one batch per worker: their intents are durable, and every moment a
+    // task waits for its worker is added to its run's wall time.
+    this.flush();
   }
 
   /** Which worker knows each of these tokens (running or queued there). Unanswered workers count as not knowing. */
@@ -258,6 +263,7 @@ export class WorkerPool {
     const env: NodeJS.ProcessEnv = { ...process.env, ...this.options.env, CHRONOLOG_WORKER_ID: id };
     if (this.options.capacity !== undefined) env.CHRONOLOG_WORKER_CAPACITY = String(this.options.capacity);
     if (this.options.stagingRoot !== undefined) env.CHRONOLOG_STAGING_ROOT = this.options.stagingRoot;
+    if (this.options.warmShells !== undefined) env.CHRONOLOG_WARM_SHELLS = String(this.options.warmShells);
     const child = fork(this.module, [], {
       env,
       execArgv: [...(this.options.execArgv ?? [])],

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -93,4 +93,37 @@ export function readPid(file: string): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The live processes of a process group (read from /proc). */
+export function processGroup(pgid: number): number[] {
+  const members: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      // state, ppid, pgrp, ...
+      if (Number(fields[2]) === pgid && fields[0] !== "Z" && fields[0] !== "X") members.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return members;
+}
+
+/** The live children of a process (read from /proc). */
+export function childrenOf(ppid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(fields[1]) === ppid && fields[0] !== "Z" && fields[0] !== "X") children.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return children;
 }

@@ -6,7 +6,17 @@ import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { WorkerPool } from "../src/pool.js";
 import type { Batch, FailedReport, WorkerReport } from "../src/protocol.js";
-import { isAlive, readPid, runCmd, shell, sleep, tempDir, waitFor } from "./helpers.js";
+import {
+  childrenOf,
+  isAlive,
+  processGroup,
+  readPid,
+  runCmd,
+  shell,
+  sleep,
+  tempDir,
+  waitFor,
+} from "./helpers.js";
 
 const workerMain = fileURLToPath(new URL("../dist/main.js", import.meta.url));
 const pools: WorkerPool[] = [];
@@ -151,6 +161,28 @@ describe("WorkerPool", () => {
     expect(ids).not.toContain(victim.workerId);
     pool.dispatch([runCmd({ type: "noop" }, { token: "after-loss" })]);
     expect((await waitFor(() => terminal("after-loss"))).kind).toBe("succeeded");
+  });
+
+  it("keeps shells started ahead of need in each worker, which die with it", async () => {
+    const { pool, terminal } = newPool(1);
+    await pool.ready();
+    const workerPid = pool.stats()[0]?.pid as number;
+    const idle = await waitFor(() => {
+      const c = childrenOf(workerPid);
+      return c.length === 2 ? c : undefined;
+    });
+    pool.dispatch([runCmd(shell("echo $$"), { token: "warm-in-worker" })]);
+    const done = await waitFor(() => terminal("warm-in-worker"));
+    expect(done.kind).toBe("succeeded");
+    expect(idle).toContain(Number(done.stdoutTail.trim()));
+
+    const groups = await waitFor(() => {
+      const c = childrenOf(workerPid);
+      return c.length === 2 ? c : undefined;
+    });
+    process.kill(workerPid, "SIGKILL");
+    // Each idle shell reads end-of-file and its watchdog fires: no process of theirs is left.
+    await waitFor(() => groups.every((g) => processGroup(g).length === 0), 2000);
   });
 
   it("close shuts every worker down and refuses more work", async () => {

@@ -1,16 +1,34 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
-import { runShell } from "../src/operators/shell.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runShell, setWarmShells, warmShellPids } from "../src/operators/shell.js";
 import { parseOperator, type ShellOperator } from "../src/operators/spec.js";
 import { AttemptAbort } from "../src/operators/types.js";
 import { OUTPUT_TAIL_BYTES } from "../src/protocol.js";
-import { ctxFor, harness, isAlive, readPid, runCmd, shell, tempDir, waitFor } from "./helpers.js";
+import {
+  ctxFor,
+  harness,
+  isAlive,
+  processGroup,
+  readPid,
+  runCmd,
+  shell,
+  tempDir,
+  waitFor,
+} from "./helpers.js";
 
 const op = (command: string, extra: Record<string, unknown> = {}) =>
   parseOperator(shell(command, extra)) as ShellOperator;
 
-describe("shell operator", () => {
+// Every behaviour holds whether the task starts in a new shell (cold) or in one started ahead of
+// need (warm, as in a worker process, which keeps two by default).
+describe.each([
+  ["cold", 0],
+  ["warm", 2],
+])("shell operator, %s start", (_mode, warmShells) => {
+  beforeAll(() => setWarmShells(warmShells));
+  afterAll(() => setWarmShells(0));
+
   it("succeeds with exit code 0 and keeps stdout and stderr", async () => {
     const o = await runShell(op("echo out; echo err >&2"), ctxFor());
     expect(o).toMatchObject({ ok: true, exitCode: 0, stdoutTail: "out\n", stderrTail: "err\n" });
@@ -115,5 +133,64 @@ describe("shell operator", () => {
       env: { CHRONOLOG_WORKER_PID: "2" },
     });
     expect(o).toMatchObject({ ok: true, stdoutTail: `${process.pid}\n` });
+  });
+});
+
+describe("shells started ahead of need", () => {
+  beforeAll(() => setWarmShells(2));
+  afterAll(() => setWarmShells(0));
+
+  it("runs a task in a started shell, as its own process, and starts a replacement", async () => {
+    const ready = warmShellPids();
+    expect(ready).toHaveLength(2);
+    const o = await runShell(op("echo $$"), ctxFor());
+    const pid = Number(o.stdoutTail.trim());
+    expect(ready).toContain(pid);
+    await waitFor(() => warmShellPids().length === 2);
+    expect(warmShellPids()).not.toContain(pid);
+    // Nothing of the task's shell is left: its watchdog went with it.
+    await waitFor(() => processGroup(pid).length === 0, 2000);
+  });
+
+  it("gives the task the worker's environment as it is now, not as it was when the shell started", async () => {
+    await waitFor(() => warmShellPids().length === 2);
+    process.env.CHRONOLOG_TEST_LATE = "set after the shell started";
+    const home = process.env.HOME;
+    delete process.env.HOME;
+    try {
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template
+      const command = 'echo "$CHRONOLOG_TEST_LATE|${HOME-unset}|$A"';
+      const o = await runShell(op(command, { env: { A: "it's" } }), ctxFor());
+      expect(o).toMatchObject({ ok: true, stdoutTail: "set after the shell started|unset|it's\n" });
+    } finally {
+      delete process.env.CHRONOLOG_TEST_LATE;
+      if (home !== undefined) process.env.HOME = home;
+    }
+  });
+
+  it("starts a task cold when its environment names a variable the shell cannot set", async () => {
+    await waitFor(() => warmShellPids().length === 2);
+    const ready = warmShellPids();
+    const o = await runShell(op("echo $$", { env: { "odd.name": "x" } }), ctxFor());
+    expect(o.ok).toBe(true);
+    expect(ready).not.toContain(Number(o.stdoutTail.trim()));
+    expect(warmShellPids()).toEqual(ready);
+  });
+
+  it("runs a task exactly once, cold, when the started shells died while idle", async () => {
+    await waitFor(() => warmShellPids().length === 2);
+    const dir = await tempDir();
+    const file = join(dir, "runs");
+    for (const pid of warmShellPids()) process.kill(-pid, "SIGKILL");
+    const o = await runShell(op(`echo ran >> ${file}; echo done`), ctxFor());
+    expect(o).toMatchObject({ ok: true, stdoutTail: "done\n" });
+    const { readFileSync } = await import("node:fs");
+    expect(readFileSync(file, "utf8")).toBe("ran\n");
+    await waitFor(() => warmShellPids().length === 2);
+  });
+
+  it("refuses a negative number of shells", () => {
+    expect(() => setWarmShells(-1)).toThrow(/non-negative integer, got -1/);
+    expect(warmShellPids()).toHaveLength(2);
   });
 });

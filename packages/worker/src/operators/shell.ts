@@ -1,24 +1,26 @@
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { constants } from "node:os";
 import { performance } from "node:perf_hooks";
+import type { Readable } from "node:stream";
 import { abortKillGraceMs, abortReason } from "./abort.js";
 import type { ShellOperator } from "./spec.js";
 import { TailBuffer } from "./tail.js";
 import { failure, type OperatorContext, type OperatorOutcome } from "./types.js";
 
 /**
- * The script `/bin/sh` runs first. It starts a watchdog in the task's process group that blocks
- * reading fd 3, a pipe whose other end only the worker holds: when the worker dies, even by
- * SIGKILL or the OOM killer, the read returns and the watchdog kills the whole group, so no task
- * outlives its worker unsupervised. (It is forked twice so it is not a child of the task: a task
- * that waits for all its children does not wait for it.) Then the script closes fd 3 and execs the
- * task's own command, which keeps the spawned pid (exit codes and signals reach us unchanged).
+ * The watchdog every task's process group gets: a subshell that blocks reading fd 3, a pipe whose
+ * other end only the worker holds. When the worker dies, even by SIGKILL or the OOM killer, the
+ * read returns and the watchdog kills the whole group, so no task outlives its worker
+ * unsupervised. (It is forked twice so it is not a child of the task: a task that waits for all
+ * its children does not wait for it.)
  */
-const WRAPPER = [
-  "( ( read -r _ <&3; kill -KILL 0 ) </dev/null >/dev/null 2>&1 & )",
-  "exec 3<&-",
-  'exec /bin/sh -c "$1"',
-].join("\n");
+const WATCHDOG = "( ( read -r _ <&3; kill -KILL 0 ) </dev/null >/dev/null 2>&1 & )";
+
+/**
+ * The script `/bin/sh` runs first on a cold start: the watchdog, then it closes fd 3 and execs
+ * the task's own command, which keeps the spawned pid (exit codes and signals reach us unchanged).
+ */
+const WRAPPER = [WATCHDOG, "exec 3<&-", 'exec /bin/sh -c "$1"'].join("\n");
 
 /** How long to wait for stdout/stderr to drain after the shell exits. */
 const DRAIN_MS = 1000;
@@ -26,9 +28,16 @@ const DRAIN_MS = 1000;
 /** Environment variables of the worker's own IPC channel, which a task must not inherit. */
 const PRIVATE_ENV = ["NODE_CHANNEL_FD", "NODE_CHANNEL_SERIALIZATION_MODE", "NODE_UNIQUE_ID"];
 
-export function shellEnv(spec: ShellOperator, ctx: OperatorContext): NodeJS.ProcessEnv {
+/** The worker's own environment, less its IPC channel and any staging directory. */
+function baseEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const k of PRIVATE_ENV) delete env[k];
+  delete env.CHRONOLOG_STAGING_DIR;
+  return env;
+}
+
+export function shellEnv(spec: ShellOperator, ctx: OperatorContext): NodeJS.ProcessEnv {
+  const env = baseEnv();
   Object.assign(env, spec.env, ctx.env, {
     CHRONOLOG_TOKEN: ctx.token,
     CHRONOLOG_ATTEMPT: String(ctx.attempt),
@@ -37,8 +46,164 @@ export function shellEnv(spec: ShellOperator, ctx: OperatorContext): NodeJS.Proc
     CHRONOLOG_WORKER_PID: String(process.pid),
   });
   if (ctx.stagingDir !== undefined) env.CHRONOLOG_STAGING_DIR = ctx.stagingDir;
-  else delete env.CHRONOLOG_STAGING_DIR;
   return env;
+}
+
+/**
+ * Shells started ahead of need, so that a task does not wait for a process to be forked from
+ * the worker (a fork of a Node process costs milliseconds, and holds the worker's event loop
+ * meanwhile). Each is `/bin/sh -s` in its own process group, already under its watchdog, reading
+ * its script from a pipe. When a task takes one, the worker writes the task's environment (as
+ * the difference from the one the shell was started with) and `eval <command>`, with stdin from
+ * /dev/null and fd 3 closed: the shell runs the command itself, as `sh -c` would, and its pid is
+ * the task's (exit codes and signals reach us unchanged). The first thing the script does is
+ * write one byte back on fd 3: a shell that exits without it never ran the task (it died while
+ * idle), and the task is then started cold. An idle shell whose worker dies reads end-of-file,
+ * and its watchdog fires: nothing is left behind.
+ */
+interface Standby {
+  readonly child: ChildProcess;
+  /** The environment the shell was started with. */
+  readonly env: NodeJS.ProcessEnv;
+}
+
+const standby = {
+  size: 0,
+  idle: [] as Standby[],
+  refill: undefined as NodeJS.Timeout | undefined,
+  refillAt: 0,
+  /** Idle shells that died one after another without being taken: each waits longer to be replaced. */
+  deaths: 0,
+};
+
+/** Starts the missing shells after `delayMs`, or sooner if a refill is already due sooner. */
+function refillAfter(delayMs: number): void {
+  if (standby.size === 0) return;
+  const at = performance.now() + delayMs;
+  if (standby.refill && standby.refillAt <= at) return;
+  clearTimeout(standby.refill);
+  standby.refillAt = at;
+  standby.refill = setTimeout(fillStandby, delayMs);
+  standby.refill.unref();
+}
+
+/** The stdio of a child: stdin, stdout, stderr and fd 3 (the watchdog's pipe). */
+function streamsOf(child: ChildProcess): Array<{ ref?(): unknown; unref?(): unknown } | null> {
+  return child.stdio as unknown as Array<{ ref?(): unknown; unref?(): unknown } | null>;
+}
+
+function startStandby(): void {
+  const env = baseEnv();
+  let child: ChildProcess;
+  try {
+    child = spawn("/bin/sh", ["-s"], { env, detached: true, stdio: ["pipe", "pipe", "pipe", "pipe"] });
+  } catch {
+    return;
+  }
+  child.on("error", () => {});
+  child.stdin?.on("error", () => {});
+  if (child.pid === undefined) return;
+  const entry: Standby = { child, env };
+  child.once("exit", () => {
+    const i = standby.idle.indexOf(entry);
+    if (i < 0) return; // taken: its task's exit
+    // Killed while idle: replace it, later each time this happens again.
+    standby.idle.splice(i, 1);
+    refillAfter(Math.min(30_000, 100 * 2 ** standby.deaths++));
+  });
+  child.stdin?.write(`${WATCHDOG}\n`);
+  // An idle shell keeps nothing alive: not its worker's event loop, not a test run.
+  child.unref();
+  for (const s of streamsOf(child)) s?.unref?.();
+  standby.idle.push(entry);
+}
+
+function fillStandby(): void {
+  clearTimeout(standby.refill);
+  standby.refill = undefined;
+  while (standby.idle.length < standby.size) {
+    const before = standby.idle.length;
+    startStandby();
+    if (standby.idle.length === before) return; // /bin/sh cannot be started: tasks start cold
+  }
+}
+
+/**
+ * Keeps `count` shells started ahead of need in this process (0, the default, starts every task
+ * cold and stops the idle ones). A worker process sets it from CHRONOLOG_WARM_SHELLS.
+ */
+export function setWarmShells(count: number): void {
+  if (!Number.isInteger(count) || count < 0)
+    throw new Error(`the number of warm shells must be a non-negative integer, got ${count}`);
+  standby.size = count;
+  standby.deaths = 0;
+  for (const s of standby.idle.splice(count)) killStandby(s);
+  fillStandby();
+}
+
+/** The pids (and process groups) of the started shells waiting for a task in this process. */
+export function warmShellPids(): number[] {
+  return standby.idle.map((s) => s.child.pid as number);
+}
+
+function killStandby(s: Standby): void {
+  try {
+    if (s.child.pid !== undefined) process.kill(-s.child.pid, "SIGKILL");
+  } catch {
+    // ESRCH: already gone.
+  }
+}
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+function quote(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
+}
+
+/**
+ * The script that turns a standby shell into the task, or undefined when the task must start
+ * cold: it has a working directory of its own, or its environment differs from the shell's in a
+ * variable the shell cannot set (a name that is not an identifier).
+ */
+function standbyScript(s: Standby, env: NodeJS.ProcessEnv, command: string): string | undefined {
+  const exports: string[] = [];
+  const unsets: string[] = [];
+  for (const [k, v] of Object.entries(env)) {
+    if (v === undefined || s.env[k] === v) continue;
+    if (!NAME.test(k) || v.includes("\0")) return undefined;
+    exports.push(`${k}=${quote(v)}`);
+  }
+  for (const k of Object.keys(s.env)) {
+    if (env[k] !== undefined) continue;
+    if (!NAME.test(k)) return undefined;
+    unsets.push(k);
+  }
+  if (command.includes("\0")) return undefined;
+  const lines = ["printf r >&3"];
+  if (exports.length > 0) lines.push(`export ${exports.join(" ")}`);
+  if (unsets.length > 0) lines.push(`unset ${unsets.join(" ")}`);
+  lines.push(`eval ${quote(command)} </dev/null 3<&-`, "");
+  return lines.join("\n");
+}
+
+/** A live standby shell given the task's script, or undefined (start cold). */
+function takeStandby(env: NodeJS.ProcessEnv, command: string): ChildProcess | undefined {
+  for (;;) {
+    const s = standby.idle.shift();
+    if (!s) return undefined;
+    if (s.child.exitCode !== null || s.child.signalCode !== null) continue;
+    const script = standbyScript(s, env, command);
+    if (script === undefined) {
+      standby.idle.unshift(s);
+      return undefined;
+    }
+    standby.deaths = 0;
+    refillAfter(0);
+    s.child.ref();
+    for (const st of streamsOf(s.child)) st?.ref?.();
+    s.child.stdin?.end(script);
+    return s.child;
+  }
 }
 
 function signalOfExitCode(code: number): string | undefined {
@@ -48,25 +213,45 @@ function signalOfExitCode(code: number): string | undefined {
 }
 
 /**
- * Runs `/bin/sh -c <command>` in its own process group. A timeout, a cancel or a worker shutdown
+ * Runs `/bin/sh -c <command>` in its own process group: in a shell started ahead of need when
+ * one waits (see setWarmShells), else in a new one. A timeout, a cancel or a worker shutdown
  * sends SIGTERM to the whole group and SIGKILL after a grace; when the shell exits, whatever it
  * left behind in its group (background jobs) is killed too.
  */
-export function runShell(spec: ShellOperator, ctx: OperatorContext): Promise<OperatorOutcome> {
+export async function runShell(spec: ShellOperator, ctx: OperatorContext): Promise<OperatorOutcome> {
   const t0 = performance.now();
-  const elapsed = () => Math.round(performance.now() - t0);
-  if (ctx.signal.aborted)
-    return Promise.resolve(failure("exception", `cancelled: ${abortReason(ctx.signal)}`, 0));
+  if (ctx.signal.aborted) return failure("exception", `cancelled: ${abortReason(ctx.signal)}`, 0);
+  const env = shellEnv(spec, ctx);
+  const warm = spec.cwd === undefined ? takeStandby(env, spec.command) : undefined;
+  if (warm) {
+    const outcome = await supervise(warm, spec, ctx, t0, true);
+    if (outcome !== "standby lost") return outcome;
+  }
+  const child = spawn("/bin/sh", ["-c", WRAPPER, "chronolog-shell", spec.command], {
+    cwd: spec.cwd,
+    env,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe", "pipe"],
+  });
+  return (await supervise(child, spec, ctx, t0, false)) as OperatorOutcome;
+}
 
+/**
+ * Watches a task's shell to its end. A standby shell that exits without having acknowledged its
+ * script never ran the task: `standby lost`.
+ */
+function supervise(
+  child: ChildProcess,
+  spec: ShellOperator,
+  ctx: OperatorContext,
+  t0: number,
+  warm: boolean,
+): Promise<OperatorOutcome | "standby lost"> {
+  const elapsed = () => Math.round(performance.now() - t0);
   return new Promise((resolve) => {
     const out = new TailBuffer();
     const err = new TailBuffer();
-    const child = spawn("/bin/sh", ["-c", WRAPPER, "chronolog-shell", spec.command], {
-      cwd: spec.cwd,
-      env: shellEnv(spec, ctx),
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe", "pipe"],
-    });
+    let acknowledged = !warm;
     let timedOut = false;
     let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     let spawnError: Error | undefined;
@@ -92,10 +277,11 @@ export function runShell(spec: ShellOperator, ctx: OperatorContext): Promise<Ope
     };
     const onAbort = (): void => terminate(abortKillGraceMs(ctx.signal));
 
-    const outcome = (): OperatorOutcome => {
+    const outcome = (): OperatorOutcome | "standby lost" => {
       const durationMs = elapsed();
       const tails = { stdoutTail: out.toString(), stderrTail: err.toString(), exitCode: exit?.code ?? null };
       if (spawnError) return failure("exception", `spawn failed: ${spawnError.message}`, durationMs, tails);
+      if (!acknowledged && !ctx.signal.aborted && !timedOut) return "standby lost";
       if (ctx.signal.aborted) {
         return failure("exception", `cancelled: ${abortReason(ctx.signal)}`, durationMs, tails);
       }
@@ -118,9 +304,47 @@ export function runShell(spec: ShellOperator, ctx: OperatorContext): Promise<Ope
       resolve(outcome());
     };
 
-    child.stdout?.on("data", (b: Buffer) => out.write(b));
-    child.stderr?.on("data", (b: Buffer) => err.write(b));
+    // The outcome is known once the shell has exited and its output has ended (and, for a
+    // standby shell, once its acknowledgement has been read or can no longer come): the
+    // watchdog's pipe closes only after the watchdog has been killed, which need not be waited for.
+    let outputOpen = 2;
+    let watchdogPipeOpen = true;
+    const settleIfKnown = (): void => {
+      if (exit && outputOpen === 0 && (acknowledged || !watchdogPipeOpen)) finish();
+    };
+    /** An output has ended at its end-of-file (or, failing that, when its pipe closes). */
+    const follow = (stream: Readable | null, into: TailBuffer): void => {
+      let open = true;
+      const end = (): void => {
+        if (!open) return;
+        open = false;
+        outputOpen--;
+        settleIfKnown();
+      };
+      if (!stream) end();
+      else
+        stream
+          .on("data", (b: Buffer) => into.write(b))
+          .on("end", end)
+          .on("close", end);
+    };
+    follow(child.stdout, out);
+    follow(child.stderr, err);
     child.stdio[3]?.on("error", () => {});
+    if (warm) {
+      const pipe = child.stdio[3] as Readable | null;
+      const gone = (): void => {
+        watchdogPipeOpen = false;
+        settleIfKnown();
+      };
+      pipe
+        ?.on("data", () => {
+          acknowledged = true;
+          settleIfKnown();
+        })
+        .on("end", gone)
+        .on("close", gone);
+    }
     child.on("error", (e) => {
       spawnError = e;
       if (child.pid === undefined) finish();
@@ -130,6 +354,7 @@ export function runShell(spec: ShellOperator, ctx: OperatorContext): Promise<Ope
       for (const t of timers) clearTimeout(t);
       killGroup("SIGKILL");
       timers.push(setTimeout(finish, DRAIN_MS));
+      settleIfKnown();
     });
     child.on("close", finish);
     ctx.signal.addEventListener("abort", onAbort, { once: true });

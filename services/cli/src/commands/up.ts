@@ -85,6 +85,7 @@ function progressLogger(logger: Logger) {
 interface UpOptions {
   workers: string;
   capacity: string;
+  warmShells: string;
   example?: boolean;
   snapshotSeconds: string;
   reconcileMs: string;
@@ -118,6 +119,13 @@ async function joinMembership(globals: DataDirOptions, opts: UpOptions, logger: 
   return membership;
 }
 
+function wholeNumber(text: string, flag: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 0)
+    throw new CliError(`${flag} takes a whole number, 0 or more, not "${text}"`, 2);
+  return n;
+}
+
 function positiveInt(text: string, flag: string): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n < 1)
@@ -127,6 +135,7 @@ function positiveInt(text: string, flag: string): number {
 
 async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   const logger = createLogger("chronolog");
+  const warmShells = wholeNumber(opts.warmShells, "--warm-shells");
   const dir = dataDirOf(globals);
   // On a Kafka log nothing else creates the directory the checkpoints go to.
   mkdirSync(dir, { recursive: true });
@@ -189,6 +198,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   const pool = new WorkerPool({
     size: Number(opts.workers),
     capacity: Number(opts.capacity),
+    warmShells,
     stagingRoot: join(dir, "staging"),
     idPrefix: workerPrefix,
   });
@@ -269,6 +279,7 @@ export function registerUpCommand(program: Command, globals: () => DataDirOption
       .description(description)
       .option("-w, --workers <n>", "worker processes", "2")
       .option("--capacity <n>", "attempts each worker runs at once", "16")
+      .option("--warm-shells <n>", "shells each worker keeps started ahead of need, for shell tasks", "2")
       .option("--example", "declare the example workflow first (three tasks across two projects)")
       .option("--snapshot-seconds <s>", "how often to checkpoint the projection", "5")
       .option("--reconcile-ms <ms>", "time between reconcile passes", "1000")

@@ -1,0 +1,70 @@
+import type { ChildProcess } from "node:child_process";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { chronolog, chronologSpawn, tempDataDir } from "../support/cli.js";
+import { waitUntil } from "../support/wait.js";
+
+const HOUR = 3_600_000;
+const started: ChildProcess[] = [];
+const dirs: string[] = [];
+
+afterAll(async () => {
+  for (const p of started) {
+    if (p.exitCode === null && p.signalCode === null) {
+      p.kill("SIGTERM");
+      await new Promise((r) => p.once("exit", r));
+    }
+  }
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+describe("chronolog up --warm-shells", () => {
+  it("refuses a count that is not a whole number, before it creates anything", () => {
+    const dir = join(tempDataDir("up-flags"), "data");
+    dirs.push(dir);
+    for (const bad of ["-1", "two", "1.5"]) {
+      const r = chronolog(dir, ["up", "--warm-shells", bad]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`--warm-shells takes a whole number, 0 or more, not "${bad}"`);
+    }
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it("with 0, starts every shell task in a new shell, and they run to the end", async () => {
+    const dir = tempDataDir("up-cold");
+    dirs.push(dir);
+    const start = new Date(Math.floor(Date.now() / HOUR) * HOUR - 4 * HOUR).toISOString();
+    const file = join(dir, "hourly.yaml");
+    writeFileSync(
+      file,
+      `tasks:
+  - project: demo
+    account: acme
+    name: hourly
+    cron: "0 * * * *"
+    startDate: "${start}"
+    idempotent: true
+    operator: { type: shell, command: "echo landed {{ ts }}" }
+`,
+    );
+    const declared = chronolog(dir, ["declare", file]);
+    expect(declared.code, declared.stderr).toBe(0);
+    const up = chronologSpawn(dir, ["up", "--workers", "1", "--warm-shells", "0"]);
+    started.push(up);
+    // Four hours of history to catch up, one interval after the other.
+    const latest = new Date(Math.floor(Date.now() / HOUR) * HOUR - HOUR).toISOString();
+    await waitUntil("the four intervals to run", () => {
+      const r = chronolog(dir, ["tasks", "--json"]);
+      const [t] = JSON.parse(r.stdout) as Array<{ prevIntervalStart: string | null }>;
+      return t?.prevIntervalStart === latest ? true : undefined;
+    });
+    const history = chronolog(dir, ["history", "demo/acme/hourly/ALL", "--json"]);
+    const succeeded = history.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { type: string })
+      .filter((e) => e.type === "AttemptSucceeded");
+    expect(succeeded).toHaveLength(4);
+  }, 60_000);
+});
