@@ -16,7 +16,7 @@ const GRAPH: Record<string, { sleep: number; parents: string[] }> = {
   fetch_c: { sleep: 0.1, parents: [] },
   parse_a: { sleep: 0.05, parents: ["fetch_a"] },
   parse_b: { sleep: 0.3, parents: ["fetch_b"] },
-  parse_c: { sleep: 0.1, parents: ["fetch_c"] },
+  parse_c: { sleep: 0.05, parents: ["fetch_c"] },
   join_ab: { sleep: 0.1, parents: ["parse_a", "parse_b"] },
   index_c: { sleep: 0.2, parents: ["parse_c"] },
   report: { sleep: 0.05, parents: ["join_ab", "index_c"] },
@@ -205,6 +205,51 @@ describe("seed 002's ten-job graph as a workflow", () => {
       | { cacheHit?: boolean }
       | undefined;
     expect(fetchA?.cacheHit).toBe(true);
+  }, 120_000);
+
+  it("runs at most maxActiveTasks at once from the run's start, and gives a free slot to the task that waited longest", async () => {
+    // maxActiveTasks 1: the two roots are ready at once, and one of them waits. When the other
+    // ends, its child becomes ready too: the slot goes to the root that has waited longer.
+    const file = join(dir, "fifo.yaml");
+    const task = (name: string, parents: string[]) =>
+      `      - { name: ${name}, parents: [${parents.join(", ")}], operator: { type: shell, command: "sleep 0.05; echo ${name} >> ${join(dir, "ran")}" } }`;
+    const tasks = [
+      task("root_a", []),
+      task("root_b", []),
+      task("child_a", ["root_a"]),
+      task("child_b", ["root_b"]),
+    ];
+    writeFileSync(
+      file,
+      `workflows:
+  - name: fifo
+    project: demo
+    account: acme
+    cron: "0 ${SLOT_HOUR} * * *"
+    startDate: "${new Date(Date.parse(LATEST_DAY) - 10 * DAY).toISOString()}"
+    catchup: false
+    idempotent: true
+    maxActiveTasks: 1
+    tasks:
+${tasks.join("\n")}
+`,
+    );
+    const r = chronolog(dir, ["declare", file]);
+    expect(r.code, r.stderr).toBe(0);
+    up = startUp(dir);
+    await waitUntil("the four tasks to run", () => (ran().length === 4 ? true : undefined), 60_000, 100);
+    expect(ran().slice(0, 2).sort()).toEqual(["root_a", "root_b"]);
+    // One attempt at a time, from its intent to its end, the run's start included.
+    const view = JSON.parse(chronolog(dir, ["run", `fifo@${LATEST_DAY}`, "--json"]).stdout) as {
+      instances: Array<{ instance?: { attempts: Array<{ intendedAt: string; endedAt: string }> } }>;
+    };
+    const spans = view.instances
+      .flatMap((i) => i.instance?.attempts ?? [])
+      .map((a) => [Date.parse(a.intendedAt), Date.parse(a.endedAt)] as const)
+      .sort((a, b) => a[0] - b[0]);
+    expect(spans).toHaveLength(4);
+    for (let i = 1; i < spans.length; i++)
+      expect(spans[i]?.[0]).toBeGreaterThanOrEqual(spans[i - 1]?.[1] ?? 0);
   }, 120_000);
 
   it("a cycle among a workflow's tasks is refused at declaration, named in order", () => {

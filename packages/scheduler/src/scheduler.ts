@@ -106,6 +106,14 @@ export class Scheduler {
   /** Runs changed since the last pass, and runs with a decision being written. */
   private readonly runsDirty = new Set<string>();
   private readonly runsInFlight = new Set<string>();
+  /**
+   * runId -> tasks admitted to the run whose intent the projection does not show yet: they hold
+   * a slot of `maxActiveTasks` meanwhile, so that passes that overlap do not admit more.
+   */
+  private readonly runReserved = new Map<string, Set<string>>();
+  /** task -> since when (a counter) it has waited for a slot in its run, for which interval. */
+  private readonly waitingForSlot = new Map<string, { logicalDate: string; since: number }>();
+  private slotWaits = 0;
   /** runId -> workflow, while this scheduler writes the run's RunStarted. */
   private readonly startingRuns = new Map<string, string>();
   /** Why each task is not running, in memory only (blocked is not a transition). */
@@ -182,6 +190,9 @@ export class Scheduler {
       this.reports.observed(touched.instance, e.revision);
       const after = this.projection.instances.get(touched.instance);
       this.updateLoad(before, after, touched.instance);
+      // The run now counts the attempt itself: the slot held for it until now is released.
+      if (after?.runId && this.runReserved.size > 0)
+        this.releaseRunSlotOf(after.runId, formatTaskKey(after.key), false);
     }
     if (touched.run) this.schedulePass();
     if (touched.task) {
@@ -452,9 +463,18 @@ export class Scheduler {
       }
       for (const c of list.slice(0, available)) reserved.add(instanceStream(c.task.key, c.task.logicalDate));
     }
+    // Candidates held back by their connection give back the run slot they were admitted to.
+    const going = new Set(released);
+    for (const c of candidates) if (!going.has(c)) this.releaseRunSlot(c, false);
     const commands = await Promise.all(
       released.map((c) => this.writeIntent(c, countedAt.get(c.task.spec.connection ?? ""))),
     );
+    // An intent not written (or a cache hit, done at once) gives its run slot back now; one
+    // written gives it back when the projection shows it, as queued.
+    commands.forEach((cmd, i) => {
+      const c = released[i];
+      if (cmd === null && c) this.releaseRunSlot(c, true);
+    });
     const ready = commands.filter((c): c is RunCommand => c !== null);
     if (ready.length > 0) {
       this.stats.dispatched += ready.length;
@@ -496,7 +516,19 @@ export class Scheduler {
         activeRuns.set(wf, (activeRuns.get(wf) ?? 0) + 1);
     }
     const taskSlots = new Map<string, number>();
-    for (const c of candidates) {
+    // A run's free slots go to its tasks in the order they became ready (oldest interval first):
+    // a task that waited for a slot goes before one that has just become ready.
+    const waitingSince = (c: DispatchCandidate): number => {
+      const w = this.waitingForSlot.get(c.task.id);
+      return w && w.logicalDate === c.task.logicalDate ? w.since : Number.POSITIVE_INFINITY;
+    };
+    const ordered = candidates
+      .map((c, i) => ({ c, i, since: waitingSince(c) }))
+      .sort(
+        (a, b) => a.c.task.logicalDate.localeCompare(b.c.task.logicalDate) || a.since - b.since || a.i - b.i,
+      )
+      .map((x) => x.c);
+    for (const c of ordered) {
       const wf = c.task.spec.workflow;
       if (!wf) {
         admitted.push(c);
@@ -539,14 +571,18 @@ export class Scheduler {
         taskSlots.get(runId) ??
         Object.values(run?.status === "running" ? run.outcomes : {}).filter(
           (o) => o === "queued" || o === "running",
-        ).length;
+        ).length + (this.runReserved.get(runId)?.size ?? 0);
       const limit = spec?.maxActiveTasks ?? Number.POSITIVE_INFINITY;
       if (running >= limit) {
         this.blocked.set(c.task.id, [`run ${runId} has ${running} tasks going (maxActiveTasks ${limit})`]);
         this.waitOn(`run:${runId}`, c.task.id);
+        if (waitingSince(c) === Number.POSITIVE_INFINITY)
+          this.waitingForSlot.set(c.task.id, { logicalDate: c.task.logicalDate, since: ++this.slotWaits });
         continue;
       }
+      this.waitingForSlot.delete(c.task.id);
       taskSlots.set(runId, running + 1);
+      this.reserveRunSlot(runId, c.task.id);
       admitted.push(c);
     }
     if (toStart.size === 0) return admitted;
@@ -590,12 +626,36 @@ export class Scheduler {
         }
       }),
     );
-    return admitted.filter(
-      (c) =>
-        !c.task.spec.workflow ||
-        started.has(runIdOf(c.task.spec.workflow, c.task.logicalDate)) ||
-        this.projection.runs.get(runIdOf(c.task.spec.workflow, c.task.logicalDate))?.status === "running",
-    );
+    return admitted.filter((c) => {
+      if (!c.task.spec.workflow) return true;
+      const runId = runIdOf(c.task.spec.workflow, c.task.logicalDate);
+      if (started.has(runId) || this.projection.runs.get(runId)?.status === "running") return true;
+      this.releaseRunSlot(c, true);
+      return false;
+    });
+  }
+
+  private reserveRunSlot(runId: string, taskId: string): void {
+    let set = this.runReserved.get(runId);
+    if (!set) {
+      set = new Set();
+      this.runReserved.set(runId, set);
+    }
+    set.add(taskId);
+  }
+
+  /** Frees the slot a candidate held in its run until its intent showed (or did not come). */
+  private releaseRunSlot(c: DispatchCandidate, wake: boolean): void {
+    const wf = c.task.spec.workflow;
+    if (!wf) return;
+    this.releaseRunSlotOf(runIdOf(wf, c.task.logicalDate), c.task.id, wake);
+  }
+
+  private releaseRunSlotOf(runId: string, taskId: string, wake: boolean): void {
+    const set = this.runReserved.get(runId);
+    if (!set?.delete(taskId)) return;
+    if (set.size === 0) this.runReserved.delete(runId);
+    if (wake) this.wakeConnection(`run:${runId}`);
   }
 
   /** A run changed: apply its failure policy, finish it when every task is terminal. */
