@@ -129,6 +129,7 @@ export class SqliteBackend implements LogBackend {
   private lastFileChange = 0;
   /** `PRAGMA data_version` when last looked at: another connection's commit changes it. */
   private dataVersion: unknown;
+  private fileCheckScheduled = false;
   /** Group commits made by this connection (each one transaction, one fsync). */
   commits = 0;
   private readonly maxBatchEvents: number;
@@ -429,8 +430,15 @@ export class SqliteBackend implements LogBackend {
    * too, and its subscribers have already heard of those.
    */
   private notifyFromFile(): void {
-    this.notifyIfOthersCommitted();
     this.lastFileChange = performance.now();
+    // A commit writes the file many times: one look per turn of the event loop is enough.
+    if (!this.fileCheckScheduled && this.listeners.size > 0) {
+      this.fileCheckScheduled = true;
+      setImmediate(() => {
+        this.fileCheckScheduled = false;
+        this.notifyIfOthersCommitted();
+      });
+    }
     if (this.trailingNotify) return;
     const later = (delay: number) => {
       this.trailingNotify = setTimeout(() => {
@@ -444,7 +452,7 @@ export class SqliteBackend implements LogBackend {
   }
 
   private notifyIfOthersCommitted(): void {
-    if (this.closed) return;
+    if (this.closed || this.listeners.size === 0) return;
     let version: unknown;
     try {
       version = this.stmts.dataVersion.get();

@@ -211,6 +211,7 @@ export class Scheduler {
     if (touched.run) {
       this.runsDirty.add(touched.run);
       if (e.type === "RunStarted") this.startingRuns.delete(touched.run);
+      if (e.type === "RunFinished") this.forgetSlotWaits(touched.run);
     }
   }
 
@@ -522,12 +523,15 @@ export class Scheduler {
       const w = this.waitingForSlot.get(c.task.id);
       return w && w.logicalDate === c.task.logicalDate ? w.since : Number.POSITIVE_INFINITY;
     };
-    const ordered = candidates
-      .map((c, i) => ({ c, i, since: waitingSince(c) }))
-      .sort(
-        (a, b) => a.c.task.logicalDate.localeCompare(b.c.task.logicalDate) || a.since - b.since || a.i - b.i,
-      )
-      .map((x) => x.c);
+    const byDate = (a: DispatchCandidate, b: DispatchCandidate): number =>
+      a.task.logicalDate < b.task.logicalDate ? -1 : a.task.logicalDate > b.task.logicalDate ? 1 : 0;
+    const ordered =
+      this.waitingForSlot.size === 0
+        ? candidates
+        : candidates
+            .map((c, i) => ({ c, i, since: waitingSince(c) }))
+            .sort((a, b) => byDate(a.c, b.c) || a.since - b.since || a.i - b.i)
+            .map((x) => x.c);
     for (const c of ordered) {
       const wf = c.task.spec.workflow;
       if (!wf) {
@@ -633,6 +637,15 @@ export class Scheduler {
       this.releaseRunSlot(c, true);
       return false;
     });
+  }
+
+  /** A finished run's tasks no longer wait for its slots (a rerun queues them afresh). */
+  private forgetSlotWaits(runId: string): void {
+    const run = this.projection.runs.get(runId);
+    if (!run || this.waitingForSlot.size === 0) return;
+    for (const t of run.tasks) {
+      if (this.waitingForSlot.get(t)?.logicalDate === run.logicalDate) this.waitingForSlot.delete(t);
+    }
   }
 
   private reserveRunSlot(runId: string, taskId: string): void {

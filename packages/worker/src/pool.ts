@@ -101,6 +101,8 @@ export class WorkerPool {
   constructor(options: WorkerPoolOptions) {
     if (!Number.isInteger(options.size) || options.size < 1)
       throw new Error("pool size must be a positive integer");
+    if (options.warmShells !== undefined && (!Number.isInteger(options.warmShells) || options.warmShells < 0))
+      throw new Error(`warmShells must be a non-negative integer, got ${options.warmShells}`);
     this.options = options;
     this.clock = options.clock ?? (() => new Date());
     const m = options.workerModule ?? defaultWorkerModule();
@@ -176,9 +178,6 @@ export class WorkerPool {
       }
       this.enqueue(w, cmd);
     }
-    // Attempts go out now, one batch per worker: their intents are durable, and every moment a
-    // task waits for its worker is added to its run's wall time.
-    this.flush();
   }
 
   /** Which worker knows each of these tokens (running or queued there). Unanswered workers count as not knowing. */

@@ -163,6 +163,12 @@ describe("WorkerPool", () => {
     expect((await waitFor(() => terminal("after-loss"))).kind).toBe("succeeded");
   });
 
+  it("refuses a number of started shells that is not a whole number", () => {
+    expect(() => new WorkerPool({ size: 1, warmShells: -1, workerModule: workerMain })).toThrow(
+      "warmShells must be a non-negative integer, got -1",
+    );
+  });
+
   it("keeps shells started ahead of need in each worker, which die with it", async () => {
     const { pool, terminal } = newPool(1);
     await pool.ready();

@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -127,6 +128,17 @@ describe.each([
     );
   });
 
+  it("gives the task what a new shell makes of IFS, PPID and OPTIND in its environment", async () => {
+    const command = 'x=a,b; set -- $x; echo "$# $OPTIND"; [ "$PPID" = 1 ] && echo forged || echo real';
+    const env = { IFS: ",", PPID: "1", OPTIND: "5" };
+    const reference = spawnSync("/bin/sh", ["-c", command], {
+      env: { ...process.env, ...env },
+      encoding: "utf8",
+    });
+    const o = await runShell(op(command, { env }), ctxFor());
+    expect(o).toMatchObject({ ok: true, stdoutTail: reference.stdout });
+  });
+
   it("sets CHRONOLOG_WORKER_PID to the worker's pid, whatever the operator or command env says", async () => {
     const o = await runShell(op('echo "$CHRONOLOG_WORKER_PID"', { env: { CHRONOLOG_WORKER_PID: "1" } }), {
       ...ctxFor(),
@@ -181,11 +193,14 @@ describe("shells started ahead of need", () => {
     await waitFor(() => warmShellPids().length === 2);
     const dir = await tempDir();
     const file = join(dir, "runs");
-    for (const pid of warmShellPids()) process.kill(-pid, "SIGKILL");
+    const killed = warmShellPids();
+    // The shells alone, not their watchdogs: those go with them.
+    for (const pid of killed) process.kill(pid, "SIGKILL");
     const o = await runShell(op(`echo ran >> ${file}; echo done`), ctxFor());
     expect(o).toMatchObject({ ok: true, stdoutTail: "done\n" });
     const { readFileSync } = await import("node:fs");
     expect(readFileSync(file, "utf8")).toBe("ran\n");
+    await waitFor(() => killed.every((pid) => processGroup(pid).length === 0), 2000);
     await waitFor(() => warmShellPids().length === 2);
   });
 

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { constants } from "node:os";
 import { performance } from "node:perf_hooks";
 import type { Readable } from "node:stream";
@@ -56,7 +56,9 @@ export function shellEnv(spec: ShellOperator, ctx: OperatorContext): NodeJS.Proc
  * its script from a pipe. When a task takes one, the worker writes the task's environment (as
  * the difference from the one the shell was started with) and `eval <command>`, with stdin from
  * /dev/null and fd 3 closed: the shell runs the command itself, as `sh -c` would, and its pid is
- * the task's (exit codes and signals reach us unchanged). The first thing the script does is
+ * the task's (exit codes and signals reach us unchanged). Where `sh -c` would exec a lone command
+ * in its place (bash, busybox), the script ends with `exec /bin/sh -c <command>` instead, so the
+ * task is the same process as on a cold start. The first thing the script does is
  * write one byte back on fd 3: a shell that exits without it never ran the task (it died while
  * idle), and the task is then started cold. An idle shell whose worker dies reads end-of-file,
  * and its watchdog fires: nothing is left behind.
@@ -69,6 +71,8 @@ interface Standby {
 
 const standby = {
   size: 0,
+  /** Whether /bin/sh execs a lone command (see shellExecsLastCommand); asked once. */
+  execs: undefined as boolean | undefined,
   idle: [] as Standby[],
   refill: undefined as NodeJS.Timeout | undefined,
   refillAt: 0,
@@ -107,9 +111,11 @@ function startStandby(): void {
   child.once("exit", () => {
     const i = standby.idle.indexOf(entry);
     if (i < 0) return; // taken: its task's exit
-    // Killed while idle: replace it, later each time this happens again.
+    // Killed while idle: its watchdog goes with it, and it is replaced, later each time this
+    // happens again.
     standby.idle.splice(i, 1);
-    refillAfter(Math.min(30_000, 100 * 2 ** standby.deaths++));
+    discardStandby(entry);
+    refillAfter(backoffMs());
   });
   child.stdin?.write(`${WATCHDOG}\n`);
   // An idle shell keeps nothing alive: not its worker's event loop, not a test run.
@@ -118,13 +124,22 @@ function startStandby(): void {
   standby.idle.push(entry);
 }
 
+/** How long to wait before replacing shells that keep dying idle (or cannot be started). */
+function backoffMs(): number {
+  return Math.min(30_000, 100 * 2 ** standby.deaths++);
+}
+
 function fillStandby(): void {
   clearTimeout(standby.refill);
   standby.refill = undefined;
   while (standby.idle.length < standby.size) {
     const before = standby.idle.length;
     startStandby();
-    if (standby.idle.length === before) return; // /bin/sh cannot be started: tasks start cold
+    if (standby.idle.length === before) {
+      // /bin/sh cannot be started now: tasks start cold meanwhile (and say why), try again later.
+      refillAfter(backoffMs());
+      return;
+    }
   }
 }
 
@@ -137,7 +152,8 @@ export function setWarmShells(count: number): void {
     throw new Error(`the number of warm shells must be a non-negative integer, got ${count}`);
   standby.size = count;
   standby.deaths = 0;
-  for (const s of standby.idle.splice(count)) killStandby(s);
+  if (count > 0) standby.execs ??= shellExecsLastCommand();
+  for (const s of standby.idle.splice(count)) discardStandby(s);
   fillStandby();
 }
 
@@ -146,13 +162,33 @@ export function warmShellPids(): number[] {
   return standby.idle.map((s) => s.child.pid as number);
 }
 
-function killStandby(s: Standby): void {
+/** Kills a standby shell's process group (its watchdog included) and closes its pipes. */
+function discardStandby(s: Standby): void {
   try {
     if (s.child.pid !== undefined) process.kill(-s.child.pid, "SIGKILL");
   } catch {
     // ESRCH: already gone.
   }
+  for (const stream of s.child.stdio) stream?.destroy();
 }
+
+/**
+ * Whether `/bin/sh -c 'one command'` execs the command in place of the shell (bash and busybox
+ * do; dash forks it). The task of a standby shell then runs as `exec /bin/sh -c <command>`, so
+ * that its pid is the command's as on a cold start; otherwise the shell evaluates the command
+ * itself, which saves starting a second shell and behaves the same.
+ */
+function shellExecsLastCommand(): boolean {
+  const r = spawnSync("/bin/sh", ["-c", '/bin/sh -c "echo $PPID"'], { encoding: "utf8", timeout: 5000 });
+  return r.stdout?.trim() === String(process.pid);
+}
+
+/**
+ * Variables a shell sets for itself when it starts: a task whose environment gives one of them
+ * another value than its standby shell had must start in a new shell to see what a new shell
+ * makes of it (only when the standby shell evaluates the command itself).
+ */
+const SHELL_OWN = new Set(["IFS", "PPID", "OPTIND", "PWD", "OLDPWD", "PS1", "PS2", "PS4", "ENV", "LINENO"]);
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -162,27 +198,33 @@ function quote(text: string): string {
 
 /**
  * The script that turns a standby shell into the task, or undefined when the task must start
- * cold: it has a working directory of its own, or its environment differs from the shell's in a
- * variable the shell cannot set (a name that is not an identifier).
+ * cold: its environment differs from the shell's in a variable the shell cannot set (a name
+ * that is not an identifier), or in one the shell sets for itself.
  */
 function standbyScript(s: Standby, env: NodeJS.ProcessEnv, command: string): string | undefined {
   const exports: string[] = [];
   const unsets: string[] = [];
+  const evaluates = standby.execs !== true;
   for (const [k, v] of Object.entries(env)) {
     if (v === undefined || s.env[k] === v) continue;
-    if (!NAME.test(k) || v.includes("\0")) return undefined;
+    if (!NAME.test(k) || v.includes("\0") || (evaluates && SHELL_OWN.has(k))) return undefined;
     exports.push(`${k}=${quote(v)}`);
   }
   for (const k of Object.keys(s.env)) {
     if (env[k] !== undefined) continue;
-    if (!NAME.test(k)) return undefined;
+    if (!NAME.test(k) || (evaluates && SHELL_OWN.has(k))) return undefined;
     unsets.push(k);
   }
   if (command.includes("\0")) return undefined;
   const lines = ["printf r >&3"];
   if (exports.length > 0) lines.push(`export ${exports.join(" ")}`);
   if (unsets.length > 0) lines.push(`unset ${unsets.join(" ")}`);
-  lines.push(`eval ${quote(command)} </dev/null 3<&-`, "");
+  lines.push(
+    evaluates
+      ? `eval ${quote(command)} </dev/null 3<&-`
+      : `exec /bin/sh -c ${quote(command)} </dev/null 3<&-`,
+    "",
+  );
   return lines.join("\n");
 }
 
@@ -360,10 +402,14 @@ function supervise(
     ctx.signal.addEventListener("abort", onAbort, { once: true });
     if (spec.timeoutMs !== undefined) {
       timers.push(
-        setTimeout(() => {
-          timedOut = true;
-          terminate(abortKillGraceMs(ctx.signal));
-        }, spec.timeoutMs),
+        // (What is left of it, for a task started cold after its standby shell was lost.)
+        setTimeout(
+          () => {
+            timedOut = true;
+            terminate(abortKillGraceMs(ctx.signal));
+          },
+          Math.max(0, spec.timeoutMs - (performance.now() - t0)),
+        ),
       );
     }
   });
