@@ -1,11 +1,27 @@
 import type { ChildProcess } from "node:child_process";
-import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { chronolog, chronologSpawn, tempDataDir } from "../support/cli.js";
 import { waitUntil } from "../support/wait.js";
 
 const HOUR = 3_600_000;
+
+/** The live children of a process, read from /proc. */
+function childrenOf(ppid: number): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const [state, parent] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(parent) === ppid && state !== "Z") out.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
 const started: ChildProcess[] = [];
 const dirs: string[] = [];
 
@@ -66,5 +82,23 @@ describe("chronolog up --warm-shells", () => {
       .map((l) => JSON.parse(l) as { type: string })
       .filter((e) => e.type === "AttemptSucceeded");
     expect(succeeded).toHaveLength(4);
+    // Its worker keeps no shell waiting: with the default, it would keep two.
+    const [worker] = childrenOf(up.pid as number);
+    expect(worker).toBeDefined();
+    expect(childrenOf(worker as number)).toEqual([]);
+  }, 60_000);
+
+  it("by default, each worker keeps two shells waiting", async () => {
+    const dir = tempDataDir("up-warm");
+    dirs.push(dir);
+    const up = chronologSpawn(dir, ["up", "--workers", "1"]);
+    started.push(up);
+    const shells = await waitUntil("the worker's two shells", () => {
+      const [worker] = childrenOf(up.pid as number);
+      const c = worker === undefined ? [] : childrenOf(worker);
+      return c.length === 2 ? c : undefined;
+    });
+    for (const pid of shells)
+      expect(readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[0]).toBe("/bin/sh");
   }, 60_000);
 });
