@@ -44,17 +44,21 @@ function graphYaml(
     const cache = name === "fetch_a" ? `, cacheKey: "fetch_a-{{ ds }}"` : "";
     return `      - { name: ${name}, parents: [${parents.join(", ")}], operator: { type: shell, command: ${JSON.stringify(command)} }${cache} }`;
   });
+  return workflowYaml("graph", tasks, { failurePolicy: policy, maxActiveTasks });
+}
+
+/** A daily workflow of the given task lines, due for LATEST_DAY, with catch-up off. */
+function workflowYaml(name: string, tasks: string[], settings: Record<string, string | number>): string {
+  const extra = Object.entries(settings).map(([k, v]) => `    ${k}: ${v}\n`);
   return `workflows:
-  - name: graph
+  - name: ${name}
     project: demo
     account: acme
     cron: "0 ${SLOT_HOUR} * * *"
     startDate: "${new Date(Date.parse(LATEST_DAY) - 10 * DAY).toISOString()}"
     catchup: false
     idempotent: true
-    failurePolicy: ${policy}
-    maxActiveTasks: ${maxActiveTasks}
-    tasks:
+${extra.join("")}    tasks:
 ${tasks.join("\n")}
 `;
 }
@@ -219,21 +223,7 @@ describe("seed 002's ten-job graph as a workflow", () => {
       task("child_a", ["root_a"]),
       task("child_b", ["root_b"]),
     ];
-    writeFileSync(
-      file,
-      `workflows:
-  - name: fifo
-    project: demo
-    account: acme
-    cron: "0 ${SLOT_HOUR} * * *"
-    startDate: "${new Date(Date.parse(LATEST_DAY) - 10 * DAY).toISOString()}"
-    catchup: false
-    idempotent: true
-    maxActiveTasks: 1
-    tasks:
-${tasks.join("\n")}
-`,
-    );
+    writeFileSync(file, workflowYaml("fifo", tasks, { maxActiveTasks: 1 }));
     const r = chronolog(dir, ["declare", file]);
     expect(r.code, r.stderr).toBe(0);
     up = startUp(dir);

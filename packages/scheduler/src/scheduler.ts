@@ -457,11 +457,7 @@ export class Scheduler {
         ]);
         this.waitOn(conn, c.task.id);
       }
-      let reserved = this.reserved.get(conn);
-      if (!reserved) {
-        reserved = new Set();
-        this.reserved.set(conn, reserved);
-      }
+      const reserved = setIn(this.reserved, conn);
       for (const c of list.slice(0, available)) reserved.add(instanceStream(c.task.key, c.task.logicalDate));
     }
     // Candidates held back by their connection give back the run slot they were admitted to.
@@ -649,12 +645,7 @@ export class Scheduler {
   }
 
   private reserveRunSlot(runId: string, taskId: string): void {
-    let set = this.runReserved.get(runId);
-    if (!set) {
-      set = new Set();
-      this.runReserved.set(runId, set);
-    }
-    set.add(taskId);
+    setIn(this.runReserved, runId).add(taskId);
   }
 
   /** Frees the slot a candidate held in its run until its intent showed (or did not come). */
@@ -933,12 +924,7 @@ export class Scheduler {
 
   /** The task is evaluated again when `key` (a connection, or `run:` a run or workflow) wakes. */
   private waitOn(key: string, taskId: string): void {
-    let w = this.waiting.get(key);
-    if (!w) {
-      w = new Set();
-      this.waiting.set(key, w);
-    }
-    w.add(taskId);
+    setIn(this.waiting, key).add(taskId);
   }
 
   private renderCacheKey(task: TaskState): string | undefined {
@@ -976,12 +962,7 @@ export class Scheduler {
 
   private trackLoad(inst: InstanceState): void {
     if (!this.holdsSlot(inst) || inst.connection === null) return;
-    let set = this.load.get(inst.connection);
-    if (!set) {
-      set = new Set();
-      this.load.set(inst.connection, set);
-    }
-    set.add(inst.stream);
+    setIn(this.load, inst.connection).add(inst.stream);
   }
 
   private updateLoad(
@@ -1015,6 +996,16 @@ export class Scheduler {
     this.waiting.delete(conn);
     for (const id of w) this.markDirty(id);
   }
+}
+
+/** The set `map` holds under `key`, made empty the first time. */
+function setIn<K, V>(map: Map<K, Set<V>>, key: K): Set<V> {
+  let set = map.get(key);
+  if (!set) {
+    set = new Set();
+    map.set(key, set);
+  }
+  return set;
 }
 
 function hasTemplate(value: unknown): boolean {

@@ -95,35 +95,33 @@ export function readPid(file: string): number | undefined {
   }
 }
 
-/** The live processes of a process group (read from /proc). */
-export function processGroup(pgid: number): number[] {
-  const members: number[] = [];
+/** Every live process's pid, parent and process group, read from /proc. */
+function processes(): Array<{ pid: number; ppid: number; pgrp: number }> {
+  const out: Array<{ pid: number; ppid: number; pgrp: number }> = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      // state, ppid, pgrp, ...
-      if (Number(fields[2]) === pgid && fields[0] !== "Z" && fields[0] !== "X") members.push(Number(entry));
+      const [state, ppid, pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (state !== "Z" && state !== "X")
+        out.push({ pid: Number(entry), ppid: Number(ppid), pgrp: Number(pgrp) });
     } catch {
       // gone meanwhile
     }
   }
-  return members;
+  return out;
 }
 
-/** The live children of a process (read from /proc). */
+/** The live processes of a process group. */
+export function processGroup(pgid: number): number[] {
+  return processes()
+    .filter((p) => p.pgrp === pgid)
+    .map((p) => p.pid);
+}
+
+/** The live children of a process. */
 export function childrenOf(ppid: number): number[] {
-  const children: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[1]) === ppid && fields[0] !== "Z" && fields[0] !== "X") children.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return children;
+  return processes()
+    .filter((p) => p.ppid === ppid)
+    .map((p) => p.pid);
 }
