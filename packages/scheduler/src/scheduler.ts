@@ -191,7 +191,7 @@ export class Scheduler {
       const after = this.projection.instances.get(touched.instance);
       this.updateLoad(before, after, touched.instance);
       // The run now counts the attempt itself: the slot held for it until now is released.
-      if (after?.runId && this.runReserved.size > 0)
+      if (e.type === "DispatchIntended" && after?.runId && this.runReserved.size > 0)
         this.releaseRunSlotOf(after.runId, formatTaskKey(after.key), false);
     }
     if (touched.run) this.schedulePass();

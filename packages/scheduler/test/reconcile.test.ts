@@ -295,3 +295,29 @@ describe("a bogus report for an interval not dispatched yet", () => {
     expect(h.effects("later")).toBe(1);
   });
 });
+
+describe("a reconciler and its dispatcher", () => {
+  it("hears worker reports from construction until stop, and again once started", async () => {
+    const listeners = new Set<(r: unknown) => void>();
+    const dispatcher = {
+      dispatch() {},
+      onReport(l: (r: unknown) => void) {
+        listeners.add(l);
+        return () => listeners.delete(l);
+      },
+      query: async () => new Map<string, string>(),
+      cancel() {},
+      proceed() {},
+    };
+    h = await harness([{ name: "listening", idempotent: true }]);
+    const r = new Reconciler({ log: h.log, projection: h.projection, dispatcher, actor: "reconciler:test" });
+    expect(listeners.size).toBe(1);
+    r.stop();
+    expect(listeners.size).toBe(0);
+    r.start();
+    r.start(); // a second start changes nothing
+    expect(listeners.size).toBe(1);
+    r.stop();
+    expect(listeners.size).toBe(0);
+  });
+});

@@ -77,18 +77,26 @@ export class Reconciler {
   private readonly dispatchedAt = new Map<string, number>();
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<PassResult> | null = null;
+  private stopListening: (() => void) | undefined;
   private readonly now: () => number;
   readonly totals = { passes: 0, written: 0, conflicts: 0 };
 
   constructor(private readonly o: ReconcilerOptions) {
     this.now = o.now ?? Date.now;
-    o.dispatcher.onReport((r) => {
-      if (r.kind === "heartbeat" || r.kind === "started") {
-        const inst = o.projection.instances.get(r.instanceStream);
-        const lease = inst?.leaseSeconds ?? 30;
-        this.leases.extend(r.token, this.now() + lease * 1000);
-      } else if (r.kind === "succeeded" || r.kind === "failed") this.leases.forget(r.token);
-    });
+    this.listen();
+  }
+
+  /** Worker reports extend and end leases, from construction until stop (and again after start). */
+  private listen(): void {
+    if (this.stopListening !== undefined) return;
+    this.stopListening =
+      this.o.dispatcher.onReport((r) => {
+        if (r.kind === "heartbeat" || r.kind === "started") {
+          const inst = this.o.projection.instances.get(r.instanceStream);
+          const lease = inst?.leaseSeconds ?? 30;
+          this.leases.extend(r.token, this.now() + lease * 1000);
+        } else if (r.kind === "succeeded" || r.kind === "failed") this.leases.forget(r.token);
+      }) ?? (() => {});
   }
 
   /** The scheduler tells the reconciler when it hands attempts to workers. */
@@ -98,6 +106,8 @@ export class Reconciler {
   }
 
   start(): void {
+    this.listen();
+    if (this.timer) return; // already started
     const interval = this.o.intervalMs ?? 1000;
     const tick = () => {
       this.timer = setTimeout(async () => {
@@ -115,6 +125,9 @@ export class Reconciler {
   stop(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    // A dispatcher may outlive its reconciler (one pool serves the next one): stop hearing it.
+    this.stopListening?.();
+    this.stopListening = undefined;
   }
 
   /** One pass of the three checks. Passes do not overlap within one reconciler. */
