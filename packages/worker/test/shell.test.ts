@@ -22,12 +22,14 @@ const op = (command: string, extra: Record<string, unknown> = {}) =>
   parseOperator(shell(command, extra)) as ShellOperator;
 
 // Every behaviour holds whether the task starts in a new shell (cold) or in one started ahead of
-// need (warm, as in a worker process, which keeps two by default).
+// need (warm, as in a worker process, which keeps two by default), whichever way the started
+// shell runs it: `eval` (where /bin/sh is dash, as here) or `exec /bin/sh -c` (bash, busybox).
 describe.each([
-  ["cold", 0],
-  ["warm", 2],
-])("shell operator, %s start", (_mode, warmShells) => {
-  beforeAll(() => setWarmShells(warmShells));
+  ["cold", 0, undefined],
+  ["warm (eval)", 2, "eval"],
+  ["warm (exec)", 2, "exec"],
+] as const)("shell operator, %s start", (_mode, warmShells, run) => {
+  beforeAll(() => setWarmShells(warmShells, run));
   afterAll(() => setWarmShells(0));
 
   it("succeeds with exit code 0 and keeps stdout and stderr", async () => {

@@ -71,8 +71,10 @@ interface Standby {
 
 const standby = {
   size: 0,
-  /** Whether /bin/sh execs a lone command (see shellExecsLastCommand); asked once. */
+  /** Whether a started shell runs its task with `exec /bin/sh -c` rather than `eval`. */
   execs: undefined as boolean | undefined,
+  /** Whether /bin/sh execs a lone command (see shellExecsLastCommand); asked once. */
+  shellExecs: undefined as boolean | undefined,
   idle: [] as Standby[],
   refill: undefined as NodeJS.Timeout | undefined,
   refillAt: 0,
@@ -145,14 +147,17 @@ function fillStandby(): void {
 
 /**
  * Keeps `count` shells started ahead of need in this process (0, the default, starts every task
- * cold and stops the idle ones). A worker process sets it from CHRONOLOG_WARM_SHELLS.
+ * cold and stops the idle ones). A worker process sets it from CHRONOLOG_WARM_SHELLS. How a
+ * started shell runs its task (`eval`, or `exec /bin/sh -c`) follows what `/bin/sh -c` does with
+ * a lone command, asked once; `run` sets it instead (the tests run both here).
  */
-export function setWarmShells(count: number): void {
+export function setWarmShells(count: number, run?: "eval" | "exec"): void {
   if (!Number.isInteger(count) || count < 0)
     throw new Error(`the number of warm shells must be a non-negative integer, got ${count}`);
   standby.size = count;
   standby.deaths = 0;
-  if (count > 0) standby.execs ??= shellExecsLastCommand();
+  if (run !== undefined) standby.execs = run === "exec";
+  else if (count > 0) standby.execs = standby.shellExecs ??= shellExecsLastCommand();
   for (const s of standby.idle.splice(count)) discardStandby(s);
   fillStandby();
 }
