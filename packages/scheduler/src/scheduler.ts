@@ -118,8 +118,9 @@ export class Scheduler {
   private readonly startingRuns = new Map<string, string>();
   /** Why each task is not running, in memory only (blocked is not a transition). */
   readonly blocked = new Map<string, string[]>();
-  /** Counters for benchmarks and `chronolog up`'s status line. */
+  /** Stops hearing the dispatcher's reports (see stop). */
   private readonly stopListening: (() => void) | undefined;
+  /** Counters for benchmarks and `chronolog up`'s status line. */
   readonly stats = { dispatched: 0, completed: 0, failed: 0, passes: 0, conflicts: 0 };
 
   constructor(private readonly o: SchedulerOptions) {

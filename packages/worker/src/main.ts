@@ -15,17 +15,12 @@ import { WorkerRuntime } from "./runtime.js";
 const DEFAULT_CAPACITY = 64;
 const DEFAULT_WARM_SHELLS = 2;
 
-function capacityFromEnv(raw: string | undefined): number {
-  const n = raw === undefined || raw === "" ? DEFAULT_CAPACITY : Number(raw);
-  if (!Number.isInteger(n) || n < 1)
-    throw new Error(`CHRONOLOG_WORKER_CAPACITY must be a positive integer: ${raw}`);
-  return n;
-}
-
-function warmShellsFromEnv(raw: string | undefined): number {
-  const n = raw === undefined || raw === "" ? DEFAULT_WARM_SHELLS : Number(raw);
-  if (!Number.isInteger(n) || n < 0)
-    throw new Error(`CHRONOLOG_WARM_SHELLS must be a non-negative integer: ${raw}`);
+/** An integer setting of at least `min` (0 or 1) from the environment, `fallback` when unset. */
+function intFromEnv(name: string, fallback: number, min: 0 | 1): number {
+  const raw = process.env[name];
+  const n = raw === undefined || raw === "" ? fallback : Number(raw);
+  if (!Number.isInteger(n) || n < min)
+    throw new Error(`${name} must be a ${min === 0 ? "non-negative" : "positive"} integer: ${raw}`);
   return n;
 }
 
@@ -44,8 +39,8 @@ function isCommand(m: unknown): m is WorkerCommand {
 
 function start(): void {
   const workerId = process.env.CHRONOLOG_WORKER_ID || `worker-${process.pid}`;
-  const capacity = capacityFromEnv(process.env.CHRONOLOG_WORKER_CAPACITY);
-  const warmShells = warmShellsFromEnv(process.env.CHRONOLOG_WARM_SHELLS);
+  const capacity = intFromEnv("CHRONOLOG_WORKER_CAPACITY", DEFAULT_CAPACITY, 1);
+  const warmShells = intFromEnv("CHRONOLOG_WARM_SHELLS", DEFAULT_WARM_SHELLS, 0);
   const stagingRoot = process.env.CHRONOLOG_STAGING_ROOT || undefined;
   const faults = faultsFromEnv(process.env);
   const runtime = new WorkerRuntime({ workerId, capacity, stagingRoot, faults, send: sendOverIpc });

@@ -138,7 +138,8 @@ function fillStandby(): void {
     const before = standby.idle.length;
     startStandby();
     if (standby.idle.length === before) {
-      // /bin/sh cannot be started now: tasks start cold meanwhile (and say why), try again later.
+      // /bin/sh cannot be started now: tasks start cold meanwhile (a failed start reports its
+      // spawn error), and this tries again later.
       refillAfter(backoffMs());
       return;
     }

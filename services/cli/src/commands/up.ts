@@ -97,8 +97,8 @@ interface UpOptions {
 async function joinMembership(globals: DataDirOptions, opts: UpOptions, logger: Logger) {
   const target = parseLogUrl(logUrlOf(globals));
   if (!target) return null;
-  const shards = positiveInt(opts.shards, "--shards");
-  const sessionTimeoutMs = positiveInt(opts.sessionTimeoutMs, "--session-timeout-ms");
+  const shards = wholeNumber(opts.shards, "--shards", 1);
+  const sessionTimeoutMs = wholeNumber(opts.sessionTimeoutMs, "--session-timeout-ms", 1);
   const { KafkaMembership } = await import("@chronolog/log-kafka");
   const id = `s${process.pid}.${randomBytes(3).toString("hex")}`;
   const membership = await KafkaMembership.join({
@@ -119,23 +119,20 @@ async function joinMembership(globals: DataDirOptions, opts: UpOptions, logger: 
   return membership;
 }
 
-function wholeNumber(text: string, flag: string): number {
+/** A flag's value as a whole number of at least `min` (0 or 1), or an error naming the flag. */
+function wholeNumber(text: string, flag: string, min: 0 | 1): number {
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 0)
-    throw new CliError(`${flag} takes a whole number, 0 or more, not "${text}"`, 2);
-  return n;
-}
-
-function positiveInt(text: string, flag: string): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 1)
-    throw new CliError(`${flag} takes a whole number above 0, not "${text}"`, 2);
+  if (!Number.isInteger(n) || n < min)
+    throw new CliError(
+      `${flag} takes a whole number${min === 0 ? ", 0 or more," : " above 0,"} not "${text}"`,
+      2,
+    );
   return n;
 }
 
 async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   const logger = createLogger("chronolog");
-  const warmShells = wholeNumber(opts.warmShells, "--warm-shells");
+  const warmShells = wholeNumber(opts.warmShells, "--warm-shells", 0);
   const dir = dataDirOf(globals);
   // On a Kafka log nothing else creates the directory the checkpoints go to.
   mkdirSync(dir, { recursive: true });
