@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runShell, setWarmShells, warmShellPids } from "../src/operators/shell.js";
+import { isPlainCommand, runShell, setWarmShells, warmShellPids } from "../src/operators/shell.js";
 import { parseOperator, type ShellOperator } from "../src/operators/spec.js";
 import { AttemptAbort } from "../src/operators/types.js";
 import { OUTPUT_TAIL_BYTES } from "../src/protocol.js";
@@ -100,6 +100,20 @@ describe.each([
       expect(o).toMatchObject({ ok: true, stdoutTail: "ok\n" });
     },
   );
+
+  it("runs a lone command of plain words with its arguments as they are", async () => {
+    const o = await runShell(op("/bin/echo a=b --x=1 ./p@q%r+s,t:u"), ctxFor());
+    expect(o).toMatchObject({ ok: true, exitCode: 0, stdoutTail: "a=b --x=1 ./p@q%r+s,t:u\n" });
+    const env = await runShell(op("printenv A", { env: { A: "it's" } }), ctxFor());
+    expect(env).toMatchObject({ ok: true, stdoutTail: "it's\n" });
+  });
+
+  it("reports a lone command that is not found as exit code 127, saying so", async () => {
+    const o = await runShell(op("chronolog-no-such-command --flag"), ctxFor());
+    expect(o).toMatchObject({ ok: false, exitCode: 127 });
+    expect(o.error?.kind).toBe("exit_code");
+    expect(o.stderrTail).toMatch(/chronolog-no-such-command: .*not found/);
+  });
 
   it("runs in cwd and reports a spawn failure as an exception", async () => {
     const dir = await tempDir();
@@ -204,6 +218,29 @@ describe("shells started ahead of need", () => {
     expect(readFileSync(file, "utf8")).toBe("ran\n");
     await waitFor(() => killed.every((pid) => processGroup(pid).length === 0), 2000);
     await waitFor(() => warmShellPids().length === 2);
+  });
+
+  it("execs only a lone external command of plain words itself (else the command goes to /bin/sh -c)", () => {
+    for (const plain of ["sleep 0.3", "/opt/etl/load --day=2026-01-01 a,b x@y", "./run.sh 50%"])
+      expect(isPlainCommand(plain), plain).toBe(true);
+    for (const other of [
+      "exit 3", // a builtin: exec would look for a program named exit
+      "echo hi",
+      ": nothing",
+      ". ./env.sh",
+      "A=1 env", // an assignment
+      "if true",
+      "sleep 1; echo done",
+      "sleep $T",
+      "ls *.csv",
+      "cat < in",
+      "echo 'quoted'",
+      "~/bin/job",
+      "sleep  1", // two spaces: left to the shell rather than reasoned about
+      "sleep 1\necho x",
+      "",
+    ])
+      expect(isPlainCommand(other), other).toBe(false);
   });
 
   it("refuses a negative number of shells", () => {

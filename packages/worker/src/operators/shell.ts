@@ -58,7 +58,8 @@ export function shellEnv(spec: ShellOperator, ctx: OperatorContext): NodeJS.Proc
  * /dev/null and fd 3 closed: the shell runs the command itself, as `sh -c` would, and its pid is
  * the task's (exit codes and signals reach us unchanged). Where `sh -c` would exec a lone command
  * in its place (bash, busybox), the script ends with `exec /bin/sh -c <command>` instead, so the
- * task is the same process as on a cold start. The first thing the script does is
+ * task is the same process as on a cold start (a lone command of plain words is exec'd by the
+ * standby shell itself, as `sh -c` would). The first thing the script does is
  * write one byte back on fd 3: a shell that exits without it never ran the task (it died while
  * idle), and the task is then started cold. An idle shell whose worker dies reads end-of-file,
  * and its watchdog fires: nothing is left behind.
@@ -198,6 +199,29 @@ const SHELL_OWN = new Set(["IFS", "PPID", "OPTIND", "PWD", "OLDPWD", "PS1", "PS2
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+/**
+ * A lone external command of plain words (`sleep 0.3`, `/opt/etl/load --day=2026-01-01`): no
+ * quoting, expansion, redirection or operator, and a first word that is neither an assignment nor
+ * a word the shell gives a meaning of its own (a builtin or a reserved word). Where `/bin/sh -c`
+ * execs a lone command, a standby shell execs such a command itself, as `sh -c` would, and a
+ * second shell need not be started to decide so.
+ */
+const PLAIN_COMMAND = /^[A-Za-z0-9_./@%+,:=-]+(?: [A-Za-z0-9_./@%+,:=-]+)*$/;
+const SHELL_WORDS = new Set(
+  (
+    ". : [ alias bg break builtin case cd chdir command continue do done echo elif else esac eval exec " +
+    "exit export false fc fg fi for function getopts hash if in jobs kill let local printf pwd read " +
+    "readonly return select set shift source test then time times trap true type typeset ulimit umask " +
+    "unalias unset until wait while"
+  ).split(" "),
+);
+
+export function isPlainCommand(command: string): boolean {
+  if (!PLAIN_COMMAND.test(command)) return false;
+  const first = command.split(" ", 1)[0] as string;
+  return !first.includes("=") && !SHELL_WORDS.has(first);
+}
+
 function quote(text: string): string {
   return `'${text.replaceAll("'", "'\\''")}'`;
 }
@@ -228,7 +252,9 @@ function standbyScript(s: Standby, env: NodeJS.ProcessEnv, command: string): str
   lines.push(
     evaluates
       ? `eval ${quote(command)} </dev/null 3<&-`
-      : `exec /bin/sh -c ${quote(command)} </dev/null 3<&-`,
+      : isPlainCommand(command)
+        ? `exec ${command} </dev/null 3<&-`
+        : `exec /bin/sh -c ${quote(command)} </dev/null 3<&-`,
     "",
   );
   return lines.join("\n");
