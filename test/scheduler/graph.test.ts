@@ -88,7 +88,15 @@ interface RunJson {
   run: { status: string; outcomes: Record<string, string> };
   instances: Array<{
     task: string;
-    instance?: { status: string; attempts: Array<{ status: string; endReason: string | null }> };
+    instance?: {
+      status: string;
+      attempts: Array<{
+        status: string;
+        endReason: string | null;
+        intendedAt: string;
+        endedAt: string | null;
+      }>;
+    };
   }>;
 }
 
@@ -179,6 +187,13 @@ describe("seed 002's ten-job graph as a workflow", () => {
     up = startUp(dir);
     const view = await finishedRun();
     expect(view.run.status).toBe("success");
+    // A task with one parent is dispatched in the very commit that records its parent's success:
+    // its intent and its parent's end carry the same time of record.
+    const last = (name: string) => view.instances.find((i) => i.task === id(name))?.instance?.attempts.at(-1);
+    for (const [name, { parents }] of Object.entries(GRAPH)) {
+      if (parents.length === 1)
+        expect(last(name)?.intendedAt, name).toBe(last(parents[0] as string)?.endedAt);
+    }
     const cp = chronolog(dir, ["run", RUN, "--critical-path", "--json"]);
     expect(cp.code, cp.stderr).toBe(0);
     const path = JSON.parse(cp.stdout) as { links: Array<{ task: string }>; pathMs: number; wallMs: number };

@@ -1,6 +1,7 @@
 import {
   type AttemptReportInput,
   type DomainEvent,
+  type DomainEventOf,
   decideIntervalCompleted,
   decideReport,
   evolveInstance,
@@ -11,7 +12,13 @@ import {
   type TaskState,
   taskStream,
 } from "@chronolog/core";
-import { type EventLog, type RecordedEvent, WrongExpectedRevisionError } from "@chronolog/log";
+import {
+  type AppendResult,
+  type EventLog,
+  type RecordedEvent,
+  type StreamWrite,
+  WrongExpectedRevisionError,
+} from "@chronolog/log";
 import type { AttemptReport } from "@chronolog/worker";
 
 const DEFAULT_RETRY: RetryPolicy = {
@@ -23,8 +30,20 @@ const DEFAULT_RETRY: RetryPolicy = {
 };
 const MAX_CONFLICT_RETRIES = 8;
 
+/**
+ * Writes to make in the same atomic append as a task's success (the intents of its children
+ * that the success lets start), and what to do once that append has been made or has failed.
+ */
+export interface Alongside {
+  readonly writes: readonly StreamWrite[];
+  /** The append's results for `writes`, in order; null when it was not made. */
+  settle(results: readonly AppendResult[] | null): void;
+}
+
 export interface ReportApplierOptions {
   readonly log: EventLog;
+  /** What else to write with the success of `task`'s interval (see Alongside). */
+  readonly alongside?: (task: TaskState, completed: DomainEventOf<"IntervalCompleted">) => Alongside | null;
   /** Called once a report has been applied (or refused): to let a gated attempt run, or stop it. */
   readonly onApplied?: (report: AttemptReport, outcome: "started_durable" | "rejected" | "other") => void;
   readonly projection: SchedulerProjection;
@@ -112,26 +131,34 @@ export class ReportApplier {
   private async applyStream(stream: string, reports: readonly AttemptReport[]): Promise<void> {
     let state = this.latest(stream);
     let withSuccessPath = this.o.log.supportsAppendMany;
+    let withAlongside = withSuccessPath;
     for (let tries = 0; ; tries++) {
       if (!state) state = foldInstance(await this.o.log.readStream(stream));
       const { events, after } = this.decideAll(state, reports);
       const expectedRevision = state ? state.revision : ("no_stream" as const);
+      let alongside: Alongside | null = null;
       try {
         if (events.length > 0) {
           const advance = withSuccessPath ? this.successPath(after) : null;
           let revision: bigint;
           if (advance) {
-            // The attempt's success and the task's advance in one atomic write: one commit
-            // less between a parent's success and its children's dispatch.
-            const [r] = await this.o.log.appendMany([
+            // The attempt's success and the task's advance in one atomic write, with the intents
+            // of the children it lets start: one commit between a parent's success and its
+            // children's dispatch.
+            alongside = withAlongside ? (this.o.alongside?.(advance.task, advance.event) ?? null) : null;
+            const results = await this.o.log.appendMany([
               { streamId: stream, events, expectedRevision },
               {
                 streamId: taskStream(advance.task.key),
                 events: [advance.event],
                 expectedRevision: advance.task.revision,
               },
+              ...(alongside?.writes ?? []),
             ]);
-            revision = (r as { nextExpectedRevision: bigint }).nextExpectedRevision;
+            revision = (results[0] as AppendResult).nextExpectedRevision;
+            const settle = alongside;
+            alongside = null;
+            settle?.settle(results.slice(2));
           } else {
             revision = (await this.o.log.append(stream, events, { expectedRevision })).nextExpectedRevision;
           }
@@ -140,10 +167,18 @@ export class ReportApplier {
         this.afterApply(reports, events, after);
         return;
       } catch (error) {
+        alongside?.settle(null);
         if (!(error instanceof WrongExpectedRevisionError) || tries >= MAX_CONFLICT_RETRIES) throw error;
+        if (alongside?.writes.some((w) => w.streamId === error.streamId)) {
+          // A child's stream is not where the scheduler thought: write the success alone, and let
+          // the scheduler's pass start the children.
+          withAlongside = false;
+          continue;
+        }
         if (error.streamId !== stream) {
           // The task moved meanwhile: write the attempt alone; the scheduler advances the task.
           withSuccessPath = false;
+          withAlongside = false;
           continue;
         }
         state = undefined; // someone else wrote: read the stream again and decide afresh
@@ -152,7 +187,9 @@ export class ReportApplier {
   }
 
   /** The task's IntervalCompleted, when `inst` is a success of the task's current interval. */
-  private successPath(inst: InstanceState | undefined): { task: TaskState; event: DomainEvent } | null {
+  private successPath(
+    inst: InstanceState | undefined,
+  ): { task: TaskState; event: DomainEventOf<"IntervalCompleted"> } | null {
     if (inst?.status !== "success") return null;
     const task = this.o.projection.tasks.get(formatTaskKey(inst.key));
     if (!task || task.status === "retired" || task.logicalDate !== inst.logicalDate) return null;

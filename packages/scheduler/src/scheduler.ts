@@ -2,11 +2,13 @@ import { randomUUID } from "node:crypto";
 import {
   connectionStream,
   type DomainEvent,
+  type DomainEventOf,
   dataInterval,
   decideIntervalCompleted,
   decideIntervalFailed,
   decideRun,
   describeGateReason,
+  evolveTask,
   formatTaskKey,
   gateFor,
   type InstanceState,
@@ -28,6 +30,7 @@ import {
 import {
   type EventLog,
   type RecordedEvent,
+  type StreamWrite,
   type Subscription,
   WrongExpectedRevisionError,
 } from "@chronolog/log";
@@ -35,7 +38,7 @@ import { renderOperator, renderTemplate } from "@chronolog/render";
 import type { RunCommand } from "@chronolog/worker";
 import type { Dispatcher } from "./dispatcher.js";
 import { type Membership, shardKeyOf, shardOf } from "./membership.js";
-import { foldInstance, ReportApplier } from "./reports.js";
+import { type Alongside, foldInstance, ReportApplier } from "./reports.js";
 import { TimerQueue } from "./timer-queue.js";
 
 export interface SchedulerLogger {
@@ -139,6 +142,7 @@ export class Scheduler {
       now: this.now,
       random: this.random,
       onError: (error, stream) => o.logger.error({ err: error, stream }, "could not apply a worker report"),
+      alongside: (task, completed) => this.alongside(task, completed),
       onApplied: (report, outcome) => {
         if (outcome === "started_durable") o.dispatcher.proceed(report.token);
         else if (outcome === "rejected" && (report.kind === "started" || report.kind === "heartbeat")) {
@@ -473,14 +477,133 @@ export class Scheduler {
       const c = released[i];
       if (cmd === null && c) this.releaseRunSlot(c, true);
     });
-    const ready = commands.filter((c): c is RunCommand => c !== null);
-    if (ready.length > 0) {
-      this.stats.dispatched += ready.length;
-      // Every intent in `ready` is durable: only now do the workers hear of them.
-      this.o.beforeDispatch?.(ready);
-      this.o.dispatcher.dispatch(ready);
-      this.o.onDispatched?.(ready.map((c) => c.token));
+    this.send(commands.filter((c): c is RunCommand => c !== null));
+  }
+
+  /** Hands attempts whose intents are durable to the workers. */
+  private send(ready: readonly RunCommand[]): void {
+    if (ready.length === 0) return;
+    this.stats.dispatched += ready.length;
+    // Every intent in `ready` is durable: only now do the workers hear of them.
+    this.o.beforeDispatch?.(ready);
+    this.o.dispatcher.dispatch(ready);
+    this.o.onDispatched?.(ready.map((c) => c.token));
+  }
+
+  // ---- children started with their parent's success ---------------------------------------------
+
+  /**
+   * The intents of the children that `task`'s success lets start, to be written in the same
+   * atomic append as that success (see ReportApplier): a child's attempt is then one commit
+   * away from its parent's end, not two. Only the plain case is decided here, on the projection
+   * as it will be once the success is applied: a child of the same workflow run, at the same
+   * interval, due, without a connection to take a slot on, without an attempt stream yet, whose
+   * gate that success opens and for which the run has a free slot (and no task waiting for one).
+   * Every other child is left to the pass, which the success wakes as before.
+   */
+  private alongside(task: TaskState, completed: DomainEventOf<"IntervalCompleted">): Alongside | null {
+    const wf = task.spec.workflow;
+    const children = this.projection.children.get(task.id);
+    if (this.stopped || !wf || !children || children.size === 0) return null;
+    const logicalDate = completed.data.logicalDate;
+    const runId = runIdOf(wf, logicalDate);
+    // A task of the run waits for a slot: the pass gives the slot to the task that waited longest.
+    for (const [t, w] of this.waitingForSlot)
+      if (w.logicalDate === logicalDate && this.projection.tasks.get(t)?.spec.workflow === wf) return null;
+    const run = this.projection.runs.get(runId);
+    const spec = this.projection.workflows.get(wf);
+    if (run?.status !== "running" || !spec) return null;
+    if (
+      spec.failurePolicy === "fail_fast" &&
+      Object.values(run.outcomes).some((o) => o === "failed" || o === "abandoned")
+    )
+      return null;
+    // The parent's own slot is free once its success is written.
+    let going =
+      Object.entries(run.outcomes).filter(([t, o]) => t !== task.id && (o === "queued" || o === "running"))
+        .length + (this.runReserved.get(runId)?.size ?? 0);
+    const after = evolveTask(task, completed, { revision: task.revision + 1n, position: -1n });
+    if (!after) return null;
+    const ahead = new Map([[task.id, after]]);
+    const now = this.now();
+    const planned: Array<{ child: TaskState; write: StreamWrite; command: RunCommand }> = [];
+    for (const id of children) {
+      if (going >= spec.maxActiveTasks) break;
+      const child = this.projection.tasks.get(id);
+      if (!child || !this.startsAlongside(child, wf, logicalDate, now, ahead)) continue;
+      let operator: OperatorSpec;
+      let cacheKey: string | undefined;
+      try {
+        operator = this.render(child);
+        cacheKey = this.renderCacheKey(child);
+      } catch {
+        continue; // the pass holds the task and says why
+      }
+      if (cacheKey !== undefined && this.projection.hasCacheKey(child.id, cacheKey)) continue;
+      const token = this.newToken();
+      planned.push({
+        child,
+        write: {
+          streamId: instanceStream(child.key, child.logicalDate),
+          events: [intentEvent(child, 1, token, operator, cacheKey)],
+          expectedRevision: "no_stream",
+        },
+        command: runCommand(child, 1, token, operator),
+      });
+      going += 1;
     }
+    if (planned.length === 0) return null;
+    for (const { child } of planned) {
+      this.inflight.set(child.id, PENDING);
+      this.reserveRunSlot(runId, child.id);
+      this.blocked.delete(child.id);
+    }
+    return {
+      writes: planned.map((p) => p.write),
+      settle: (results) => {
+        if (!results) {
+          for (const { child } of planned) {
+            this.inflight.delete(child.id);
+            this.releaseRunSlotOf(runId, child.id, true);
+            this.markDirty(child.id);
+          }
+          return;
+        }
+        planned.forEach(({ child }, i) => {
+          const r = results[i];
+          if (r) this.inflight.set(child.id, r.position);
+        });
+        try {
+          this.send(planned.map((p) => p.command));
+        } catch (error) {
+          this.o.logger.error({ err: error }, "could not hand attempts to the workers");
+        }
+      },
+    };
+  }
+
+  /** Whether `child` starts with its parent's success (see alongside). */
+  private startsAlongside(
+    child: TaskState,
+    workflow: string,
+    logicalDate: string,
+    now: number,
+    ahead: ReadonlyMap<string, TaskState>,
+  ): boolean {
+    return (
+      child.status === "active" &&
+      child.spec.workflow === workflow &&
+      child.logicalDate === logicalDate &&
+      !child.spec.connection &&
+      this.owns(child) &&
+      !this.inflight.has(child.id) &&
+      !this.projection.instances.has(instanceStream(child.key, child.logicalDate)) &&
+      !(child.failure && child.failure.logicalDate === child.logicalDate) &&
+      Date.parse(child.nextRunDate) <= now &&
+      !(child.spec.endDate && Date.parse(child.logicalDate) > Date.parse(child.spec.endDate)) &&
+      (child.spec.catchup || child.backfill !== null || this.catchupJump(child, now) === null) &&
+      gateFor(this.projection, child, ahead).open
+    );
   }
 
   // ---- runs -------------------------------------------------------------------------------------
@@ -771,21 +894,7 @@ export class Scheduler {
       for (let tries = 0; ; tries++) {
         const attempt = (inst?.attempts.at(-1)?.attempt ?? 0) + 1;
         const token = this.newToken();
-        const intent: DomainEvent = {
-          type: "DispatchIntended",
-          data: {
-            key: task.key,
-            logicalDate: task.logicalDate,
-            attempt,
-            token,
-            ...(conn ? { connection: conn } : {}),
-            operator: operator as unknown as Record<string, unknown>,
-            idempotent: task.spec.idempotent,
-            leaseSeconds: task.spec.leaseSeconds,
-            ...(task.spec.workflow ? { runId: runIdOf(task.spec.workflow, task.logicalDate) } : {}),
-            ...(cacheKey !== undefined ? { cacheKey } : {}),
-          },
-        };
+        const intent = intentEvent(task, attempt, token, operator, cacheKey);
         // An earlier success with the same cache key: record a cache hit instead of running.
         const hit = cacheKey !== undefined && this.projection.hasCacheKey(task.id, cacheKey);
         const events: DomainEvent[] = hit
@@ -812,18 +921,7 @@ export class Scheduler {
           // again with the cache hit that comes with it): released once, there.
           keepReservation = true;
           if (hit) return null;
-          return {
-            kind: "run",
-            instanceStream: stream,
-            taskKey: task.id,
-            logicalDate: task.logicalDate,
-            attempt,
-            token,
-            operator: operator as unknown as Record<string, unknown>,
-            leaseSeconds: task.spec.leaseSeconds,
-            // A task that is not idempotent runs only once its start is on record.
-            ...(task.spec.idempotent ? {} : { awaitProceed: true }),
-          };
+          return runCommand(task, attempt, token, operator);
         } catch (error) {
           // The stream existed (an interval run before, now backfilled): read it and go on from it.
           if (
@@ -1007,6 +1105,48 @@ function setIn<K, V>(map: Map<K, Set<V>>, key: K): Set<V> {
     map.set(key, set);
   }
   return set;
+}
+
+/** The intent to run `attempt` of the task's current interval. */
+function intentEvent(
+  task: TaskState,
+  attempt: number,
+  token: string,
+  operator: OperatorSpec,
+  cacheKey: string | undefined,
+): DomainEvent {
+  const conn = task.spec.connection;
+  return {
+    type: "DispatchIntended",
+    data: {
+      key: task.key,
+      logicalDate: task.logicalDate,
+      attempt,
+      token,
+      ...(conn ? { connection: conn } : {}),
+      operator: operator as unknown as Record<string, unknown>,
+      idempotent: task.spec.idempotent,
+      leaseSeconds: task.spec.leaseSeconds,
+      ...(task.spec.workflow ? { runId: runIdOf(task.spec.workflow, task.logicalDate) } : {}),
+      ...(cacheKey !== undefined ? { cacheKey } : {}),
+    },
+  };
+}
+
+/** What a worker is sent once the intent is durable. */
+function runCommand(task: TaskState, attempt: number, token: string, operator: OperatorSpec): RunCommand {
+  return {
+    kind: "run",
+    instanceStream: instanceStream(task.key, task.logicalDate),
+    taskKey: task.id,
+    logicalDate: task.logicalDate,
+    attempt,
+    token,
+    operator: operator as unknown as Record<string, unknown>,
+    leaseSeconds: task.spec.leaseSeconds,
+    // A task that is not idempotent runs only once its start is on record.
+    ...(task.spec.idempotent ? {} : { awaitProceed: true }),
+  };
 }
 
 function hasTemplate(value: unknown): boolean {

@@ -29,10 +29,18 @@ export interface Explanation {
   readonly gate: GateDecision | null;
 }
 
-/** The gate's view of every parent of `task`, read from the projection. */
-export function gateParents(projection: SchedulerProjection, task: TaskState): GateParent[] {
+/**
+ * The gate's view of every parent of `task`, read from the projection, or from `ahead` for a
+ * parent whose next state is decided but not yet in the projection.
+ */
+export function gateParents(
+  projection: SchedulerProjection,
+  task: TaskState,
+  ahead?: ReadonlyMap<string, TaskState>,
+): GateParent[] {
   return task.spec.parents.map((key) => {
-    const parent = projection.tasks.get(formatTaskKey(key));
+    const id = formatTaskKey(key);
+    const parent = ahead?.get(id) ?? projection.tasks.get(id);
     return {
       key,
       state: parent && {
@@ -48,11 +56,15 @@ export function gateParents(projection: SchedulerProjection, task: TaskState): G
   });
 }
 
-export function gateFor(projection: SchedulerProjection, task: TaskState): GateDecision {
+export function gateFor(
+  projection: SchedulerProjection,
+  task: TaskState,
+  ahead?: ReadonlyMap<string, TaskState>,
+): GateDecision {
   if (task.spec.parents.length === 0) return { open: true };
   return evaluateGate(
     { logicalDate: task.logicalDate, cron: task.spec.cron, timezone: task.spec.timezone },
-    gateParents(projection, task),
+    gateParents(projection, task, ahead),
   );
 }
 

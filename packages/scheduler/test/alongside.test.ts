@@ -1,0 +1,168 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  type DomainEvent,
+  type DomainEventOf,
+  instanceStream,
+  SchedulerProjection,
+  type TaskState,
+  taskStream,
+} from "@chronolog/core";
+import type { AppendResult, EventLog, StreamWrite } from "@chronolog/log";
+import { openSqliteLog } from "@chronolog/log-sqlite";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { catchUp } from "../src/checkpoint.js";
+import { declare } from "../src/declare.js";
+import { type Alongside, ReportApplier } from "../src/reports.js";
+import { DAY, LATEST, SLOT_HOUR } from "./harness.js";
+
+/**
+ * The report applier writes a task's success, its advance and the intents the scheduler asks
+ * for alongside (the children that success lets start) in one atomic append; when one of those
+ * intents cannot be written (its stream is not where the scheduler thought), the success is
+ * written without them and the scheduler is told, so that its pass starts the children instead.
+ */
+const OPERATOR = { type: "shell", command: "true" };
+
+function intent(task: TaskState, token: string): DomainEvent {
+  return {
+    type: "DispatchIntended",
+    data: {
+      key: task.key,
+      logicalDate: task.logicalDate,
+      attempt: 1,
+      token,
+      operator: OPERATOR,
+      idempotent: true,
+      leaseSeconds: 30,
+    },
+  };
+}
+
+let dir: string;
+let log: EventLog;
+let projection: SchedulerProjection;
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), "chronolog-alongside-"));
+  log = openSqliteLog({ path: join(dir, "log.db"), actor: "test" });
+  projection = new SchedulerProjection();
+  const task = (name: string) =>
+    `  - { project: p, account: a, name: ${name}, cron: "0 ${SLOT_HOUR} * * *", startDate: "${new Date(Date.parse(LATEST) - DAY).toISOString()}", idempotent: true, operator: { type: shell, command: "true" } }`;
+  const yaml = `tasks:\n${["parent", "child"].map(task).join("\n")}\n`;
+  await declare(log, projection, [{ filename: "t.yaml", document: parse(yaml) }], Date.now());
+  await catchUp(log, projection);
+  // The parent's attempt is under way.
+  const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
+  await log.append(instanceStream(parent.key, parent.logicalDate), [intent(parent, "parent-token-1")], {
+    expectedRevision: "no_stream",
+  });
+  await catchUp(log, projection);
+});
+afterEach(async () => {
+  await log.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Applies the parent's success, asking for `writes` alongside; returns what settle was given. */
+async function succeedParent(writes: StreamWrite[]): Promise<{
+  settled: Array<readonly AppendResult[] | null>;
+  asked: Array<DomainEventOf<"IntervalCompleted">>;
+}> {
+  const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
+  const settled: Array<readonly AppendResult[] | null> = [];
+  const asked: Array<DomainEventOf<"IntervalCompleted">> = [];
+  const errors: unknown[] = [];
+  const applier = new ReportApplier({
+    log,
+    projection,
+    now: Date.now,
+    random: Math.random,
+    onError: (error) => errors.push(error),
+    alongside: (task, completed): Alongside => {
+      expect(task.id).toBe(parent.id);
+      asked.push(completed);
+      return { writes, settle: (results) => settled.push(results) };
+    },
+  });
+  applier.submit({
+    kind: "succeeded",
+    token: "parent-token-1",
+    attempt: 1,
+    instanceStream: instanceStream(parent.key, parent.logicalDate),
+    workerId: "w1",
+    at: new Date().toISOString(),
+    durationMs: 5,
+    exitCode: 0,
+    stdoutTail: "",
+    stderrTail: "",
+  });
+  await applier.idle();
+  expect(errors).toEqual([]);
+  return { settled, asked };
+}
+
+describe("a success and what is written alongside it", () => {
+  it("are one atomic append: the child's intent right after the parent's advance, same commit", async () => {
+    const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
+    const child = projection.tasks.get("p/a/child/ALL") as TaskState;
+    const childStream = instanceStream(child.key, child.logicalDate);
+    const { settled, asked } = await succeedParent([
+      { streamId: childStream, events: [intent(child, "child-token-1")], expectedRevision: "no_stream" },
+    ]);
+    expect(asked.map((e) => e.data.logicalDate)).toEqual([parent.logicalDate]);
+    expect(settled).toHaveLength(1);
+    const [results] = settled;
+    expect(results).toHaveLength(1);
+    const [succeeded] = (await log.readStream(instanceStream(parent.key, parent.logicalDate))).slice(-1);
+    const [advanced] = await log.readStream(taskStream(parent.key), { fromRevision: parent.revision + 1n });
+    const [intended] = await log.readStream(childStream);
+    expect(succeeded?.type).toBe("AttemptSucceeded");
+    expect(advanced?.type).toBe("IntervalCompleted");
+    expect(intended?.type).toBe("DispatchIntended");
+    expect(results?.[0]?.position).toBe(intended?.position);
+    expect([succeeded?.position, advanced?.position, intended?.position]).toEqual([
+      (succeeded?.position ?? 0n) + 0n,
+      (succeeded?.position ?? 0n) + 1n,
+      (succeeded?.position ?? 0n) + 2n,
+    ]);
+    expect(new Set([succeeded, advanced, intended].map((e) => e?.metadata.recordedAt)).size).toBe(1);
+  });
+
+  it("when an intent's stream already exists, the success is written without it and the scheduler is told", async () => {
+    const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
+    const child = projection.tasks.get("p/a/child/ALL") as TaskState;
+    const childStream = instanceStream(child.key, child.logicalDate);
+    // Someone else started the child meanwhile (this projection has not seen it).
+    await log.append(childStream, [intent(child, "elsewhere-token")], { expectedRevision: "no_stream" });
+    const { settled } = await succeedParent([
+      { streamId: childStream, events: [intent(child, "child-token-1")], expectedRevision: "no_stream" },
+    ]);
+    expect(settled).toEqual([null]);
+    // The parent's success and advance are written all the same; the child's stream is untouched.
+    const parentEvents = await log.readStream(instanceStream(parent.key, parent.logicalDate));
+    expect(parentEvents.map((e) => e.type)).toEqual(["DispatchIntended", "AttemptSucceeded"]);
+    const advanced = await log.readStream(taskStream(parent.key), { fromRevision: parent.revision + 1n });
+    expect(advanced.map((e) => e.type)).toEqual(["IntervalCompleted"]);
+    const childEvents = await log.readStream(childStream);
+    expect(childEvents.map((e) => (e.data as { token: string }).token)).toEqual(["elsewhere-token"]);
+  });
+
+  it("when the parent's task moved meanwhile, the attempt is written alone, with nothing alongside", async () => {
+    const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
+    const child = projection.tasks.get("p/a/child/ALL") as TaskState;
+    // The task stream moves on behind this projection's back (a pause, here).
+    await log.append(taskStream(parent.key), [{ type: "TaskPaused", data: { key: parent.key } }], {
+      expectedRevision: parent.revision,
+    });
+    const childStream = instanceStream(child.key, child.logicalDate);
+    const { settled } = await succeedParent([
+      { streamId: childStream, events: [intent(child, "child-token-1")], expectedRevision: "no_stream" },
+    ]);
+    expect(settled).toEqual([null]);
+    const parentEvents = await log.readStream(instanceStream(parent.key, parent.logicalDate));
+    expect(parentEvents.map((e) => e.type)).toEqual(["DispatchIntended", "AttemptSucceeded"]);
+    expect(await log.readStream(childStream)).toEqual([]);
+  });
+});
