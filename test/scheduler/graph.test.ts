@@ -257,6 +257,45 @@ describe("seed 002's ten-job graph as a workflow", () => {
       expect(spans[i]?.[0]).toBeGreaterThanOrEqual(spans[i - 1]?.[1] ?? 0);
   }, 120_000);
 
+  it("starts a task's children with its success only while the run has slots for them", async () => {
+    // maxActiveTasks 2 and three children of one root: two start in the commit of the root's
+    // success, the third once one of them has ended.
+    const file = join(dir, "fan.yaml");
+    const task = (name: string, parents: string[], sleep: number) =>
+      `      - { name: ${name}, parents: [${parents.join(", ")}], operator: { type: shell, command: "sleep ${sleep}" } }`;
+    const tasks = [
+      task("root", [], 0.05),
+      task("child_1", ["root"], 0.2),
+      task("child_2", ["root"], 0.2),
+      task("child_3", ["root"], 0.2),
+    ];
+    writeFileSync(file, workflowYaml("fan", tasks, { maxActiveTasks: 2 }));
+    const r = chronolog(dir, ["declare", file]);
+    expect(r.code, r.stderr).toBe(0);
+    up = startUp(dir);
+    const run = `fan@${LATEST_DAY}`;
+    const view = await waitUntil(
+      `run ${run} to finish`,
+      () => {
+        const v = chronolog(dir, ["run", run, "--json"]);
+        if (v.code !== 0) return undefined;
+        const parsed = JSON.parse(v.stdout) as RunJson;
+        return parsed.run.status === "running" ? undefined : parsed;
+      },
+      60_000,
+      150,
+    );
+    expect(view.run.status).toBe("success");
+    const last = (name: string) => view.instances.find((i) => i.task === id(name))?.instance?.attempts.at(-1);
+    const rootEnd = last("root")?.endedAt;
+    const children = ["child_1", "child_2", "child_3"].map((n) => last(n));
+    const withRoot = children.filter((a) => a?.intendedAt === rootEnd);
+    expect(withRoot).toHaveLength(2);
+    const third = children.find((a) => a?.intendedAt !== rootEnd);
+    const firstEnd = Math.min(...withRoot.map((a) => Date.parse(a?.endedAt ?? "")));
+    expect(Date.parse(third?.intendedAt ?? "")).toBeGreaterThanOrEqual(firstEnd);
+  }, 120_000);
+
   it("a cycle among a workflow's tasks is refused at declaration, named in order", () => {
     const file = join(dir, "cycle.yaml");
     writeFileSync(

@@ -74,6 +74,13 @@ interface DispatchCandidate {
 
 const PENDING = -2n;
 
+/** A run's free slots for the children of a task that has just succeeded (see Scheduler.alongside). */
+interface RunRoom {
+  readonly runId: string;
+  going: number;
+  readonly limit: number;
+}
+
 /**
  * The scheduler: event-driven due selection, then gate -> connection queue -> payload render ->
  * durable DispatchIntended (batched) -> dispatch. Its state is the projection, fed only by its
@@ -496,41 +503,31 @@ export class Scheduler {
    * The intents of the children that `task`'s success lets start, to be written in the same
    * atomic append as that success (see ReportApplier): a child's attempt is then one commit
    * away from its parent's end, not two. Only the plain case is decided here, on the projection
-   * as it will be once the success is applied: a child of the same workflow run, at the same
-   * interval, due, without a connection to take a slot on, without an attempt stream yet, whose
-   * gate that success opens and for which the run has a free slot (and no task waiting for one).
-   * Every other child is left to the pass, which the success wakes as before.
+   * as it will be once the success is applied: a child that is due, not being backfilled, has no
+   * connection to take a slot on and no attempt stream yet, whose gate that success opens, and
+   * which is either a task of no workflow or a task of the parent's own run that the run has a
+   * free slot for (and no task of the run waits for one). Every other child is left to the pass,
+   * which the success wakes as before.
    */
   private alongside(task: TaskState, completed: DomainEventOf<"IntervalCompleted">): Alongside | null {
-    const wf = task.spec.workflow;
     const children = this.projection.children.get(task.id);
-    if (this.stopped || !wf || !children || children.size === 0) return null;
-    const logicalDate = completed.data.logicalDate;
-    const runId = runIdOf(wf, logicalDate);
-    // A task of the run waits for a slot: the pass gives the slot to the task that waited longest.
-    for (const [t, w] of this.waitingForSlot)
-      if (w.logicalDate === logicalDate && this.projection.tasks.get(t)?.spec.workflow === wf) return null;
-    const run = this.projection.runs.get(runId);
-    const spec = this.projection.workflows.get(wf);
-    if (run?.status !== "running" || !spec) return null;
-    if (
-      spec.failurePolicy === "fail_fast" &&
-      Object.values(run.outcomes).some((o) => o === "failed" || o === "abandoned")
-    )
-      return null;
-    // The parent's own slot is free once its success is written.
-    let going =
-      Object.entries(run.outcomes).filter(([t, o]) => t !== task.id && (o === "queued" || o === "running"))
-        .length + (this.runReserved.get(runId)?.size ?? 0);
+    if (this.stopped || !children || children.size === 0) return null;
     const after = evolveTask(task, completed, { revision: task.revision + 1n, position: -1n });
     if (!after) return null;
     const ahead = new Map([[task.id, after]]);
     const now = this.now();
-    const planned: Array<{ child: TaskState; write: StreamWrite; command: RunCommand }> = [];
+    const wf = task.spec.workflow;
+    const logicalDate = completed.data.logicalDate;
+    let room: RunRoom | null | undefined;
+    const planned: Array<{ child: TaskState; runId?: string; write: StreamWrite; command: RunCommand }> = [];
     for (const id of children) {
-      if (going >= spec.maxActiveTasks) break;
       const child = this.projection.tasks.get(id);
-      if (!child || !this.startsAlongside(child, wf, logicalDate, now, ahead)) continue;
+      if (!child || !this.startsAlongside(child, now, ahead)) continue;
+      if (child.spec.workflow !== undefined) {
+        if (child.spec.workflow !== wf || child.logicalDate !== logicalDate) continue;
+        if (room === undefined) room = this.runRoom(task, child.spec.workflow, logicalDate);
+        if (!room || room.going >= room.limit) continue;
+      }
       let operator: OperatorSpec;
       let cacheKey: string | undefined;
       try {
@@ -541,8 +538,11 @@ export class Scheduler {
       }
       if (cacheKey !== undefined && this.projection.hasCacheKey(child.id, cacheKey)) continue;
       const token = this.newToken();
+      const runId = child.spec.workflow !== undefined && room ? room.runId : undefined;
+      if (runId !== undefined && room) room.going += 1;
       planned.push({
         child,
+        ...(runId !== undefined ? { runId } : {}),
         write: {
           streamId: instanceStream(child.key, child.logicalDate),
           events: [intentEvent(child, 1, token, operator, cacheKey)],
@@ -550,21 +550,20 @@ export class Scheduler {
         },
         command: runCommand(child, 1, token, operator),
       });
-      going += 1;
     }
     if (planned.length === 0) return null;
-    for (const { child } of planned) {
+    for (const { child, runId } of planned) {
       this.inflight.set(child.id, PENDING);
-      this.reserveRunSlot(runId, child.id);
+      if (runId !== undefined) this.reserveRunSlot(runId, child.id);
       this.blocked.delete(child.id);
     }
     return {
       writes: planned.map((p) => p.write),
       settle: (results) => {
         if (!results) {
-          for (const { child } of planned) {
+          for (const { child, runId } of planned) {
             this.inflight.delete(child.id);
-            this.releaseRunSlotOf(runId, child.id, true);
+            if (runId !== undefined) this.releaseRunSlotOf(runId, child.id, true);
             this.markDirty(child.id);
           }
           return;
@@ -582,18 +581,33 @@ export class Scheduler {
     };
   }
 
+  /**
+   * The room `task`'s run has for its children once `task` has succeeded, or null when they are
+   * left to the pass: the run is not going, failed fast, or has a task waiting for a slot (the
+   * pass gives a free slot to the task that waited longest).
+   */
+  private runRoom(task: TaskState, workflow: string, logicalDate: string): RunRoom | null {
+    const runId = runIdOf(workflow, logicalDate);
+    const run = this.projection.runs.get(runId);
+    const spec = this.projection.workflows.get(workflow);
+    if (run?.status !== "running" || !spec) return null;
+    const outcomes = Object.entries(run.outcomes);
+    if (spec.failurePolicy === "fail_fast" && outcomes.some(([, o]) => o === "failed" || o === "abandoned"))
+      return null;
+    for (const [t, w] of this.waitingForSlot)
+      if (w.logicalDate === logicalDate && this.projection.tasks.get(t)?.spec.workflow === workflow)
+        return null;
+    // The parent's own slot is free once its success is written.
+    const going =
+      outcomes.filter(([t, o]) => t !== task.id && (o === "queued" || o === "running")).length +
+      (this.runReserved.get(runId)?.size ?? 0);
+    return { runId, going, limit: spec.maxActiveTasks };
+  }
+
   /** Whether `child` starts with its parent's success (see alongside). */
-  private startsAlongside(
-    child: TaskState,
-    workflow: string,
-    logicalDate: string,
-    now: number,
-    ahead: ReadonlyMap<string, TaskState>,
-  ): boolean {
+  private startsAlongside(child: TaskState, now: number, ahead: ReadonlyMap<string, TaskState>): boolean {
     return (
       child.status === "active" &&
-      child.spec.workflow === workflow &&
-      child.logicalDate === logicalDate &&
       !child.spec.connection &&
       this.owns(child) &&
       !this.inflight.has(child.id) &&
@@ -601,7 +615,9 @@ export class Scheduler {
       !(child.failure && child.failure.logicalDate === child.logicalDate) &&
       Date.parse(child.nextRunDate) <= now &&
       !(child.spec.endDate && Date.parse(child.logicalDate) > Date.parse(child.spec.endDate)) &&
-      (child.spec.catchup || child.backfill !== null || this.catchupJump(child, now) === null) &&
+      // (A backfill goes back over intervals that may have run before: the pass reads those.)
+      child.backfill === null &&
+      (child.spec.catchup || this.catchupJump(child, now) === null) &&
       gateFor(this.projection, child, ahead).open
     );
   }

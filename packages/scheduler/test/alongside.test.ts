@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
+  connectionStream,
   type DomainEvent,
   type DomainEventOf,
   instanceStream,
@@ -11,12 +12,14 @@ import {
 } from "@chronolog/core";
 import type { AppendResult, EventLog, StreamWrite } from "@chronolog/log";
 import { openSqliteLog } from "@chronolog/log-sqlite";
+import { WorkerPool } from "@chronolog/worker";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { catchUp } from "../src/checkpoint.js";
 import { declare } from "../src/declare.js";
-import { type Alongside, ReportApplier } from "../src/reports.js";
-import { DAY, LATEST, SLOT_HOUR } from "./harness.js";
+import { type Alongside, foldInstance, ReportApplier } from "../src/reports.js";
+import { Scheduler } from "../src/scheduler.js";
+import { DAY, LATEST, SLOT_HOUR, silent } from "./harness.js";
 
 /**
  * The report applier writes a task's success, its advance and the intents the scheduler asks
@@ -165,4 +168,81 @@ describe("a success and what is written alongside it", () => {
     expect(parentEvents.map((e) => e.type)).toEqual(["DispatchIntended", "AttemptSucceeded"]);
     expect(await log.readStream(childStream)).toEqual([]);
   });
+});
+
+describe("a scheduler starting children with their parent's success", () => {
+  it("dispatches a chain of tasks of no workflow one commit after each parent's end; a child on a connection goes through the pass", async () => {
+    const extra = `connections:
+  - { name: db, operators: [shell], maxParallelism: 1 }
+tasks:
+${["b:parent", "c:b", "d:b:db"]
+  .map((t) => {
+    const [name, parent, connection] = t.split(":");
+    const op = `{ type: shell, command: "true" }${connection ? `, connection: ${connection}` : ""}`;
+    return `  - { project: p, account: a, name: ${name}, parents: [p/a/${parent}/ALL], cron: "0 ${SLOT_HOUR} * * *", startDate: "${new Date(Date.parse(LATEST) - DAY).toISOString()}", idempotent: true, operator: ${op} }`;
+  })
+  .join("\n")}
+`;
+    const declared = await declare(
+      log,
+      projection,
+      [{ filename: "more.yaml", document: parse(extra) }],
+      Date.now(),
+    );
+    expect(declared.tasks.map((t) => t.outcome)).toEqual(["declared", "declared", "declared"]);
+    await catchUp(log, projection);
+    const pool = new WorkerPool({ size: 1, capacity: 4 });
+    await pool.ready();
+    const scheduler = new Scheduler({ log, projection, dispatcher: pool, logger: silent });
+    try {
+      await scheduler.start();
+      // The parent's attempt was intended before the scheduler started: hand it to the worker.
+      const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
+      pool.dispatch([
+        {
+          kind: "run",
+          instanceStream: instanceStream(parent.key, parent.logicalDate),
+          taskKey: parent.id,
+          logicalDate: parent.logicalDate,
+          attempt: 1,
+          token: "parent-token-1",
+          operator: OPERATOR,
+          leaseSeconds: 30,
+        },
+      ]);
+      // Every task of the chain has the same first interval as the parent.
+      const date = parent.logicalDate;
+      // Finished instances leave memory: they are read back from the log.
+      const ended = async (name: string) => {
+        const t = projection.tasks.get(`p/a/${name}/ALL`) as TaskState;
+        const inst = foldInstance(await log.readStream(instanceStream(t.key, date)));
+        return inst && inst.status !== "queued" && inst.status !== "running" ? inst : undefined;
+      };
+      const deadline = Date.now() + 20_000;
+      let all = await Promise.all(["parent", "b", "c", "d"].map(ended));
+      while (!all.every(Boolean) && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 20));
+        all = await Promise.all(["parent", "b", "c", "d"].map(ended));
+      }
+      const [p, b, c, d] = all;
+      expect([p, b, c, d].map((i) => i?.status)).toEqual(["success", "success", "success", "success"]);
+      const end = (i: typeof p) => i?.attempts.at(-1)?.endedAt;
+      const intended = (i: typeof p) => i?.attempts.at(-1)?.intendedAt;
+      // b is dispatched in the commit of the parent's success, c in b's.
+      expect(intended(b)).toBe(end(p));
+      expect(intended(c)).toBe(end(b));
+      // d takes a slot on its connection: its intent is written by the pass, with its slot.
+      const dStream = instanceStream((projection.tasks.get("p/a/d/ALL") as TaskState).key, date);
+      const dEvents = await log.readStream(dStream);
+      const takes = await log.readStream(connectionStream("db"));
+      expect(dEvents[0]?.type).toBe("DispatchIntended");
+      expect(takes.map((e) => e.type)).toContain("ConnectionSlotsTaken");
+      expect(takes.find((e) => e.type === "ConnectionSlotsTaken")?.position).toBe(
+        (dEvents[0]?.position ?? 0n) + 1n,
+      );
+    } finally {
+      await pool.close(500);
+      await scheduler.stop();
+    }
+  }, 30_000);
 });
