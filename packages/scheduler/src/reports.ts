@@ -167,14 +167,17 @@ export class ReportApplier {
         this.afterApply(reports, events, after);
         return;
       } catch (error) {
-        alongside?.settle(null);
-        if (!(error instanceof WrongExpectedRevisionError) || tries >= MAX_CONFLICT_RETRIES) throw error;
-        if (alongside?.writes.some((w) => w.streamId === error.streamId)) {
-          // A child's stream is not where the scheduler thought: write the success alone, and let
-          // the scheduler's pass start the children.
+        const refused = alongside;
+        refused?.settle(null);
+        const conflict = error instanceof WrongExpectedRevisionError ? error : null;
+        if (refused && (!conflict || refused.writes.some((w) => w.streamId === conflict.streamId))) {
+          // The children's intents could not be written with the success (a child's stream is
+          // not where the scheduler thought, or the append is more than the log takes at once):
+          // write the success without them, and let the scheduler's pass start them.
           withAlongside = false;
           continue;
         }
+        if (!(error instanceof WrongExpectedRevisionError) || tries >= MAX_CONFLICT_RETRIES) throw error;
         if (error.streamId !== stream) {
           // The task moved meanwhile: write the attempt alone; the scheduler advances the task.
           withSuccessPath = false;

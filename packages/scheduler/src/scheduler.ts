@@ -73,6 +73,8 @@ interface DispatchCandidate {
 }
 
 const PENDING = -2n;
+/** At most this many children start in the append of their parent's success (see alongside). */
+const MAX_ALONGSIDE = 32;
 
 /** A run's free slots for the children of a task that has just succeeded (see Scheduler.alongside). */
 interface RunRoom {
@@ -521,6 +523,8 @@ export class Scheduler {
     let room: RunRoom | null | undefined;
     const planned: Array<{ child: TaskState; runId?: string; write: StreamWrite; command: RunCommand }> = [];
     for (const id of children) {
+      // A wide fan-out is the pass's: an append stays small, and so does the time to decide it.
+      if (planned.length === MAX_ALONGSIDE) break;
       const child = this.projection.tasks.get(id);
       if (!child || !this.startsAlongside(child, now, ahead)) continue;
       if (child.spec.workflow !== undefined) {

@@ -5,6 +5,7 @@ import {
   connectionStream,
   type DomainEvent,
   type DomainEventOf,
+  type InstanceState,
   instanceStream,
   SchedulerProjection,
   type TaskState,
@@ -152,6 +153,22 @@ describe("a success and what is written alongside it", () => {
     expect(childEvents.map((e) => (e.data as { token: string }).token)).toEqual(["elsewhere-token"]);
   });
 
+  it("when the log refuses what goes alongside, the success is written without it and the scheduler is told", async () => {
+    const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
+    const child = projection.tasks.get("p/a/child/ALL") as TaskState;
+    const childStream = instanceStream(child.key, child.logicalDate);
+    // An intent the log does not take (its token is too short): the whole append is refused.
+    const { settled } = await succeedParent([
+      { streamId: childStream, events: [intent(child, "short")], expectedRevision: "no_stream" },
+    ]);
+    expect(settled).toEqual([null]);
+    const parentEvents = await log.readStream(instanceStream(parent.key, parent.logicalDate));
+    expect(parentEvents.map((e) => e.type)).toEqual(["DispatchIntended", "AttemptSucceeded"]);
+    const advanced = await log.readStream(taskStream(parent.key), { fromRevision: parent.revision + 1n });
+    expect(advanced.map((e) => e.type)).toEqual(["IntervalCompleted"]);
+    expect(await log.readStream(childStream)).toEqual([]);
+  });
+
   it("when the parent's task moved meanwhile, the attempt is written alone, with nothing alongside", async () => {
     const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
     const child = projection.tasks.get("p/a/child/ALL") as TaskState;
@@ -170,64 +187,81 @@ describe("a success and what is written alongside it", () => {
   });
 });
 
+/** Declares `tasks` (beside the parent), runs a scheduler and one worker, and hands it the parent's attempt. */
+async function withScheduler(
+  tasks: string,
+  body: (ctx: {
+    scheduler: Scheduler;
+    date: string;
+    ended: (names: string[]) => Promise<InstanceState[]>;
+  }) => Promise<void>,
+): Promise<void> {
+  const declared = await declare(
+    log,
+    projection,
+    [{ filename: "more.yaml", document: parse(tasks) }],
+    Date.now(),
+  );
+  expect(declared.tasks.every((t) => t.outcome === "declared")).toBe(true);
+  await catchUp(log, projection);
+  const pool = new WorkerPool({ size: 1, capacity: 8 });
+  await pool.ready();
+  const scheduler = new Scheduler({ log, projection, dispatcher: pool, logger: silent });
+  try {
+    await scheduler.start();
+    const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
+    pool.dispatch([
+      {
+        kind: "run",
+        instanceStream: instanceStream(parent.key, parent.logicalDate),
+        taskKey: parent.id,
+        logicalDate: parent.logicalDate,
+        attempt: 1,
+        token: "parent-token-1",
+        operator: OPERATOR,
+        leaseSeconds: 30,
+      },
+    ]);
+    // Every task here has the same first interval as the parent.
+    const date = parent.logicalDate;
+    // Finished instances leave memory: they are read back from the log.
+    const endedOne = async (name: string) => {
+      const t = projection.tasks.get(`p/a/${name}/ALL`) as TaskState;
+      const inst = foldInstance(await log.readStream(instanceStream(t.key, date)));
+      return inst && inst.status !== "queued" && inst.status !== "running" ? inst : undefined;
+    };
+    const ended = async (names: string[]): Promise<InstanceState[]> => {
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const all = await Promise.all(names.map(endedOne));
+        if (all.every(Boolean)) return all as InstanceState[];
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${names.join(", ")} to end`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    await body({ scheduler, date, ended });
+  } finally {
+    await scheduler.stop();
+    await pool.close(500);
+  }
+}
+
+function taskLine(name: string, parent: string, extra = ""): string {
+  return `  - { project: p, account: a, name: ${name}, parents: [p/a/${parent}/ALL], cron: "0 ${SLOT_HOUR} * * *", startDate: "${new Date(Date.parse(LATEST) - DAY).toISOString()}", idempotent: true, operator: { type: shell, command: "true" }${extra} }`;
+}
+
 describe("a scheduler starting children with their parent's success", () => {
   it("dispatches a chain of tasks of no workflow one commit after each parent's end; a child on a connection goes through the pass", async () => {
-    const extra = `connections:
+    const yaml = `connections:
   - { name: db, operators: [shell], maxParallelism: 1 }
 tasks:
-${["b:parent", "c:b", "d:b:db"]
-  .map((t) => {
-    const [name, parent, connection] = t.split(":");
-    const op = `{ type: shell, command: "true" }${connection ? `, connection: ${connection}` : ""}`;
-    return `  - { project: p, account: a, name: ${name}, parents: [p/a/${parent}/ALL], cron: "0 ${SLOT_HOUR} * * *", startDate: "${new Date(Date.parse(LATEST) - DAY).toISOString()}", idempotent: true, operator: ${op} }`;
-  })
-  .join("\n")}
+${[taskLine("b", "parent"), taskLine("c", "b"), taskLine("d", "b", ", connection: db")].join("\n")}
 `;
-    const declared = await declare(
-      log,
-      projection,
-      [{ filename: "more.yaml", document: parse(extra) }],
-      Date.now(),
-    );
-    expect(declared.tasks.map((t) => t.outcome)).toEqual(["declared", "declared", "declared"]);
-    await catchUp(log, projection);
-    const pool = new WorkerPool({ size: 1, capacity: 4 });
-    await pool.ready();
-    const scheduler = new Scheduler({ log, projection, dispatcher: pool, logger: silent });
-    try {
-      await scheduler.start();
-      // The parent's attempt was intended before the scheduler started: hand it to the worker.
-      const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
-      pool.dispatch([
-        {
-          kind: "run",
-          instanceStream: instanceStream(parent.key, parent.logicalDate),
-          taskKey: parent.id,
-          logicalDate: parent.logicalDate,
-          attempt: 1,
-          token: "parent-token-1",
-          operator: OPERATOR,
-          leaseSeconds: 30,
-        },
-      ]);
-      // Every task of the chain has the same first interval as the parent.
-      const date = parent.logicalDate;
-      // Finished instances leave memory: they are read back from the log.
-      const ended = async (name: string) => {
-        const t = projection.tasks.get(`p/a/${name}/ALL`) as TaskState;
-        const inst = foldInstance(await log.readStream(instanceStream(t.key, date)));
-        return inst && inst.status !== "queued" && inst.status !== "running" ? inst : undefined;
-      };
-      const deadline = Date.now() + 20_000;
-      let all = await Promise.all(["parent", "b", "c", "d"].map(ended));
-      while (!all.every(Boolean) && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 20));
-        all = await Promise.all(["parent", "b", "c", "d"].map(ended));
-      }
-      const [p, b, c, d] = all;
+    await withScheduler(yaml, async ({ date, ended }) => {
+      const [p, b, c, d] = await ended(["parent", "b", "c", "d"]);
       expect([p, b, c, d].map((i) => i?.status)).toEqual(["success", "success", "success", "success"]);
-      const end = (i: typeof p) => i?.attempts.at(-1)?.endedAt;
-      const intended = (i: typeof p) => i?.attempts.at(-1)?.intendedAt;
+      const end = (i: InstanceState | undefined) => i?.attempts.at(-1)?.endedAt;
+      const intended = (i: InstanceState | undefined) => i?.attempts.at(-1)?.intendedAt;
       // b is dispatched in the commit of the parent's success, c in b's.
       expect(intended(b)).toBe(end(p));
       expect(intended(c)).toBe(end(b));
@@ -236,13 +270,30 @@ ${["b:parent", "c:b", "d:b:db"]
       const dEvents = await log.readStream(dStream);
       const takes = await log.readStream(connectionStream("db"));
       expect(dEvents[0]?.type).toBe("DispatchIntended");
-      expect(takes.map((e) => e.type)).toContain("ConnectionSlotsTaken");
       expect(takes.find((e) => e.type === "ConnectionSlotsTaken")?.position).toBe(
         (dEvents[0]?.position ?? 0n) + 1n,
       );
-    } finally {
-      await pool.close(500);
-      await scheduler.stop();
-    }
+    });
+  }, 30_000);
+
+  it("starts at most 32 children with a success; the pass starts the rest", async () => {
+    const names = Array.from({ length: 40 }, (_, i) => `fan_${i}`);
+    const appendMany = log.appendMany.bind(log);
+    const appends: Array<readonly StreamWrite[]> = [];
+    log.appendMany = (writes) => {
+      appends.push(writes);
+      return appendMany(writes);
+    };
+    await withScheduler(
+      `tasks:\n${names.map((n) => taskLine(n, "parent")).join("\n")}\n`,
+      async ({ ended }) => {
+        const children = await ended(names);
+        expect(children.every((i) => i.status === "success")).toBe(true);
+        const withSuccess = appends.find((w) => w[0]?.events.some((e) => e.type === "AttemptSucceeded"));
+        expect(withSuccess?.slice(2).map((w) => w.events[0]?.type)).toEqual(
+          Array(32).fill("DispatchIntended"),
+        );
+      },
+    );
   }, 30_000);
 });
