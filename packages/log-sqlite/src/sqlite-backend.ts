@@ -7,6 +7,7 @@ import {
   hashPrepared,
   type LogBackend,
   LogClosedError,
+  LogMovedError,
   type PreparedEvent,
   type PreparedWrite,
   revisionMatches,
@@ -45,6 +46,8 @@ export interface SqliteLogOptions {
 /** One queued append: one stream, or several written atomically. */
 interface PendingAppend {
   readonly writes: readonly PreparedWrite[];
+  /** The position the log's last event must be at for the append to be made (see appendMany). */
+  readonly expectedHead?: bigint;
   readonly events: number;
   readonly resolve: (r: AppendResult[]) => void;
   readonly reject: (e: unknown) => void;
@@ -210,16 +213,32 @@ export class SqliteBackend implements LogBackend {
     return this.enqueue([{ streamId, events, expected }]).then((r) => r[0] as AppendResult);
   }
 
-  /** Appends to several streams in one transaction: all of them, or (on a conflict) none. */
-  appendMany(writes: readonly PreparedWrite[]): Promise<AppendResult[]> {
+  readonly appendsAtHead = true;
+
+  /**
+   * Appends to several streams in one transaction: all of them, or (on a conflict) none. With
+   * `expectedHead`, only if the log's last event is then at that position (an append ahead of it
+   * in the same group commit counts).
+   */
+  appendMany(
+    writes: readonly PreparedWrite[],
+    options?: { readonly expectedHead?: bigint },
+  ): Promise<AppendResult[]> {
     if (this.closed) return Promise.reject(new LogClosedError());
     if (this.options.readonly) return Promise.reject(new Error(`${this.options.path} is open read-only`));
-    return this.enqueue(writes);
+    return this.enqueue(writes, options?.expectedHead);
   }
 
-  private enqueue(writes: readonly PreparedWrite[]): Promise<AppendResult[]> {
+  private enqueue(writes: readonly PreparedWrite[], expectedHead?: bigint): Promise<AppendResult[]> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ writes, events: writes.reduce((n, w) => n + w.events.length, 0), resolve, reject });
+      const events = writes.reduce((n, w) => n + w.events.length, 0);
+      this.queue.push({
+        writes,
+        events,
+        resolve,
+        reject,
+        ...(expectedHead !== undefined ? { expectedHead } : {}),
+      });
       this.scheduleFlush();
     });
   }
@@ -291,6 +310,10 @@ export class SqliteBackend implements LogBackend {
     const keep = this.recentLimit > 0 && this.listeners.size > 0;
     if (!keep) this.recent = [];
     const results = batch.map((p) => {
+      if (p.expectedHead !== undefined) {
+        const actual = head === undefined && chain.position === 0n ? -1n : chain.position;
+        if (actual !== p.expectedHead) return new LogMovedError(p.expectedHead, actual);
+      }
       // Every expected revision of the append is checked before any of its events is written.
       const targets: Array<{ w: PreparedWrite; sid: bigint | undefined; last: bigint | null }> = [];
       for (const w of p.writes) {

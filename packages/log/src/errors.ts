@@ -14,6 +14,18 @@ export class WrongExpectedRevisionError extends ChronologError {
   }
 }
 
+/** An append made on condition that nothing was written since `expected` found the log moved on. */
+export class LogMovedError extends ChronologError {
+  readonly type = "log_moved" as const;
+  constructor(
+    readonly expected: bigint,
+    readonly actual: bigint,
+  ) {
+    super(`the log has moved past position ${expected} (its last event is at ${actual})`);
+    this.name = "LogMovedError";
+  }
+}
+
 export class InvalidStreamNameError extends ChronologError {
   readonly type = "invalid_stream_name" as const;
   constructor(readonly streamId: unknown) {

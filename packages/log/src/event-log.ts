@@ -91,16 +91,38 @@ export class EventLog {
     return typeof this.backend.appendMany === "function";
   }
 
+  /** Whether appendMany can be made conditional on the log's head (`expectedHead`). */
+  get supportsExpectedHead(): boolean {
+    return this.supportsAppendMany && this.backend.appendsAtHead === true;
+  }
+
   /**
    * Appends to several streams atomically: every expected revision is checked, and on one
    * conflict (a WrongExpectedRevisionError naming that stream) nothing is written anywhere.
+   * With `expectedHead` (see supportsExpectedHead), the append is also refused, with a
+   * LogMovedError, unless the log's last event is at that position: nothing was written since
+   * the writer's view of the log, by anyone.
    */
-  async appendMany(writes: readonly StreamWrite[]): Promise<AppendResult[]> {
+  async appendMany(
+    writes: readonly StreamWrite[],
+    options: { readonly expectedHead?: bigint } = {},
+  ): Promise<AppendResult[]> {
     this.ensureOpen();
     if (!this.backend.appendMany)
       throw new InvalidAppendError(
         `the ${this.backend.name} log cannot append to several streams atomically`,
       );
+    const { expectedHead } = options;
+    if (expectedHead !== undefined) {
+      if (!this.supportsExpectedHead)
+        throw new InvalidAppendError(
+          `the ${this.backend.name} log cannot make an append conditional on its head`,
+        );
+      if (typeof expectedHead !== "bigint" || expectedHead < -1n)
+        throw new InvalidAppendError(
+          `invalid expected head ${String(expectedHead)}: expected a bigint of -1 or more`,
+        );
+    }
     if (!Array.isArray(writes) || writes.length === 0)
       throw new InvalidAppendError("appendMany needs at least one write");
     const seen = new Set<string>();
@@ -115,7 +137,7 @@ export class EventLog {
         expected: w.expectedRevision,
       };
     });
-    return this.backend.appendMany(prepared);
+    return this.backend.appendMany(prepared, expectedHead === undefined ? undefined : { expectedHead });
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {

@@ -100,9 +100,16 @@ export interface LogBackend {
   ): Promise<AppendResult>;
   /**
    * Optional: appends to several streams atomically, every expected revision checked; one
-   * conflict and nothing is written. Engines that cannot do this leave it out.
+   * conflict and nothing is written. Engines that cannot do this leave it out. Where
+   * `appendsAtHead` is true, `expectedHead` makes the append also conditional on the log's last
+   * event being at that position (else a LogMovedError, and nothing is written).
    */
-  appendMany?(writes: readonly PreparedWrite[]): Promise<AppendResult[]>;
+  appendMany?(
+    writes: readonly PreparedWrite[],
+    options?: { readonly expectedHead?: bigint },
+  ): Promise<AppendResult[]>;
+  /** Whether appendMany takes `expectedHead`. */
+  readonly appendsAtHead?: boolean;
   readStream(streamId: string, fromRevision: bigint, maxCount: number): Promise<StoredEvent[]>;
   readAll(fromPosition: bigint, maxCount: number): Promise<StoredEvent[]>;
   /**

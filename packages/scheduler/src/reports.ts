@@ -36,6 +36,12 @@ const MAX_CONFLICT_RETRIES = 8;
  */
 export interface Alongside {
   readonly writes: readonly StreamWrite[];
+  /**
+   * The position of the last event the writes were decided on: the append is made only if the
+   * log has not moved past it, so that they are decided on everything before them, as a pass
+   * that the success wakes would decide.
+   */
+  readonly expectedHead: bigint;
   /** The append's results for `writes`, in order; null when it was not made. */
   settle(results: readonly AppendResult[] | null): void;
 }
@@ -43,7 +49,10 @@ export interface Alongside {
 export interface ReportApplierOptions {
   readonly log: EventLog;
   /** What else to write with the success of `task`'s interval (see Alongside). */
-  readonly alongside?: (task: TaskState, completed: DomainEventOf<"IntervalCompleted">) => Alongside | null;
+  readonly alongside?: (
+    task: TaskState,
+    completed: DomainEventOf<"IntervalCompleted">,
+  ) => Promise<Alongside | null> | Alongside | null;
   /** Called once a report has been applied (or refused): to let a gated attempt run, or stop it. */
   readonly onApplied?: (report: AttemptReport, outcome: "started_durable" | "rejected" | "other") => void;
   readonly projection: SchedulerProjection;
@@ -145,16 +154,19 @@ export class ReportApplier {
             // The attempt's success and the task's advance in one atomic write, with the intents
             // of the children it lets start: one commit between a parent's success and its
             // children's dispatch.
-            alongside = withAlongside ? (this.o.alongside?.(advance.task, advance.event) ?? null) : null;
-            const results = await this.o.log.appendMany([
-              { streamId: stream, events, expectedRevision },
-              {
-                streamId: taskStream(advance.task.key),
-                events: [advance.event],
-                expectedRevision: advance.task.revision,
-              },
-              ...(alongside?.writes ?? []),
-            ]);
+            alongside = withAlongside ? await this.childrenAlongside(advance.task, advance.event) : null;
+            const results = await this.o.log.appendMany(
+              [
+                { streamId: stream, events, expectedRevision },
+                {
+                  streamId: taskStream(advance.task.key),
+                  events: [advance.event],
+                  expectedRevision: advance.task.revision,
+                },
+                ...(alongside?.writes ?? []),
+              ],
+              alongside ? { expectedHead: alongside.expectedHead } : {},
+            );
             revision = (results[0] as AppendResult).nextExpectedRevision;
             const settle = alongside;
             alongside = null;
@@ -171,9 +183,10 @@ export class ReportApplier {
         refused?.settle(null);
         const conflict = error instanceof WrongExpectedRevisionError ? error : null;
         if (refused && (!conflict || refused.writes.some((w) => w.streamId === conflict.streamId))) {
-          // The children's intents could not be written with the success (a child's stream is
-          // not where the scheduler thought, or the append is more than the log takes at once):
-          // write the success without them, and let the scheduler's pass start them.
+          // The children's intents could not be written with the success (the log moved on
+          // since they were decided, a child's stream is not where the scheduler thought, the
+          // append is more than the log takes at once): write the success without them, and let
+          // the scheduler's pass start them.
           withAlongside = false;
           continue;
         }
@@ -186,6 +199,19 @@ export class ReportApplier {
         }
         state = undefined; // someone else wrote: read the stream again and decide afresh
       }
+    }
+  }
+
+  /** What to write with the task's success (see Alongside); a failure to decide is no reason to lose it. */
+  private async childrenAlongside(
+    task: TaskState,
+    completed: DomainEventOf<"IntervalCompleted">,
+  ): Promise<Alongside | null> {
+    try {
+      return (await this.o.alongside?.(task, completed)) ?? null;
+    } catch (error) {
+      this.o.onError(error, taskStream(task.key));
+      return null;
     }
   }
 

@@ -504,16 +504,27 @@ export class Scheduler {
   /**
    * The intents of the children that `task`'s success lets start, to be written in the same
    * atomic append as that success (see ReportApplier): a child's attempt is then one commit
-   * away from its parent's end, not two. Only the plain case is decided here, on the projection
-   * as it will be once the success is applied: a child that is due, not being backfilled, has no
+   * away from its parent's end, not two. The append is made only if the log has not moved past
+   * this projection's position (so the children are decided on everything before them, as the
+   * pass would decide them). Only the plain case is decided here, on the projection as it will
+   * be once the success is applied: a child that is due, not being backfilled, has no
    * connection to take a slot on and no attempt stream yet, whose gate that success opens, and
    * which is either a task of no workflow or a task of the parent's own run that the run has a
    * free slot for (and no task of the run waits for one). Every other child is left to the pass,
    * which the success wakes as before.
    */
-  private alongside(task: TaskState, completed: DomainEventOf<"IntervalCompleted">): Alongside | null {
+  private async alongside(
+    task: TaskState,
+    completed: DomainEventOf<"IntervalCompleted">,
+  ): Promise<Alongside | null> {
+    if (!this.projection.children.get(task.id)?.size || !this.log.supportsExpectedHead) return null;
+    // Decided on everything committed so far: this process's latest commits may not have
+    // reached the projection yet (its subscription hears of them a moment later).
+    const head = await this.log.headPosition();
+    for (let turns = 0; this.projection.position < head && turns < 3; turns++)
+      await new Promise((resolve) => setImmediate(resolve));
     const children = this.projection.children.get(task.id);
-    if (this.stopped || !children || children.size === 0) return null;
+    if (this.stopped || !children || this.projection.position < head) return null;
     const after = evolveTask(task, completed, { revision: task.revision + 1n, position: -1n });
     if (!after) return null;
     const ahead = new Map([[task.id, after]]);
@@ -563,6 +574,7 @@ export class Scheduler {
     }
     return {
       writes: planned.map((p) => p.write),
+      expectedHead: this.projection.position,
       settle: (results) => {
         if (!results) {
           for (const { child, runId } of planned) {

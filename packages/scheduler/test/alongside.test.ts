@@ -20,7 +20,7 @@ import { catchUp } from "../src/checkpoint.js";
 import { declare } from "../src/declare.js";
 import { type Alongside, foldInstance, ReportApplier } from "../src/reports.js";
 import { Scheduler } from "../src/scheduler.js";
-import { DAY, LATEST, SLOT_HOUR, silent } from "./harness.js";
+import { LATEST, SLOT_HOUR, silent } from "./harness.js";
 
 /**
  * The report applier writes a task's success, its advance and the intents the scheduler asks
@@ -52,9 +52,10 @@ beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), "chronolog-alongside-"));
   log = openSqliteLog({ path: join(dir, "log.db"), actor: "test" });
   projection = new SchedulerProjection();
-  const task = (name: string) =>
-    `  - { project: p, account: a, name: ${name}, cron: "0 ${SLOT_HOUR} * * *", startDate: "${new Date(Date.parse(LATEST) - DAY).toISOString()}", idempotent: true, operator: { type: shell, command: "true" } }`;
-  const yaml = `tasks:\n${["parent", "child"].map(task).join("\n")}\n`;
+  const task = (name: string, parents: string) =>
+    `  - { project: p, account: a, name: ${name}, parents: [${parents}], cron: "0 ${SLOT_HOUR} * * *", startDate: "${LATEST}", idempotent: true, operator: { type: shell, command: "true" } }`;
+  // One due interval each, and the child waits for the parent: nothing but what a test starts runs.
+  const yaml = `tasks:\n${task("parent", "")}\n${task("child", "p/a/parent/ALL")}\n`;
   await declare(log, projection, [{ filename: "t.yaml", document: parse(yaml) }], Date.now());
   await catchUp(log, projection);
   // The parent's attempt is under way.
@@ -69,8 +70,14 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Applies the parent's success, asking for `writes` alongside; returns what settle was given. */
-async function succeedParent(writes: StreamWrite[]): Promise<{
+/**
+ * Applies the parent's success, asking for `writes` alongside, decided at `expectedHead` (by
+ * default the log's head as it is now); returns what settle was given.
+ */
+async function succeedParent(
+  writes: StreamWrite[],
+  decidedAt?: bigint,
+): Promise<{
   settled: Array<readonly AppendResult[] | null>;
   asked: Array<DomainEventOf<"IntervalCompleted">>;
 }> {
@@ -78,6 +85,7 @@ async function succeedParent(writes: StreamWrite[]): Promise<{
   const settled: Array<readonly AppendResult[] | null> = [];
   const asked: Array<DomainEventOf<"IntervalCompleted">> = [];
   const errors: unknown[] = [];
+  const expectedHead = decidedAt ?? (await log.headPosition());
   const applier = new ReportApplier({
     log,
     projection,
@@ -87,7 +95,7 @@ async function succeedParent(writes: StreamWrite[]): Promise<{
     alongside: (task, completed): Alongside => {
       expect(task.id).toBe(parent.id);
       asked.push(completed);
-      return { writes, settle: (results) => settled.push(results) };
+      return { writes, expectedHead, settle: (results) => settled.push(results) };
     },
   });
   applier.submit({
@@ -151,6 +159,27 @@ describe("a success and what is written alongside it", () => {
     expect(advanced.map((e) => e.type)).toEqual(["IntervalCompleted"]);
     const childEvents = await log.readStream(childStream);
     expect(childEvents.map((e) => (e.data as { token: string }).token)).toEqual(["elsewhere-token"]);
+  });
+
+  it("when the log moved on since the children were decided, the success is written without them", async () => {
+    const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
+    const child = projection.tasks.get("p/a/child/ALL") as TaskState;
+    const childStream = instanceStream(child.key, child.logicalDate);
+    const decidedAt = projection.position;
+    // Written after the children were decided (a pause of the child, from another process).
+    await log.append(taskStream(child.key), [{ type: "TaskPaused", data: { key: child.key } }], {
+      expectedRevision: child.revision,
+    });
+    const { settled } = await succeedParent(
+      [{ streamId: childStream, events: [intent(child, "child-token-1")], expectedRevision: "no_stream" }],
+      decidedAt,
+    );
+    expect(settled).toEqual([null]);
+    const parentEvents = await log.readStream(instanceStream(parent.key, parent.logicalDate));
+    expect(parentEvents.map((e) => e.type)).toEqual(["DispatchIntended", "AttemptSucceeded"]);
+    const advanced = await log.readStream(taskStream(parent.key), { fromRevision: parent.revision + 1n });
+    expect(advanced.map((e) => e.type)).toEqual(["IntervalCompleted"]);
+    expect(await log.readStream(childStream)).toEqual([]);
   });
 
   it("when the log refuses what goes alongside, the success is written without it and the scheduler is told", async () => {
@@ -246,8 +275,8 @@ async function withScheduler(
   }
 }
 
-function taskLine(name: string, parent: string, extra = ""): string {
-  return `  - { project: p, account: a, name: ${name}, parents: [p/a/${parent}/ALL], cron: "0 ${SLOT_HOUR} * * *", startDate: "${new Date(Date.parse(LATEST) - DAY).toISOString()}", idempotent: true, operator: { type: shell, command: "true" }${extra} }`;
+function taskLine(name: string, parent: string, extra = "", command = "true"): string {
+  return `  - { project: p, account: a, name: ${name}, parents: [p/a/${parent}/ALL], cron: "0 ${SLOT_HOUR} * * *", startDate: "${LATEST}", idempotent: true, operator: { type: shell, command: "${command}" }${extra} }`;
 }
 
 describe("a scheduler starting children with their parent's success", () => {
@@ -255,14 +284,16 @@ describe("a scheduler starting children with their parent's success", () => {
     const yaml = `connections:
   - { name: db, operators: [shell], maxParallelism: 1 }
 tasks:
-${[taskLine("b", "parent"), taskLine("c", "b"), taskLine("d", "b", ", connection: db")].join("\n")}
+${[taskLine("b", "parent", "", "sleep 0.2"), taskLine("c", "b"), taskLine("d", "b", ", connection: db")].join("\n")}
 `;
     await withScheduler(yaml, async ({ date, ended }) => {
       const [p, b, c, d] = await ended(["parent", "b", "c", "d"]);
       expect([p, b, c, d].map((i) => i?.status)).toEqual(["success", "success", "success", "success"]);
       const end = (i: InstanceState | undefined) => i?.attempts.at(-1)?.endedAt;
       const intended = (i: InstanceState | undefined) => i?.attempts.at(-1)?.intendedAt;
-      // b is dispatched in the commit of the parent's success, c in b's.
+      // b is dispatched in the commit of the parent's success, c in b's. (b takes a while, so that
+      // nothing else is written when it ends: a success that coincides with other writes leaves
+      // its children to the pass.)
       expect(intended(b)).toBe(end(p));
       expect(intended(c)).toBe(end(b));
       // d takes a slot on its connection: its intent is written by the pass, with its slot.
@@ -290,6 +321,7 @@ ${[taskLine("b", "parent"), taskLine("c", "b"), taskLine("d", "b", ", connection
         const children = await ended(names);
         expect(children.every((i) => i.status === "success")).toBe(true);
         const withSuccess = appends.find((w) => w[0]?.events.some((e) => e.type === "AttemptSucceeded"));
+        // (The parent has 41 children: the 40 here and the one every test has.)
         expect(withSuccess?.slice(2).map((w) => w.events[0]?.type)).toEqual(
           Array(32).fill("DispatchIntended"),
         );

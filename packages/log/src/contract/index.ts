@@ -5,6 +5,7 @@ import {
   InvalidAppendError,
   InvalidExpectedRevisionError,
   InvalidStreamNameError,
+  LogMovedError,
   WrongExpectedRevisionError,
 } from "../errors.js";
 import type { EventLog } from "../event-log.js";
@@ -316,6 +317,56 @@ export function logContractSuite(backendName: string, factory: HarnessFactory): 
           .catch((e) => e);
         expect(bad.type).toBe("unknown_event_type");
         expect((await h.log.readStream(a)).length).toBe(2);
+      });
+    });
+
+    describe("appends conditional on the log's head (where the backend offers them)", () => {
+      it("are made while nothing was written since that position, and refused once anything was", async () => {
+        const a = uniqueStream("head-a");
+        const b = uniqueStream("head-b");
+        if (!h.log.supportsExpectedHead) {
+          const err = await h.log
+            .appendMany([{ streamId: a, events: [note("a0")], expectedRevision: "no_stream" }], {
+              expectedHead: await h.log.headPosition(),
+            })
+            .catch((e) => e);
+          expect(err).toBeInstanceOf(InvalidAppendError);
+          expect(await h.log.readStream(a)).toEqual([]);
+          return;
+        }
+        const head = await h.log.headPosition();
+        const [made] = await h.log.appendMany(
+          [{ streamId: a, events: [note("a0"), note("a1")], expectedRevision: "no_stream" }],
+          { expectedHead: head },
+        );
+        expect(made?.position).toBe(head + 2n);
+        // Written since (by another client, here): the same condition no longer holds.
+        await other.append(b, [note("b0")], { expectedRevision: "no_stream" });
+        const err = await h.log
+          .appendMany([{ streamId: a, events: [note("a2")], expectedRevision: 1n }], {
+            expectedHead: head + 2n,
+          })
+          .catch((e) => e);
+        expect(err).toBeInstanceOf(LogMovedError);
+        expect(err).toMatchObject({ expected: head + 2n, actual: head + 3n });
+        expect((await h.log.readStream(a)).length).toBe(2);
+        // Two appends on the same condition at once: the first is made, the second refused.
+        const now = await h.log.headPosition();
+        const [first, second] = await Promise.allSettled([
+          h.log.appendMany([{ streamId: a, events: [note("a2")], expectedRevision: 1n }], {
+            expectedHead: now,
+          }),
+          h.log.appendMany([{ streamId: b, events: [note("b1")], expectedRevision: 0n }], {
+            expectedHead: now,
+          }),
+        ]);
+        expect(first.status).toBe("fulfilled");
+        expect(second.status === "rejected" && second.reason).toBeInstanceOf(LogMovedError);
+        expect((await h.log.readStream(b)).length).toBe(1);
+        const bad = await h.log
+          .appendMany([{ streamId: a, events: [note("a3")], expectedRevision: 2n }], { expectedHead: -2n })
+          .catch((e) => e);
+        expect(bad).toBeInstanceOf(InvalidAppendError);
       });
     });
 
