@@ -229,6 +229,8 @@ describe("shells started ahead of need", () => {
       ": nothing",
       ". ./env.sh",
       "A=1 env", // an assignment
+      "declare -x A", // a builtin of bash, which may be /bin/sh
+      "-a name", // an option to exec, not a command
       "if true",
       "sleep 1; echo done",
       "sleep $T",

@@ -209,17 +209,19 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const PLAIN_COMMAND = /^[A-Za-z0-9_./@%+,:=-]+(?: [A-Za-z0-9_./@%+,:=-]+)*$/;
 const SHELL_WORDS = new Set(
   (
-    ". : [ alias bg break builtin case cd chdir command continue do done echo elif else esac eval exec " +
-    "exit export false fc fg fi for function getopts hash if in jobs kill let local printf pwd read " +
-    "readonly return select set shift source test then time times trap true type typeset ulimit umask " +
-    "unalias unset until wait while"
+    ". : [ [[ alias bg bind break builtin caller case cd chdir command compgen complete compopt " +
+    "continue coproc declare dirs disown do done echo elif else enable esac eval exec exit export " +
+    "false fc fg fi for function getopts hash help history if in jobs kill let local logout mapfile " +
+    "popd printf pushd pwd read readarray readonly return select set shift shopt source suspend test " +
+    "then time times trap true type typeset ulimit umask unalias unset until wait while"
   ).split(" "),
 );
 
 export function isPlainCommand(command: string): boolean {
   if (!PLAIN_COMMAND.test(command)) return false;
   const first = command.split(" ", 1)[0] as string;
-  return !first.includes("=") && !SHELL_WORDS.has(first);
+  // (A first word starting with "-" would be an option to exec.)
+  return !first.includes("=") && !first.startsWith("-") && !SHELL_WORDS.has(first);
 }
 
 function quote(text: string): string {
