@@ -100,11 +100,11 @@ interface RunJson {
   }>;
 }
 
-async function finishedRun(): Promise<RunJson> {
+async function finishedRun(run = RUN): Promise<RunJson> {
   return waitUntil(
-    `run ${RUN} to finish`,
+    `run ${run} to finish`,
     () => {
-      const r = chronolog(dir, ["run", RUN, "--json"]);
+      const r = chronolog(dir, ["run", run, "--json"]);
       if (r.code !== 0) return undefined;
       const view = JSON.parse(r.stdout) as RunJson;
       return view.run.status === "running" ? undefined : view;
@@ -273,18 +273,7 @@ describe("seed 002's ten-job graph as a workflow", () => {
     const r = chronolog(dir, ["declare", file]);
     expect(r.code, r.stderr).toBe(0);
     up = startUp(dir);
-    const run = `fan@${LATEST_DAY}`;
-    const view = await waitUntil(
-      `run ${run} to finish`,
-      () => {
-        const v = chronolog(dir, ["run", run, "--json"]);
-        if (v.code !== 0) return undefined;
-        const parsed = JSON.parse(v.stdout) as RunJson;
-        return parsed.run.status === "running" ? undefined : parsed;
-      },
-      60_000,
-      150,
-    );
+    const view = await finishedRun(`fan@${LATEST_DAY}`);
     expect(view.run.status).toBe("success");
     const last = (name: string) => view.instances.find((i) => i.task === id(name))?.instance?.attempts.at(-1);
     const rootEnd = last("root")?.endedAt;

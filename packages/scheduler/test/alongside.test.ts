@@ -115,6 +115,17 @@ async function succeedParent(
   return { settled, asked };
 }
 
+/** The parent's success and advance were written, and nothing went to the child's stream but `there`. */
+async function expectSuccessAlone(childStream: string, there: string[] = []): Promise<void> {
+  const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
+  const parentEvents = await log.readStream(instanceStream(parent.key, parent.logicalDate));
+  expect(parentEvents.map((e) => e.type)).toEqual(["DispatchIntended", "AttemptSucceeded"]);
+  const advanced = await log.readStream(taskStream(parent.key), { fromRevision: parent.revision + 1n });
+  expect(advanced.map((e) => e.type)).toEqual(["IntervalCompleted"]);
+  const childEvents = await log.readStream(childStream);
+  expect(childEvents.map((e) => (e.data as { token: string }).token)).toEqual(there);
+}
+
 describe("a success and what is written alongside it", () => {
   it("are one atomic append: the child's intent right after the parent's advance, same commit", async () => {
     const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
@@ -143,7 +154,6 @@ describe("a success and what is written alongside it", () => {
   });
 
   it("when an intent's stream already exists, the success is written without it and the scheduler is told", async () => {
-    const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
     const child = projection.tasks.get("p/a/child/ALL") as TaskState;
     const childStream = instanceStream(child.key, child.logicalDate);
     // Someone else started the child meanwhile (this projection has not seen it).
@@ -153,16 +163,10 @@ describe("a success and what is written alongside it", () => {
     ]);
     expect(settled).toEqual([null]);
     // The parent's success and advance are written all the same; the child's stream is untouched.
-    const parentEvents = await log.readStream(instanceStream(parent.key, parent.logicalDate));
-    expect(parentEvents.map((e) => e.type)).toEqual(["DispatchIntended", "AttemptSucceeded"]);
-    const advanced = await log.readStream(taskStream(parent.key), { fromRevision: parent.revision + 1n });
-    expect(advanced.map((e) => e.type)).toEqual(["IntervalCompleted"]);
-    const childEvents = await log.readStream(childStream);
-    expect(childEvents.map((e) => (e.data as { token: string }).token)).toEqual(["elsewhere-token"]);
+    await expectSuccessAlone(childStream, ["elsewhere-token"]);
   });
 
   it("when the log moved on since the children were decided, the success is written without them", async () => {
-    const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
     const child = projection.tasks.get("p/a/child/ALL") as TaskState;
     const childStream = instanceStream(child.key, child.logicalDate);
     const decidedAt = projection.position;
@@ -175,15 +179,10 @@ describe("a success and what is written alongside it", () => {
       decidedAt,
     );
     expect(settled).toEqual([null]);
-    const parentEvents = await log.readStream(instanceStream(parent.key, parent.logicalDate));
-    expect(parentEvents.map((e) => e.type)).toEqual(["DispatchIntended", "AttemptSucceeded"]);
-    const advanced = await log.readStream(taskStream(parent.key), { fromRevision: parent.revision + 1n });
-    expect(advanced.map((e) => e.type)).toEqual(["IntervalCompleted"]);
-    expect(await log.readStream(childStream)).toEqual([]);
+    await expectSuccessAlone(childStream);
   });
 
   it("when the log refuses what goes alongside, the success is written without it and the scheduler is told", async () => {
-    const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
     const child = projection.tasks.get("p/a/child/ALL") as TaskState;
     const childStream = instanceStream(child.key, child.logicalDate);
     // An intent the log does not take (its token is too short): the whole append is refused.
@@ -191,11 +190,7 @@ describe("a success and what is written alongside it", () => {
       { streamId: childStream, events: [intent(child, "short")], expectedRevision: "no_stream" },
     ]);
     expect(settled).toEqual([null]);
-    const parentEvents = await log.readStream(instanceStream(parent.key, parent.logicalDate));
-    expect(parentEvents.map((e) => e.type)).toEqual(["DispatchIntended", "AttemptSucceeded"]);
-    const advanced = await log.readStream(taskStream(parent.key), { fromRevision: parent.revision + 1n });
-    expect(advanced.map((e) => e.type)).toEqual(["IntervalCompleted"]);
-    expect(await log.readStream(childStream)).toEqual([]);
+    await expectSuccessAlone(childStream);
   });
 
   it("when the parent's task moved meanwhile, the attempt is written alone, with nothing alongside", async () => {
