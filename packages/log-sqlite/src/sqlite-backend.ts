@@ -311,7 +311,8 @@ export class SqliteBackend implements LogBackend {
     if (!keep) this.recent = [];
     const results = batch.map((p) => {
       if (p.expectedHead !== undefined) {
-        const actual = head === undefined && chain.position === 0n ? -1n : chain.position;
+        // (Positions start at 1: 0 here is an empty log, whose head is -1.)
+        const actual = chain.position === 0n ? -1n : chain.position;
         if (actual !== p.expectedHead) return new LogMovedError(p.expectedHead, actual);
       }
       // Every expected revision of the append is checked before any of its events is written.

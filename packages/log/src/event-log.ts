@@ -137,7 +137,7 @@ export class EventLog {
         expected: w.expectedRevision,
       };
     });
-    return this.backend.appendMany(prepared, expectedHead === undefined ? undefined : { expectedHead });
+    return this.backend.appendMany(prepared, options);
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {

@@ -18,6 +18,7 @@ import {
   nextCronTime,
   type OperatorSpec,
   parseTaskKey,
+  type RunState,
   runIdOf,
   runStream,
   type SchedulerProjection,
@@ -26,6 +27,7 @@ import {
   type TaskState,
   taskStream,
   toInstant,
+  type WorkflowSpec,
 } from "@chronolog/core";
 import {
   type EventLog,
@@ -374,7 +376,7 @@ export class Scheduler {
       this.timers.wakeAt(id, due);
       return;
     }
-    if (task.spec.endDate && Date.parse(task.logicalDate) > Date.parse(task.spec.endDate)) return;
+    if (pastEndDate(task)) return;
     if (!task.spec.catchup && !task.backfill) {
       const jump = this.catchupJump(task, now);
       if (jump) {
@@ -606,18 +608,12 @@ export class Scheduler {
     const runId = runIdOf(workflow, logicalDate);
     const run = this.projection.runs.get(runId);
     const spec = this.projection.workflows.get(workflow);
-    if (run?.status !== "running" || !spec) return null;
-    const outcomes = Object.entries(run.outcomes);
-    if (spec.failurePolicy === "fail_fast" && outcomes.some(([, o]) => o === "failed" || o === "abandoned"))
-      return null;
+    if (run?.status !== "running" || !spec || failedFast(spec, run)) return null;
     for (const [t, w] of this.waitingForSlot)
       if (w.logicalDate === logicalDate && this.projection.tasks.get(t)?.spec.workflow === workflow)
         return null;
     // The parent's own slot is free once its success is written.
-    const going =
-      outcomes.filter(([t, o]) => t !== task.id && (o === "queued" || o === "running")).length +
-      (this.runReserved.get(runId)?.size ?? 0);
-    return { runId, going, limit: spec.maxActiveTasks };
+    return { runId, going: this.runSlotsTaken(runId, run, task.id), limit: spec.maxActiveTasks };
   }
 
   /** Whether `child` starts with its parent's success (see alongside). */
@@ -630,7 +626,7 @@ export class Scheduler {
       !this.projection.instances.has(instanceStream(child.key, child.logicalDate)) &&
       !(child.failure && child.failure.logicalDate === child.logicalDate) &&
       Date.parse(child.nextRunDate) <= now &&
-      !(child.spec.endDate && Date.parse(child.logicalDate) > Date.parse(child.spec.endDate)) &&
+      !pastEndDate(child) &&
       // (A backfill goes back over intervals that may have run before: the pass reads those.)
       child.backfill === null &&
       (child.spec.catchup || this.catchupJump(child, now) === null) &&
@@ -715,19 +711,11 @@ export class Scheduler {
         }
         toStart.get(runId)?.reopening.push(c.task.key);
       }
-      if (
-        spec?.failurePolicy === "fail_fast" &&
-        run?.status === "running" &&
-        Object.values(run.outcomes).some((o) => o === "failed" || o === "abandoned")
-      ) {
+      if (failedFast(spec, run)) {
         this.blocked.set(c.task.id, [`run ${runId} failed fast: nothing new starts`]);
         continue;
       }
-      const running =
-        taskSlots.get(runId) ??
-        Object.values(run?.status === "running" ? run.outcomes : {}).filter(
-          (o) => o === "queued" || o === "running",
-        ).length + (this.runReserved.get(runId)?.size ?? 0);
+      const running = taskSlots.get(runId) ?? this.runSlotsTaken(runId, run);
       const limit = spec?.maxActiveTasks ?? Number.POSITIVE_INFINITY;
       if (running >= limit) {
         this.blocked.set(c.task.id, [`run ${runId} has ${running} tasks going (maxActiveTasks ${limit})`]);
@@ -789,6 +777,16 @@ export class Scheduler {
       this.releaseRunSlot(c, true);
       return false;
     });
+  }
+
+  /**
+   * The run's slots of `maxActiveTasks` in use: its attempts queued or running (but `except`'s)
+   * and the slots held for tasks admitted to it whose intents the projection does not show yet.
+   */
+  private runSlotsTaken(runId: string, run: RunState | undefined, except?: string): number {
+    const outcomes = run?.status === "running" ? Object.entries(run.outcomes) : [];
+    const going = outcomes.filter(([t, o]) => t !== except && (o === "queued" || o === "running"));
+    return going.length + (this.runReserved.get(runId)?.size ?? 0);
   }
 
   /** A finished run's tasks no longer wait for its slots (a rerun queues them afresh). */
@@ -1127,6 +1125,20 @@ export class Scheduler {
     this.waiting.delete(conn);
     for (const id of w) this.markDirty(id);
   }
+}
+
+/** Whether a fail_fast run has had a failure: nothing new starts in it. */
+function failedFast(spec: WorkflowSpec | undefined, run: RunState | undefined): boolean {
+  return (
+    spec?.failurePolicy === "fail_fast" &&
+    run?.status === "running" &&
+    Object.values(run.outcomes).some((o) => o === "failed" || o === "abandoned")
+  );
+}
+
+/** Whether the task's current interval is past its schedule's end. */
+function pastEndDate(task: TaskState): boolean {
+  return !!task.spec.endDate && Date.parse(task.logicalDate) > Date.parse(task.spec.endDate);
 }
 
 /** The set `map` holds under `key`, made empty the first time. */

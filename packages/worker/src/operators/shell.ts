@@ -169,13 +169,19 @@ export function warmShellPids(): number[] {
   return standby.idle.map((s) => s.child.pid as number);
 }
 
+/** Sends `sig` to the process group `child` leads (its own, and its watchdog's). */
+function signalGroup(child: ChildProcess, sig: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, sig);
+  } catch {
+    // ESRCH: the group is already gone.
+  }
+}
+
 /** Kills a standby shell's process group (its watchdog included) and closes its pipes. */
 function discardStandby(s: Standby): void {
-  try {
-    if (s.child.pid !== undefined) process.kill(-s.child.pid, "SIGKILL");
-  } catch {
-    // ESRCH: already gone.
-  }
+  signalGroup(s.child, "SIGKILL");
   for (const stream of s.child.stdio) stream?.destroy();
 }
 
@@ -334,21 +340,13 @@ function supervise(
     let done = false;
     const timers: NodeJS.Timeout[] = [];
 
-    const killGroup = (sig: NodeJS.Signals): void => {
-      if (child.pid === undefined) return;
-      try {
-        process.kill(-child.pid, sig);
-      } catch {
-        // ESRCH: the group is already gone.
-      }
-    };
     const terminate = (graceMs: number): void => {
       if (exit) return;
       if (graceMs <= 0) {
-        killGroup("SIGKILL");
+        signalGroup(child, "SIGKILL");
       } else {
-        killGroup("SIGTERM");
-        timers.push(setTimeout(() => killGroup("SIGKILL"), graceMs));
+        signalGroup(child, "SIGTERM");
+        timers.push(setTimeout(() => signalGroup(child, "SIGKILL"), graceMs));
       }
     };
     const onAbort = (): void => terminate(abortKillGraceMs(ctx.signal));
@@ -428,7 +426,7 @@ function supervise(
     child.on("exit", (code, signal) => {
       exit = { code, signal };
       for (const t of timers) clearTimeout(t);
-      killGroup("SIGKILL");
+      signalGroup(child, "SIGKILL");
       timers.push(setTimeout(finish, DRAIN_MS));
       settleIfKnown();
     });
