@@ -1,9 +1,36 @@
 /**
- * Typed errors. Each carries a literal `type` and structured fields; the edge (CLI, HTTP API)
- * maps them to exit codes and status codes.
+ * Every kind of error the project throws on purpose, one literal each. The classes live in the
+ * packages that throw them; the edges (the CLI's exit codes, the HTTP API's status codes) map
+ * over this union, so a new kind that is not mapped fails to compile there.
+ */
+export type ChronologErrorType =
+  // input that does not match its schema or contract: nothing was written
+  | "validation"
+  | "unknown_event_type"
+  | "unsupported_schema_version"
+  | "cron_schedule"
+  | "template"
+  | "invalid_stream_name"
+  | "invalid_expected_revision"
+  | "invalid_append"
+  // the log refused or could not make a write
+  | "wrong_expected_revision"
+  | "log_moved"
+  | "log_closed"
+  | "append_outcome_unknown"
+  | "foreign_record"
+  // a command that kept losing its compare-and-set to other writers
+  | "conflict_retries_exhausted"
+  // an operation refused for a reason a person can act on
+  | "not_found"
+  | "state";
+
+/**
+ * Typed errors. Each carries a literal `type` from `ChronologErrorType` and structured fields;
+ * the edge (CLI, HTTP API) maps them to exit codes and status codes.
  */
 export abstract class ChronologError extends Error {
-  abstract readonly type: string;
+  abstract readonly type: ChronologErrorType;
 }
 
 export interface FieldIssue {

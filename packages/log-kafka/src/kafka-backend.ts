@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import net from "node:net";
 import {
+  AppendOutcomeUnknownError,
   type AppendResult,
   type ExpectedRevision,
   GENESIS_HASH,
@@ -595,7 +596,7 @@ export class KafkaBackend implements LogBackend {
       if (this.failure || (attempt > 1 && (performance.now() > deadline || isFatal(lastError)))) {
         const error =
           this.failure ??
-          new Error(
+          new AppendOutcomeUnknownError(
             `kafka log ${this.topic}: the append could not be written (it may yet appear in the log): ${
               (lastError as Error)?.message ?? lastError
             }`,
@@ -627,7 +628,9 @@ export class KafkaBackend implements LogBackend {
           if (this.pending.get(p.id) !== p) continue;
           p.timer = setTimeout(() => {
             this.settle(p, {
-              error: new Error(`kafka log ${this.topic}: timed out waiting for an append to be read back`),
+              error: new AppendOutcomeUnknownError(
+                `kafka log ${this.topic}: timed out waiting for an append to be read back (it may yet appear in the log)`,
+              ),
             });
           }, this.timeoutMs);
         }

@@ -1,3 +1,4 @@
+import { ChronologError } from "@chronolog/core";
 import type { ExpectedRevision } from "@chronolog/log";
 
 /**
@@ -87,7 +88,8 @@ export function encodeRecord(appends: readonly EncodedAppend[]): string {
 }
 
 /** A record in the log's topic that this package did not write, or that was damaged. */
-export class ForeignRecordError extends Error {
+export class ForeignRecordError extends ChronologError {
+  readonly type = "foreign_record" as const;
   constructor(
     readonly offset: string,
     reason: string,

@@ -63,6 +63,19 @@ export class LogClosedError extends ChronologError {
   }
 }
 
+/**
+ * A network log could not confirm an append (its brokers did not answer in time, the producer
+ * failed): the append may yet appear in the log, or may never. A writer must read before it
+ * decides again; it must not assume the append was lost.
+ */
+export class AppendOutcomeUnknownError extends ChronologError {
+  readonly type = "append_outcome_unknown" as const;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "AppendOutcomeUnknownError";
+  }
+}
+
 /** The tamper-evident chain does not hold at `position`. */
 export interface ChainBreak {
   readonly position: bigint;

@@ -1,12 +1,19 @@
 import { ChronologError } from "@chronolog/core";
 
-/** An operation refused for a reason a person can act on (no such task, wrong state). */
-export class CliFacingError extends ChronologError {
-  constructor(
-    message: string,
-    readonly type: "not_found" | "state",
-  ) {
+/** An operation refused because what it names does not exist (no such task, run, workflow). */
+export class NotFoundError extends ChronologError {
+  readonly type = "not_found" as const;
+  constructor(message: string) {
     super(message);
-    this.name = "OperationError";
+    this.name = "NotFoundError";
+  }
+}
+
+/** An operation refused because of where its subject stands (paused, running, retired). */
+export class StateError extends ChronologError {
+  readonly type = "state" as const;
+  constructor(message: string) {
+    super(message);
+    this.name = "StateError";
   }
 }

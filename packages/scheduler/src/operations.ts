@@ -12,7 +12,7 @@ import {
   ValidationError,
 } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
-import { CliFacingError } from "./errors.js";
+import { NotFoundError, StateError } from "./errors.js";
 
 /**
  * Moving a task's schedule while an attempt of its current interval is in flight (or has
@@ -28,13 +28,13 @@ export function requireSettled(projection: SchedulerProjection, tasks: readonly 
     }
   }
   if (busy.length > 0) {
-    throw new CliFacingError(`wait for the running intervals to finish first: ${busy.join("; ")}`, "state");
+    throw new StateError(`wait for the running intervals to finish first: ${busy.join("; ")}`);
   }
 }
 
 export function requireTask(projection: SchedulerProjection, id: string): TaskState {
   const task = projection.tasks.get(id);
-  if (!task) throw new CliFacingError(`no task ${id} is declared`, "not_found");
+  if (!task) throw new NotFoundError(`no task ${id} is declared`);
   return task;
 }
 
@@ -45,7 +45,7 @@ async function writeTask(log: EventLog, task: TaskState, events: DomainEvent[]):
 
 export async function pauseTask(log: EventLog, projection: SchedulerProjection, id: string, reason?: string) {
   const task = requireTask(projection, id);
-  if (task.status !== "active") throw new CliFacingError(`task ${id} is ${task.status}, not active`, "state");
+  if (task.status !== "active") throw new StateError(`task ${id} is ${task.status}, not active`);
   return writeTask(log, task, [
     { type: "TaskPaused", data: { key: task.key, ...(reason ? { reason } : {}) } },
   ]);
@@ -53,7 +53,7 @@ export async function pauseTask(log: EventLog, projection: SchedulerProjection, 
 
 export async function resumeTask(log: EventLog, projection: SchedulerProjection, id: string) {
   const task = requireTask(projection, id);
-  if (task.status !== "paused") throw new CliFacingError(`task ${id} is ${task.status}, not paused`, "state");
+  if (task.status !== "paused") throw new StateError(`task ${id} is ${task.status}, not paused`);
   return writeTask(log, task, [{ type: "TaskResumed", data: { key: task.key } }]);
 }
 
@@ -64,7 +64,7 @@ export async function retireTask(
   reason?: string,
 ) {
   const task = requireTask(projection, id);
-  if (task.status === "retired") throw new CliFacingError(`task ${id} is already retired`, "state");
+  if (task.status === "retired") throw new StateError(`task ${id} is already retired`);
   return writeTask(log, task, [
     { type: "TaskRetired", data: { key: task.key, ...(reason ? { reason } : {}) } },
   ]);

@@ -18,7 +18,7 @@ import {
   ValidationError,
 } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
-import { CliFacingError } from "./errors.js";
+import { NotFoundError, StateError } from "./errors.js";
 import { requireSettled } from "./operations.js";
 import { foldInstance } from "./reports.js";
 
@@ -37,7 +37,7 @@ export async function describeRun(
   for (const e of await log.readStream(runStream(runId))) {
     run = evolveRun(run, e, { revision: e.revision, recordedAt: e.metadata.recordedAt });
   }
-  if (!run) throw new CliFacingError(`no run ${runId}`, "not_found");
+  if (!run) throw new NotFoundError(`no run ${runId}`);
   const live = projection.runs.get(runId);
   const instances = await Promise.all(
     run.tasks.map(async (task) => {
@@ -101,13 +101,13 @@ export async function rerun(
 ): Promise<{ tasks: string[] }> {
   const view = await describeRun(log, projection, runId);
   const { run } = view;
-  if (run.status === "running") throw new CliFacingError(`run ${runId} is still running`, "state");
+  if (run.status === "running") throw new StateError(`run ${runId} is still running`);
   const chosen = view.instances.filter(
     ({ instance }) =>
       !failedOnly ||
       (instance !== undefined && instance.status !== "success" && instance.status !== "skipped"),
   );
-  if (chosen.length === 0) throw new CliFacingError(`run ${runId} has nothing to rerun`, "state");
+  if (chosen.length === 0) throw new StateError(`run ${runId} has nothing to rerun`);
   const tasks = chosen.map((c) => projection.tasks.get(c.task)).filter((t): t is TaskState => !!t);
   requireSettled(projection, tasks);
   await writeRunAndResets(
@@ -143,10 +143,10 @@ export async function trigger(
   nowMs: number,
 ): Promise<{ runId: string; logicalDate: string; tasks: string[] }> {
   const spec = projection.workflows.get(workflow);
-  if (!spec) throw new CliFacingError(`no workflow ${workflow} is declared`, "not_found");
+  if (!spec) throw new NotFoundError(`no workflow ${workflow} is declared`);
   const tasks = workflowTasks(projection, workflow);
   const first = tasks[0];
-  if (!first) throw new CliFacingError(`workflow ${workflow} has no tasks`, "state");
+  if (!first) throw new StateError(`workflow ${workflow} has no tasks`);
   const when = at
     ? parseInstant(at, "--logical-date")
     : lastSlotEndingBy(first.spec.cron, first.spec.timezone, new Date(nowMs));
@@ -172,7 +172,7 @@ export async function trigger(
   const logicalDate = slot.toISOString();
   const runId = runIdOf(workflow, logicalDate);
   const existing = projection.runs.get(runId);
-  if (existing?.status === "running") throw new CliFacingError(`run ${runId} is already running`, "state");
+  if (existing?.status === "running") throw new StateError(`run ${runId} is already running`);
   const revision = existing ? existing.revision : await log.streamRevision(runStream(runId));
   requireSettled(projection, tasks);
   await writeRunAndResets(
@@ -250,7 +250,7 @@ export function criticalPath(view: RunView, parentsOf: (task: string) => readonl
     times.set(task, { start, end, startedAt: a.startedAt, endedAt: a.endedAt });
     runStart = Math.min(runStart, Date.parse(a.intendedAt));
   }
-  if (times.size === 0) throw new CliFacingError(`run ${view.run.runId} has no finished attempts`, "state");
+  if (times.size === 0) throw new StateError(`run ${view.run.runId} has no finished attempts`);
   let last = [...times.entries()].sort((a, b) => b[1].end - a[1].end)[0] as [
     string,
     { start: number; end: number; startedAt: string; endedAt: string },

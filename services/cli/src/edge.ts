@@ -1,4 +1,4 @@
-import { ChronologError } from "@chronolog/core";
+import { ChronologError, type ChronologErrorType } from "@chronolog/core";
 
 /** An error meant for the person at the terminal: printed as is, with an exit code. */
 export class CliError extends Error {
@@ -11,22 +11,34 @@ export class CliError extends Error {
   }
 }
 
-/** Exit codes by typed error: the one place they are mapped. */
-const EXIT_CODES: Record<string, number> = {
+/**
+ * Exit codes by typed error: the one place they are mapped, over the whole union (a kind of
+ * error without an exit code fails to compile). 2: bad input, nothing written; 3: a
+ * compare-and-set lost to another writer; 4: what was named does not exist, or cannot be read;
+ * 8: refused for where its subject stands; 1: the log could not do what was asked.
+ */
+export const EXIT_CODES: Readonly<Record<ChronologErrorType, number>> = {
   validation: 2,
   unknown_event_type: 2,
+  cron_schedule: 2,
+  template: 2,
   invalid_stream_name: 2,
   invalid_expected_revision: 2,
   invalid_append: 2,
-  template: 2,
-  declaration: 2,
   wrong_expected_revision: 3,
+  log_moved: 3,
+  conflict_retries_exhausted: 3,
+  not_found: 4,
   unsupported_schema_version: 4,
+  state: 8,
+  log_closed: 1,
+  append_outcome_unknown: 1,
+  foreign_record: 1,
 };
 
 export function exitCodeOf(error: unknown): number {
   if (error instanceof CliError) return error.exitCode;
-  if (error instanceof ChronologError) return EXIT_CODES[error.type] ?? 1;
+  if (error instanceof ChronologError) return EXIT_CODES[error.type];
   return 1;
 }
 
