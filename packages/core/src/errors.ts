@@ -87,3 +87,8 @@ export function formatPath(path: ReadonlyArray<PropertyKey>): string {
   }
   return out;
 }
+
+/** The `default` of a switch that covers every case of a union: a missing case fails to compile. */
+export function unreachable(value: never): never {
+  throw new Error(`unreachable: ${JSON.stringify(value)}`);
+}

@@ -9,6 +9,7 @@ import {
   truncate,
 } from "./schedule/cron.js";
 import { parseInstant, shortInstant, toInstant } from "./schedule/interval.js";
+import type { TaskState } from "./task/state.js";
 
 /**
  * The dependency gate (seed 000 plus the three fixes in ARCHITECTURE.md), pure. It answers "has
@@ -200,4 +201,44 @@ function seedTruncate(date: Date, unit: SeedUnit): number {
     case "minute":
       return Date.UTC(y, mo, d, date.getUTCHours(), date.getUTCMinutes());
   }
+}
+
+/**
+ * The gate's view of every parent of `task`, read from `tasks` (the projection's), or from
+ * `ahead` for a parent whose next state is decided but not yet in the projection.
+ */
+export function gateParents(
+  tasks: ReadonlyMap<string, TaskState>,
+  task: TaskState,
+  ahead?: ReadonlyMap<string, TaskState>,
+): GateParent[] {
+  return task.spec.parents.map((key) => {
+    const id = formatTaskKey(key);
+    const parent = ahead?.get(id) ?? tasks.get(id);
+    return {
+      key,
+      state: parent && {
+        cron: parent.spec.cron,
+        timezone: parent.spec.timezone,
+        status: parent.status,
+        prevIntervalStart: parent.prevIntervalStart,
+        ...(parent.failure
+          ? { failedInterval: { logicalDate: parent.failure.logicalDate, state: parent.failure.state } }
+          : {}),
+      },
+    };
+  });
+}
+
+/** The gate for a task's current interval, its parents read from `tasks` (or `ahead`). */
+export function gateFor(
+  tasks: ReadonlyMap<string, TaskState>,
+  task: TaskState,
+  ahead?: ReadonlyMap<string, TaskState>,
+): GateDecision {
+  if (task.spec.parents.length === 0) return { open: true };
+  return evaluateGate(
+    { logicalDate: task.logicalDate, cron: task.spec.cron, timezone: task.spec.timezone },
+    gateParents(tasks, task, ahead),
+  );
 }

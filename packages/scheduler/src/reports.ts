@@ -16,10 +16,10 @@ import {
   type AppendResult,
   type EventLog,
   type RecordedEvent,
-  type StreamWrite,
   WrongExpectedRevisionError,
 } from "@chronolog/log";
 import type { AttemptReport } from "@chronolog/worker";
+import type { Alongside } from "./success-commit.js";
 
 const DEFAULT_RETRY: RetryPolicy = {
   maxAttempts: 1,
@@ -30,21 +30,7 @@ const DEFAULT_RETRY: RetryPolicy = {
 };
 const MAX_CONFLICT_RETRIES = 8;
 
-/**
- * Writes to make in the same atomic append as a task's success (the intents of its children
- * that the success lets start), and what to do once that append has been made or has failed.
- */
-export interface Alongside {
-  readonly writes: readonly StreamWrite[];
-  /**
-   * The position of the last event the writes were decided on: the append is made only if the
-   * log has not moved past it, so that they are decided on everything before them, as a pass
-   * that the success wakes would decide.
-   */
-  readonly expectedHead: bigint;
-  /** The append's results for `writes`, in order; null when it was not made. */
-  settle(results: readonly AppendResult[] | null): void;
-}
+export type { Alongside } from "./success-commit.js";
 
 export interface ReportApplierOptions {
   readonly log: EventLog;

@@ -1,76 +1,58 @@
-import { describeGateReason, evaluateGate, type GateDecision, type GateParent } from "../gate.js";
-import { currentAttempt } from "../instance/state.js";
+import { describeGateReason } from "../gate.js";
+import type { AttemptView } from "../instance/state.js";
 import { formatTaskKey } from "../keys.js";
 import { shortInstant } from "../schedule/interval.js";
-import type { TaskState } from "../task/state.js";
-import type { SchedulerProjection } from "./scheduler-projection.js";
+import {
+  connectionHolders,
+  decideTask,
+  type Hold,
+  projectedSlots,
+  type Slots,
+  type TaskDecision,
+  type TaskView,
+} from "../task/decide-task.js";
 
+/** Where a task stands, in one word (the `NOW` column of `chronolog tasks`). */
 export type TaskCondition =
   | "retired"
   | "paused"
   | "failed"
+  | "upstream_failed"
+  | "skipped"
   | "running"
   | "queued"
   | "retry_wait"
   | "succeeded"
   | "not_due"
   | "ended"
+  | "catching_up"
   | "blocked"
+  | "held"
   | "ready"
   | "unknown";
 
 export interface Explanation {
   readonly task: string;
   readonly condition: TaskCondition;
-  /** One sentence per reason, e.g. "waiting for sales/acme/orders_raw/ALL to finish 2026-11-28T02:00Z; ...". */
+  /** One sentence per reason, e.g. "waiting for a slot on connection pg (1 of 1 in use: ...)". */
   readonly reasons: readonly string[];
   readonly logicalDate: string | null;
   readonly nextRunDate: string | null;
-  readonly gate: GateDecision | null;
+  /** The core's decision itself (null: no such task). */
+  readonly decision: TaskDecision | null;
 }
 
 /**
- * The gate's view of every parent of `task`, read from the projection, or from `ahead` for a
- * parent whose next state is decided but not yet in the projection.
+ * Why is this task (not) running? The core's `decideTask`, put in words: the same decision the
+ * scheduler acts on, read from the projection alone. Writes nothing.
  */
-export function gateParents(
-  projection: SchedulerProjection,
-  task: TaskState,
-  ahead?: ReadonlyMap<string, TaskState>,
-): GateParent[] {
-  return task.spec.parents.map((key) => {
-    const id = formatTaskKey(key);
-    const parent = ahead?.get(id) ?? projection.tasks.get(id);
-    return {
-      key,
-      state: parent && {
-        cron: parent.spec.cron,
-        timezone: parent.spec.timezone,
-        status: parent.status,
-        prevIntervalStart: parent.prevIntervalStart,
-        ...(parent.failure
-          ? { failedInterval: { logicalDate: parent.failure.logicalDate, state: parent.failure.state } }
-          : {}),
-      },
-    };
-  });
-}
-
-export function gateFor(
-  projection: SchedulerProjection,
-  task: TaskState,
-  ahead?: ReadonlyMap<string, TaskState>,
-): GateDecision {
-  if (task.spec.parents.length === 0) return { open: true };
-  return evaluateGate(
-    { logicalDate: task.logicalDate, cron: task.spec.cron, timezone: task.spec.timezone },
-    gateParents(projection, task, ahead),
-  );
-}
-
-/** Why is this task (not) running? Answered from the projection alone; writes nothing. */
-export function explainTask(projection: SchedulerProjection, taskId: string, nowMs: number): Explanation {
-  const task = projection.tasks.get(taskId);
+export function explainTask(
+  view: TaskView,
+  taskId: string,
+  nowMs: number,
+  slots: Slots = projectedSlots(view),
+): Explanation {
+  const task = view.tasks.get(taskId);
   if (!task) {
     return {
       task: taskId,
@@ -78,82 +60,161 @@ export function explainTask(projection: SchedulerProjection, taskId: string, now
       reasons: [`no task ${taskId} is declared`],
       logicalDate: null,
       nextRunDate: null,
-      gate: null,
+      decision: null,
     };
   }
-  const base = { task: taskId, logicalDate: task.logicalDate, nextRunDate: task.nextRunDate };
-  const at = shortInstant(task.logicalDate);
-  if (task.status === "retired")
-    return { ...base, condition: "retired", reasons: ["the task is retired"], gate: null };
-  const instance = projection.currentInstance(task);
-  if (instance) {
-    const attempt = currentAttempt(instance);
-    switch (instance.status) {
-      case "running":
-        return {
-          ...base,
-          condition: "running",
-          reasons: [`attempt ${attempt?.attempt} for ${at} is running on ${attempt?.workerId ?? "a worker"}`],
-          gate: null,
-        };
-      case "queued":
-        return {
-          ...base,
-          condition: "queued",
-          reasons: [`attempt ${attempt?.attempt} for ${at} is dispatched; waiting for a worker to start it`],
-          gate: null,
-        };
-      case "retry_wait":
-        return {
-          ...base,
-          condition: "retry_wait",
-          reasons: [
-            `attempt ${attempt?.attempt} for ${at} failed (${attempt?.endReason ?? "unknown"}); retry due ${instance.retryAt ? shortInstant(instance.retryAt) : "now"}`,
-          ],
-          gate: null,
-        };
-      case "success":
-        return {
-          ...base,
-          condition: "succeeded",
-          reasons: [`${at} succeeded; advancing the schedule`],
-          gate: null,
-        };
-      default:
-        return {
-          ...base,
-          condition: "failed",
-          reasons: [`${at} ended ${instance.status}: ${instance.reason ?? "no reason recorded"}`],
-          gate: null,
-        };
+  const decision = decideTask(view, task, nowMs, slots);
+  const { condition, reasons } = describeDecision(decision, view, task.logicalDate, nowMs);
+  return {
+    task: taskId,
+    condition,
+    reasons,
+    logicalDate: task.logicalDate,
+    nextRunDate: task.nextRunDate,
+    decision,
+  };
+}
+
+/** A decision in words: its condition and one sentence per reason. */
+export function describeDecision(
+  d: TaskDecision,
+  view: Pick<TaskView, "instances">,
+  logicalDate: string,
+  nowMs: number,
+): { condition: TaskCondition; reasons: string[] } {
+  const at = shortInstant(logicalDate);
+  switch (d.kind) {
+    case "complete":
+      return d.outcome === "success"
+        ? { condition: "succeeded", reasons: [`${at} succeeded; advancing the schedule`] }
+        : { condition: "skipped", reasons: [`${at} was skipped; advancing the schedule`] };
+    case "fail":
+      return {
+        condition: d.event.data.state === "upstream_failed" ? "upstream_failed" : "failed",
+        reasons: [
+          `${at} ended ${d.event.data.state}: ${d.event.data.reason}`,
+          ...attemptLines(d.attempt, d.event.data.reason),
+        ],
+      };
+    case "failed": {
+      const f = d.failure;
+      return {
+        condition: f.state === "upstream_failed" ? "upstream_failed" : "failed",
+        reasons: [
+          `blocked by its own ${f.state} interval ${shortInstant(f.logicalDate)} (a task never advances past an interval it did not complete; rerun or abandon it)`,
+          `${shortInstant(f.logicalDate)} ended ${f.state}: ${f.reason}`,
+          ...attemptLines(d.attempt, f.reason),
+        ],
+      };
+    }
+    case "running":
+      return {
+        condition: "running",
+        reasons: [
+          `attempt ${d.attempt?.attempt} for ${at} is running on ${d.attempt?.workerId ?? "a worker"}${d.attempt?.status === "lease_expired" ? " (its lease expired: waiting for the worker to report, or for an operator)" : ""}`,
+        ],
+      };
+    case "queued":
+      return {
+        condition: "queued",
+        reasons: [`attempt ${d.attempt?.attempt} for ${at} is dispatched; waiting for a worker to start it`],
+      };
+    case "retry_at":
+      return {
+        condition: "retry_wait",
+        reasons: [
+          `attempt ${d.attempt?.attempt} for ${at} failed (${d.attempt?.endReason ?? "unknown"}); retry due ${toSecond(d.at)}`,
+        ],
+      };
+    case "retired":
+      return { condition: "retired", reasons: ["the task is retired"] };
+    case "paused":
+      return {
+        condition: "paused",
+        reasons: [`the task is paused${d.reason ? `: ${d.reason}` : " (no reason given)"}`],
+      };
+    case "schedule_ended":
+      return { condition: "ended", reasons: [`the schedule ended at ${shortInstant(d.endDate)}`] };
+    case "not_due":
+      return { condition: "not_due", reasons: [`the interval ${at} is not due until ${shortInstant(d.at)}`] };
+    case "catchup_jump":
+      return {
+        condition: "catching_up",
+        reasons: [
+          `catch-up is off: the task jumps from ${at} to the latest interval, ${shortInstant(d.event.data.logicalDate)}`,
+        ],
+      };
+    case "blocked":
+      return { condition: "blocked", reasons: d.reasons.map(describeGateReason) };
+    case "held":
+      return { condition: "held", reasons: [describeHold(d.hold, view, nowMs)] };
+    case "ready":
+      return {
+        condition: "ready",
+        reasons: [
+          d.retry
+            ? `attempt ${(d.retry.attempts.at(-1)?.attempt ?? 0) + 1} for ${at} is due (a retry)`
+            : `${at} is due and its parents are done`,
+        ],
+      };
+    default: {
+      const never: never = d;
+      return never;
     }
   }
-  if (task.failure) {
-    return {
-      ...base,
-      condition: "failed",
-      reasons: [
-        `${shortInstant(task.failure.logicalDate)} ended ${task.failure.state}: ${task.failure.reason}`,
-      ],
-      gate: null,
-    };
+}
+
+/** One sentence for what holds a task back, with the numbers. */
+export function describeHold(h: Hold, view: Pick<TaskView, "instances">, nowMs: number): string {
+  switch (h.on) {
+    case "connection": {
+      const holders = connectionHolders(view, h.connection).map((i) => {
+        const a = i.attempts.at(-1);
+        return `${formatTaskKey(i.key)} since ${clock(a?.startedAt ?? a?.intendedAt ?? null, nowMs)}`;
+      });
+      const more = h.inUse - holders.length;
+      if (more > 0) holders.push(`${more} being dispatched`);
+      return `waiting for a slot on connection ${h.connection} (${h.inUse} of ${h.limit} in use${holders.length > 0 ? `: ${holders.join(", ")}` : ""})`;
+    }
+    case "connection_undeclared":
+      return `waiting for connection ${h.connection} to be declared`;
+    case "run_slots":
+      return `waiting for a slot in run ${h.workflow}@${shortInstant(h.logicalDate)} (${h.inUse} of ${h.limit} in use)`;
+    case "active_runs":
+      return `waiting for a run of workflow ${h.workflow} to finish (${h.active} of ${h.limit} runs going)`;
+    case "run_failed_fast":
+      return `run ${h.runId} failed fast: nothing new starts in it`;
+    case "earlier_attempt":
+      return `attempt ${h.attempt ?? "?"} of ${shortInstant(h.logicalDate)}, from before the task was moved back, is still in flight`;
+    default: {
+      const never: never = h;
+      return never;
+    }
   }
-  if (task.status === "paused")
-    return { ...base, condition: "paused", reasons: ["the task is paused"], gate: null };
-  if (task.spec.endDate && Date.parse(task.logicalDate) > Date.parse(task.spec.endDate)) {
-    const end = shortInstant(task.spec.endDate);
-    return { ...base, condition: "ended", reasons: [`the schedule ended at ${end}`], gate: null };
-  }
-  if (Date.parse(task.nextRunDate) > nowMs) {
-    return {
-      ...base,
-      condition: "not_due",
-      reasons: [`the interval ${at} is not due until ${shortInstant(task.nextRunDate)}`],
-      gate: null,
-    };
-  }
-  const gate = gateFor(projection, task);
-  if (!gate.open)
-    return { ...base, condition: "blocked", reasons: gate.reasons.map(describeGateReason), gate };
-  return { ...base, condition: "ready", reasons: [`${at} is due and its parents are done`], gate };
+}
+
+/** The attempt that ended an interval: how it ended (unless `said`), and the last line of its stderr. */
+function attemptLines(a: AttemptView | null, said: string): string[] {
+  if (!a) return [];
+  const ended = a.endReason ?? a.status;
+  const out = ended === said ? [] : [`attempt ${a.attempt} ended: ${ended}`];
+  const last = a.stderrTail
+    .split("\n")
+    .map((l) => l.trimEnd())
+    .filter((l) => l !== "")
+    .at(-1);
+  if (last) out.push(`last line of stderr: ${last}`);
+  return out;
+}
+
+/** An instant to the second: `2026-11-30T07:02:11Z`. */
+function toSecond(iso: string): string {
+  return new Date(Date.parse(iso)).toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/** `07:02:11Z` on the day of `nowMs`, the whole instant otherwise. */
+function clock(iso: string | null, nowMs: number): string {
+  if (!iso) return "an unknown time";
+  const whole = toSecond(iso);
+  return whole.slice(0, 10) === new Date(nowMs).toISOString().slice(0, 10) ? whole.slice(11) : whole;
 }

@@ -234,7 +234,7 @@ export class SchedulerProjection {
 }
 
 /** Bumped whenever the projection's shape or fold changes: an old snapshot is then rebuilt from the log. */
-export const SNAPSHOT_FORMAT = 4;
+export const SNAPSHOT_FORMAT = 5;
 
 type Stringly<T, K extends keyof T> = Omit<T, K> & { [P in K]: string };
 

@@ -1,2 +1,3 @@
+export * from "./decide-task.js";
 export * from "./state.js";
 export * from "./success-path.js";

@@ -23,6 +23,8 @@ export interface TaskState {
   readonly id: string;
   readonly spec: TaskSpec;
   readonly status: TaskStatus;
+  /** Why the task was paused, when it is paused and the pause said why. */
+  readonly pausedReason?: string;
   /** The interval the task runs for next. */
   readonly logicalDate: string;
   /** The interval it last finished (null: none yet). */
@@ -70,22 +72,22 @@ export function evolveTask(
     }
     case "TaskDeclarationChanged":
       return state && { ...state, spec: event.data.spec, revision: at.revision };
-    case "TaskPaused":
-      return (
-        state && {
-          ...state,
-          status: state.status === "retired" ? "retired" : "paused",
-          revision: at.revision,
-        }
-      );
-    case "TaskResumed":
-      return (
-        state && {
-          ...state,
-          status: state.status === "retired" ? "retired" : "active",
-          revision: at.revision,
-        }
-      );
+    case "TaskPaused": {
+      if (!state || state.status === "retired") return state && { ...state, revision: at.revision };
+      const { pausedReason: _, ...rest } = state;
+      const reason = event.data.reason;
+      return {
+        ...rest,
+        status: "paused",
+        ...(reason ? { pausedReason: reason } : {}),
+        revision: at.revision,
+      };
+    }
+    case "TaskResumed": {
+      if (!state) return state;
+      const { pausedReason: _, ...rest } = state;
+      return { ...rest, status: state.status === "retired" ? "retired" : "active", revision: at.revision };
+    }
     case "TaskRetired":
       return state && { ...state, status: "retired", revision: at.revision };
     case "IntervalReset": {

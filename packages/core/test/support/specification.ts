@@ -2,8 +2,8 @@ import {
   ChronologError,
   type ChronologErrorType,
   type DomainEvent,
-  type InstanceState,
   evolveInstance,
+  type InstanceState,
   type LoggedEvent,
   SchedulerProjection,
 } from "@chronolog/core";
@@ -73,7 +73,7 @@ export interface Then<Out> {
   thenThrows(type: ChronologErrorType, message?: RegExp): void;
 }
 
-export interface Specification<State, In, Out> {
+export interface Specification<In, Out> {
   given(...histories: ReadonlyArray<Given | readonly Given[]>): {
     when(input: In): Then<Out>;
   };
@@ -82,7 +82,7 @@ export interface Specification<State, In, Out> {
 export function specification<State, In, Out>(decider: {
   readonly fold: (history: readonly Given[]) => State;
   readonly decide: (state: State, input: In) => Out;
-}): Specification<State, In, Out> {
+}): Specification<In, Out> {
   return {
     given: (...histories) => {
       const history = histories.flat() as Given[];
@@ -90,6 +90,7 @@ export function specification<State, In, Out>(decider: {
         when: (input) => {
           const run = () => decider.decide(decider.fold(history), input);
           return {
+            // biome-ignore lint/suspicious/noThenProperty: given/when/then's "then"; this object is never awaited.
             then: (expected) => expect(run()).toEqual(expected),
             thenMatches: (check) => check(run()),
             thenThrows: (type, message) => {

@@ -1,0 +1,326 @@
+import type { DomainEventOf } from "../events/catalog.js";
+import { type GateReason, gateFor } from "../gate.js";
+import { type AttemptView, currentAttempt, type InstanceState, isTerminal } from "../instance/state.js";
+import { type RunState, runIdOf } from "../run/state.js";
+import { lastSlotEndingBy, nextCronTime, slotBefore } from "../schedule/cron.js";
+import { toInstant } from "../schedule/interval.js";
+import type { ConnectionSpec, WorkflowSpec } from "../spec.js";
+import { instanceStream } from "../streams.js";
+import type { TaskFailure, TaskState } from "./state.js";
+import { decideIntervalCompleted, decideIntervalFailed } from "./success-path.js";
+
+/**
+ * Where a task stands and what happens next: the one decision, made here and nowhere else. The
+ * scheduler acts on it (writes the event it carries, dispatches a `ready` task, waits on a
+ * `held` one); `why`, `tasks` and `task` print it. Pure: the projection's slice and `now` in,
+ * a closed union out.
+ */
+export type TaskDecision =
+  /** The current interval's attempt succeeded (or was skipped): record it and advance. */
+  | {
+      readonly kind: "complete";
+      readonly outcome: "success" | "skipped";
+      readonly event: DomainEventOf<"IntervalCompleted">;
+    }
+  /** The current interval ended badly: record that the task stops at it. */
+  | {
+      readonly kind: "fail";
+      readonly event: DomainEventOf<"IntervalFailed">;
+      readonly attempt: AttemptView | null;
+    }
+  /** Stopped at an interval it did not complete, until an operator reruns or abandons it. */
+  | { readonly kind: "failed"; readonly failure: TaskFailure; readonly attempt: AttemptView | null }
+  | { readonly kind: "running"; readonly instance: InstanceState; readonly attempt: AttemptView | null }
+  | { readonly kind: "queued"; readonly instance: InstanceState; readonly attempt: AttemptView | null }
+  /** The last attempt failed; the next one is due at `at`. */
+  | {
+      readonly kind: "retry_at";
+      readonly at: string;
+      readonly instance: InstanceState;
+      readonly attempt: AttemptView | null;
+    }
+  | { readonly kind: "retired" }
+  | { readonly kind: "paused"; readonly reason: string | null }
+  | { readonly kind: "schedule_ended"; readonly endDate: string }
+  | { readonly kind: "not_due"; readonly at: string }
+  /** Catch-up is off and the task is more than one interval behind: jump to the latest. */
+  | { readonly kind: "catchup_jump"; readonly event: DomainEventOf<"IntervalReset"> }
+  /** A parent has not finished the interval that covers the task's (blocked is not a transition). */
+  | { readonly kind: "blocked"; readonly reasons: readonly GateReason[] }
+  /** Free to start but for a limit, or an attempt of the interval still in flight. */
+  | { readonly kind: "held"; readonly hold: Hold }
+  /** Dispatch now: a first attempt, or `retry`'s next one. */
+  | { readonly kind: "ready"; readonly retry: InstanceState | null; readonly run: RunAdmission | null };
+
+export type Hold =
+  | {
+      readonly on: "connection";
+      readonly connection: string;
+      readonly inUse: number;
+      readonly limit: number;
+    }
+  | { readonly on: "connection_undeclared"; readonly connection: string }
+  | {
+      readonly on: "run_slots";
+      readonly runId: string;
+      readonly workflow: string;
+      readonly logicalDate: string;
+      readonly inUse: number;
+      readonly limit: number;
+    }
+  | { readonly on: "active_runs"; readonly workflow: string; readonly active: number; readonly limit: number }
+  | { readonly on: "run_failed_fast"; readonly runId: string }
+  /** An attempt of this interval from before the task was moved (a backfill) is still running. */
+  | { readonly on: "earlier_attempt"; readonly logicalDate: string; readonly attempt: number | null };
+
+/** The run a ready task of a workflow joins, and whether its dispatch starts it. */
+export interface RunAdmission {
+  readonly runId: string;
+  readonly workflow: string;
+  readonly logicalDate: string;
+  /** Null: the run is going. Otherwise RunStarted is written first, at this expected revision. */
+  readonly start: null | {
+    readonly trigger: "schedule" | "backfill";
+    readonly revision: bigint | "no_stream";
+  };
+}
+
+/** The slice of the projection a decision reads (the scheduler's projection is one). */
+export interface TaskView {
+  readonly tasks: ReadonlyMap<string, TaskState>;
+  readonly instances: ReadonlyMap<string, InstanceState>;
+  readonly connections: ReadonlyMap<string, ConnectionSpec>;
+  readonly workflows: ReadonlyMap<string, WorkflowSpec>;
+  readonly runs: ReadonlyMap<string, RunState>;
+  currentInstance(task: TaskState): InstanceState | undefined;
+}
+
+/**
+ * How many slots of each limit are in use. Read from the projection alone by `projectedSlots`;
+ * the scheduler's own counts add the dispatches it is writing that the projection does not
+ * show yet, and those it admits during one pass.
+ */
+export interface Slots {
+  /** Attempts queued or running on the connection. */
+  connectionInUse(connection: string): number;
+  /** Tasks of the run holding one of its `maxActiveTasks` slots. */
+  runSlotsInUse(runId: string, run: RunState | undefined): number;
+  /** Runs of the workflow going. */
+  activeRuns(workflow: string): number;
+  /** Whether the run's RunStarted is already decided (it does not count against maxActiveRuns again). */
+  runStarting(runId: string): boolean;
+}
+
+export interface DecideOptions {
+  /** Parents whose next state is decided but not yet in the view (a success being written). */
+  readonly ahead?: ReadonlyMap<string, TaskState>;
+}
+
+/** The whole decision for `task` at `now`: its standing, then the limits it must fit in. */
+export function decideTask(
+  view: TaskView,
+  task: TaskState,
+  now: number,
+  slots: Slots = projectedSlots(view),
+  options: DecideOptions = {},
+): TaskDecision {
+  const standing = decideStanding(view, task, now, options);
+  return standing.kind === "ready" ? admitTask(view, task, standing, slots) : standing;
+}
+
+/**
+ * Everything but the limits: what the task's current interval needs, and whether it is free to
+ * start. A `ready` answer still has to pass `admitTask`; the scheduler makes the two calls apart
+ * (standing for every task it looks at, then admission in the order free slots are given out),
+ * which is `decideTask` exactly.
+ */
+export function decideStanding(
+  view: TaskView,
+  task: TaskState,
+  now: number,
+  options: DecideOptions = {},
+): TaskDecision {
+  if (task.status === "retired") return { kind: "retired" };
+  const inst = view.currentInstance(task);
+  if (inst) {
+    const attempt = currentAttempt(inst) ?? null;
+    switch (inst.status) {
+      case "success":
+        return {
+          kind: "complete",
+          outcome: "success",
+          event: decideIntervalCompleted(task, attempt?.attempt),
+        };
+      case "skipped":
+        return { kind: "complete", outcome: "skipped", event: decideIntervalCompleted(task) };
+      case "queued":
+        return { kind: "queued", instance: inst, attempt };
+      case "running":
+        return { kind: "running", instance: inst, attempt };
+      case "retry_wait": {
+        if (inst.retryAt && Date.parse(inst.retryAt) > now)
+          return { kind: "retry_at", at: inst.retryAt, instance: inst, attempt };
+        if (task.status === "paused") return paused(task);
+        return { kind: "ready", retry: inst, run: null };
+      }
+      case "failed":
+      case "upstream_failed":
+      case "abandoned":
+      case "cancelled":
+        if (task.failure && task.failure.logicalDate === task.logicalDate)
+          return { kind: "failed", failure: task.failure, attempt };
+        return { kind: "fail", event: decideIntervalFailed(task, inst), attempt };
+      default: {
+        const never: never = inst.status;
+        return never;
+      }
+    }
+  }
+  if (task.failure && task.failure.logicalDate === task.logicalDate)
+    return { kind: "failed", failure: task.failure, attempt: null };
+  if (task.status === "paused") return paused(task);
+  if (task.spec.endDate && Date.parse(task.logicalDate) > Date.parse(task.spec.endDate))
+    return { kind: "schedule_ended", endDate: task.spec.endDate };
+  if (Date.parse(task.nextRunDate) > now) return { kind: "not_due", at: task.nextRunDate };
+  if (!task.spec.catchup && !task.backfill) {
+    const jump = catchupJump(task, now);
+    if (jump) return { kind: "catchup_jump", event: jump };
+  }
+  const gate = gateFor(view.tasks, task, options.ahead);
+  if (!gate.open) return { kind: "blocked", reasons: gate.reasons };
+  // An attempt of this interval from before a backfill moved the task away and back: never
+  // start a second one beside it.
+  const earlier = view.instances.get(instanceStream(task.key, task.logicalDate));
+  if (earlier && !isTerminal(earlier))
+    return {
+      kind: "held",
+      hold: {
+        on: "earlier_attempt",
+        logicalDate: task.logicalDate,
+        attempt: currentAttempt(earlier)?.attempt ?? null,
+      },
+    };
+  return { kind: "ready", retry: null, run: null };
+}
+
+/**
+ * The limits a task free to start must fit in, in this order: its workflow's `maxActiveRuns`
+ * (to start a run), a run that failed fast, the run's `maxActiveTasks`, and its connection's
+ * `maxParallelism`. Returns `ready` (with the run it joins) or `held`; anything else passes through.
+ */
+export function admitTask(
+  view: TaskView,
+  task: TaskState,
+  standing: TaskDecision,
+  slots: Slots,
+): TaskDecision {
+  if (standing.kind !== "ready") return standing;
+  let run: RunAdmission | null = null;
+  const wf = task.spec.workflow;
+  if (wf !== undefined) {
+    const spec = view.workflows.get(wf);
+    const runId = runIdOf(wf, task.logicalDate);
+    const state = view.runs.get(runId);
+    let start: RunAdmission["start"] = null;
+    if (state?.status !== "running") {
+      if (!slots.runStarting(runId)) {
+        const active = slots.activeRuns(wf);
+        if (spec && active >= spec.maxActiveRuns)
+          return {
+            kind: "held",
+            hold: { on: "active_runs", workflow: wf, active, limit: spec.maxActiveRuns },
+          };
+      }
+      start = { trigger: state ? "backfill" : "schedule", revision: state ? state.revision : "no_stream" };
+    }
+    if (failedFast(spec, state)) return { kind: "held", hold: { on: "run_failed_fast", runId } };
+    const limit = spec?.maxActiveTasks ?? Number.POSITIVE_INFINITY;
+    const inUse = slots.runSlotsInUse(runId, state);
+    if (inUse >= limit)
+      return {
+        kind: "held",
+        hold: { on: "run_slots", runId, workflow: wf, logicalDate: task.logicalDate, inUse, limit },
+      };
+    run = { runId, workflow: wf, logicalDate: task.logicalDate, start };
+  }
+  const conn = task.spec.connection;
+  if (conn) {
+    const spec = view.connections.get(conn);
+    if (!spec) return { kind: "held", hold: { on: "connection_undeclared", connection: conn } };
+    const inUse = slots.connectionInUse(conn);
+    if (inUse >= spec.maxParallelism)
+      return {
+        kind: "held",
+        hold: { on: "connection", connection: conn, inUse, limit: spec.maxParallelism },
+      };
+  }
+  return { kind: "ready", retry: standing.retry, run };
+}
+
+/** Slots in use as the projection shows them (what `why` reads). */
+export function projectedSlots(view: TaskView): Slots {
+  return {
+    connectionInUse: (connection) => connectionHolders(view, connection).length,
+    runSlotsInUse: (_runId, run) => runSlotsGoing(run),
+    activeRuns: (workflow) => {
+      let n = 0;
+      for (const r of view.runs.values()) if (r.workflow === workflow && r.status === "running") n += 1;
+      return n;
+    },
+    runStarting: () => false,
+  };
+}
+
+/** The instances holding a slot of the connection: attempts queued or running on it. */
+export function connectionHolders(view: Pick<TaskView, "instances">, connection: string): InstanceState[] {
+  const out: InstanceState[] = [];
+  for (const inst of view.instances.values())
+    if (holdsConnectionSlot(inst) && inst.connection === connection) out.push(inst);
+  return out;
+}
+
+/** Whether an instance holds a slot of its connection (an attempt queued or running). */
+export function holdsConnectionSlot(inst: InstanceState | undefined): boolean {
+  return !!inst && inst.connection !== null && (inst.status === "queued" || inst.status === "running");
+}
+
+/** Tasks of a running run with an attempt queued or running, but `except`'s. */
+export function runSlotsGoing(run: RunState | undefined, except?: string): number {
+  if (run?.status !== "running") return 0;
+  let n = 0;
+  for (const t in run.outcomes) {
+    const o = run.outcomes[t];
+    if (t !== except && (o === "queued" || o === "running")) n += 1;
+  }
+  return n;
+}
+
+/** Whether a fail_fast run has had a failure: nothing new starts in it. */
+export function failedFast(spec: WorkflowSpec | undefined, run: RunState | undefined): boolean {
+  return (
+    spec?.failurePolicy === "fail_fast" &&
+    run?.status === "running" &&
+    Object.values(run.outcomes).some((o) => o === "failed" || o === "abandoned")
+  );
+}
+
+/** With catch-up off, a task more than one interval behind jumps to the latest due interval. */
+export function catchupJump(task: TaskState, now: number): DomainEventOf<"IntervalReset"> | null {
+  const latest = lastSlotEndingBy(task.spec.cron, task.spec.timezone, new Date(now));
+  if (latest.getTime() <= Date.parse(task.logicalDate)) return null;
+  return {
+    type: "IntervalReset",
+    data: {
+      key: task.key,
+      logicalDate: toInstant(latest),
+      nextRunDate: toInstant(nextCronTime(task.spec.cron, task.spec.timezone, latest)),
+      prevIntervalStart:
+        task.prevIntervalStart ?? toInstant(slotBefore(task.spec.cron, task.spec.timezone, latest)),
+      reason: "catchup_disabled",
+    },
+  };
+}
+
+function paused(task: TaskState): TaskDecision {
+  return { kind: "paused", reason: task.pausedReason ?? null };
+}

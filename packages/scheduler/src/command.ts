@@ -1,0 +1,87 @@
+import { ChronologError } from "@chronolog/core";
+import {
+  type AppendResult,
+  type EventLog,
+  type StreamWrite,
+  WrongExpectedRevisionError,
+} from "@chronolog/log";
+
+/** A command that kept losing its compare-and-set to other writers, however often it decided again. */
+export class ConflictRetriesExhaustedError extends ChronologError {
+  readonly type = "conflict_retries_exhausted" as const;
+  constructor(
+    readonly command: string,
+    readonly tries: number,
+    readonly last: WrongExpectedRevisionError,
+  ) {
+    super(`${command}: still in conflict after ${tries} tries (${last.message})`, { cause: last });
+    this.name = "ConflictRetriesExhaustedError";
+  }
+}
+
+/** What a decision writes (nothing, when `writes` is empty), and what it answers its caller. */
+export interface Decided<R> {
+  readonly writes: readonly StreamWrite[];
+  readonly result: R;
+}
+
+export interface Command<S, R> {
+  /** Names the command in errors, e.g. `pause p/a/x/ALL`. */
+  readonly name: string;
+  /**
+   * The state the decision is made on. `fresh` is false the first time (the projection in
+   * memory may do) and true after a conflict (read what the log holds now).
+   */
+  read(fresh: boolean): S | Promise<S>;
+  /** The pure decision: the writes, each with the revision it expects, and the answer. */
+  decide(state: S): Decided<R>;
+  /** How the writes are appended (default: one atomic append of them all). */
+  append?(writes: readonly StreamWrite[]): Promise<readonly AppendResult[]>;
+  /**
+   * A conflict: "retry" decides again on fresh state; "give_up" returns it to the caller (who
+   * looks again later, as a scheduler pass does). Default: give up.
+   */
+  onConflict?(error: WrongExpectedRevisionError, tries: number): "retry" | "give_up";
+  /** Retries at most this many times, then fails with ConflictRetriesExhaustedError (default 5). */
+  readonly maxRetries?: number;
+}
+
+export type CommandOutcome<R> =
+  | { readonly kind: "written"; readonly result: R; readonly results: readonly AppendResult[] }
+  | { readonly kind: "unchanged"; readonly result: R }
+  | { readonly kind: "conflict"; readonly error: WrongExpectedRevisionError };
+
+/**
+ * The thin shell around a decision: read, decide, append with the expected revisions, and on a
+ * compare-and-set conflict either decide again on fresh state or give up with the conflict. Any
+ * other error (a refusal the decision throws, a log failure) is the caller's.
+ */
+export async function handleCommand<S, R>(log: EventLog, command: Command<S, R>): Promise<CommandOutcome<R>> {
+  const limit = command.maxRetries ?? 5;
+  for (let tries = 0; ; tries++) {
+    const decided = command.decide(await command.read(tries > 0));
+    if (decided.writes.length === 0) return { kind: "unchanged", result: decided.result };
+    try {
+      const results = await (command.append
+        ? command.append(decided.writes)
+        : appendAll(log, decided.writes));
+      return { kind: "written", result: decided.result, results };
+    } catch (error) {
+      if (!(error instanceof WrongExpectedRevisionError)) throw error;
+      if ((command.onConflict?.(error, tries + 1) ?? "give_up") === "give_up")
+        return { kind: "conflict", error };
+      if (tries >= limit) throw new ConflictRetriesExhaustedError(command.name, tries + 1, error);
+    }
+  }
+}
+
+/** One write as a plain append; several as one atomic append. */
+export async function appendAll(
+  log: EventLog,
+  writes: readonly StreamWrite[],
+): Promise<readonly AppendResult[]> {
+  const [only] = writes;
+  if (writes.length === 1 && only)
+    return [await log.append(only.streamId, only.events, { expectedRevision: only.expectedRevision })];
+  return log.appendMany(writes);
+}

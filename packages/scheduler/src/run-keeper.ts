@@ -1,0 +1,173 @@
+import {
+  type DomainEvent,
+  decideRun,
+  formatTaskKey,
+  instanceStream,
+  parseTaskKey,
+  runStream,
+  type SchedulerProjection,
+  type TaskKey,
+} from "@chronolog/core";
+import type { EventLog } from "@chronolog/log";
+import type { RunSlots } from "./admission/run-slots.js";
+import { handleCommand } from "./command.js";
+import type { Dispatcher } from "./dispatcher.js";
+
+/** A run that a pass's dispatches start: its RunStarted is written before any of its intents. */
+export interface RunToStart {
+  readonly workflow: string;
+  readonly logicalDate: string;
+  readonly trigger: "schedule" | "backfill";
+  readonly revision: bigint | "no_stream";
+  /** The tasks that reopen a finished run (a backfill): only they restart in it. */
+  readonly reopening: TaskKey[];
+}
+
+export interface RunKeeperHost {
+  owns(task: { readonly id: string; readonly spec: { readonly workflow?: string } }): boolean;
+  /** A run or a workflow's runs changed: wake the tasks waiting on `key` (`run:<id>`, `run:<workflow>`). */
+  wakeWaiters(key: string): void;
+  conflict(): void;
+  error(error: unknown, context: object, msg: string): void;
+}
+
+/**
+ * Keeps workflow runs: starts them (RunStarted, durably, before any of their intents), and
+ * applies the core's run decider when a run changes — closing what its failure policy skips,
+ * cancelling what a fail-fast run stops, finishing it when every task is terminal.
+ */
+export class RunKeeper {
+  /** Runs with a decision being written: one at a time per run. */
+  private readonly inFlight = new Set<string>();
+
+  constructor(
+    private readonly log: EventLog,
+    private readonly projection: SchedulerProjection,
+    private readonly dispatcher: Dispatcher,
+    private readonly runSlots: RunSlots,
+    private readonly host: RunKeeperHost,
+  ) {}
+
+  /** Writes each run's RunStarted; returns the runs that are going (started here, or by another writer). */
+  async start(runs: ReadonlyMap<string, RunToStart>): Promise<Set<string>> {
+    const started = new Set<string>();
+    await Promise.all(
+      [...runs].map(async ([runId, r]) => {
+        // A new run has every task of the workflow; a reopened one only the tasks starting
+        // again in it (its other tasks keep their outcomes, so it can finish).
+        const tasks =
+          r.revision === "no_stream"
+            ? [...this.projection.tasks.values()]
+                .filter((t) => t.spec.workflow === r.workflow && t.status !== "retired")
+                .map((t) => t.key)
+            : r.reopening;
+        this.runSlots.startRun(runId, r.workflow);
+        try {
+          const outcome = await handleCommand(this.log, {
+            name: `start run ${runId}`,
+            read: () => r,
+            decide: () => ({
+              writes: [
+                {
+                  streamId: runStream(runId),
+                  events: [
+                    {
+                      type: "RunStarted",
+                      data: {
+                        runId,
+                        workflow: r.workflow,
+                        logicalDate: r.logicalDate,
+                        tasks,
+                        trigger: r.trigger,
+                        params: {},
+                      },
+                    },
+                  ],
+                  expectedRevision: r.revision,
+                },
+              ],
+              result: runId,
+            }),
+          });
+          // Another writer started it first: the run exists, which is all that is needed.
+          if (outcome.kind === "conflict") this.runSlots.runStarted(runId);
+          started.add(runId);
+          // (It stops counting as "starting" once the projection shows the run: see runStarted.)
+        } catch (error) {
+          this.runSlots.runStarted(runId);
+          this.host.error(error, { run: runId }, "could not start the run");
+        }
+      }),
+    );
+    return started;
+  }
+
+  /** A run changed: apply its failure policy, finish it when every task is terminal. */
+  async evaluate(runId: string): Promise<void> {
+    const run = this.projection.runs.get(runId);
+    if (!run) return;
+    this.host.wakeWaiters(`run:${runId}`);
+    this.host.wakeWaiters(`run:${run.workflow}`);
+    if (
+      run.status !== "running" ||
+      this.inFlight.has(runId) ||
+      !this.host.owns({ id: run.runId, spec: { workflow: run.workflow } })
+    )
+      return;
+    const decision = decideRun(
+      run,
+      this.projection.workflows.get(run.workflow),
+      (t) => this.projection.tasks.get(t)?.key ?? (parseTaskKey(t) as { key: TaskKey }).key,
+      (t) => (this.projection.tasks.get(t)?.spec.parents ?? []).map(formatTaskKey),
+    );
+    if (decision.close.length === 0 && decision.cancel.length === 0 && !decision.finish) return;
+    this.inFlight.add(runId);
+    try {
+      const writes: Array<Promise<void>> = [];
+      for (const { task, event } of decision.close) {
+        const key = this.projection.tasks.get(task)?.key;
+        if (!key) continue;
+        const stream = instanceStream(key, run.logicalDate);
+        const inst = this.projection.instances.get(stream);
+        // An earlier run of this date may have left the stream, no longer held in memory.
+        const revision = inst ? inst.revision : await this.log.streamRevision(stream);
+        writes.push(this.write(stream, [event], revision));
+      }
+      for (const task of decision.cancel) {
+        const key = this.projection.tasks.get(task)?.key;
+        if (!key) continue;
+        const stream = instanceStream(key, run.logicalDate);
+        const inst = this.projection.instances.get(stream);
+        const a = inst?.attempts.at(-1);
+        if (!inst || !a) continue;
+        const reason = `run ${runId} failed fast`;
+        this.dispatcher.cancel(a.token, reason);
+        writes.push(
+          this.write(
+            stream,
+            [{ type: "AttemptCancelled", data: { attempt: a.attempt, token: a.token, reason } }],
+            inst.revision,
+          ),
+        );
+      }
+      if (decision.finish) writes.push(this.write(runStream(runId), [decision.finish], run.revision));
+      await Promise.all(writes);
+    } finally {
+      this.inFlight.delete(runId);
+    }
+  }
+
+  /** A compare-and-set append whose conflict only means someone decided first. */
+  private async write(stream: string, events: DomainEvent[], expected: bigint | "no_stream"): Promise<void> {
+    try {
+      const outcome = await handleCommand(this.log, {
+        name: `run decision on ${stream}`,
+        read: () => null,
+        decide: () => ({ writes: [{ streamId: stream, events, expectedRevision: expected }], result: null }),
+      });
+      if (outcome.kind === "conflict") this.host.conflict();
+    } catch (error) {
+      this.host.error(error, { stream }, "could not write a run decision");
+    }
+  }
+}
