@@ -1,4 +1,5 @@
 export * from "./checkpoint.js";
+export * from "./command.js";
 export * from "./declare.js";
 export * from "./dispatcher.js";
 export * from "./errors.js";

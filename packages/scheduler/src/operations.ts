@@ -12,6 +12,8 @@ import {
   ValidationError,
 } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
+import { catchUp } from "./checkpoint.js";
+import { handleCommand } from "./command.js";
 import { NotFoundError, StateError } from "./errors.js";
 
 /**
@@ -38,36 +40,69 @@ export function requireTask(projection: SchedulerProjection, id: string): TaskSt
   return task;
 }
 
-async function writeTask(log: EventLog, task: TaskState, events: DomainEvent[]): Promise<bigint> {
-  const r = await log.append(taskStream(task.key), events, { expectedRevision: task.revision });
-  return r.position;
-}
-
-export async function pauseTask(log: EventLog, projection: SchedulerProjection, id: string, reason?: string) {
-  const task = requireTask(projection, id);
-  if (task.status !== "active") throw new StateError(`task ${id} is ${task.status}, not active`);
-  return writeTask(log, task, [
-    { type: "TaskPaused", data: { key: task.key, ...(reason ? { reason } : {}) } },
-  ]);
-}
-
-export async function resumeTask(log: EventLog, projection: SchedulerProjection, id: string) {
-  const task = requireTask(projection, id);
-  if (task.status !== "paused") throw new StateError(`task ${id} is ${task.status}, not paused`);
-  return writeTask(log, task, [{ type: "TaskResumed", data: { key: task.key } }]);
-}
-
-export async function retireTask(
+/**
+ * An operator's command on one task: decided on the projection, written with a compare-and-set
+ * on the task stream; on a conflict (a scheduler wrote first) the projection is caught up and
+ * the command decided again, so a refusal is always about the task as it is now.
+ */
+async function taskCommand(
   log: EventLog,
   projection: SchedulerProjection,
   id: string,
-  reason?: string,
-) {
-  const task = requireTask(projection, id);
-  if (task.status === "retired") throw new StateError(`task ${id} is already retired`);
-  return writeTask(log, task, [
-    { type: "TaskRetired", data: { key: task.key, ...(reason ? { reason } : {}) } },
-  ]);
+  name: string,
+  decide: (task: TaskState) => DomainEvent[],
+): Promise<bigint> {
+  const outcome = await handleCommand(log, {
+    name: `${name} ${id}`,
+    read: async (fresh) => {
+      if (fresh) await catchUp(log, projection);
+      return requireTask(projection, id);
+    },
+    decide: (task) => ({
+      writes: [{ streamId: taskStream(task.key), events: decide(task), expectedRevision: task.revision }],
+      result: null,
+    }),
+    onConflict: () => "retry",
+  });
+  if (outcome.kind === "conflict") throw outcome.error;
+  return outcome.kind === "written"
+    ? (outcome.results[0] as { position: bigint }).position
+    : projection.position;
+}
+
+/** One compare-and-set append on the task stream; a conflict is the caller's error. */
+async function writeTask(log: EventLog, task: TaskState, events: DomainEvent[]): Promise<bigint> {
+  const outcome = await handleCommand(log, {
+    name: `reset ${task.id}`,
+    read: () => task,
+    decide: (t) => ({
+      writes: [{ streamId: taskStream(t.key), events, expectedRevision: t.revision }],
+      result: null,
+    }),
+  });
+  if (outcome.kind === "conflict") throw outcome.error;
+  return outcome.kind === "written" ? (outcome.results[0] as { position: bigint }).position : -1n;
+}
+
+export function pauseTask(log: EventLog, projection: SchedulerProjection, id: string, reason?: string) {
+  return taskCommand(log, projection, id, "pause", (task) => {
+    if (task.status !== "active") throw new StateError(`task ${id} is ${task.status}, not active`);
+    return [{ type: "TaskPaused", data: { key: task.key, ...(reason ? { reason } : {}) } }];
+  });
+}
+
+export function resumeTask(log: EventLog, projection: SchedulerProjection, id: string) {
+  return taskCommand(log, projection, id, "resume", (task) => {
+    if (task.status !== "paused") throw new StateError(`task ${id} is ${task.status}, not paused`);
+    return [{ type: "TaskResumed", data: { key: task.key } }];
+  });
+}
+
+export function retireTask(log: EventLog, projection: SchedulerProjection, id: string, reason?: string) {
+  return taskCommand(log, projection, id, "retire", (task) => {
+    if (task.status === "retired") throw new StateError(`task ${id} is already retired`);
+    return [{ type: "TaskRetired", data: { key: task.key, ...(reason ? { reason } : {}) } }];
+  });
 }
 
 /** The task and, with `downstream`, every task below it, parents before children. */

@@ -76,14 +76,22 @@ tasks:
     const w = why(waiter as string);
     expect(w.condition).toBe("held");
     expect(w.reasons[0]).toMatch(
-      new RegExp(`^waiting for a slot on connection pg \\(1 of 1 in use: p/a/${holder}/ALL since \\d\\d:\\d\\d:\\d\\dZ\\)$`),
+      new RegExp(
+        `^waiting for a slot on connection pg \\(1 of 1 in use: p/a/${holder}/ALL since \\d\\d:\\d\\d:\\d\\dZ\\)$`,
+      ),
     );
-    expect(w.decision).toMatchObject({ kind: "held", hold: { on: "connection", connection: "pg", inUse: 1, limit: 1 } });
+    expect(w.decision).toMatchObject({
+      kind: "held",
+      hold: { on: "connection", connection: "pg", inUse: 1, limit: 1 },
+    });
     await new Promise((r) => setTimeout(r, 200));
     expect(dispatched(waiter as string)).toBe(false);
     release(holder as string);
     release(waiter as string);
-    await until("both to finish", () => task("s1").prevIntervalStart === LATEST && task("s2").prevIntervalStart === LATEST);
+    await until(
+      "both to finish",
+      () => task("s1").prevIntervalStart === LATEST && task("s2").prevIntervalStart === LATEST,
+    );
   });
 
   it("a task waiting for a slot in its run (maxActiveTasks): held with the run's numbers", async () => {
@@ -100,11 +108,16 @@ workflows:
       - { name: t2, idempotent: true, operator: { type: shell, command: "${waitFor("t2")}" } }
       - { name: t3, idempotent: true, operator: { type: shell, command: "${waitFor("t3")}" } }
 `);
-    await until("two tasks to run", () => ["t1", "t2", "t3"].filter((t) => why(t).condition === "running").length === 2);
+    await until(
+      "two tasks to run",
+      () => ["t1", "t2", "t3"].filter((t) => why(t).condition === "running").length === 2,
+    );
     const waiter = ["t1", "t2", "t3"].find((t) => !dispatched(t)) as string;
     const w = why(waiter);
     expect(w.condition).toBe("held");
-    expect(w.reasons).toEqual([`waiting for a slot in run etl@${LATEST.replace(":00.000Z", "Z")} (2 of 2 in use)`]);
+    expect(w.reasons).toEqual([
+      `waiting for a slot in run etl@${LATEST.replace(":00.000Z", "Z")} (2 of 2 in use)`,
+    ]);
     await new Promise((r) => setTimeout(r, 200));
     expect(dispatched(waiter)).toBe(false);
     for (const t of ["t1", "t2", "t3"]) if (t !== waiter) release(t);
@@ -163,7 +176,10 @@ tasks:
     scheduler = new Scheduler({ log, projection, dispatcher: pool, logger: silent });
     await scheduler.start();
     await new Promise((r) => setTimeout(r, 300));
-    expect(why("up")).toMatchObject({ condition: "paused", reasons: ["the task is paused: the warehouse is being migrated"] });
+    expect(why("up")).toMatchObject({
+      condition: "paused",
+      reasons: ["the task is paused: the warehouse is being migrated"],
+    });
     const down = why("down");
     expect(down.condition).toBe("blocked");
     expect(down.reasons[0]).toContain("paused");
@@ -178,9 +194,12 @@ tasks:
 `);
     await until("the first attempt to fail", () => why("flaky").condition === "retry_wait");
     const w = why("flaky");
-    expect(w.reasons[0]).toMatch(/^attempt 1 for .* failed \(exited with code 3\); retry due \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    expect(w.reasons[0]).toMatch(
+      /^attempt 1 for .* failed \(exited with code 3\); retry due \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/,
+    );
     expect(w.decision?.kind).toBe("retry_at");
-    const attempts = () => projection.instances.get(instanceStream(task("flaky").key, LATEST))?.attempts.length;
+    const attempts = () =>
+      projection.instances.get(instanceStream(task("flaky").key, LATEST))?.attempts.length;
     expect(attempts()).toBe(1);
     await until("the retry to succeed", () => task("flaky").prevIntervalStart === LATEST, 10_000);
     const types = (await log.readStream(instanceStream(task("flaky").key, LATEST))).map((e) => e.type);
