@@ -17,6 +17,8 @@ export type ChronologErrorType =
   | "wrong_expected_revision"
   | "log_moved"
   | "log_closed"
+  | "log_read_only"
+  | "unsupported_log_layout"
   | "append_outcome_unknown"
   | "foreign_record"
   // a command that kept losing its compare-and-set to other writers

@@ -8,12 +8,14 @@ import {
   type LogBackend,
   LogClosedError,
   LogMovedError,
+  LogReadOnlyError,
   type PreparedEvent,
   type PreparedWrite,
   revisionMatches,
   type StoredEvent,
   type StreamRevision,
   storePrepared,
+  UnsupportedLogLayoutError,
   WrongExpectedRevisionError,
 } from "@chronolog/log";
 import Database from "better-sqlite3";
@@ -175,7 +177,7 @@ export class SqliteBackend implements LogBackend {
       const layout = this.db.prepare("SELECT value FROM meta WHERE key = 'layout_version'").pluck().get();
       if (layout !== String(LAYOUT_VERSION)) {
         this.db.close();
-        throw new Error(`${options.path}: log layout version ${String(layout)} is not supported`);
+        throw new UnsupportedLogLayoutError(options.path, layout);
       }
     }
     this.stmts = this.prepareStatements();
@@ -209,7 +211,7 @@ export class SqliteBackend implements LogBackend {
     expected: ExpectedRevision,
   ): Promise<AppendResult> {
     if (this.closed) return Promise.reject(new LogClosedError());
-    if (this.options.readonly) return Promise.reject(new Error(`${this.options.path} is open read-only`));
+    if (this.options.readonly) return Promise.reject(new LogReadOnlyError(this.options.path));
     return this.enqueue([{ streamId, events, expected }]).then((r) => r[0] as AppendResult);
   }
 
@@ -225,7 +227,7 @@ export class SqliteBackend implements LogBackend {
     options?: { readonly expectedHead?: bigint },
   ): Promise<AppendResult[]> {
     if (this.closed) return Promise.reject(new LogClosedError());
-    if (this.options.readonly) return Promise.reject(new Error(`${this.options.path} is open read-only`));
+    if (this.options.readonly) return Promise.reject(new LogReadOnlyError(this.options.path));
     return this.enqueue(writes, options?.expectedHead);
   }
 

@@ -63,6 +63,27 @@ export class LogClosedError extends ChronologError {
   }
 }
 
+/** A write to a log opened read-only. */
+export class LogReadOnlyError extends ChronologError {
+  readonly type = "log_read_only" as const;
+  constructor(readonly where: string) {
+    super(`${where} is open read-only`);
+    this.name = "LogReadOnlyError";
+  }
+}
+
+/** A log whose storage layout this code does not know (written by a newer version). */
+export class UnsupportedLogLayoutError extends ChronologError {
+  readonly type = "unsupported_log_layout" as const;
+  constructor(
+    readonly where: string,
+    readonly layout: unknown,
+  ) {
+    super(`${where}: log layout version ${String(layout)} is not supported`);
+    this.name = "UnsupportedLogLayoutError";
+  }
+}
+
 /**
  * A network log could not confirm an append (its brokers did not answer in time, the producer
  * failed): the append may yet appear in the log, or may never. A writer must read before it

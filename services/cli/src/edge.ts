@@ -31,7 +31,9 @@ export const EXIT_CODES: Readonly<Record<ChronologErrorType, number>> = {
   not_found: 4,
   unsupported_schema_version: 4,
   state: 8,
+  unsupported_log_layout: 4,
   log_closed: 1,
+  log_read_only: 1,
   append_outcome_unknown: 1,
   foreign_record: 1,
 };
