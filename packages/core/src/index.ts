@@ -5,6 +5,7 @@ export * from "./gate.js";
 export * from "./instance/index.js";
 export * from "./keys.js";
 export * from "./projection/index.js";
+export * from "./reconcile/index.js";
 export * from "./run/index.js";
 export * from "./schedule/index.js";
 export * from "./spec.js";

@@ -1,14 +1,15 @@
 import {
   connectionStream,
   type DeclarationIssue,
+  type DeclarationOutcome,
   type DeclarationSource,
   type DomainEvent,
   dataInterval,
+  decideConnectionDeclaration,
+  decideTaskDeclaration,
+  decideWorkflowDeclaration,
   declarationValidationError,
-  deepEqual,
-  diffTaskSpecs,
   formatTaskKey,
-  initialPosition,
   type SchedulerProjection,
   type TaskSpec,
   type TaskSpecChange,
@@ -22,14 +23,14 @@ import { renderOperator, renderTemplate, TemplateError } from "@chronolog/render
 
 export interface DeclaredTaskOutcome {
   readonly task: string;
-  readonly outcome: "declared" | "changed" | "unchanged";
+  readonly outcome: DeclarationOutcome;
   readonly changes: readonly TaskSpecChange[];
 }
 
 export interface DeclareOutcome {
   readonly tasks: readonly DeclaredTaskOutcome[];
-  readonly connections: ReadonlyArray<{ name: string; outcome: "declared" | "changed" | "unchanged" }>;
-  readonly workflows: ReadonlyArray<{ name: string; outcome: "declared" | "changed" | "unchanged" }>;
+  readonly connections: ReadonlyArray<{ name: string; outcome: DeclarationOutcome }>;
+  readonly workflows: ReadonlyArray<{ name: string; outcome: DeclarationOutcome }>;
   readonly warnings: readonly DeclarationIssue[];
 }
 
@@ -59,10 +60,17 @@ function checkTemplates(tasks: readonly TaskSpec[]): void {
   if (issues.length > 0) throw new ValidationError("declarations", issues);
 }
 
+/** Appends to a stream at the revision it has now: a writer that gets in between makes it fail. */
+async function appendAtHead(log: EventLog, stream: string, events: readonly DomainEvent[]): Promise<unknown> {
+  const revision = await log.streamRevision(stream);
+  return log.append(stream, [...events], { expectedRevision: revision });
+}
+
 /**
  * Validates declaration files against what is declared already, then writes TaskDeclared /
  * TaskDeclarationChanged (nothing for an unchanged task), ConnectionDeclared and
- * WorkflowDeclared, each with compare-and-set. Any error: nothing is written.
+ * WorkflowDeclared, each with compare-and-set. Any error: nothing is written. What each
+ * declaration writes is the core's decision; this function reads, validates and appends.
  */
 export async function declare(
   log: EventLog,
@@ -83,39 +91,19 @@ export async function declare(
   checkTemplates(result.tasks);
 
   const writes: Array<Promise<unknown>> = [];
-  const connections: Array<{ name: string; outcome: "declared" | "changed" | "unchanged" }> = [];
+  const connections: Array<{ name: string; outcome: DeclarationOutcome }> = [];
   for (const spec of result.connections) {
-    const before = projection.connections.get(spec.name);
-    if (before && deepEqual(before, spec)) {
-      connections.push({ name: spec.name, outcome: "unchanged" });
-      continue;
-    }
-    connections.push({ name: spec.name, outcome: before ? "changed" : "declared" });
-    const stream = connectionStream(spec.name);
-    writes.push(
-      log
-        .streamRevision(stream)
-        .then((rev) =>
-          log.append(stream, [{ type: "ConnectionDeclared", data: { spec } }], { expectedRevision: rev }),
-        ),
-    );
+    const decision = decideConnectionDeclaration(projection.connections.get(spec.name), spec);
+    connections.push({ name: spec.name, outcome: decision.outcome });
+    if (decision.events.length > 0)
+      writes.push(appendAtHead(log, connectionStream(spec.name), decision.events));
   }
-  const workflows: Array<{ name: string; outcome: "declared" | "changed" | "unchanged" }> = [];
+  const workflows: Array<{ name: string; outcome: DeclarationOutcome }> = [];
   for (const spec of result.workflows) {
-    const before = projection.workflows.get(spec.name);
-    if (before && deepEqual(before, spec)) {
-      workflows.push({ name: spec.name, outcome: "unchanged" });
-      continue;
-    }
-    workflows.push({ name: spec.name, outcome: before ? "changed" : "declared" });
-    const stream = workflowStream(spec.name);
-    writes.push(
-      log
-        .streamRevision(stream)
-        .then((rev) =>
-          log.append(stream, [{ type: "WorkflowDeclared", data: { spec } }], { expectedRevision: rev }),
-        ),
-    );
+    const decision = decideWorkflowDeclaration(projection.workflows.get(spec.name), spec);
+    workflows.push({ name: spec.name, outcome: decision.outcome });
+    if (decision.events.length > 0)
+      writes.push(appendAtHead(log, workflowStream(spec.name), decision.events));
   }
   // Connections and workflows first, so that no scheduler meets a task whose connection or
   // workflow it has not seen declared yet.
@@ -126,27 +114,13 @@ export async function declare(
   for (const spec of result.tasks) {
     const id = formatTaskKey(spec.key);
     const before = projection.tasks.get(id);
-    let events: DomainEvent[];
-    if (!before) {
-      const position = initialPosition(spec, new Date(nowMs));
-      events = [
-        {
-          type: "TaskDeclared",
-          data: { key: spec.key, spec, logicalDate: position.logicalDate, nextRunDate: position.nextRunDate },
-        },
-      ];
-      tasks.push({ task: id, outcome: "declared", changes: [] });
-    } else {
-      const changes = diffTaskSpecs(before.spec, spec);
-      if (changes.length === 0) {
-        tasks.push({ task: id, outcome: "unchanged", changes });
-        continue;
-      }
-      events = [{ type: "TaskDeclarationChanged", data: { key: spec.key, spec, changes: [...changes] } }];
-      tasks.push({ task: id, outcome: "changed", changes });
-    }
+    const decision = decideTaskDeclaration(before?.spec, spec, nowMs);
+    tasks.push({ task: id, outcome: decision.outcome, changes: decision.changes });
+    if (decision.events.length === 0) continue;
     writes.push(
-      log.append(taskStream(spec.key), events, { expectedRevision: before ? before.revision : "no_stream" }),
+      log.append(taskStream(spec.key), [...decision.events], {
+        expectedRevision: before ? before.revision : "no_stream",
+      }),
     );
   }
   // Issued together, the appends share one group commit on the embedded log.

@@ -1,4 +1,12 @@
 export { type Edges, findCycle, findCycles } from "./cycle.js";
+export {
+  type DeclarationOutcome,
+  decideConnectionDeclaration,
+  decideTaskDeclaration,
+  decideWorkflowDeclaration,
+  type SpecDeclarationDecision,
+  type TaskDeclarationDecision,
+} from "./decide-declaration.js";
 export { deepEqual, diffTaskSpecs, type TaskSpecChange } from "./diff.js";
 export { mergeTaskConfig } from "./merge.js";
 export {

@@ -26,6 +26,11 @@ export function on(streamId: string, ...events: DomainEvent[]): Given[] {
   return events.map((e) => ({ ...e, streamId }));
 }
 
+/** The same events, recorded at `recordedAt` (an ISO instant): for deciders that read when. */
+export function at(recordedAt: string, ...histories: ReadonlyArray<Given | readonly Given[]>): Given[] {
+  return histories.flat().map((g) => ({ ...g, recordedAt }));
+}
+
 /** The history as the log would record it: dense positions, per-stream revisions from 0. */
 export function recorded(history: readonly Given[]): LoggedEvent[] {
   const revisions = new Map<string, bigint>();
@@ -50,10 +55,14 @@ export function projectionOf(history: readonly Given[]): SchedulerProjection {
   return p;
 }
 
-/** One attempt stream folded from a history (all its events must be of that stream). */
-export function instanceOf(history: readonly Given[]): InstanceState | undefined {
+/**
+ * One attempt stream folded from a history: all its events must be of that stream, or name the
+ * stream to fold from a larger history (its events keep their positions in the whole log).
+ */
+export function instanceOf(history: readonly Given[], stream?: string): InstanceState | undefined {
   let state: InstanceState | undefined;
   for (const e of recorded(history)) {
+    if (stream !== undefined && e.streamId !== stream) continue;
     state = evolveInstance(state, e, {
       revision: e.revision,
       position: e.position,
@@ -73,24 +82,28 @@ export interface Then<Out> {
   thenThrows(type: ChronologErrorType, message?: RegExp): void;
 }
 
-export interface Specification<In, Out> {
+export interface Specification<State, In, Out> {
   given(...histories: ReadonlyArray<Given | readonly Given[]>): {
     when(input: In): Then<Out>;
+    /** The state the decider reads, folded from the history (to check the fold itself). */
+    state(): State;
   };
 }
 
 export function specification<State, In, Out>(decider: {
   readonly fold: (history: readonly Given[]) => State;
   readonly decide: (state: State, input: In) => Out;
-}): Specification<In, Out> {
+}): Specification<State, In, Out> {
   return {
     given: (...histories) => {
       const history = histories.flat() as Given[];
       return {
+        state: () => decider.fold(history),
         when: (input) => {
           const run = () => decider.decide(decider.fold(history), input);
           return {
-            // biome-ignore lint/suspicious/noThenProperty: given/when/then's "then"; this object is never awaited.
+            // The given/when/then vocabulary: a Then is asserted on, never awaited.
+            // biome-ignore lint/suspicious/noThenProperty: the helper's own API
             then: (expected) => expect(run()).toEqual(expected),
             thenMatches: (check) => check(run()),
             thenThrows: (type, message) => {

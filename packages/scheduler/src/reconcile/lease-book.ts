@@ -22,6 +22,11 @@ export class LeaseBook {
     return d;
   }
 
+  /** The deadline if this process has one for `token`, without starting a grace period. */
+  peek(token: string): number | undefined {
+    return this.deadlines.get(token);
+  }
+
   forget(token: string): void {
     this.deadlines.delete(token);
   }

@@ -1,16 +1,21 @@
 import {
+  checkLostWorker,
   currentAttempt,
   type DomainEvent,
+  decideExpiredLease,
+  decideLostWorker,
+  decideStuckInstance,
+  decideUnconfirmedIntent,
   formatTaskKey,
   type InstanceState,
+  isUnconfirmed,
+  needsScheduler,
+  runNeedsRepair,
   type SchedulerProjection,
 } from "@chronolog/core";
 import { type EventLog, WrongExpectedRevisionError } from "@chronolog/log";
 import type { Dispatcher } from "../dispatcher.js";
-import { decideExpiredLease } from "./expired-lease.js";
 import { LeaseBook } from "./lease-book.js";
-import { decideStuckInstance, needsScheduler, runNeedsRepair } from "./stuck-instance.js";
-import { decideUnconfirmedIntent, isUnconfirmed } from "./unconfirmed-intent.js";
 
 export interface ReconcilerOptions {
   readonly log: EventLog;
@@ -19,7 +24,7 @@ export interface ReconcilerOptions {
   readonly actor: string;
   /** Time between passes. */
   readonly intervalMs?: number;
-  /** How long a dispatch this process made may stay unconfirmed before check (a) looks at it. */
+  /** How long a dispatch this process made may stay unconfirmed before the unconfirmed-intent check looks at it. */
   readonly confirmGraceMs?: number;
   readonly now?: () => number;
   /** Wakes the scheduler for a run left running with every task terminal. */
@@ -65,11 +70,14 @@ export interface PassResult {
 }
 
 /**
- * The reconcile loop (seed 001): on a timer, compares the projected state of active work with
- * what the workers report, and repairs what it finds with the three checks. A pass costs
- * O(active instances), never O(history). Every write is a compare-and-set on the attempt
- * stream at the revision the pass observed, so two reconcilers, or a pass overlapping the
- * next, cannot both act: the loser gets a conflict and looks again next pass.
+ * The reconcile loop: on a timer, compares the projected state of active work with what the
+ * workers report, and repairs what it finds. The checks themselves (unconfirmed intent, expired
+ * lease, stuck instance, lost worker) are the core's pure deciders; this loop gathers their
+ * facts (leases, dispatch times, which workers are gone or its own, what the workers know),
+ * then writes or reports what they decide. A pass costs O(active instances), never O(history).
+ * Every write is a compare-and-set on the attempt stream at the revision the pass observed, so
+ * two reconcilers, or a pass overlapping the next, cannot both act: the loser gets a conflict
+ * and looks again next pass.
  */
 export class Reconciler {
   readonly leases = new LeaseBook();
@@ -130,7 +138,7 @@ export class Reconciler {
     this.stopListening = undefined;
   }
 
-  /** One pass of the three checks. Passes do not overlap within one reconciler. */
+  /** One pass of the checks. Passes do not overlap within one reconciler. */
   pass(): Promise<PassResult> {
     if (!this.running) {
       this.running = this.runPass().finally(() => {
@@ -183,12 +191,26 @@ export class Reconciler {
       for (const inst of projection.instances.values()) {
         if (!this.looksAfter(inst)) continue;
         const a = currentAttempt(inst);
-        if (a && (a.status === "running" || a.status === "lease_expired") && a.workerId && gone(a.workerId)) {
-          // Another scheduler's worker is taken for lost only once its lease has run out here
-          // too: a scheduler the group gave up on may be hung, not dead, with its workers busy.
-          const foreign = this.o.isOwnWorker !== undefined && !this.o.isOwnWorker(a.workerId);
-          if (foreign && this.leases.deadline(a.token, now, inst.leaseSeconds) >= now) continue;
-          lost.push(inst);
+        if (!a?.workerId) continue;
+        const check = checkLostWorker(inst, {
+          workerGone: gone(a.workerId),
+          ownWorker: this.o.isOwnWorker?.(a.workerId) ?? true,
+          leaseDeadline: this.leases.peek(a.token),
+          now,
+        });
+        switch (check.kind) {
+          case "not_lost":
+            break;
+          case "within_lease":
+            this.leases.extend(a.token, check.leaseDeadline);
+            break;
+          case "lost":
+            lost.push(inst);
+            break;
+          default: {
+            const never: never = check;
+            return never;
+          }
         }
       }
     }
@@ -202,12 +224,17 @@ export class Reconciler {
         known.set(token, "report pending");
     }
     for (const inst of lost) {
-      const a = currentAttempt(inst);
-      if (a && !known.has(a.token)) {
-        this.o.reportLost?.(
-          inst,
-          `worker ${a.workerId} belonged to an earlier scheduler process and is gone`,
-        );
+      const decision = decideLostWorker(inst, known.has(currentAttempt(inst)?.token as string));
+      switch (decision.kind) {
+        case "report_lost":
+          this.o.reportLost?.(inst, decision.reason);
+          break;
+        case "leave":
+          break;
+        default: {
+          const never: never = decision;
+          return never;
+        }
       }
     }
     const writes: Array<Promise<boolean>> = [];
@@ -219,12 +246,23 @@ export class Reconciler {
       );
       if (events.length > 0) writes.push(this.write(inst, events, "unconfirmed intent"));
     }
-    const nowIso = new Date(now).toISOString();
     for (const inst of checkLease) {
       const token = currentAttempt(inst)?.token as string;
-      const decision = decideExpiredLease(inst, known.has(token), nowIso, this.o.actor);
-      if (decision.kind === "renew") this.leases.extend(token, now + inst.leaseSeconds * 1000);
-      else if (decision.kind === "write") writes.push(this.write(inst, decision.events, "lease expired"));
+      const decision = decideExpiredLease(inst, known.has(token), now, this.o.actor);
+      switch (decision.kind) {
+        case "renew":
+          this.leases.extend(token, now + inst.leaseSeconds * 1000);
+          break;
+        case "write":
+          writes.push(this.write(inst, decision.events, "lease expired"));
+          break;
+        case "wait":
+          break;
+        default: {
+          const never: never = decision;
+          return never;
+        }
+      }
     }
     for (const s of stuck) writes.push(this.write(s.inst, s.events, "stuck instance"));
     const results = await Promise.all(writes);

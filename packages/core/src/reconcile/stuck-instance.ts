@@ -1,17 +1,11 @@
-import {
-  currentAttempt,
-  type DomainEvent,
-  type InstanceState,
-  isTerminal,
-  type RunState,
-  type TaskState,
-} from "@chronolog/core";
+import type { DomainEvent } from "../events/catalog.js";
+import { currentAttempt, type InstanceState, isTerminal } from "../instance/state.js";
+import type { TaskState } from "../task/state.js";
 
 /**
- * Reconcile check (c), seed 001: work left non-terminal with nothing running. An instance
- * whose task has moved on (reset by a backfill, or advanced) while the instance still waits
- * for a retry or a dispatch can never finish: it is closed as abandoned. Returns the events to
- * write, or none.
+ * Reconcile check: work left non-terminal with nothing running. An instance whose task has
+ * moved on (reset by a backfill, or advanced) while the instance still waits for a retry or a
+ * dispatch can never finish: it is closed as abandoned. Returns the events to write, or none.
  */
 export function decideStuckInstance(
   inst: InstanceState,
@@ -21,7 +15,7 @@ export function decideStuckInstance(
   if (isTerminal(inst)) return [];
   const superseded = !task || task.logicalDate !== inst.logicalDate || inst.dispatchedAt < task.movedAt;
   if (!superseded) return [];
-  if (inst.status === "running") return []; // its outcome still arrives; check (b) watches it
+  if (inst.status === "running") return []; // its outcome still arrives; the lease check watches it
   const a = currentAttempt(inst);
   if (!a) return [];
   return [
@@ -43,13 +37,4 @@ export function needsScheduler(inst: InstanceState, task: TaskState | undefined)
   return (
     !!task && isTerminal(inst) && task.logicalDate === inst.logicalDate && inst.dispatchedAt > task.movedAt
   );
-}
-
-/** A run left running although every task of it is terminal: the scheduler must finish it. */
-export function runNeedsRepair(run: RunState): boolean {
-  if (run.status !== "running" || run.tasks.length === 0) return false;
-  return run.tasks.every((t) => {
-    const o = run.outcomes[t];
-    return o !== undefined && o !== "queued" && o !== "running" && o !== "retry_wait";
-  });
 }

@@ -1,10 +1,13 @@
-import { currentAttempt, type DomainEvent, type InstanceState } from "@chronolog/core";
+import type { DomainEvent } from "../events/catalog.js";
+import { currentAttempt, type InstanceState } from "../instance/state.js";
 
 /**
- * Reconcile check (a), seed 001: an intent recorded but never confirmed by a worker. The
- * dispatch may have been lost (the scheduler died between intent and dispatch, the message never
- * arrived). If no worker knows the attempt, it is abandoned and retried with a new attempt and a
- * new token; if a worker knows it, it is left alone (the worker will report).
+ * Reconcile check: an intent recorded but never confirmed by a worker. The dispatch may have
+ * been lost (the scheduler died between intent and dispatch, the message never arrived).
+ * `isUnconfirmed` says whether an instance is one to ask the workers about; once they have
+ * answered, `decideUnconfirmedIntent` abandons an attempt no worker knows so that it is
+ * retried with a new attempt and a new token, and leaves alone one a worker knows (the worker
+ * will report).
  */
 export function isUnconfirmed(
   inst: InstanceState,
@@ -20,6 +23,7 @@ export function isUnconfirmed(
   return now - since >= graceMs;
 }
 
+/** The events that close an unconfirmed intent, or none while a worker knows the attempt. */
 export function decideUnconfirmedIntent(
   inst: InstanceState,
   knownToAWorker: boolean,

@@ -1,21 +1,23 @@
-import { currentAttempt, type DomainEvent, type InstanceState } from "@chronolog/core";
+import type { DomainEvent } from "../events/catalog.js";
+import { currentAttempt, type InstanceState } from "../instance/state.js";
 
 /**
- * Reconcile check (b), seed 001: a running attempt whose lease expired. The worker may be dead
- * or only cut off, still running. If a live worker still knows the attempt, the lease is
- * renewed. Otherwise an idempotent task is retried (a second run is harmless); a task that is
- * not idempotent is marked lease-expired and waits, for the worker to come back and report or
- * for an operator's `chronolog attempt abandon`: never two concurrent attempts of it.
+ * Reconcile check: a running attempt whose lease expired. The worker may be dead or only cut
+ * off, still running. If a live worker still knows the attempt, the lease is renewed.
+ * Otherwise an idempotent task is retried (a second run is harmless); a task that is not
+ * idempotent is marked lease-expired and waits, for the worker to come back and report or for
+ * an operator's `chronolog attempt abandon`: never two concurrent attempts of it.
  */
 export type LeaseDecision =
   | { readonly kind: "renew" }
   | { readonly kind: "write"; readonly events: DomainEvent[] }
   | { readonly kind: "wait" };
 
+/** `now` is epoch milliseconds; it becomes the recorded time the lease expired at. */
 export function decideExpiredLease(
   inst: InstanceState,
   knownToAWorker: boolean,
-  nowIso: string,
+  now: number,
   by: string,
 ): LeaseDecision {
   const a = currentAttempt(inst);
@@ -27,7 +29,7 @@ export function decideExpiredLease(
     data: {
       attempt: a.attempt,
       token: a.token,
-      leaseExpiredAt: nowIso,
+      leaseExpiredAt: new Date(now).toISOString(),
       ...(a.workerId ? { workerId: a.workerId } : {}),
     },
   };

@@ -1,0 +1,11 @@
+export { decideExpiredLease, type LeaseDecision } from "./expired-lease.js";
+export {
+  checkLostWorker,
+  decideLostWorker,
+  type LostWorkerCheck,
+  type LostWorkerDecision,
+  type WorkerFacts,
+} from "./lost-worker.js";
+export { runNeedsRepair } from "./run-needs-repair.js";
+export { decideStuckInstance, needsScheduler } from "./stuck-instance.js";
+export { decideUnconfirmedIntent, isUnconfirmed } from "./unconfirmed-intent.js";

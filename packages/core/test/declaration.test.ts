@@ -1,0 +1,191 @@
+import {
+  type ConnectionSpec,
+  connectionSpecSchema,
+  connectionStream,
+  decideConnectionDeclaration,
+  decideTaskDeclaration,
+  decideWorkflowDeclaration,
+  diffTaskSpecs,
+  type TaskSpec,
+  type WorkflowSpec,
+  workflowSpecSchema,
+} from "@chronolog/core";
+import { describe, it } from "vitest";
+import { DAY, declaredTask, declaredWorkflow, idOf, keyOf, taskSpec } from "./support/events.js";
+import { type Given, on, projectionOf, specification } from "./support/specification.js";
+
+const NOW = Date.parse("2026-11-30T10:00:00.000Z");
+
+/** The declaration of task `t` today, if any, read from the projection. */
+const declaredSpec = (history: readonly Given[]) => projectionOf(history).tasks.get(idOf("t"))?.spec;
+
+describe("diffTaskSpecs: the fields a re-declaration changes", () => {
+  const spec = specification({
+    fold: (history: readonly Given[]) => {
+      const before = declaredSpec(history);
+      if (!before) throw new Error("the history declares no task");
+      return before;
+    },
+    decide: (before, after: TaskSpec) => diffTaskSpecs(before, after),
+  });
+
+  it("the same declaration changes nothing", () => {
+    spec.given(declaredTask("t")).when(taskSpec("t")).then([]);
+  });
+
+  it("changed fields are listed by path, top-level fields in the schema's order", () => {
+    spec
+      .given(declaredTask("t", DAY, taskSpec("t", { retry: { maxAttempts: 2 }, config: { table: "a" } })))
+      .when(taskSpec("t", { cron: "0 4 * * *", retry: { maxAttempts: 5 }, config: { table: "b", extra: 1 } }))
+      .then([
+        { field: "cron", from: "0 2 * * *", to: "0 4 * * *" },
+        { field: "retry.maxAttempts", from: 2, to: 5 },
+        { field: "config.extra", from: undefined, to: 1 },
+        { field: "config.table", from: "a", to: "b" },
+      ]);
+  });
+
+  it("an operator of another type is one change of the whole operator", () => {
+    spec
+      .given(declaredTask("t"))
+      .when(taskSpec("t", { operator: { type: "shell", command: "echo hi" } }))
+      .then([
+        { field: "operator", from: { type: "noop" }, to: { type: "shell", command: "echo hi", env: {} } },
+      ]);
+  });
+
+  it("parents compare as a whole list, and an optional field dropped is a change to undefined", () => {
+    spec
+      .given(declaredTask("t", DAY, taskSpec("t", { parents: [keyOf("up")], cacheKey: "{{ ds }}" })))
+      .when(taskSpec("t", { parents: [] }))
+      .then([
+        { field: "parents", from: [keyOf("up")], to: [] },
+        { field: "cacheKey", from: "{{ ds }}", to: undefined },
+      ]);
+  });
+});
+
+describe("decideTaskDeclaration: what declaring a task writes", () => {
+  const spec = specification({
+    fold: declaredSpec,
+    decide: (before, input: { spec: TaskSpec; now: number }) =>
+      decideTaskDeclaration(before, input.spec, input.now),
+  });
+
+  it("a new task is declared at the first interval from its start date", () => {
+    const t = taskSpec("t");
+    spec
+      .given()
+      .when({ spec: t, now: NOW })
+      .then({
+        outcome: "declared",
+        events: [
+          {
+            type: "TaskDeclared",
+            data: {
+              key: keyOf("t"),
+              spec: t,
+              logicalDate: "2026-11-01T02:00:00.000Z",
+              nextRunDate: "2026-11-02T02:00:00.000Z",
+            },
+          },
+        ],
+        changes: [],
+      });
+  });
+
+  it("a new task that does not catch up starts at the latest interval already due", () => {
+    const t = taskSpec("t", { catchup: false });
+    spec
+      .given()
+      .when({ spec: t, now: NOW })
+      .then({
+        outcome: "declared",
+        events: [
+          {
+            type: "TaskDeclared",
+            data: {
+              key: keyOf("t"),
+              spec: t,
+              logicalDate: "2026-11-29T02:00:00.000Z",
+              nextRunDate: "2026-11-30T02:00:00.000Z",
+            },
+          },
+        ],
+        changes: [],
+      });
+  });
+
+  it("the same declaration again writes nothing", () => {
+    spec
+      .given(declaredTask("t"))
+      .when({ spec: taskSpec("t"), now: NOW })
+      .then({ outcome: "unchanged", events: [], changes: [] });
+  });
+
+  it("a changed declaration records the new spec and what changed", () => {
+    const after = taskSpec("t", { leaseSeconds: 120 });
+    const changes = [{ field: "leaseSeconds", from: 30, to: 120 }];
+    spec
+      .given(declaredTask("t"))
+      .when({ spec: after, now: NOW })
+      .then({
+        outcome: "changed",
+        events: [{ type: "TaskDeclarationChanged", data: { key: keyOf("t"), spec: after, changes } }],
+        changes,
+      });
+  });
+});
+
+describe("decideConnectionDeclaration and decideWorkflowDeclaration", () => {
+  const warehouse = (o: Partial<ConnectionSpec> = {}) => connectionSpecSchema.parse({ name: "wh", ...o });
+  const connections = specification({
+    fold: (history: readonly Given[]) => projectionOf(history).connections.get("wh"),
+    decide: (before, after: ConnectionSpec) => decideConnectionDeclaration(before, after),
+  });
+  const declaredWarehouse = on(connectionStream("wh"), {
+    type: "ConnectionDeclared",
+    data: { spec: warehouse() },
+  });
+
+  it("a new connection is declared; a changed one declared again; an equal one writes nothing", () => {
+    connections
+      .given()
+      .when(warehouse())
+      .then({ outcome: "declared", events: [{ type: "ConnectionDeclared", data: { spec: warehouse() } }] });
+    const wider = warehouse({ maxParallelism: 4 });
+    connections
+      .given(declaredWarehouse)
+      .when(wider)
+      .then({ outcome: "changed", events: [{ type: "ConnectionDeclared", data: { spec: wider } }] });
+    connections.given(declaredWarehouse).when(warehouse()).then({ outcome: "unchanged", events: [] });
+  });
+
+  const workflows = specification({
+    fold: (history: readonly Given[]) => projectionOf(history).workflows.get("w"),
+    decide: (before, after: WorkflowSpec) => decideWorkflowDeclaration(before, after),
+  });
+  const flow = (failurePolicy: "skip_dependents" | "fail_fast") =>
+    workflowSpecSchema.parse({ name: "w", project: "p", account: "a", failurePolicy });
+
+  it("a new workflow is declared; a changed one declared again; an equal one writes nothing", () => {
+    workflows
+      .given()
+      .when(flow("fail_fast"))
+      .then({
+        outcome: "declared",
+        events: [{ type: "WorkflowDeclared", data: { spec: flow("fail_fast") } }],
+      });
+    workflows
+      .given(declaredWorkflow("w", "skip_dependents"))
+      .when(flow("fail_fast"))
+      .then({
+        outcome: "changed",
+        events: [{ type: "WorkflowDeclared", data: { spec: flow("fail_fast") } }],
+      });
+    workflows
+      .given(declaredWorkflow("w", "skip_dependents"))
+      .when(flow("skip_dependents"))
+      .then({ outcome: "unchanged", events: [] });
+  });
+});

@@ -1,0 +1,280 @@
+import {
+  type AttemptReportInput,
+  type DomainEvent,
+  decideReport,
+  type ReportContext,
+  type RetryPolicy,
+} from "@chronolog/core";
+import { describe, expect, it } from "vitest";
+import { failed, instance, intended, started, succeeded, tokenOf } from "./support/events.js";
+import { instanceOf, specification } from "./support/specification.js";
+
+const NOW = Date.parse("2026-11-30T10:00:00.000Z");
+const iso = (ms: number) => new Date(ms).toISOString();
+const NO_RETRY: RetryPolicy = {
+  maxAttempts: 1,
+  initialDelayMs: 1000,
+  factor: 2,
+  maxDelayMs: 300_000,
+  jitter: 0,
+};
+
+/** decideReport with the shell's clock, retry policy and random number fixed. */
+function reports(ctx: Partial<ReportContext> = {}) {
+  return specification({
+    fold: instanceOf,
+    decide: (state, report: AttemptReportInput) =>
+      decideReport(state, report, { now: NOW, retry: NO_RETRY, random: 0, ...ctx }),
+  });
+}
+
+const base = (attempt = 1) => ({ token: tokenOf("t", attempt), attempt, workerId: "w-1" });
+const output = { durationMs: 1500, exitCode: 0, stdoutTail: "done\n", stderrTail: "" };
+const succeededReport = (attempt = 1): AttemptReportInput => ({
+  ...base(attempt),
+  kind: "succeeded",
+  ...output,
+});
+const failedReport = (attempt = 1, kind: "exit_code" | "lost" = "exit_code"): AttemptReportInput => ({
+  ...base(attempt),
+  kind: "failed",
+  durationMs: 1500,
+  exitCode: kind === "lost" ? null : 2,
+  stdoutTail: "",
+  stderrTail: "boom\n",
+  error: { kind, message: kind === "lost" ? "worker died" : "exit code 2" },
+});
+const failure = (attempt: number, retryAt?: string): DomainEvent => ({
+  type: "AttemptFailed",
+  data: {
+    attempt,
+    token: tokenOf("t", attempt),
+    error: { kind: "exit_code", message: "exit code 2" },
+    exitCode: 2,
+    durationMs: 1500,
+    output: { stdoutTail: "", stderrTail: "boom\n" },
+    ...(retryAt ? { retryAt } : {}),
+  },
+});
+
+describe("decideReport: a start", () => {
+  it("a queued attempt's start is recorded with its worker, pid and a lease from now", () => {
+    reports()
+      .given(instance("t", intended("t", { leaseSeconds: 45 })))
+      .when({ ...base(), kind: "started", pid: 4242 })
+      .then([
+        {
+          type: "AttemptStarted",
+          data: {
+            attempt: 1,
+            token: tokenOf("t", 1),
+            workerId: "w-1",
+            pid: 4242,
+            leaseExpiresAt: iso(NOW + 45_000),
+          },
+        },
+      ]);
+  });
+
+  it("a second start of a running attempt writes nothing", () => {
+    reports()
+      .given(instance("t", intended(), started()))
+      .when({ ...base(), kind: "started" })
+      .then([]);
+  });
+});
+
+describe("decideReport: a heartbeat", () => {
+  it("a heartbeat of a running attempt writes nothing: the lease lives in memory", () => {
+    reports()
+      .given(instance("t", intended(), started()))
+      .when({ ...base(), kind: "heartbeat" })
+      .then([]);
+  });
+
+  it("a heartbeat of an attempt marked lease-expired records it running again", () => {
+    reports()
+      .given(
+        instance("t", intended(), started(), {
+          type: "AttemptHeartbeatExpired",
+          data: { attempt: 1, token: tokenOf("t", 1), leaseExpiredAt: iso(NOW), workerId: "w-1" },
+        }),
+      )
+      .when({ ...base(), kind: "heartbeat" })
+      .then([
+        {
+          type: "AttemptStarted",
+          data: { attempt: 1, token: tokenOf("t", 1), workerId: "w-1", leaseExpiresAt: iso(NOW + 30_000) },
+        },
+      ]);
+  });
+});
+
+describe("decideReport: a success", () => {
+  it("a running attempt's success records its output", () => {
+    reports()
+      .given(instance("t", intended(), started()))
+      .when(succeededReport())
+      .then([
+        {
+          type: "AttemptSucceeded",
+          data: {
+            attempt: 1,
+            token: tokenOf("t", 1),
+            durationMs: 1500,
+            exitCode: 0,
+            output: { stdoutTail: "done\n", stderrTail: "" },
+            cacheHit: false,
+          },
+        },
+      ]);
+  });
+
+  it("a success that arrives before its start names the worker that ran it", () => {
+    reports()
+      .given(instance("t", intended()))
+      .when(succeededReport())
+      .thenMatches(([event]) => {
+        expect(event?.type).toBe("AttemptSucceeded");
+        expect(event?.data).toMatchObject({ workerId: "w-1", token: tokenOf("t", 1) });
+      });
+  });
+});
+
+describe("decideReport: a failure", () => {
+  const retrying: RetryPolicy = {
+    maxAttempts: 3,
+    initialDelayMs: 1000,
+    factor: 2,
+    maxDelayMs: 300_000,
+    jitter: 0.5,
+  };
+
+  it("a failure the policy retries is due again after its backoff, jitter from the given random", () => {
+    // attempt 1: 1000 ms, plus 1000 * 0.5 jitter * 0.4 random = 1200 ms.
+    reports({ retry: retrying, random: 0.4 })
+      .given(instance("t", intended(), started()))
+      .when(failedReport(1))
+      .then([failure(1, iso(NOW + 1200))]);
+  });
+
+  it("the backoff grows with the attempt: attempt 2 waits twice as long", () => {
+    // attempt 2: 1000 * 2 = 2000 ms, plus 2000 * 0.5 * 0.4 = 2400 ms.
+    reports({ retry: retrying, random: 0.4 })
+      .given(
+        instance(
+          "t",
+          intended(),
+          started(),
+          failed("t", 1, iso(NOW)),
+          intended("t", { attempt: 2 }),
+          started("t", 2),
+        ),
+      )
+      .when(failedReport(2))
+      .then([failure(2, iso(NOW + 2400))]);
+  });
+
+  it("a failure with the retries used up has no retry: the instance fails", () => {
+    reports({ retry: retrying, random: 0.4 })
+      .given(
+        instance(
+          "t",
+          intended(),
+          started(),
+          failed("t", 1, iso(NOW)),
+          intended("t", { attempt: 2 }),
+          started("t", 2),
+          failed("t", 2, iso(NOW)),
+          intended("t", { attempt: 3 }),
+          started("t", 3),
+        ),
+      )
+      .when(failedReport(3))
+      .then([failure(3)]);
+    reports({ retry: NO_RETRY })
+      .given(instance("t", intended(), started()))
+      .when(failedReport(1))
+      .then([failure(1)]);
+  });
+
+  it("a worker lost mid-run is retried at once for an idempotent task, never for one that is not", () => {
+    reports()
+      .given(instance("t", intended("t", { idempotent: true }), started()))
+      .when(failedReport(1, "lost"))
+      .thenMatches(([event]) => expect(event?.data).toMatchObject({ retryAt: iso(NOW) }));
+    reports()
+      .given(instance("t", intended("t", { idempotent: false }), started()))
+      .when(failedReport(1, "lost"))
+      .thenMatches(([event]) => expect(event?.data).not.toHaveProperty("retryAt"));
+  });
+});
+
+describe("decideReport: reports that do not apply", () => {
+  it("a report with the token of an earlier attempt is stale, and recorded as rejected", () => {
+    reports()
+      .given(instance("t", intended(), failed("t", 1, iso(NOW)), intended("t", { attempt: 2 })))
+      .when(succeededReport(1))
+      .then([
+        {
+          type: "CompletionRejected",
+          data: {
+            token: tokenOf("t", 1),
+            attempt: 1,
+            report: "succeeded",
+            reason: "stale_token",
+            currentToken: tokenOf("t", 2),
+            workerId: "w-1",
+          },
+        },
+      ]);
+  });
+
+  it("a report with a token the instance never issued is recorded as rejected", () => {
+    const unknown: AttemptReportInput = { ...succeededReport(), token: "tok-from-nowhere" };
+    const rejected: DomainEvent[] = [
+      {
+        type: "CompletionRejected",
+        data: {
+          token: "tok-from-nowhere",
+          attempt: 1,
+          report: "succeeded",
+          reason: "unknown_token",
+          workerId: "w-1",
+        },
+      },
+    ];
+    reports()
+      .given(instance("t", intended(), started()))
+      .when(unknown)
+      .then(rejected);
+    reports().given().when(unknown).then(rejected);
+  });
+
+  it("a duplicate outcome is refused and recorded; a late start or heartbeat changes nothing", () => {
+    const done = instance("t", intended(), started(), succeeded());
+    reports()
+      .given(done)
+      .when(succeededReport())
+      .then([
+        {
+          type: "CompletionRejected",
+          data: {
+            token: tokenOf("t", 1),
+            attempt: 1,
+            report: "succeeded",
+            reason: "already_terminal",
+            workerId: "w-1",
+          },
+        },
+      ]);
+    reports()
+      .given(done)
+      .when({ ...base(), kind: "started" })
+      .then([]);
+    reports()
+      .given(done)
+      .when({ ...base(), kind: "heartbeat" })
+      .then([]);
+  });
+});
