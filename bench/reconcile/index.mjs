@@ -155,23 +155,20 @@ async function killToRetry(signal) {
   await catchUp(log, projection);
   const pool = new WorkerPool({ size: 2, capacity: 4, idPrefix: "wbench", queryTimeoutMs: 500 });
   await pool.ready();
-  let reconciler;
   const scheduler = new Scheduler({
     log,
     projection,
     dispatcher: pool,
     logger: silent,
-    onDispatched: (t) => reconciler?.noteDispatched(t),
   });
-  reconciler = new Reconciler({
+  const reconciler = new Reconciler({
     log,
     projection,
     dispatcher: pool,
     actor: "bench",
     intervalMs: 200,
     confirmGraceMs: 1000,
-    onTaskNeedsAttention: (id) => scheduler.wake(id),
-    reportLost: (inst, reason) => scheduler.reportLost(inst, reason),
+    scheduler,
   });
   await scheduler.start();
   reconciler.start();

@@ -24,6 +24,7 @@ import type { Dispatcher } from "./dispatcher.js";
 import { InFlight } from "./inflight.js";
 import { IntentWriter } from "./intent-writer.js";
 import { type Membership, shardKeyOf, shardOf } from "./membership.js";
+import type { ReconciledScheduler } from "./reconcile/reconciler.js";
 import { ReportApplier } from "./reports.js";
 import { RunKeeper } from "./run-keeper.js";
 import { setIn } from "./sets.js";
@@ -78,7 +79,7 @@ interface Admitted extends Free {
  * limits), IntentWriter (render, intent, slot take), ReportApplier with SuccessCommit (a
  * worker's report, a success with the children it starts) and RunKeeper (runs).
  */
-export class Scheduler {
+export class Scheduler implements ReconciledScheduler {
   /** Shard of each workflow and of each task without one (a pure function of the name). */
   private readonly workflowShards = new Map<string, number>();
   private readonly taskShards = new Map<string, number>();
@@ -103,6 +104,8 @@ export class Scheduler {
   stopped = false;
   /** Stops hearing the dispatcher's reports (see stop). */
   private readonly stopListening: (() => void) | undefined;
+  /** Who hears of the tokens of attempts handed to workers (the reconcile loop). */
+  private readonly dispatchListeners = new Set<(tokens: readonly string[]) => void>();
   /** Counters for benchmarks and `chronolog up`'s status line. */
   readonly stats = { dispatched: 0, completed: 0, failed: 0, passes: 0, conflicts: 0 };
 
@@ -236,6 +239,17 @@ export class Scheduler {
       cache.set(name, shard);
     }
     return m.holds(shard);
+  }
+
+  /** Whether this scheduler looks after the instance (its task's shard is held here). */
+  ownsInstance(inst: InstanceState): boolean {
+    const id = formatTaskKey(inst.key);
+    return this.owns(this.projection.tasks.get(id) ?? { id, spec: {} });
+  }
+
+  onDispatched(listener: (tokens: readonly string[]) => void): () => void {
+    this.dispatchListeners.add(listener);
+    return () => this.dispatchListeners.delete(listener);
   }
 
   /** Shards moved: every task and running run is looked at again (only owned ones act). */
@@ -534,7 +548,11 @@ export class Scheduler {
       // Every intent in `ready` is durable: only now do the workers hear of them.
       this.o.beforeDispatch?.(ready);
       this.o.dispatcher.dispatch(ready);
-      this.o.onDispatched?.(ready.map((c) => c.token));
+      if (this.o.onDispatched || this.dispatchListeners.size > 0) {
+        const tokens = ready.map((c) => c.token);
+        this.o.onDispatched?.(tokens);
+        for (const l of this.dispatchListeners) l(tokens);
+      }
     } catch (error) {
       this.o.logger.error({ err: error }, "could not hand attempts to the workers");
     }

@@ -79,26 +79,23 @@ export async function harness(
       const prefix = options.poolPrefix ?? `t${Math.floor(Math.random() * 1e6)}`;
       h.pool = new WorkerPool({ size: 1, capacity: 8, idPrefix: prefix });
       await h.pool.ready();
-      let rec: Reconciler | null = null;
       const scheduler = new Scheduler({
         log,
         projection,
         dispatcher: h.pool,
         logger: silent,
-        onDispatched: (t) => rec?.noteDispatched(t),
       });
-      rec = new Reconciler({
+      const rec = new Reconciler({
         log,
         projection,
         dispatcher: h.pool,
         actor: "reconciler:test",
         intervalMs: 100,
         confirmGraceMs: 300,
-        onTaskNeedsAttention: (id) => scheduler.wake(id),
+        scheduler,
         ...(options.workerGone === false
           ? {}
           : { isWorkerGone: (id: string) => !id.startsWith(`${prefix}-`) }),
-        reportLost: (inst, reason) => scheduler.reportLost(inst, reason),
       });
       h.scheduler = scheduler;
       h.reconciler = rec;

@@ -13,7 +13,8 @@ import {
   runNeedsRepair,
   type SchedulerProjection,
 } from "@chronolog/core";
-import { type EventLog, WrongExpectedRevisionError } from "@chronolog/log";
+import type { EventLog } from "@chronolog/log";
+import { handleCommand } from "../command.js";
 import type { Dispatcher } from "../dispatcher.js";
 import { LeaseBook } from "./lease-book.js";
 
@@ -27,10 +28,8 @@ export interface ReconcilerOptions {
   /** How long a dispatch this process made may stay unconfirmed before the unconfirmed-intent check looks at it. */
   readonly confirmGraceMs?: number;
   readonly now?: () => number;
-  /** Wakes the scheduler for a run left running with every task terminal. */
-  readonly onRunNeedsAttention?: (runId: string) => void;
-  /** Wakes the scheduler for a task whose outcome it has not recorded. */
-  readonly onTaskNeedsAttention?: (taskId: string) => void;
+  /** The scheduler this loop works beside (none: the loop only repairs the log). */
+  readonly scheduler?: ReconciledScheduler;
   readonly logger?: { warn(obj: object, msg?: string): void; error(obj: object, msg?: string): void };
   /**
    * Whether the worker named in an AttemptStarted is known to be gone. In embedded mode the
@@ -38,26 +37,33 @@ export interface ReconcilerOptions {
    * scheduler process is gone; its attempts are reported lost, as its supervisor would have.
    */
   readonly isWorkerGone?: (workerId: string) => boolean;
-  /** Records an attempt as lost (the same path as a supervisor's report of a dead worker). */
-  readonly reportLost?: (inst: InstanceState, reason: string) => void;
-  /**
-   * With several schedulers: whether this process looks after the instance (its task's shard
-   * is held here). Default: every instance.
-   */
-  readonly owns?: (inst: InstanceState) => boolean;
   /**
    * Whether a worker is one of this process's own. Their attempts' leases are kept here (their
    * heartbeats arrive here), whoever holds the shard; an attempt on a live worker of another
    * scheduler is that scheduler's to watch.
    */
   readonly isOwnWorker?: (workerId: string) => boolean;
+  /** Grace for an intent this process did not dispatch (another scheduler's). Default: confirmGraceMs. */
+  readonly foreignIntentGraceMs?: number;
+}
+
+/** What the reconcile loop asks of the scheduler it works beside, and hears from it. */
+export interface ReconciledScheduler {
+  /** Decide the task again: its instance ended and the scheduler has not recorded the outcome. */
+  wake(taskId: string): void;
+  /** Decide the run again: it is left running with every task terminal. */
+  wakeRun(runId: string): void;
+  /** Record an attempt as lost (the same path as a supervisor's report of a dead worker). */
+  reportLost(inst: InstanceState, reason: string): void;
   /**
    * Whether a report for the instance's attempt waits to be written: a worker that finished
    * it no longer knows the attempt, but it was confirmed all the same.
    */
-  readonly hasPendingReport?: (stream: string) => boolean;
-  /** Grace for an intent this process did not dispatch (another scheduler's). Default: confirmGraceMs. */
-  readonly foreignIntentGraceMs?: number;
+  hasPendingReport(stream: string): boolean;
+  /** With several schedulers: whether this process looks after the instance (its task's shard). */
+  ownsInstance(inst: InstanceState): boolean;
+  /** Hear of the tokens of attempts as they are handed to workers; returns how to stop. */
+  onDispatched(listener: (tokens: readonly string[]) => void): () => void;
 }
 
 export interface PassResult {
@@ -97,7 +103,7 @@ export class Reconciler {
   /** Worker reports extend and end leases, from construction until stop (and again after start). */
   private listen(): void {
     if (this.stopListening !== undefined) return;
-    this.stopListening =
+    const reports =
       this.o.dispatcher.onReport((r) => {
         if (r.kind === "heartbeat" || r.kind === "started") {
           const inst = this.o.projection.instances.get(r.instanceStream);
@@ -105,9 +111,14 @@ export class Reconciler {
           this.leases.extend(r.token, this.now() + lease * 1000);
         } else if (r.kind === "succeeded" || r.kind === "failed") this.leases.forget(r.token);
       }) ?? (() => {});
+    const dispatches = this.o.scheduler?.onDispatched((tokens) => this.noteDispatched(tokens));
+    this.stopListening = () => {
+      reports();
+      dispatches?.();
+    };
   }
 
-  /** The scheduler tells the reconciler when it hands attempts to workers. */
+  /** Attempts handed to workers by this process: their grace to be confirmed counts from now. */
   noteDispatched(tokens: readonly string[]): void {
     const at = this.now();
     for (const t of tokens) this.dispatchedAt.set(t, at);
@@ -161,7 +172,7 @@ export class Reconciler {
       const taskId = formatTaskKey(inst.key);
       const task = projection.tasks.get(taskId);
       const a = currentAttempt(inst);
-      if (needsScheduler(inst, task)) this.o.onTaskNeedsAttention?.(taskId);
+      if (needsScheduler(inst, task)) this.o.scheduler?.wake(taskId);
       const repair = decideStuckInstance(inst, task, this.o.actor);
       if (repair.length > 0) {
         stuck.push({ inst, events: repair });
@@ -179,8 +190,7 @@ export class Reconciler {
       } else if (a.status === "lease_expired") expired.push(inst);
     }
     this.leases.retain(runningTokens);
-    for (const run of projection.runs.values())
-      if (runNeedsRepair(run)) this.o.onRunNeedsAttention?.(run.runId);
+    for (const run of projection.runs.values()) if (runNeedsRepair(run)) this.o.scheduler?.wakeRun(run.runId);
     for (const t of this.dispatchedAt.keys()) {
       if (now - (this.dispatchedAt.get(t) as number) > 10 * grace) this.dispatchedAt.delete(t);
     }
@@ -220,14 +230,14 @@ export class Reconciler {
     const known = asked.length > 0 ? await this.o.dispatcher.query(asked) : new Map<string, string>();
     for (const inst of [...unconfirmed, ...checkLease]) {
       const token = currentAttempt(inst)?.token;
-      if (token && !known.has(token) && this.o.hasPendingReport?.(inst.stream))
+      if (token && !known.has(token) && this.o.scheduler?.hasPendingReport(inst.stream))
         known.set(token, "report pending");
     }
     for (const inst of lost) {
       const decision = decideLostWorker(inst, known.has(currentAttempt(inst)?.token as string));
       switch (decision.kind) {
         case "report_lost":
-          this.o.reportLost?.(inst, decision.reason);
+          this.o.scheduler?.reportLost(inst, decision.reason);
           break;
         case "leave":
           break;
@@ -283,7 +293,7 @@ export class Reconciler {
 
   /** Instances of the shards held here, and attempts on this process's own workers. */
   private looksAfter(inst: InstanceState): boolean {
-    if (!this.o.owns || this.o.owns(inst)) return true;
+    if (!this.o.scheduler || this.o.scheduler.ownsInstance(inst)) return true;
     const workerId = currentAttempt(inst)?.workerId;
     return !!workerId && !!this.o.isOwnWorker?.(workerId);
   }
@@ -296,13 +306,16 @@ export class Reconciler {
 
   /** Compare-and-set at the observed revision; false when someone else wrote first. */
   private async write(inst: InstanceState, events: DomainEvent[], check: string): Promise<boolean> {
-    try {
-      await this.o.log.append(inst.stream, events, { expectedRevision: inst.revision });
-      this.o.logger?.warn({ stream: inst.stream, check, events: events.map((e) => e.type) }, "reconciled");
-      return true;
-    } catch (error) {
-      if (error instanceof WrongExpectedRevisionError) return false;
-      throw error;
-    }
+    const outcome = await handleCommand(this.o.log, {
+      name: `${check} on ${inst.stream}`,
+      read: () => inst,
+      decide: (i) => ({
+        writes: [{ streamId: i.stream, events, expectedRevision: i.revision }],
+        result: null,
+      }),
+    });
+    if (outcome.kind === "conflict") return false;
+    this.o.logger?.warn({ stream: inst.stream, check, events: events.map((e) => e.type) }, "reconciled");
+    return true;
   }
 }

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { formatTaskKey, type InstanceState, parseDeclarationText, shortInstant } from "@chronolog/core";
+import { formatTaskKey, parseDeclarationText, shortInstant } from "@chronolog/core";
 import type { RecordedEvent } from "@chronolog/log";
 import {
   declare,
@@ -199,43 +199,30 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     stagingRoot: join(dir, "staging"),
     idPrefix: workerPrefix,
   });
-  let reconciler: Reconciler | null = null;
   const scheduler = new Scheduler({
     log,
     projection,
     dispatcher: pool,
     logger,
     onApplied: progressLogger(logger),
-    onDispatched: (tokens) => reconciler?.noteDispatched(tokens),
     ...(membership ? { membership } : {}),
     ...schedulerFaults(),
   });
-  reconciler = new Reconciler({
+  const reconciler = new Reconciler({
     log,
     projection,
     dispatcher: pool,
     actor: defaultActor("reconciler"),
     intervalMs: Number(opts.reconcileMs),
     logger,
-    onTaskNeedsAttention: (id) => scheduler.wake(id),
-    onRunNeedsAttention: (id) => scheduler.wakeRun(id),
+    scheduler,
     isWorkerGone: membership
       ? (id) => !isOwnWorker(id) && !membership.isAlive(schedulerOfWorker(id))
       : (id) => !isOwnWorker(id),
-    reportLost: (inst, reason) => scheduler.reportLost(inst, reason),
-    hasPendingReport: (stream) => scheduler.hasPendingReport(stream),
     // Another scheduler's intents get its session timeout to be confirmed: if it is alive its
     // workers will start them; if it died, the group has said so by then.
     ...(membership ? { foreignIntentGraceMs: membership.sessionTimeoutMs + 2000 } : {}),
-    ...(membership
-      ? {
-          isOwnWorker,
-          owns: (inst: InstanceState) => {
-            const id = formatTaskKey(inst.key);
-            return scheduler.owns(projection.tasks.get(id) ?? { id, spec: {} });
-          },
-        }
-      : {}),
+    ...(membership ? { isOwnWorker } : {}),
   });
   await scheduler.start();
   reconciler.start();
