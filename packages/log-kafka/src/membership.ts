@@ -1,5 +1,5 @@
 import { type Consumer, Kafka, logLevel } from "kafkajs";
-import { brokerList } from "./kafka-backend.js";
+import { brokerList } from "./client.js";
 
 export interface KafkaMembershipOptions {
   /** Bootstrap brokers, as for the log. */

@@ -11,7 +11,7 @@ import type { ExpectedRevision } from "@chronolog/log";
  *
  * The record carries what the writer asked for, not what it got: the expected revision of
  * each stream. Every reader decides the compare-and-set the same way, in the partition's
- * order (see KafkaBackend), and assigns revisions, positions and the hash chain.
+ * order (see RecordDecider), and assigns revisions, positions and the hash chain.
  */
 export interface WireAppend {
   readonly v: 2;
