@@ -20,6 +20,8 @@ export type ChronologErrorType =
   | "log_read_only"
   | "unsupported_log_layout"
   | "append_outcome_unknown"
+  | "append_expired"
+  | "log_unavailable"
   | "foreign_record"
   // a command that kept losing its compare-and-set to other writers
   | "conflict_retries_exhausted"

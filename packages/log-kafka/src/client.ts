@@ -1,4 +1,5 @@
 import net from "node:net";
+import { LogUnavailableError, UnsupportedLogLayoutError } from "@chronolog/log";
 import { type Admin, Kafka, type LogEntry, logLevel } from "kafkajs";
 import type { KafkaLogOptions } from "./options.js";
 
@@ -99,8 +100,9 @@ export class TopicAdmin {
     const metadata = await this.admin.fetchTopicMetadata({ topics: [this.topic] });
     const partitions = metadata.topics[0]?.partitions.length ?? 0;
     if (partitions !== 1) {
-      throw new Error(
-        `topic ${this.topic} has ${partitions} partitions: this log keeps one total order in one partition`,
+      throw new UnsupportedLogLayoutError(
+        `topic ${this.topic}`,
+        `${partitions} partitions: this log keeps one total order in one partition`,
       );
     }
   }
@@ -134,7 +136,7 @@ export class TopicAdmin {
       try {
         const offsets = await this.admin.fetchTopicOffsets(this.topic);
         const p = offsets.find((o) => o.partition === 0);
-        if (!p) throw new Error(`kafka log ${this.topic}: partition 0 not found`);
+        if (!p) throw new LogUnavailableError(`kafka log ${this.topic}: partition 0 not found`);
         return BigInt(p.offset);
       } catch (error) {
         if (this.closing() || performance.now() > deadline) throw error;

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { LogClosedError } from "@chronolog/log";
+import { LogClosedError, LogUnavailableError } from "@chronolog/log";
 import type { Consumer, Kafka, KafkaMessage } from "kafkajs";
 import type { TopicAdmin } from "./client.js";
 import type { KafkaLogOptions } from "./options.js";
@@ -137,7 +137,7 @@ export class Follower {
         reject,
         timer: setTimeout(() => {
           this.waiters.delete(w);
-          reject(new Error(`kafka log ${this.options.topic}: timed out waiting for ${what}`));
+          reject(new LogUnavailableError(`kafka log ${this.options.topic}: timed out waiting for ${what}`));
         }, this.options.timeoutMs),
       };
       this.waiters.add(w);

@@ -1,3 +1,4 @@
+import { LogUnavailableError, UnsupportedLogLayoutError } from "@chronolog/log";
 import { type Consumer, Kafka, logLevel } from "kafkajs";
 import { brokerList } from "./client.js";
 
@@ -100,7 +101,8 @@ export class KafkaMembership {
       });
       const meta = await admin.fetchTopicMetadata({ topics: [this.shardTopic] });
       this.shardCount = meta.topics[0]?.partitions.length ?? 0;
-      if (this.shardCount === 0) throw new Error(`shard topic ${this.shardTopic} has no partitions`);
+      if (this.shardCount === 0)
+        throw new UnsupportedLogLayoutError(`shard topic ${this.shardTopic}`, "it has no partitions");
     } finally {
       await admin.disconnect();
     }
@@ -140,7 +142,10 @@ export class KafkaMembership {
       first,
       new Promise<never>((_, reject) => {
         timer = setTimeout(
-          () => reject(new Error(`could not join scheduler group ${this.groupId} within ${timeout} ms`)),
+          () =>
+            reject(
+              new LogUnavailableError(`could not join scheduler group ${this.groupId} within ${timeout} ms`),
+            ),
           timeout,
         );
       }),

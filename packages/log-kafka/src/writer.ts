@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import {
+  AppendExpiredError,
   AppendOutcomeUnknownError,
   type AppendResult,
   InvalidAppendError,
@@ -191,7 +192,7 @@ export class AppendWriter {
         return;
       case "too_old":
         this.finish(p, {
-          error: new Error(
+          error: new AppendExpiredError(
             `kafka log ${this.options.topic}: the append was made at offset ${decision.base}, too long before it reached the log (offset ${decision.offset}) to rule out a copy of it`,
           ),
         });

@@ -177,7 +177,10 @@ export class SqliteBackend implements LogBackend {
       const layout = this.db.prepare("SELECT value FROM meta WHERE key = 'layout_version'").pluck().get();
       if (layout !== String(LAYOUT_VERSION)) {
         this.db.close();
-        throw new UnsupportedLogLayoutError(options.path, layout);
+        throw new UnsupportedLogLayoutError(
+          options.path,
+          `log layout version ${String(layout)} is not supported`,
+        );
       }
     }
     this.stmts = this.prepareStatements();

@@ -72,15 +72,36 @@ export class LogReadOnlyError extends ChronologError {
   }
 }
 
-/** A log whose storage layout this code does not know (written by a newer version). */
+/** A log kept in a layout this code cannot use (a newer file version, a topic of several partitions). */
 export class UnsupportedLogLayoutError extends ChronologError {
   readonly type = "unsupported_log_layout" as const;
   constructor(
     readonly where: string,
-    readonly layout: unknown,
+    readonly detail: string,
   ) {
-    super(`${where}: log layout version ${String(layout)} is not supported`);
+    super(`${where}: ${detail}`);
     this.name = "UnsupportedLogLayoutError";
+  }
+}
+
+/** A network log (or its group) did not answer in time: nothing is known to have changed. */
+export class LogUnavailableError extends ChronologError {
+  readonly type = "log_unavailable" as const;
+  constructor(message: string) {
+    super(message);
+    this.name = "LogUnavailableError";
+  }
+}
+
+/**
+ * An append that reached the log too long after it was made to rule out an earlier copy of it:
+ * it was not applied (it is certainly not in the log), and may be made again.
+ */
+export class AppendExpiredError extends ChronologError {
+  readonly type = "append_expired" as const;
+  constructor(message: string) {
+    super(message);
+    this.name = "AppendExpiredError";
   }
 }
 

@@ -35,6 +35,8 @@ export const EXIT_CODES: Readonly<Record<ChronologErrorType, number>> = {
   log_closed: 1,
   log_read_only: 1,
   append_outcome_unknown: 1,
+  append_expired: 1,
+  log_unavailable: 1,
   foreign_record: 1,
 };
 
