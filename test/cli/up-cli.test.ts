@@ -1,8 +1,7 @@
-import type { ChildProcess } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { chronolog, chronologSpawn, tempDataDir } from "../support/cli.js";
+import { chronolog, chronologSpawn, Leftovers, tempDataDir } from "../support/cli.js";
 import { waitUntil } from "../support/wait.js";
 
 const HOUR = 3_600_000;
@@ -22,23 +21,13 @@ function childrenOf(ppid: number): number[] {
   }
   return out;
 }
-const started: ChildProcess[] = [];
-const dirs: string[] = [];
-
-afterAll(async () => {
-  for (const p of started) {
-    if (p.exitCode === null && p.signalCode === null) {
-      p.kill("SIGTERM");
-      await new Promise((r) => p.once("exit", r));
-    }
-  }
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const left = new Leftovers();
+afterAll(() => left.clear());
 
 describe("chronolog up --warm-shells", () => {
   it("refuses a count that is not a whole number, before it creates anything", () => {
     const dir = join(tempDataDir("up-flags"), "data");
-    dirs.push(dir);
+    left.dirs.push(dir);
     for (const bad of ["-1", "two", "1.5"]) {
       const r = chronolog(dir, ["up", "--warm-shells", bad]);
       expect(r.code).toBe(2);
@@ -49,7 +38,7 @@ describe("chronolog up --warm-shells", () => {
 
   it("with 0, starts every shell task in a new shell, and they run to the end", async () => {
     const dir = tempDataDir("up-cold");
-    dirs.push(dir);
+    left.dirs.push(dir);
     const start = new Date(Math.floor(Date.now() / HOUR) * HOUR - 4 * HOUR).toISOString();
     const file = join(dir, "hourly.yaml");
     writeFileSync(
@@ -67,7 +56,7 @@ describe("chronolog up --warm-shells", () => {
     const declared = chronolog(dir, ["declare", file]);
     expect(declared.code, declared.stderr).toBe(0);
     const up = chronologSpawn(dir, ["up", "--workers", "1", "--warm-shells", "0"]);
-    started.push(up);
+    left.processes.push(up);
     // Four hours of history to catch up, one interval after the other.
     const latest = new Date(Math.floor(Date.now() / HOUR) * HOUR - HOUR).toISOString();
     await waitUntil("the four intervals to run", () => {
@@ -90,9 +79,9 @@ describe("chronolog up --warm-shells", () => {
 
   it("by default, each worker keeps two shells waiting", async () => {
     const dir = tempDataDir("up-warm");
-    dirs.push(dir);
+    left.dirs.push(dir);
     const up = chronologSpawn(dir, ["up", "--workers", "1"]);
-    started.push(up);
+    left.processes.push(up);
     const shells = await waitUntil("the worker's two shells", () => {
       const [worker] = childrenOf(up.pid as number);
       const c = worker === undefined ? [] : childrenOf(worker);

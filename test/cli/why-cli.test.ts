@@ -1,23 +1,12 @@
-import type { ChildProcess } from "node:child_process";
-import { rmSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { chronolog, chronologSpawn, tempDataDir } from "../support/cli.js";
+import { chronolog, chronologSpawn, Leftovers, tempDataDir } from "../support/cli.js";
 import { waitUntil } from "../support/wait.js";
 
 const HOUR = 3_600_000;
-const started: ChildProcess[] = [];
-const dirs: string[] = [];
-
-afterAll(async () => {
-  for (const p of started) {
-    if (p.exitCode === null && p.signalCode === null) {
-      p.kill("SIGTERM");
-      await new Promise((r) => p.once("exit", r));
-    }
-  }
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const left = new Leftovers();
+afterAll(() => left.clear());
 
 interface Row {
   task: string;
@@ -32,7 +21,7 @@ interface Row {
 describe("chronolog why beside a running scheduler", () => {
   it("names the connection, its slots in use and who holds them; tasks --json agrees", async () => {
     const dir = tempDataDir("why");
-    dirs.push(dir);
+    left.dirs.push(dir);
     const latest = new Date(Math.floor(Date.now() / HOUR) * HOUR - HOUR).toISOString();
     const wait = (name: string) => `while [ ! -e ${dir}/${name}.go ]; do sleep 0.05; done`;
     const file = join(dir, "pg.yaml");
@@ -49,7 +38,7 @@ tasks:
     expect(chronolog(dir, ["declare", file]).code).toBe(0);
     expect(chronolog(dir, ["pause", "p/a/later/ALL", "--reason", "waiting for the new schema"]).code).toBe(0);
     const up = chronologSpawn(dir, ["up", "--workers", "1"]);
-    started.push(up);
+    left.processes.push(up);
     const rows = await waitUntil("s1 to run and s2 to be held", () => {
       const r = chronolog(dir, ["tasks", "--json"]);
       const list = JSON.parse(r.stdout || "[]") as Row[];

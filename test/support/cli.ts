@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -37,4 +37,21 @@ export function chronologSpawn(
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, CHRONOLOG_LOG_FORMAT: "json", CHRONOLOG_LOG_LEVEL: "info", ...env },
   });
+}
+
+/** Processes and data directories a suite started, stopped and removed by `clear`. */
+export class Leftovers {
+  readonly processes: ChildProcess[] = [];
+  readonly dirs: string[] = [];
+
+  /** Stops every process still running (SIGTERM, then waits for it) and removes the directories. */
+  async clear(): Promise<void> {
+    for (const p of this.processes) {
+      if (p.exitCode === null && p.signalCode === null) {
+        p.kill("SIGTERM");
+        await new Promise((r) => p.once("exit", r));
+      }
+    }
+    for (const d of this.dirs) rmSync(d, { recursive: true, force: true });
+  }
 }

@@ -2,6 +2,7 @@ import {
   connectionStream,
   type DomainEvent,
   dataInterval,
+  foldInstance,
   type InstanceState,
   instanceStream,
   isTerminal,
@@ -16,7 +17,11 @@ import { renderOperator, renderTemplate } from "@chronolog/render";
 import type { RunCommand } from "@chronolog/worker";
 import type { ConnectionSlots } from "./admission/connection-slots.js";
 import { handleCommand } from "./command.js";
-import { foldInstance } from "./reports.js";
+
+/*
+ * The intent writer: a task's next attempt announced by a durable DispatchIntended before any
+ * worker hears of it, with its rendered payload, its token and its connection slot.
+ */
 
 /** What became of one intent. */
 export type IntentOutcome =

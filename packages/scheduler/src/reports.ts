@@ -5,6 +5,7 @@ import {
   decideIntervalCompleted,
   decideReport,
   evolveInstance,
+  foldInstance,
   formatTaskKey,
   type InstanceState,
   type RetryPolicy,
@@ -12,12 +13,7 @@ import {
   type TaskState,
   taskStream,
 } from "@chronolog/core";
-import {
-  type AppendResult,
-  type EventLog,
-  type RecordedEvent,
-  WrongExpectedRevisionError,
-} from "@chronolog/log";
+import { type AppendResult, type EventLog, WrongExpectedRevisionError } from "@chronolog/log";
 import type { AttemptReport } from "@chronolog/worker";
 import type { Alongside } from "./success-commit.js";
 
@@ -30,6 +26,8 @@ const DEFAULT_RETRY: RetryPolicy = {
 };
 const MAX_CONFLICT_RETRIES = 8;
 
+/** (The fold of an attempt stream read from the log, for callers that import it from here.) */
+export { foldInstance } from "@chronolog/core";
 export type { Alongside } from "./success-commit.js";
 
 export interface ReportApplierOptions {
@@ -45,20 +43,6 @@ export interface ReportApplierOptions {
   readonly now: () => number;
   readonly random: () => number;
   readonly onError: (error: unknown, stream: string) => void;
-}
-
-/** Folds an attempt stream read from the log (for instances no longer held in memory). */
-export function foldInstance(events: readonly RecordedEvent[]): InstanceState | undefined {
-  let state: InstanceState | undefined;
-  for (const e of events) {
-    state = evolveInstance(state, e, {
-      revision: e.revision,
-      position: e.position,
-      recordedAt: e.metadata.recordedAt,
-      streamId: e.streamId,
-    });
-  }
-  return state;
 }
 
 /**

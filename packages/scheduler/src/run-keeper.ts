@@ -9,19 +9,10 @@ import {
   type TaskKey,
 } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
+import type { RunToStart } from "./admission/pass-slots.js";
 import type { RunSlots } from "./admission/run-slots.js";
 import { handleCommand } from "./command.js";
 import type { Dispatcher } from "./dispatcher.js";
-
-/** A run that a pass's dispatches start: its RunStarted is written before any of its intents. */
-export interface RunToStart {
-  readonly workflow: string;
-  readonly logicalDate: string;
-  readonly trigger: "schedule" | "backfill";
-  readonly revision: bigint | "no_stream";
-  /** The tasks that reopen a finished run (a backfill): only they restart in it. */
-  readonly reopening: TaskKey[];
-}
 
 export interface RunKeeperHost {
   owns(task: { readonly id: string; readonly spec: { readonly workflow?: string } }): boolean;

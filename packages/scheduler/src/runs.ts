@@ -3,6 +3,7 @@ import {
   type DomainEvent,
   evolveRun,
   firstSlotAtOrAfter,
+  foldInstance,
   type InstanceState,
   instanceStream,
   lastSlotEndingBy,
@@ -20,7 +21,6 @@ import {
 import type { EventLog } from "@chronolog/log";
 import { NotFoundError, StateError } from "./errors.js";
 import { requireSettled } from "./operations.js";
-import { foldInstance } from "./reports.js";
 
 export interface RunView {
   readonly run: RunState;

@@ -16,6 +16,11 @@ import type { RunSlots } from "./admission/run-slots.js";
 import type { InFlight } from "./inflight.js";
 import { type IntentWriter, intentEvent, runCommand } from "./intent-writer.js";
 
+/*
+ * The success commit: a task's success, its advance and the intents of the children that
+ * success lets start, written in one atomic append.
+ */
+
 /**
  * Writes to make in the same atomic append as a task's success (the intents of its children
  * that the success lets start), and what to do once that append has been made or has failed.

@@ -296,3 +296,26 @@ export function evolveInstance(
       return state;
   }
 }
+
+/** Folds an attempt stream read from the log (for instances no longer held in memory). */
+export function foldInstance(
+  events: ReadonlyArray<
+    DomainEvent & {
+      readonly streamId: string;
+      readonly revision: bigint;
+      readonly position: bigint;
+      readonly metadata: { readonly recordedAt: string };
+    }
+  >,
+): InstanceState | undefined {
+  let state: InstanceState | undefined;
+  for (const e of events) {
+    state = evolveInstance(state, e, {
+      revision: e.revision,
+      position: e.position,
+      recordedAt: e.metadata.recordedAt,
+      streamId: e.streamId,
+    });
+  }
+  return state;
+}

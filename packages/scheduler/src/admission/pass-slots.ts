@@ -4,11 +4,21 @@ import {
   type RunState,
   type SchedulerProjection,
   type Slots,
+  type TaskKey,
   type TaskState,
 } from "@chronolog/core";
-import type { RunToStart } from "../run-keeper.js";
 import type { ConnectionSlots } from "./connection-slots.js";
 import type { RunSlots } from "./run-slots.js";
+
+/** A run that a pass's dispatches start: its RunStarted is written before any of its intents. */
+export interface RunToStart {
+  readonly workflow: string;
+  readonly logicalDate: string;
+  readonly trigger: "schedule" | "backfill";
+  readonly revision: bigint | "no_stream";
+  /** The tasks that reopen a finished run (a backfill): only they restart in it. */
+  readonly reopening: TaskKey[];
+}
 
 /**
  * The slots as one scheduler pass gives them out: what is in use (the projection's, and the
