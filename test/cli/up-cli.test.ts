@@ -39,7 +39,10 @@ describe("chronolog up --warm-shells", () => {
   it("with 0, starts every shell task in a new shell, and they run to the end", async () => {
     const dir = tempDataDir("up-cold");
     left.dirs.push(dir);
-    const start = new Date(Math.floor(Date.now() / HOUR) * HOUR - 4 * HOUR).toISOString();
+    const hour = Math.floor(Date.now() / HOUR) * HOUR;
+    const start = new Date(hour - 4 * HOUR).toISOString();
+    // The schedule ends at its fourth interval: an hour that turns during the test adds none.
+    const latest = new Date(hour - HOUR).toISOString();
     const file = join(dir, "hourly.yaml");
     writeFileSync(
       file,
@@ -49,6 +52,7 @@ describe("chronolog up --warm-shells", () => {
     name: hourly
     cron: "0 * * * *"
     startDate: "${start}"
+    endDate: "${latest}"
     idempotent: true
     operator: { type: shell, command: "echo landed {{ ts }}" }
 `,
@@ -58,7 +62,6 @@ describe("chronolog up --warm-shells", () => {
     const up = chronologSpawn(dir, ["up", "--workers", "1", "--warm-shells", "0"]);
     left.processes.push(up);
     // Four hours of history to catch up, one interval after the other.
-    const latest = new Date(Math.floor(Date.now() / HOUR) * HOUR - HOUR).toISOString();
     await waitUntil("the four intervals to run", () => {
       const r = chronolog(dir, ["tasks", "--json"]);
       const [t] = JSON.parse(r.stdout) as Array<{ prevIntervalStart: string | null }>;

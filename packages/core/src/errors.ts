@@ -7,18 +7,19 @@ export type ChronologErrorType =
   // input that does not match its schema or contract: nothing was written
   | "validation"
   | "unknown_event_type"
-  | "unsupported_schema_version"
   | "cron_schedule"
   | "template"
   | "invalid_stream_name"
   | "invalid_expected_revision"
   | "invalid_append"
+  // stored history or storage this code cannot read (written by a newer version)
+  | "unsupported_schema_version"
+  | "unsupported_log_layout"
   // the log refused or could not make a write
   | "wrong_expected_revision"
   | "log_moved"
   | "log_closed"
   | "log_read_only"
-  | "unsupported_log_layout"
   | "append_outcome_unknown"
   | "append_expired"
   | "log_unavailable"

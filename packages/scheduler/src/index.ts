@@ -5,6 +5,7 @@ export * from "./dispatcher.js";
 export * from "./errors.js";
 export * from "./membership.js";
 export * from "./operations.js";
+export * from "./payload.js";
 export * from "./reconcile/index.js";
 export * from "./reports.js";
 export * from "./runs.js";

@@ -1,7 +1,6 @@
 import {
   connectionStream,
   type DomainEvent,
-  dataInterval,
   foldInstance,
   type InstanceState,
   instanceStream,
@@ -13,10 +12,10 @@ import {
   taskStream,
 } from "@chronolog/core";
 import { type EventLog, WrongExpectedRevisionError } from "@chronolog/log";
-import { renderOperator, renderTemplate } from "@chronolog/render";
 import type { RunCommand } from "@chronolog/worker";
 import type { ConnectionSlots } from "./admission/connection-slots.js";
 import { handleCommand } from "./command.js";
+import { renderCacheKey, renderPayload } from "./payload.js";
 
 /*
  * The intent writer: a task's next attempt announced by a durable DispatchIntended before any
@@ -185,31 +184,13 @@ export class IntentWriter {
     return { kind: "conflict" };
   }
 
-  /** The operator with its templates rendered (most have none: no context is built then). */
+  /** The operator with its templates rendered. */
   render(task: TaskState): OperatorSpec {
-    if (task.spec.operator.type === "noop" || !hasTemplate(task.spec.operator)) return task.spec.operator;
-    return renderOperator(task.spec.operator, this.renderContext(task));
+    return renderPayload(task, this.projection);
   }
 
   cacheKey(task: TaskState): string | undefined {
-    if (task.spec.cacheKey === undefined) return undefined;
-    return renderTemplate(task.spec.cacheKey, this.renderContext(task), "cacheKey");
-  }
-
-  private renderContext(task: TaskState) {
-    const interval = dataInterval(task.logicalDate, task.spec.cron, task.spec.timezone);
-    return {
-      task: task.key,
-      logicalDate: task.logicalDate,
-      dataIntervalStart: interval.start,
-      dataIntervalEnd: interval.end,
-      prevIntervalStart: task.prevIntervalStart,
-      timezone: task.spec.timezone,
-      config: task.spec.config,
-      params: task.spec.workflow
-        ? (this.projection.runs.get(runIdOf(task.spec.workflow, task.logicalDate))?.params ?? {})
-        : {},
-    };
+    return renderCacheKey(task, this.projection);
   }
 }
 
@@ -258,11 +239,4 @@ export function runCommand(
     // A task that is not idempotent runs only once its start is on record.
     ...(task.spec.idempotent ? {} : { awaitProceed: true }),
   };
-}
-
-function hasTemplate(value: unknown): boolean {
-  if (typeof value === "string") return value.includes("{{") || value.includes("{%");
-  if (Array.isArray(value)) return value.some(hasTemplate);
-  if (value && typeof value === "object") return Object.values(value).some(hasTemplate);
-  return false;
 }

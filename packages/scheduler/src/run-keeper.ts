@@ -44,14 +44,20 @@ export class RunKeeper {
     const started = new Set<string>();
     await Promise.all(
       [...runs].map(async ([runId, r]) => {
-        // A new run has every task of the workflow; a reopened one only the tasks starting
-        // again in it (its other tasks keep their outcomes, so it can finish).
+        // A new run has every task of the workflow. A reopened one (a backfill) has the tasks
+        // that run its date again: those starting now and every other task of the workflow that
+        // stands at that date (held for a slot, or waiting for a parent); the rest keep their
+        // outcomes, so the run can finish, but not before the tasks that run again.
+        const workflowTasks = [...this.projection.tasks.values()].filter(
+          (t) => t.spec.workflow === r.workflow && t.status !== "retired",
+        );
         const tasks =
           r.revision === "no_stream"
-            ? [...this.projection.tasks.values()]
-                .filter((t) => t.spec.workflow === r.workflow && t.status !== "retired")
-                .map((t) => t.key)
-            : r.reopening;
+            ? workflowTasks.map((t) => t.key)
+            : uniqueKeys([
+                ...r.reopening,
+                ...workflowTasks.filter((t) => t.logicalDate === r.logicalDate).map((t) => t.key),
+              ]);
         this.runSlots.startRun(runId, r.workflow);
         try {
           const outcome = await handleCommand(this.log, {
@@ -161,4 +167,14 @@ export class RunKeeper {
       this.host.error(error, { stream }, "could not write a run decision");
     }
   }
+}
+
+function uniqueKeys(keys: readonly TaskKey[]): TaskKey[] {
+  const seen = new Set<string>();
+  return keys.filter((k) => {
+    const id = formatTaskKey(k);
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
 }

@@ -104,6 +104,21 @@ export class Scheduler implements ReconciledScheduler {
   stopped = false;
   /** Stops hearing the dispatcher's reports (see stop). */
   private readonly stopListening: (() => void) | undefined;
+  /** Tasks whose payload did not render, for which interval and declaration (they are held). */
+  private readonly renderFailures = new Map<
+    string,
+    { logicalDate: string; revision: bigint; message: string }
+  >();
+  private readonly decideOptions = {
+    renderProblem: (task: TaskState): string | undefined => {
+      if (this.renderFailures.size === 0) return undefined;
+      const f = this.renderFailures.get(task.id);
+      if (!f) return undefined;
+      if (f.logicalDate === task.logicalDate && f.revision === task.revision) return f.message;
+      this.renderFailures.delete(task.id);
+      return undefined;
+    },
+  };
   /** Who hears of the tokens of attempts handed to workers (the reconcile loop). */
   private readonly dispatchListeners = new Set<(tokens: readonly string[]) => void>();
   /** Counters for benchmarks and `chronolog up`'s status line. */
@@ -341,7 +356,7 @@ export class Scheduler implements ReconciledScheduler {
       const task = this.projection.tasks.get(id);
       if (!task || !this.inflight.settled(id, this.projection.position)) continue;
       if (task.status === "retired" || !this.owns(task)) continue;
-      this.act(task, decideStanding(this.projection, task, now), writes, free);
+      this.act(task, decideStanding(this.projection, task, now, this.decideOptions), writes, free);
     }
     if (free.length > 0) writes.push(this.dispatchAll(free));
     await Promise.all(writes);
@@ -425,6 +440,8 @@ export class Scheduler implements ReconciledScheduler {
       if (d.run) this.runSlots.stopWaiting(c.task.id);
       const conn = c.task.spec.connection;
       const countedAt = conn ? this.projection.connectionRevisions.get(conn) : undefined;
+      // In flight from its admission: a pass that overlaps this one does not admit it again.
+      this.inflight.pending(c.task.id);
       slots.take(c.task, d.run);
       admitted.push({ ...c, run: d.run, countedAt });
     }
@@ -432,7 +449,10 @@ export class Scheduler implements ReconciledScheduler {
     const going = admitted.filter((c) => {
       if (!c.run || started.has(c.run.runId) || this.projection.runs.get(c.run.runId)?.status === "running")
         return true;
+      // Its run could not be started (the error is logged): give its slots back, try again later.
       slots.giveBack(c.task, c.run);
+      this.inflight.clear(c.task.id);
+      this.timers.wakeAt(c.task.id, this.now() + 1000);
       return false;
     });
     const commands = await Promise.all(going.map((c) => this.dispatchOne(c)));
@@ -461,6 +481,8 @@ export class Scheduler implements ReconciledScheduler {
       case "connection_undeclared":
         // (An undeclared connection's declaration, perhaps later in the same file, wakes it.)
         this.waitOn(h.connection, task.id);
+        // It had a slot in its run: it no longer waits for one.
+        this.runSlots.stopWaiting(task.id);
         return;
       case "run_slots":
         this.waitOn(`run:${h.runId}`, task.id);
@@ -471,6 +493,7 @@ export class Scheduler implements ReconciledScheduler {
         return;
       case "run_failed_fast":
       case "earlier_attempt":
+      case "render_failed":
         return;
       default:
         unreachable(h);
@@ -501,7 +524,13 @@ export class Scheduler implements ReconciledScheduler {
           written = true;
           return null;
         case "render_failed":
+          // Held until its declaration changes (decideTask says so, with the message).
           this.inflight.clear(task.id);
+          this.renderFailures.set(task.id, {
+            logicalDate: task.logicalDate,
+            revision: task.revision,
+            message: o.error.message,
+          });
           this.o.logger.error({ task: task.id, err: o.error }, "payload render failed; the task is held");
           return null;
         case "look_again":

@@ -113,7 +113,12 @@ export class SuccessCommit {
       const d = admitTask(this.projection, child, standing, slots);
       if (d.kind !== "ready") continue;
       if (d.run) {
-        if (d.run.runId !== parentRun || d.run.start !== null) continue;
+        if (
+          d.run.runId !== parentRun ||
+          d.run.start !== null ||
+          !this.projection.workflows.has(d.run.workflow)
+        )
+          continue;
         // The pass gives a free slot to the task that waited longest.
         if (
           this.runSlots.waitsIn(

@@ -1,10 +1,18 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { explainTask, instanceStream, SchedulerProjection, type TaskState } from "@chronolog/core";
+import {
+  explainTask,
+  instanceStream,
+  nextCronTime,
+  SchedulerProjection,
+  type TaskState,
+  taskSpecSchema,
+  taskStream,
+} from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import { openSqliteLog } from "@chronolog/log-sqlite";
-import { catchUp, declare, pauseTask, Scheduler } from "@chronolog/scheduler";
+import { catchUp, declare, pauseTask, renderProblem, Scheduler } from "@chronolog/scheduler";
 import { WorkerPool } from "@chronolog/worker";
 import { afterEach, describe, expect, it } from "vitest";
 import { parse } from "yaml";
@@ -43,6 +51,11 @@ async function start(yaml: string, opts: { run?: boolean } = {}): Promise<void> 
   await declare(log, projection, [{ filename: "t.yaml", document: parse(text) }], Date.now());
   await catchUp(log, projection);
   if (opts.run === false) return;
+  await startScheduler();
+}
+
+/** A real worker pool and a scheduler on the test's log and projection. */
+async function startScheduler(): Promise<void> {
   pool = new WorkerPool({ size: 1, capacity: 8, idPrefix: `why${process.pid}` });
   await pool.ready();
   scheduler = new Scheduler({ log, projection, dispatcher: pool, logger: silent });
@@ -137,27 +150,67 @@ workflows:
     startDate: "${earlier}"
     maxActiveRuns: 1
     tasks:
-      - { name: d1, idempotent: true, operator: { type: shell, command: "${waitFor("d1")}" } }
-      - { name: d2, parents: [d1], idempotent: true, operator: { type: noop } }
+      - { name: slow, idempotent: true, operator: { type: shell, command: "${waitFor("slow")}" } }
+      - { name: quick, idempotent: true, operator: { type: noop } }
 `);
-    // d1 runs the earlier day; d2 waits for it (blocked); the later day cannot start a run.
-    await until("d1 to run", () => why("d1").condition === "running");
-    const d2 = why("d2");
-    expect(d2.condition).toBe("blocked");
-    expect(d2.reasons[0]).toContain("p/a/d1/ALL");
-    release("d1");
-    await until("d1 to move to the later day", () => task("d1").logicalDate === LATEST);
-    // d1's later day waits while d2 finishes the earlier run: either it is held by
-    // maxActiveRuns, or it already runs once the earlier run has finished — never both at once.
-    for (let i = 0; i < 50 && task("d2").prevIntervalStart !== earlier; i++) {
-      const d1 = why("d1");
-      if (d1.condition === "held") {
-        expect(d1.reasons).toEqual(["waiting for a run of workflow daily to finish (1 of 1 runs going)"]);
-        expect(dispatched("d1")).toBe(false);
-      }
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    await until("both days to finish", () => task("d2").prevIntervalStart === LATEST);
+    // The earlier day's run goes on while slow runs; quick finishes it and moves to the later
+    // day, whose run cannot start while the earlier one is going.
+    await until("quick to reach the later day", () => task("quick").logicalDate === LATEST);
+    await until("quick to be held", () => why("quick").condition === "held");
+    expect(why("slow").condition).toBe("running");
+    expect(why("quick").reasons).toEqual([
+      "waiting for a run of workflow daily to finish (1 of 1 runs going)",
+    ]);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(why("quick").condition).toBe("held");
+    expect(dispatched("quick")).toBe(false);
+    expect(projection.runs.has(`daily@${LATEST}`)).toBe(false);
+    release("slow");
+    await until(
+      "both days to finish",
+      () => task("slow").prevIntervalStart === LATEST && task("quick").prevIntervalStart === LATEST,
+    );
+  });
+
+  it("a payload that does not render: held with the renderer's message, and never dispatched", async () => {
+    await start("tasks: []", { run: false });
+    // A declaration whose template cannot render (recorded by a producer that did not check it:
+    // `declare` refuses one): the scheduler holds the task, and why says so, with the same message.
+    const spec = taskSpecSchema.parse({
+      key: { project: "p", account: "a", name: "tpl", partition: "ALL" },
+      cron: CRON,
+      startDate: LATEST,
+      idempotent: true,
+      operator: { type: "shell", command: "echo {{ config.missing.deeper }}" },
+    });
+    await log.append(
+      taskStream(spec.key),
+      [
+        {
+          type: "TaskDeclared",
+          data: {
+            key: spec.key,
+            spec,
+            logicalDate: LATEST,
+            nextRunDate: nextCronTime(CRON, "UTC", new Date(LATEST)).toISOString(),
+          },
+        },
+      ],
+      { expectedRevision: "no_stream" },
+    );
+    await catchUp(log, projection);
+    await startScheduler();
+    const held = await until("the task to be held", () => {
+      const w = explainTask(projection, "p/a/tpl/ALL", Date.now(), {
+        renderProblem: renderProblem(projection),
+      });
+      return w.condition === "held" ? w : undefined;
+    });
+    expect(held.reasons[0]).toMatch(
+      /^its payload does not render \(operator\.command: .*config\.missing.*\): held until its declaration changes$/,
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    expect(dispatched("tpl")).toBe(false);
   });
 
   it("a paused task says why it was paused, and a child of a paused parent says its parent is paused", async () => {
@@ -171,10 +224,7 @@ tasks:
     );
     await pauseTask(log, projection, "p/a/up/ALL", "the warehouse is being migrated");
     await catchUp(log, projection);
-    pool = new WorkerPool({ size: 1, capacity: 8, idPrefix: `why${process.pid}` });
-    await pool.ready();
-    scheduler = new Scheduler({ log, projection, dispatcher: pool, logger: silent });
-    await scheduler.start();
+    await startScheduler();
     await new Promise((r) => setTimeout(r, 300));
     expect(why("up")).toMatchObject({
       condition: "paused",

@@ -42,7 +42,8 @@ export const EXIT_CODES: Readonly<Record<ChronologErrorType, number>> = {
 
 export function exitCodeOf(error: unknown): number {
   if (error instanceof CliError) return error.exitCode;
-  if (error instanceof ChronologError) return EXIT_CODES[error.type];
+  // (A type outside the union can only come from code compiled against another version.)
+  if (error instanceof ChronologError) return EXIT_CODES[error.type] ?? 1;
   return 1;
 }
 

@@ -4,6 +4,7 @@ import { formatTaskKey } from "../keys.js";
 import { shortInstant } from "../schedule/interval.js";
 import {
   connectionHolders,
+  type DecideOptions,
   decideTask,
   type Hold,
   projectedSlots,
@@ -50,7 +51,7 @@ export function explainTask(
   view: TaskView,
   taskId: string,
   nowMs: number,
-  slots: Slots = projectedSlots(view),
+  options: DecideOptions & { readonly slots?: Slots } = {},
 ): Explanation {
   const task = view.tasks.get(taskId);
   if (!task) {
@@ -63,7 +64,7 @@ export function explainTask(
       decision: null,
     };
   }
-  const decision = decideTask(view, task, nowMs, slots);
+  const decision = decideTask(view, task, nowMs, options.slots ?? projectedSlots(view), options);
   const { condition, reasons } = describeDecision(decision, view, task.logicalDate, nowMs);
   return {
     task: taskId,
@@ -184,6 +185,8 @@ export function describeHold(h: Hold, view: Pick<TaskView, "instances">, nowMs: 
       return `waiting for a run of workflow ${h.workflow} to finish (${h.active} of ${h.limit} runs going)`;
     case "run_failed_fast":
       return `run ${h.runId} failed fast: nothing new starts in it`;
+    case "render_failed":
+      return `its payload does not render (${h.message}): held until its declaration changes`;
     case "earlier_attempt":
       return `attempt ${h.attempt ?? "?"} of ${shortInstant(h.logicalDate)}, from before the task was moved back, is still in flight`;
     default: {

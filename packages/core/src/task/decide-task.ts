@@ -71,7 +71,9 @@ export type Hold =
   | { readonly on: "active_runs"; readonly workflow: string; readonly active: number; readonly limit: number }
   | { readonly on: "run_failed_fast"; readonly runId: string }
   /** An attempt of this interval from before the task was moved (a backfill) is still running. */
-  | { readonly on: "earlier_attempt"; readonly logicalDate: string; readonly attempt: number | null };
+  | { readonly on: "earlier_attempt"; readonly logicalDate: string; readonly attempt: number | null }
+  /** Its payload or cache key does not render: held until its declaration changes. */
+  | { readonly on: "render_failed"; readonly message: string };
 
 /** The run a ready task of a workflow joins, and whether its dispatch starts it. */
 export interface RunAdmission {
@@ -114,6 +116,11 @@ export interface Slots {
 export interface DecideOptions {
   /** Parents whose next state is decided but not yet in the view (a success being written). */
   readonly ahead?: ReadonlyMap<string, TaskState>;
+  /**
+   * Why the task's payload (or cache key) does not render for its current interval, if it does
+   * not. Rendering is not the core's: `why` renders, the scheduler says what its render found.
+   */
+  readonly renderProblem?: (task: TaskState) => string | undefined;
 }
 
 /** The whole decision for `task` at `now`: its standing, then the limits it must fit in. */
@@ -161,6 +168,8 @@ export function decideStanding(
         if (inst.retryAt && Date.parse(inst.retryAt) > now)
           return { kind: "retry_at", at: inst.retryAt, instance: inst, attempt };
         if (task.status === "paused") return paused(task);
+        const problem = options.renderProblem?.(task);
+        if (problem !== undefined) return { kind: "held", hold: { on: "render_failed", message: problem } };
         return { kind: "ready", retry: inst, run: null };
       }
       case "failed":
@@ -200,6 +209,8 @@ export function decideStanding(
         attempt: currentAttempt(earlier)?.attempt ?? null,
       },
     };
+  const problem = options.renderProblem?.(task);
+  if (problem !== undefined) return { kind: "held", hold: { on: "render_failed", message: problem } };
   return { kind: "ready", retry: null, run: null };
 }
 
@@ -259,8 +270,18 @@ export function admitTask(
 
 /** Slots in use as the projection shows them (what `why` reads). */
 export function projectedSlots(view: TaskView): Slots {
+  let inUse: Map<string, number> | null = null;
   return {
-    connectionInUse: (connection) => connectionHolders(view, connection).length,
+    connectionInUse: (connection) => {
+      // Counted once, on first use, for every connection.
+      if (!inUse) {
+        inUse = new Map();
+        for (const inst of view.instances.values())
+          if (holdsConnectionSlot(inst) && inst.connection !== null)
+            inUse.set(inst.connection, (inUse.get(inst.connection) ?? 0) + 1);
+      }
+      return inUse.get(connection) ?? 0;
+    },
     runSlotsInUse: (_runId, run) => runSlotsGoing(run),
     activeRuns: (workflow) => {
       let n = 0;

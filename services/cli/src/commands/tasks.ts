@@ -6,6 +6,7 @@ import {
   formatDeclarationIssue,
   instanceStream,
   parseDeclarationText,
+  projectedSlots,
   type TaskState,
   taskStream,
 } from "@chronolog/core";
@@ -17,6 +18,7 @@ import {
   declare,
   foldInstance,
   pauseTask,
+  renderProblem,
   requireTask,
   resumeTask,
   retireTask,
@@ -117,9 +119,11 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
     .action(async (opts: { json?: boolean }) => {
       await withSession(globals(), "read", async ({ projection }) => {
         const now = Date.now();
+        // Slots counted once for every task, and each payload rendered as the scheduler would.
+        const options = { slots: projectedSlots(projection), renderProblem: renderProblem(projection) };
         const rows = [...projection.tasks.values()]
           .sort((a, b) => a.id.localeCompare(b.id))
-          .map((t) => ({ task: t, why: explainTask(projection, t.id, now) }));
+          .map((t) => ({ task: t, why: explainTask(projection, t.id, now, options) }));
         if (opts.json) {
           console.log(
             toJson(
@@ -131,6 +135,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
                 prevIntervalStart: task.prevIntervalStart,
                 nextRunDate: task.nextRunDate,
                 reasons: why.reasons,
+                decision: why.decision,
               })),
             ),
           );
@@ -161,7 +166,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
       const id = taskIdArg(key);
       await withSession(globals(), "read", async ({ projection }) => {
         const task = requireTask(projection, id);
-        const why = explainTask(projection, id, Date.now());
+        const why = explainTask(projection, id, Date.now(), { renderProblem: renderProblem(projection) });
         const instance = projection.currentInstance(task) ?? null;
         if (opts.json) {
           console.log(toJson({ task, condition: why.condition, reasons: why.reasons, instance }, 2));
@@ -196,7 +201,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
     .action(async (key: string, opts: { json?: boolean }) => {
       const id = taskIdArg(key);
       await withSession(globals(), "read", async ({ projection }) => {
-        const why = explainTask(projection, id, Date.now());
+        const why = explainTask(projection, id, Date.now(), { renderProblem: renderProblem(projection) });
         if (opts.json) console.log(toJson(why));
         else {
           console.log(`${id}: ${why.condition}`);

@@ -1,0 +1,62 @@
+import {
+  dataInterval,
+  type OperatorSpec,
+  runIdOf,
+  type SchedulerProjection,
+  type TaskState,
+} from "@chronolog/core";
+import { renderOperator, renderTemplate } from "@chronolog/render";
+
+/**
+ * A task's payload for its current interval: its operator with every template rendered against
+ * the interval's context (dates, config, the run's params), and its cache key. The scheduler
+ * renders before it writes an intent; `why` renders the same way to say whether it would fail.
+ */
+
+/** The operator with its templates rendered (most have none: no context is built then). */
+export function renderPayload(task: TaskState, projection: SchedulerProjection): OperatorSpec {
+  if (task.spec.operator.type === "noop" || !hasTemplate(task.spec.operator)) return task.spec.operator;
+  return renderOperator(task.spec.operator, renderContext(task, projection));
+}
+
+/** The task's cache key for its current interval, when it declares one. */
+export function renderCacheKey(task: TaskState, projection: SchedulerProjection): string | undefined {
+  if (task.spec.cacheKey === undefined) return undefined;
+  return renderTemplate(task.spec.cacheKey, renderContext(task, projection), "cacheKey");
+}
+
+/** Why the task's payload or cache key does not render, or undefined when both do. */
+export function renderProblem(projection: SchedulerProjection): (task: TaskState) => string | undefined {
+  return (task) => {
+    try {
+      renderPayload(task, projection);
+      renderCacheKey(task, projection);
+      return undefined;
+    } catch (error) {
+      return (error as Error).message;
+    }
+  };
+}
+
+function renderContext(task: TaskState, projection: SchedulerProjection) {
+  const interval = dataInterval(task.logicalDate, task.spec.cron, task.spec.timezone);
+  return {
+    task: task.key,
+    logicalDate: task.logicalDate,
+    dataIntervalStart: interval.start,
+    dataIntervalEnd: interval.end,
+    prevIntervalStart: task.prevIntervalStart,
+    timezone: task.spec.timezone,
+    config: task.spec.config,
+    params: task.spec.workflow
+      ? (projection.runs.get(runIdOf(task.spec.workflow, task.logicalDate))?.params ?? {})
+      : {},
+  };
+}
+
+function hasTemplate(value: unknown): boolean {
+  if (typeof value === "string") return value.includes("{{") || value.includes("{%");
+  if (Array.isArray(value)) return value.some(hasTemplate);
+  if (value && typeof value === "object") return Object.values(value).some(hasTemplate);
+  return false;
+}
