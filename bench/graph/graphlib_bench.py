@@ -1,4 +1,4 @@
-"""Seed 002's ten-job graph with asyncio and graphlib, start-when-ready, unlimited and limit 2.
+"""The ten-job graph of bench/graph with asyncio and graphlib, start-when-ready, unlimited and limit 2.
 
 Prints one JSON line: {"unlimited": seconds, "limit2": seconds, "levels": seconds}.
 """

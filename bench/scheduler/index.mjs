@@ -176,7 +176,7 @@ printTable(
       `90-day backfill of 3 tasks (${bf.intervals} intervals), wall time, s`,
       fmt(bf.secs, 2),
       "< 3",
-      "seed's 5 s tick: >= 450 s",
+      "a 5 s polling tick: >= 450 s",
     ],
   ],
 );

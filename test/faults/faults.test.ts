@@ -19,7 +19,7 @@ import {
 } from "./support.js";
 
 /**
- * Black-box fault injection with real processes and SIGKILL (seed 001). After each fault:
+ * Black-box fault injection with real processes and SIGKILL. After each fault:
  * every instance ends terminal, a task that is not idempotent ran at most once, an idempotent
  * one at least once, every side effect is backed by a durable intent, and the reconcile loop
  * converges.

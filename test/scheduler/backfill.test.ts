@@ -7,7 +7,7 @@ import { kafkaForSuite } from "../support/kafka.js";
 import { waitUntil } from "../support/wait.js";
 
 /**
- * Seed 000's scenario, end to end with real processes: three daily tasks, `orders_raw` in one
+ * A backfill across projects, end to end with real processes: three daily tasks, `orders_raw` in one
  * project and `orders_enriched` and `orders_daily_report` in another; a 90-day backfill with
  * --downstream; the history shows every day run upstream-first, exactly once per task.
  */
@@ -94,7 +94,7 @@ describe.each(["sqlite", "kafka"] as const)("on the %s log", (backend) => {
     await kafka?.stop();
   });
 
-  describe("a 90-day backfill with --downstream (seed 000)", () => {
+  describe("a 90-day backfill with --downstream across two projects", () => {
     it("runs every day upstream-first, each task exactly once per day, then returns to the present", async () => {
       const r = chronolog(dir, [
         "backfill",

@@ -7,8 +7,9 @@ import { chronolog, tempDataDir } from "../support/cli.js";
 import { waitUntil } from "../support/wait.js";
 
 /**
- * Seed 002's ten-job graph as one workflow of shell tasks, run for one logical date by real
- * worker processes: start when ready, failure policies, reruns of what failed, critical path.
+ * The ten-job graph (three fetches, three parses, a join, an index, a report and a notify, with a
+ * 0.50 s critical path) as one workflow of shell tasks, run for one logical date by real worker
+ * processes: start when ready, failure policies, reruns of what failed, critical path.
  */
 const GRAPH: Record<string, { sleep: number; parents: string[] }> = {
   fetch_a: { sleep: 0.3, parents: [] },
@@ -37,8 +38,8 @@ function graphYaml(
   maxActiveTasks = 16,
   sleeps: Record<string, number> = {},
 ): string {
-  const tasks = Object.entries(GRAPH).map(([name, { sleep: seedSleep, parents }]) => {
-    const sleep = sleeps[name] ?? seedSleep;
+  const tasks = Object.entries(GRAPH).map(([name, { sleep: graphSleep, parents }]) => {
+    const sleep = sleeps[name] ?? graphSleep;
     const fail = name === "parse_b" ? `[ -f ${join(dir, "fail_parse_b")} ] && exit 3; ` : "";
     const command = `sleep ${sleep}; ${fail}echo ${name} >> ${join(dir, "ran")}`;
     const cache = name === "fetch_a" ? `, cacheKey: "fetch_a-{{ ds }}"` : "";
@@ -122,7 +123,7 @@ const byStatus = (view: RunJson, status: string) =>
     .map(([t]) => t)
     .sort();
 
-describe("seed 002's ten-job graph as a workflow", () => {
+describe("the ten-job graph as a workflow", () => {
   it("skip_dependents: only the failed task's descendants are upstream_failed; a rerun of what failed runs exactly those", async () => {
     writeFileSync(join(dir, "fail_parse_b"), "");
     declareGraph("skip_dependents");

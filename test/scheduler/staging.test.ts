@@ -6,7 +6,7 @@ import { chronolog, tempDataDir } from "../support/cli.js";
 import { waitUntil } from "../support/wait.js";
 
 /**
- * Staged outputs (seed 001): a task writes to its staging directory and the worker publishes it
+ * Staged outputs: a task writes to its staging directory and the worker publishes it
  * atomically on success, so an attempt interrupted midway leaves nothing at the target.
  */
 let dir: string;

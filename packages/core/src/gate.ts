@@ -12,9 +12,13 @@ import { parseInstant, shortInstant, toInstant } from "./schedule/interval.js";
 import type { TaskState } from "./task/state.js";
 
 /**
- * The dependency gate (seed 000 plus the three fixes in ARCHITECTURE.md), pure. It answers "has
- * every parent finished the interval that covers mine?" and, when not, says why. A closed gate
- * writes nothing (invariant 4): the caller keeps the reasons for `why is this task not running?`.
+ * The dependency gate, pure. It answers "has every parent finished the interval that covers
+ * mine?" and, when not, says why. The plain rule: expected is the parent's most recent slot at or
+ * before the child's logical date, and the gate passes when the parent's last finished interval
+ * is at or after it. Three refinements: a finer parent must finish every slot inside the child's
+ * interval; step crons keep their real step; a parent's failure of a later interval does not
+ * block a child whose interval it already finished. A closed gate writes nothing (blocked is not
+ * a transition): the caller keeps the reasons for `why is this task not running?`.
  */
 
 export interface GateChild {
@@ -69,15 +73,15 @@ export type GateReason =
 
 export type GateDecision = { readonly open: true } | { readonly open: false; readonly reasons: GateReason[] };
 
-/** The seed's expected parent slot: the parent's most recent slot at or before the child's logical date. */
-export function seedExpected(parentCron: string, parentTimezone: string, childLogicalDate: string): string {
+/** The plain rule's expected slot: the parent's most recent slot at or before the child's logical date. */
+export function plainExpected(parentCron: string, parentTimezone: string, childLogicalDate: string): string {
   return toInstant(prevCronTime(parentCron, parentTimezone, parseInstant(childLogicalDate, "logicalDate")));
 }
 
 /**
- * The parent slot the child needs finished: the seed's, or, for a parent finer than the child,
- * the last parent interval inside the child's interval (a daily child of an hourly parent waits
- * for 23:00, not 00:00). For an equal or coarser parent the seed's slot is the later one.
+ * The parent slot the child needs finished: the plain rule's, or, for a parent finer than the
+ * child, the last parent interval inside the child's interval (a daily child of an hourly parent
+ * waits for 23:00, not 00:00). For an equal or coarser parent the plain rule's slot is the later one.
  */
 export function expectedParentSlot(child: GateChild, parent: { cron: string; timezone: string }): string {
   // A pure function of five strings, asked again for every child of one parent and interval.
@@ -91,10 +95,10 @@ const expectedSlots = new Map<string, string>();
 
 function computeExpectedParentSlot(child: GateChild, parent: { cron: string; timezone: string }): string {
   const logical = parseInstant(child.logicalDate, "logicalDate");
-  const seed = prevCronTime(parent.cron, parent.timezone, logical);
+  const plain = prevCronTime(parent.cron, parent.timezone, logical);
   const childEnd = nextCronTime(child.cron, child.timezone, logical);
   const finer = lastSlotEndingBy(parent.cron, parent.timezone, childEnd);
-  return toInstant(new Date(Math.max(finer.getTime(), seed.getTime())));
+  return toInstant(new Date(Math.max(finer.getTime(), plain.getTime())));
 }
 
 function checkParent(child: GateChild, { key, state }: GateParent): GateReason | null {
@@ -115,7 +119,7 @@ function checkParent(child: GateChild, { key, state }: GateParent): GateReason |
   }
   // ISO instants in one format compare as strings in time order.
   if (actual !== null && actual >= expected) return null;
-  // A failure blocks only when it sits in the range the child still needs (fix c).
+  // A failure blocks only when it sits in the range the child still needs, not after it.
   const failed = state.failedInterval;
   if (failed && toInstant(parseInstant(failed.logicalDate)) <= expected)
     return {
@@ -156,24 +160,26 @@ export function describeGateReason(reason: GateReason): string {
 }
 
 /**
- * The seed's raw rule, for comparison only: field-based granularity ("which field is not a
- * star"), truncation in UTC (weeks start on Monday), no finer-parent or failure refinements.
+ * The plain rule, for comparison only: expected is the parent's slot at or before the child's
+ * logical date, and it passes when the parent's last finished interval is at or after it, both
+ * truncated to the parent's granularity. That granularity is field-based ("which field is not a
+ * star"), truncation is in UTC (weeks start on Monday), and none of the three refinements apply.
  */
-export function seedGatePasses(
+export function plainGatePasses(
   parentCron: string,
   parentTimezone: string,
   prevIntervalStart: string | null,
   childLogicalDate: string,
 ): boolean {
   if (prevIntervalStart === null) return false;
-  const unit = seedGranularity(parentCron);
-  const expected = parseInstant(seedExpected(parentCron, parentTimezone, childLogicalDate));
-  return seedTruncate(parseInstant(prevIntervalStart), unit) >= seedTruncate(expected, unit);
+  const unit = plainGranularity(parentCron);
+  const expected = parseInstant(plainExpected(parentCron, parentTimezone, childLogicalDate));
+  return plainTruncate(parseInstant(prevIntervalStart), unit) >= plainTruncate(expected, unit);
 }
 
-type SeedUnit = "year" | "month" | "week" | "day" | "hour" | "minute";
+type PlainUnit = "year" | "month" | "week" | "day" | "hour" | "minute";
 
-function seedGranularity(cron: string): SeedUnit {
+function plainGranularity(cron: string): PlainUnit {
   const [minute, hour, dom, month, dow] = cron.trim().split(/\s+/);
   if (dow === undefined) return "minute";
   if (month !== "*" && dom !== "*") return "year";
@@ -183,7 +189,7 @@ function seedGranularity(cron: string): SeedUnit {
   return minute !== "*" ? "hour" : "minute";
 }
 
-function seedTruncate(date: Date, unit: SeedUnit): number {
+function plainTruncate(date: Date, unit: PlainUnit): number {
   const y = date.getUTCFullYear();
   const mo = date.getUTCMonth();
   const d = date.getUTCDate();

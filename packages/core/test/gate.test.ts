@@ -10,10 +10,10 @@ import {
   type GateReason,
   isDue,
   type ParentStatus,
+  plainExpected,
+  plainGatePasses,
   resetTo,
   type SchedulePosition,
-  seedExpected,
-  seedGatePasses,
   type TaskKey,
 } from "../src/index.js";
 
@@ -36,8 +36,8 @@ interface Row {
   key?: TaskKey;
   open: boolean;
   reason?: Partial<GateReason> & { kind: GateReason["kind"] };
-  /** What the seed's raw rule answers, where it is worth stating. */
-  seed?: boolean;
+  /** What the plain rule answers, where it is worth stating. */
+  plain?: boolean;
 }
 
 const rows: Row[] = [
@@ -47,7 +47,7 @@ const rows: Row[] = [
     child: { cron: "0 2 * * *", logicalDate: "2026-11-28T02:00:00.000Z" },
     parent: { cron: "0 2 * * *", prev: "2026-11-28T02:00:00.000Z" },
     open: true,
-    seed: true,
+    plain: true,
   },
   {
     name: "daily/daily: inclusive boundary, a child exactly on the parent slot needs that slot",
@@ -59,7 +59,7 @@ const rows: Row[] = [
       expected: "2026-11-28T02:00:00.000Z",
       actual: "2026-11-27T02:00:00.000Z",
     },
-    seed: false,
+    plain: false,
   },
   {
     name: "daily/daily: one day behind blocks",
@@ -67,14 +67,14 @@ const rows: Row[] = [
     parent: { cron: "0 2 * * *", prev: "2026-11-26T02:00:00.000Z" },
     open: false,
     reason: { kind: "parent_behind", expected: "2026-11-28T02:00:00.000Z" },
-    seed: false,
+    plain: false,
   },
   {
     name: "daily/daily: a parent ahead of the child passes",
     child: { cron: "0 2 * * *", logicalDate: "2026-11-28T02:00:00.000Z" },
     parent: { cron: "0 2 * * *", prev: "2026-11-30T02:00:00.000Z" },
     open: true,
-    seed: true,
+    plain: true,
   },
   {
     name: "daily/daily: a parent that finished nothing blocks",
@@ -82,7 +82,7 @@ const rows: Row[] = [
     parent: { cron: "0 2 * * *", prev: null },
     open: false,
     reason: { kind: "parent_behind", actual: null },
-    seed: false,
+    plain: false,
   },
   // Weekly parent (Sunday 00:00) of a daily child: the week that covers the child's day.
   {
@@ -90,7 +90,7 @@ const rows: Row[] = [
     child: { cron: "0 0 * * *", logicalDate: "2026-11-25T00:00:00.000Z" },
     parent: { cron: "0 0 * * 0", prev: "2026-11-22T00:00:00.000Z" },
     open: true,
-    seed: true,
+    plain: true,
   },
   {
     name: "weekly parent a week behind blocks a daily child",
@@ -98,14 +98,14 @@ const rows: Row[] = [
     parent: { cron: "0 0 * * 0", prev: "2026-11-15T00:00:00.000Z" },
     open: false,
     reason: { kind: "parent_behind", expected: "2026-11-22T00:00:00.000Z" },
-    seed: false,
+    plain: false,
   },
   {
     name: "weekly parent, child on the Saturday whose interval ends on the next Sunday slot",
     child: { cron: "0 0 * * *", logicalDate: "2026-11-28T00:00:00.000Z" },
     parent: { cron: "0 0 * * 0", prev: "2026-11-22T00:00:00.000Z" },
     open: true,
-    seed: true,
+    plain: true,
   },
   // Hourly parent of a daily child: all 24 hours.
   {
@@ -113,10 +113,10 @@ const rows: Row[] = [
     child: { cron: "0 0 * * *", logicalDate: "2026-11-28T00:00:00.000Z" },
     parent: { cron: "0 * * * *", prev: "2026-11-28T23:00:00.000Z" },
     open: true,
-    seed: true,
+    plain: true,
   },
   {
-    name: "hourly parent, daily child: 23 of 24 hours blocks (the seed let it through)",
+    name: "hourly parent, daily child: 23 of 24 hours blocks (the plain rule let it through)",
     child: { cron: "0 0 * * *", logicalDate: "2026-11-28T00:00:00.000Z" },
     parent: { cron: "0 * * * *", prev: "2026-11-28T22:00:00.000Z" },
     open: false,
@@ -125,15 +125,15 @@ const rows: Row[] = [
       expected: "2026-11-28T23:00:00.000Z",
       actual: "2026-11-28T22:00:00.000Z",
     },
-    seed: true,
+    plain: true,
   },
   {
-    name: "hourly parent, daily child: only the first hour finished (all the seed asked for)",
+    name: "hourly parent, daily child: only the first hour finished (all the plain rule asked for)",
     child: { cron: "0 0 * * *", logicalDate: "2026-11-28T00:00:00.000Z" },
     parent: { cron: "0 * * * *", prev: "2026-11-28T00:00:00.000Z" },
     open: false,
     reason: { kind: "parent_behind", expected: "2026-11-28T23:00:00.000Z" },
-    seed: true,
+    plain: true,
   },
   // */15 parent of an hourly child: four quarters.
   {
@@ -141,31 +141,31 @@ const rows: Row[] = [
     child: { cron: "0 * * * *", logicalDate: "2026-11-28T10:00:00.000Z" },
     parent: { cron: "*/15 * * * *", prev: "2026-11-28T10:45:00.000Z" },
     open: true,
-    seed: true,
+    plain: true,
   },
   {
-    name: "*/15 parent, hourly child: three quarters block (the seed let it through)",
+    name: "*/15 parent, hourly child: three quarters block (the plain rule let it through)",
     child: { cron: "0 * * * *", logicalDate: "2026-11-28T10:00:00.000Z" },
     parent: { cron: "*/15 * * * *", prev: "2026-11-28T10:30:00.000Z" },
     open: false,
     reason: { kind: "parent_behind", expected: "2026-11-28T10:45:00.000Z" },
-    seed: true,
+    plain: true,
   },
-  // Step crons keep their step: the seed truncated `0 */6 * * *` to the day.
+  // Step crons keep their step: the plain rule truncated `0 */6 * * *` to the day.
   {
-    name: "0 */6 parent, 0 */6 child at 18:00: parent at 12:00 blocks (seed: day truncation passed it)",
+    name: "0 */6 parent, 0 */6 child at 18:00: parent at 12:00 blocks (the plain rule's day truncation passed it)",
     child: { cron: "0 */6 * * *", logicalDate: "2026-11-28T18:00:00.000Z" },
     parent: { cron: "0 */6 * * *", prev: "2026-11-28T12:00:00.000Z" },
     open: false,
     reason: { kind: "parent_behind", expected: "2026-11-28T18:00:00.000Z" },
-    seed: true,
+    plain: true,
   },
   {
     name: "0 */6 parent, 0 */6 child at 18:00: parent at 18:00 passes",
     child: { cron: "0 */6 * * *", logicalDate: "2026-11-28T18:00:00.000Z" },
     parent: { cron: "0 */6 * * *", prev: "2026-11-28T18:00:00.000Z" },
     open: true,
-    seed: true,
+    plain: true,
   },
   {
     name: "0 */6 parent, daily child: needs the 18:00 quarter of the day",
@@ -173,23 +173,23 @@ const rows: Row[] = [
     parent: { cron: "0 */6 * * *", prev: "2026-11-28T12:00:00.000Z" },
     open: false,
     reason: { kind: "parent_behind", expected: "2026-11-28T18:00:00.000Z" },
-    seed: true,
+    plain: true,
   },
   {
-    name: "*/15 parent, */15 child: the seed's hour truncation passed a parent 45 minutes behind",
+    name: "*/15 parent, */15 child: the plain rule's hour truncation passed a parent 45 minutes behind",
     child: { cron: "*/15 * * * *", logicalDate: "2026-11-28T10:45:00.000Z" },
     parent: { cron: "*/15 * * * *", prev: "2026-11-28T10:00:00.000Z" },
     open: false,
     reason: { kind: "parent_behind", expected: "2026-11-28T10:45:00.000Z" },
-    seed: true,
+    plain: true,
   },
-  // Daily 02:00 parent of a daily 03:00 child: the seed's answer is kept.
+  // Daily 02:00 parent of a daily 03:00 child: the plain rule's answer is kept.
   {
     name: "daily 02:00 parent, daily 03:00 child: same day's 02:00 passes",
     child: { cron: "0 3 * * *", logicalDate: "2026-11-28T03:00:00.000Z" },
     parent: { cron: "0 2 * * *", prev: "2026-11-28T02:00:00.000Z" },
     open: true,
-    seed: true,
+    plain: true,
   },
   {
     name: "daily 02:00 parent, daily 03:00 child: previous day's 02:00 blocks",
@@ -197,7 +197,7 @@ const rows: Row[] = [
     parent: { cron: "0 2 * * *", prev: "2026-11-27T02:00:00.000Z" },
     open: false,
     reason: { kind: "parent_behind", expected: "2026-11-28T02:00:00.000Z" },
-    seed: false,
+    plain: false,
   },
   // Failure.
   {
@@ -334,9 +334,9 @@ describe("evaluateGate", () => {
       expect(decision.reasons).toHaveLength(1);
       expect(decision.reasons[0]).toMatchObject({ parent: key, ...row.reason });
     }
-    if (row.seed !== undefined && row.parent) {
+    if (row.plain !== undefined && row.parent) {
       const { cron, timezone = "UTC", prev } = row.parent;
-      expect(seedGatePasses(cron, timezone, prev, row.child.logicalDate)).toBe(row.seed);
+      expect(plainGatePasses(cron, timezone, prev, row.child.logicalDate)).toBe(row.plain);
     }
   });
 
@@ -375,24 +375,24 @@ describe("evaluateGate", () => {
 });
 
 describe("expected parent slot", () => {
-  it("is the seed's for equal and coarser parents, later for finer ones", () => {
+  it("is the plain rule's for equal and coarser parents, later for finer ones", () => {
     const utc = (cron: string) => ({ cron, timezone: "UTC" });
     const daily: GateChild = { cron: "0 0 * * *", timezone: "UTC", logicalDate: "2026-11-25T00:00:00.000Z" };
     // Equal and coarser: unchanged.
     for (const parent of ["0 0 * * *", "0 0 * * 0", "0 0 1 * *"]) {
-      expect(expectedParentSlot(daily, utc(parent))).toBe(seedExpected(parent, "UTC", daily.logicalDate));
+      expect(expectedParentSlot(daily, utc(parent))).toBe(plainExpected(parent, "UTC", daily.logicalDate));
     }
     // Finer: the last parent interval that ends by the child's interval end.
-    expect(seedExpected("0 * * * *", "UTC", daily.logicalDate)).toBe("2026-11-25T00:00:00.000Z");
+    expect(plainExpected("0 * * * *", "UTC", daily.logicalDate)).toBe("2026-11-25T00:00:00.000Z");
     expect(expectedParentSlot(daily, utc("0 * * * *"))).toBe("2026-11-25T23:00:00.000Z");
     expect(expectedParentSlot(daily, utc("0 */6 * * *"))).toBe("2026-11-25T18:00:00.000Z");
     const offset: GateChild = { cron: "0 3 * * *", timezone: "UTC", logicalDate: "2026-11-28T03:00:00.000Z" };
     expect(expectedParentSlot(offset, utc("0 2 * * *"))).toBe("2026-11-28T02:00:00.000Z");
   });
 
-  it("seedExpected is inclusive: a child on a parent slot resolves to that slot", () => {
-    expect(seedExpected("0 2 * * *", "UTC", "2026-11-28T02:00:00.000Z")).toBe("2026-11-28T02:00:00.000Z");
-    expect(seedExpected("0 2 * * *", "UTC", "2026-11-28T01:59:59.000Z")).toBe("2026-11-27T02:00:00.000Z");
+  it("plainExpected is inclusive: a child on a parent slot resolves to that slot", () => {
+    expect(plainExpected("0 2 * * *", "UTC", "2026-11-28T02:00:00.000Z")).toBe("2026-11-28T02:00:00.000Z");
+    expect(plainExpected("0 2 * * *", "UTC", "2026-11-28T01:59:59.000Z")).toBe("2026-11-27T02:00:00.000Z");
   });
 });
 
@@ -480,7 +480,7 @@ describe("describeGateReason", () => {
   });
 });
 
-describe("backfill through the gate (seed part 4)", () => {
+describe("backfill through the gate", () => {
   it("re-runs a parent and a child over 5 days, the child never ahead of the parent", () => {
     const cron = "0 2 * * *";
     const now = new Date("2026-11-28T12:00:00Z");

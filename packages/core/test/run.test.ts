@@ -8,7 +8,8 @@ import {
 } from "@chronolog/core";
 import { describe, expect, it } from "vitest";
 
-// Seed 002's graph: job -> parents.
+// The ten-job graph (three fetches, three parses, a join, an index, a report and a notify):
+// job -> parents.
 const GRAPH: Record<string, string[]> = {
   fetch_a: [],
   fetch_b: [],
@@ -59,7 +60,7 @@ function given(outcomes: Record<string, string>): RunState {
   return run;
 }
 
-describe("runs (seed 002)", () => {
+describe("runs of the ten-job graph", () => {
   it("finds descendants within the run", () => {
     expect([...descendantsWithin(["parse_b"], TASKS, parentsOf)].sort()).toEqual(["join_ab", "report"]);
     expect([...descendantsWithin(["parse_c"], TASKS, parentsOf)].sort()).toEqual([

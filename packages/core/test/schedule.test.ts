@@ -270,8 +270,8 @@ describe("truncate (to a schedule's own slots)", () => {
     expect(iso(truncate(at(date), { cron, timezone }))).toBe(expected);
   });
 
-  it("agrees with the seed's truncation where the seed's granularity is the real one", () => {
-    // Seed examples: a daily parent truncates to the day, an hourly one to the hour.
+  it("agrees with field-based truncation where the field-based granularity is the real one", () => {
+    // A daily parent truncates to the day, an hourly one to the hour.
     expect(iso(truncate(at("2026-11-28T00:00:00Z"), { cron: "0 0 * * *", timezone: "UTC" }))).toBe(
       "2026-11-28T00:00:00.000Z",
     );

@@ -236,7 +236,7 @@ export interface CriticalPath {
 
 /**
  * The chain of "last parent to finish" links from the task that finished last back to the
- * first (seed 002's diagnostic): the run's real critical path, and the gap between the run's
+ * first (why a run took as long as it did): the run's real critical path, and the gap between the run's
  * wall time and it (time lost to anything but the tasks themselves).
  */
 export function criticalPath(view: RunView, parentsOf: (task: string) => readonly string[]): CriticalPath {

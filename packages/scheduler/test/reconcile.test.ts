@@ -23,7 +23,7 @@ async function events(name: string) {
   return (await h.log.readStream(stream(name))).map((e) => e.type);
 }
 
-describe("reconcile check (a): an intent never confirmed by a worker", () => {
+describe("reconcile: an intent never confirmed by a worker", () => {
   it("abandons the attempt and runs a new one with a new token, once", async () => {
     h = await harness([{ name: "lost_dispatch", idempotent: false }]);
     // A scheduler that wrote its intent and died before dispatching.
@@ -79,7 +79,7 @@ describe("reconcile check (a): an intent never confirmed by a worker", () => {
   });
 });
 
-describe("reconcile check (b): a running attempt whose lease expired", () => {
+describe("reconcile: a running attempt whose lease expired", () => {
   const started = (token: string, workerId: string) => ({
     type: "AttemptStarted",
     data: { attempt: 1, token, workerId, leaseExpiresAt: new Date(Date.now() + 1000).toISOString() },

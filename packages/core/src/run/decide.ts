@@ -58,7 +58,7 @@ export interface RunDecision {
 }
 
 /**
- * A run's failure policy and its end (seed 002). `skip_dependents`: the descendants of a failed
+ * A run's failure policy and its end. `skip_dependents`: the descendants of a failed
  * task become upstream_failed and everything else completes. `fail_fast`: the first failure
  * cancels the run's running attempts and nothing new starts. The run ends when every task is
  * terminal, with the sets of each outcome; a run that skipped anything is `partial`, never a

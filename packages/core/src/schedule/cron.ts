@@ -171,8 +171,8 @@ export function nextCronTime(cron: string, timezone: string, after: Date): Date 
 }
 
 /**
- * The most recent slot at or before `at` (inclusive: a time exactly on a slot is that slot). The
- * seed gets the same effect by seeding croniter one second past the anchor.
+ * The most recent slot at or before `at` (inclusive: a time exactly on a slot is that slot).
+ * croniter gives the same answer when started one second past the anchor.
  */
 export function prevCronTime(cron: string, timezone: string, at: Date): Date {
   const limit = assertInstant(at, "at");
@@ -270,7 +270,7 @@ export function cronGranularityMs(cron: string, timezone: string, around: Date =
 
 /**
  * Truncates `date` to the granularity of a schedule: the most recent slot of that schedule at or
- * before `date`. This is the faithful generalisation of the seed's field-based truncation (which
+ * before `date`. This is the faithful generalisation of the plain rule's field-based truncation (which
  * floors to the start of the minute/hour/day/week/month/year picked from which field has a
  * star): it floors to the start of the schedule's own period, so `0 *\/6 * * *` keeps 06:00,
  * 12:00 and 18:00 apart instead of collapsing them into the day, and it honours the time zone.

@@ -3,9 +3,9 @@ import type { TaskSpec } from "../spec.js";
 import { firstSlotAtOrAfter, lastSlotEndingBy, nextCronTime, slotBefore } from "./cron.js";
 
 /**
- * A task's position on its schedule (ARCHITECTURE invariant 5), as ISO instants because events
- * store them so. Airflow semantics: the run for the interval [logicalDate, next slot) is due at
- * the end of that interval.
+ * A task's position on its schedule, as ISO instants because events store them so. It advances
+ * from the schedule, never from the clock. Airflow semantics: the run for the interval
+ * [logicalDate, next slot) is due at the end of that interval.
  */
 export interface SchedulePosition {
   /** Start of the interval the task runs for next. */

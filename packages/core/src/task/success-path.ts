@@ -4,10 +4,11 @@ import { advanceOnSuccess } from "../schedule/interval.js";
 import type { TaskState } from "./state.js";
 
 /**
- * The success path (invariant 5): prev_interval_start := logical_date; logical_date moves one
- * cron step; next_run_date moves one interval from the previous next_run_date, never from the
- * clock. A task behind schedule therefore stays due: catch-up and backfill need no other code.
- * When a backfill window ends, the task returns to where it was before the backfill.
+ * The success path (the schedule advances from the schedule): prev_interval_start :=
+ * logical_date; logical_date moves one cron step; next_run_date moves one interval from the
+ * previous next_run_date, never from the clock. A task behind schedule therefore stays due:
+ * catch-up and backfill need no other code. When a backfill window ends, the task returns to
+ * where it was before the backfill.
  */
 export function decideIntervalCompleted(
   task: TaskState,

@@ -37,8 +37,9 @@ function exampleText(now: number): string {
 /**
  * Fault injection for the black-box fault suite, off unless CHRONOLOG_SCHEDULER_FAULT is set:
  * `exit-after-intent` kills this process with SIGKILL once intents are durable and before their
- * dispatch, the window seed 001 is about. With CHRONOLOG_FAULT_ONCE=FILE it fires only while
- * FILE does not exist (it creates it), so the restarted scheduler runs normally.
+ * dispatch, the window in which a crash leaves intents no worker confirmed. With
+ * CHRONOLOG_FAULT_ONCE=FILE it fires only while FILE does not exist (it creates it), so the
+ * restarted scheduler runs normally.
  */
 function schedulerFaults(): { beforeDispatch?: () => void } {
   const fault = process.env.CHRONOLOG_SCHEDULER_FAULT;
