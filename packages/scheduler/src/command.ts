@@ -56,32 +56,70 @@ export type CommandOutcome<R> =
  * compare-and-set conflict either decide again on fresh state or give up with the conflict. Any
  * other error (a refusal the decision throws, a log failure) is the caller's.
  */
-export async function handleCommand<S, R>(log: EventLog, command: Command<S, R>): Promise<CommandOutcome<R>> {
-  const limit = command.maxRetries ?? 5;
-  for (let tries = 0; ; tries++) {
-    const decided = command.decide(await command.read(tries > 0));
-    if (decided.writes.length === 0) return { kind: "unchanged", result: decided.result };
-    try {
-      const results = await (command.append
-        ? command.append(decided.writes)
-        : appendAll(log, decided.writes));
-      return { kind: "written", result: decided.result, results };
-    } catch (error) {
-      if (!(error instanceof WrongExpectedRevisionError)) throw error;
-      if ((command.onConflict?.(error, tries + 1) ?? "give_up") === "give_up")
-        return { kind: "conflict", error };
-      if (tries >= limit) throw new ConflictRetriesExhaustedError(command.name, tries + 1, error);
-    }
+export function handleCommand<S, R>(log: EventLog, command: Command<S, R>): Promise<CommandOutcome<R>> {
+  let read: S | Promise<S>;
+  try {
+    read = command.read(false);
+  } catch (error) {
+    return Promise.reject(error);
   }
+  // (A state read from memory is decided at once: the scheduler's commands cost no extra turn.)
+  if (read instanceof Promise) return read.then((state) => attempt(log, command, state, 0));
+  return attempt(log, command, read, 0);
+}
+
+/** One try: decide on `state` and append; a conflict goes to `conflicted`. */
+function attempt<S, R>(
+  log: EventLog,
+  command: Command<S, R>,
+  state: S,
+  tries: number,
+): Promise<CommandOutcome<R>> {
+  let result: R;
+  let appended: Promise<readonly AppendResult[]>;
+  try {
+    const decided = command.decide(state);
+    result = decided.result;
+    if (decided.writes.length === 0) return Promise.resolve({ kind: "unchanged", result });
+    const [only] = decided.writes;
+    if (!command.append && decided.writes.length === 1 && only)
+      // One write: appended as it is, its result wrapped here (no promise more per command).
+      return log.append(only.streamId, only.events, { expectedRevision: only.expectedRevision }).then(
+        (r) => ({ kind: "written", result, results: [r] }),
+        (error: unknown) => conflicted(log, command, error, tries),
+      );
+    appended = command.append ? command.append(decided.writes) : log.appendMany(decided.writes);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return appended.then(
+    (results) => ({ kind: "written", result, results }),
+    (error: unknown) => conflicted(log, command, error, tries),
+  );
+}
+
+/** A failed append: decide again on fresh state, give the conflict back, or fail. */
+async function conflicted<S, R>(
+  log: EventLog,
+  command: Command<S, R>,
+  error: unknown,
+  tries: number,
+): Promise<CommandOutcome<R>> {
+  if (!(error instanceof WrongExpectedRevisionError)) throw error;
+  if ((command.onConflict?.(error, tries + 1) ?? "give_up") === "give_up") return { kind: "conflict", error };
+  if (tries >= (command.maxRetries ?? 5))
+    throw new ConflictRetriesExhaustedError(command.name, tries + 1, error);
+  return attempt(log, command, await command.read(true), tries + 1);
 }
 
 /** One write as a plain append; several as one atomic append. */
-export async function appendAll(
-  log: EventLog,
-  writes: readonly StreamWrite[],
-): Promise<readonly AppendResult[]> {
+export function appendAll(log: EventLog, writes: readonly StreamWrite[]): Promise<readonly AppendResult[]> {
   const [only] = writes;
   if (writes.length === 1 && only)
-    return [await log.append(only.streamId, only.events, { expectedRevision: only.expectedRevision })];
+    return log.append(only.streamId, only.events, { expectedRevision: only.expectedRevision }).then(inArray);
   return log.appendMany(writes);
+}
+
+function inArray(result: AppendResult): readonly AppendResult[] {
+  return [result];
 }

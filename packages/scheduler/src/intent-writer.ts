@@ -10,11 +10,17 @@ import {
   type SchedulerProjection,
   type TaskState,
   taskStream,
+  unreachable,
 } from "@chronolog/core";
-import { type EventLog, WrongExpectedRevisionError } from "@chronolog/log";
+import {
+  type AppendResult,
+  type EventLog,
+  type StreamWrite,
+  WrongExpectedRevisionError,
+} from "@chronolog/log";
 import type { RunCommand } from "@chronolog/worker";
 import type { ConnectionSlots } from "./admission/connection-slots.js";
-import { handleCommand } from "./command.js";
+import { appendAll, type Command, type CommandOutcome, type Decided, handleCommand } from "./command.js";
 import { renderCacheKey, renderPayload } from "./payload.js";
 
 /*
@@ -47,6 +53,9 @@ interface IntentState {
   readonly stop?: IntentOutcome;
 }
 
+/** Most intervals have no attempt stream yet: the state a first intent is decided on. */
+const NO_STREAM: IntentState = Object.freeze({ inst: undefined, revision: "no_stream" });
+
 /**
  * Writes DispatchIntended, durably, before anything is sent: renders the payload, names the
  * attempt and its token, takes the connection's slot in the same append, and records a cache
@@ -55,13 +64,21 @@ interface IntentState {
 export class IntentWriter {
   constructor(
     private readonly log: EventLog,
-    private readonly projection: SchedulerProjection,
+    readonly projection: SchedulerProjection,
     private readonly connections: ConnectionSlots,
-    private readonly newToken: () => string,
+    readonly newToken: () => string,
   ) {}
 
-  /** The intent of `task`'s next attempt (its first, or `retry`'s next); `countedAt`: the connection's count. */
-  async write(task: TaskState, retry: InstanceState | null, countedAt?: bigint): Promise<IntentOutcome> {
+  /**
+   * The command that writes `task`'s next attempt's intent (its first, or `retry`'s next), for
+   * the command handler; `countedAt` is the connection's count. A payload that does not render
+   * is said at once, with nothing to write.
+   */
+  prepare(
+    task: TaskState,
+    retry: InstanceState | null,
+    countedAt?: bigint,
+  ): IntentCommand | { readonly kind: "render_failed"; readonly error: Error } {
     let operator: OperatorSpec;
     let cacheKey: string | undefined;
     try {
@@ -70,83 +87,68 @@ export class IntentWriter {
     } catch (error) {
       return { kind: "render_failed", error: error as Error };
     }
-    const stream = instanceStream(task.key, task.logicalDate);
-    const conn = task.spec.connection;
-    const hit = cacheKey !== undefined && this.projection.hasCacheKey(task.id, cacheKey);
-    let token = "";
-    let attemptNo = 0;
-    // Most intervals have no attempt stream yet: assume so, and let compare-and-set say otherwise.
-    const known = retry ?? this.projection.instances.get(stream);
-    try {
-      const outcome = await handleCommand<
-        IntentState,
-        { stop: IntentOutcome } | { command: RunCommand | null }
-      >(this.log, {
-        name: `dispatch ${task.id} ${task.logicalDate}`,
-        read: (fresh): IntentState | Promise<IntentState> =>
-          fresh
-            ? this.readStream(task, stream)
-            : { inst: known, revision: known ? known.revision : "no_stream" },
-        decide: (s) => {
-          if (s.stop) return { writes: [], result: { stop: s.stop } };
-          const attempt = (s.inst?.attempts.at(-1)?.attempt ?? 0) + 1;
-          token = this.newToken();
-          attemptNo = attempt;
-          const events: DomainEvent[] = [intentEvent(task, attempt, token, operator, cacheKey)];
-          if (hit)
-            events.push({
-              type: "AttemptSucceeded",
-              data: { attempt, token, durationMs: 0, exitCode: null, cacheHit: true, cacheKey },
-            });
-          return {
-            writes: [{ streamId: stream, events, expectedRevision: s.revision }],
-            result: { command: hit ? null : runCommand(task, attempt, token, operator) },
-          };
-        },
-        ...(conn && !hit
-          ? {
-              append: async (writes) => {
-                const w = writes[0];
-                if (!w) return [];
-                const r = await this.connections.appendTaking(
-                  conn,
-                  countedAt,
-                  stream,
-                  [...w.events] as DomainEvent[],
-                  w.expectedRevision as bigint | "no_stream",
-                  { stream, attempt: attemptNo, token },
-                );
-                return [r as never];
-              },
-            }
-          : {}),
-        // The stream existed (an interval run before, now backfilled): read it and go on from it, once.
-        onConflict: (error, tries) =>
-          error.streamId === stream && !known && tries === 1 ? "retry" : "give_up",
-      });
-      switch (outcome.kind) {
-        case "unchanged":
-          return "stop" in outcome.result ? outcome.result.stop : { kind: "conflict" };
-        case "conflict":
-          return this.conflict(outcome.error, conn);
-        case "written": {
-          const position = (outcome.results[0] as { position: bigint }).position;
-          const command = "command" in outcome.result ? outcome.result.command : null;
-          return command ? { kind: "dispatch", command, position } : { kind: "cache_hit", position };
-        }
-        default: {
-          const never: never = outcome;
-          return never;
-        }
+    return new IntentCommand(this, task, retry, countedAt, operator, cacheKey);
+  }
+
+  /** What became of the intent, from the handler's outcome (or the error it failed with). */
+  outcome(
+    command: IntentCommand,
+    outcome: CommandOutcome<IntentOutcome | null> | { error: unknown },
+  ): IntentOutcome {
+    if ("error" in outcome && !("kind" in outcome)) {
+      if (outcome.error instanceof WrongExpectedRevisionError)
+        return this.conflict(outcome.error, command.connection);
+      throw outcome.error;
+    }
+    switch (outcome.kind) {
+      case "unchanged":
+        return outcome.result ?? { kind: "conflict" };
+      case "conflict":
+        return this.conflict(outcome.error, command.connection);
+      case "written": {
+        const position = (outcome.results[0] as AppendResult).position;
+        // (The command for the worker is made once the intent is durable: nothing more is held meanwhile.)
+        if (command.hit) return { kind: "cache_hit", position };
+        return { kind: "dispatch", command: command.toRun(), position };
       }
-    } catch (error) {
-      if (error instanceof WrongExpectedRevisionError) return this.conflict(error, conn);
-      throw error;
+      default:
+        return unreachable(outcome);
     }
   }
 
+  /** Writes the intent of `task`'s next attempt: prepare, the command handler, outcome. */
+  async write(task: TaskState, retry: InstanceState | null, countedAt?: bigint): Promise<IntentOutcome> {
+    const command = this.prepare(task, retry, countedAt);
+    if (!(command instanceof IntentCommand)) return command;
+    try {
+      return this.outcome(command, await handleCommand(this.log, command));
+    } catch (error) {
+      return this.outcome(command, { error });
+    }
+  }
+
+  /** The append of an intent: with its connection's slot take when it has one. */
+  appendIntent(c: IntentCommand, writes: readonly StreamWrite[]): Promise<readonly AppendResult[]> {
+    const w = writes[0];
+    if (!c.connection || c.hit || !w) return appendAll(this.log, writes);
+    return this.connections
+      .appendTaking(
+        c.connection,
+        c.countedAt,
+        c.stream,
+        w.events as DomainEvent[],
+        w.expectedRevision as bigint | "no_stream",
+        {
+          stream: c.stream,
+          attempt: c.attempt,
+          token: c.token,
+        },
+      )
+      .then((r) => [r as AppendResult]);
+  }
+
   /** The attempt stream as the log holds it, when the compare-and-set said it exists. */
-  private async readStream(task: TaskState, stream: string): Promise<IntentState> {
+  async readStream(task: TaskState, stream: string): Promise<IntentState> {
     const events = await this.log.readStream(stream);
     const inst = foldInstance(events);
     if (inst && !isTerminal(inst))
@@ -191,6 +193,79 @@ export class IntentWriter {
 
   cacheKey(task: TaskState): string | undefined {
     return renderCacheKey(task, this.projection);
+  }
+}
+
+/**
+ * One intent as a command for the handler: decided on the attempt stream as the projection
+ * knows it (most intervals have none yet: compare-and-set says otherwise), and once more on the
+ * stream as the log holds it when that compare-and-set fails (an interval run before, now
+ * backfilled). One object per intent, with no closures: the scheduler writes thousands a second.
+ */
+export class IntentCommand implements Command<IntentState, IntentOutcome | null> {
+  readonly stream: string;
+  readonly connection: string | undefined;
+  readonly hit: boolean;
+  private readonly known: InstanceState | undefined;
+  attempt = 0;
+  token = "";
+
+  constructor(
+    private readonly writer: IntentWriter,
+    private readonly task: TaskState,
+    retry: InstanceState | null,
+    readonly countedAt: bigint | undefined,
+    private readonly operator: OperatorSpec,
+    private readonly cacheKey: string | undefined,
+  ) {
+    this.stream = instanceStream(task.key, task.logicalDate);
+    this.connection = task.spec.connection;
+    this.hit = cacheKey !== undefined && writer.projection.hasCacheKey(task.id, cacheKey);
+    this.known = retry ?? writer.projection.instances.get(this.stream);
+    if (this.connection && !this.hit) this.append = (writes) => writer.appendIntent(this, writes);
+  }
+
+  get name(): string {
+    return `dispatch ${this.task.id} ${this.task.logicalDate}`;
+  }
+
+  read(fresh: boolean): IntentState | Promise<IntentState> {
+    if (fresh) return this.writer.readStream(this.task, this.stream);
+    return this.known ? { inst: this.known, revision: this.known.revision } : NO_STREAM;
+  }
+
+  decide(s: IntentState): Decided<IntentOutcome | null> {
+    if (s.stop) return { writes: [], result: s.stop };
+    const { task, operator, cacheKey } = this;
+    this.attempt = (s.inst?.attempts.at(-1)?.attempt ?? 0) + 1;
+    this.token = this.writer.newToken();
+    const events: DomainEvent[] = [intentEvent(task, this.attempt, this.token, operator, cacheKey)];
+    if (this.hit)
+      events.push({
+        type: "AttemptSucceeded",
+        data: {
+          attempt: this.attempt,
+          token: this.token,
+          durationMs: 0,
+          exitCode: null,
+          cacheHit: true,
+          cacheKey,
+        },
+      });
+    return { writes: [{ streamId: this.stream, events, expectedRevision: s.revision }], result: null };
+  }
+
+  /** Set only for an intent that takes a connection's slot (the default append does the rest). */
+  readonly append?: (writes: readonly StreamWrite[]) => Promise<readonly AppendResult[]>;
+
+  /** What a worker is sent once the intent is durable. */
+  toRun(): RunCommand {
+    return runCommand(this.task, this.attempt, this.token, this.operator);
+  }
+
+  /** The stream existed (an interval run before, now backfilled): read it and go on from it, once. */
+  onConflict(error: WrongExpectedRevisionError, tries: number): "retry" | "give_up" {
+    return error.streamId === this.stream && !this.known && tries === 1 ? "retry" : "give_up";
   }
 }
 

@@ -22,7 +22,7 @@ import { RunSlots } from "./admission/run-slots.js";
 import { handleCommand } from "./command.js";
 import type { Dispatcher } from "./dispatcher.js";
 import { InFlight } from "./inflight.js";
-import { IntentWriter } from "./intent-writer.js";
+import { IntentCommand, type IntentOutcome, IntentWriter } from "./intent-writer.js";
 import { type Membership, shardKeyOf, shardOf } from "./membership.js";
 import type { ReconciledScheduler } from "./reconcile/reconciler.js";
 import { ReportApplier } from "./reports.js";
@@ -59,12 +59,15 @@ export interface SchedulerOptions {
 /** A task the pass found free to start, before the limits are applied. */
 interface Free {
   readonly task: TaskState;
-  /** The instance in memory, when this is a retry. */
-  readonly retry: InstanceState | null;
+  /** Its standing: ready, with the instance in memory when this is a retry. */
+  readonly standing: TaskDecision & { readonly kind: "ready" };
 }
 
 /** A task admitted to its limits, about to have its intent written. */
-interface Admitted extends Free {
+interface Admitted {
+  readonly task: TaskState;
+  /** The instance in memory, when this is a retry. */
+  readonly retry: InstanceState | null;
   readonly run: RunAdmission | null;
   /** The connection stream's revision its slot was counted at: the take's compare-and-set. */
   readonly countedAt: bigint | undefined;
@@ -375,7 +378,7 @@ export class Scheduler implements ReconciledScheduler {
         this.timers.wakeAt(task.id, Date.parse(d.at));
         return;
       case "ready":
-        free.push({ task, retry: d.retry });
+        free.push({ task, standing: d });
         return;
       // The instance's next event, a parent's advance or an operator wakes these.
       case "held":
@@ -431,7 +434,7 @@ export class Scheduler implements ReconciledScheduler {
     const slots = new PassSlots(this.projection, this.connections, this.runSlots);
     const admitted: Admitted[] = [];
     for (const c of this.inOrder(free)) {
-      const d = admitTask(this.projection, c.task, { kind: "ready", retry: c.retry, run: null }, slots);
+      const d = admitTask(this.projection, c.task, c.standing, slots);
       if (d.kind === "held") {
         this.hold(c.task, d.hold);
         continue;
@@ -443,7 +446,7 @@ export class Scheduler implements ReconciledScheduler {
       // In flight from its admission: a pass that overlaps this one does not admit it again.
       this.inflight.pending(c.task.id);
       slots.take(c.task, d.run);
-      admitted.push({ ...c, run: d.run, countedAt });
+      admitted.push({ task: c.task, retry: d.retry, run: d.run, countedAt });
     }
     const started = slots.toStart.size > 0 ? await this.runs.start(slots.toStart) : new Set<string>();
     const going = admitted.filter((c) => {
@@ -504,15 +507,23 @@ export class Scheduler implements ReconciledScheduler {
   private async dispatchOne(c: Admitted): Promise<RunCommand | null> {
     const { task } = c;
     const conn = task.spec.connection;
-    const stream = instanceStream(task.key, task.logicalDate);
-    this.inflight.pending(task.id);
-    // The reservation becomes load when the projection applies the intent (and is freed again
+    // (In flight since its admission.) The reservation becomes load when the projection applies the intent (and is freed again
     // with the cache hit that comes with it): released once, there.
     let written = false;
     let dispatched = false;
     let waitsForSlot = false;
     try {
-      const o = await this.intents.write(task, c.retry, c.countedAt);
+      // (The handler is awaited here, not inside the intent writer: one promise less per intent.)
+      const command = this.intents.prepare(task, c.retry, c.countedAt);
+      let o: IntentOutcome;
+      if (!(command instanceof IntentCommand)) o = command;
+      else {
+        try {
+          o = this.intents.outcome(command, await handleCommand(this.log, command));
+        } catch (error) {
+          o = this.intents.outcome(command, { error });
+        }
+      }
       switch (o.kind) {
         case "dispatch":
           this.inflight.at(task.id, o.position);
@@ -562,7 +573,8 @@ export class Scheduler implements ReconciledScheduler {
       return null;
     } finally {
       // (Not waking the connection's waiters when this task just joined them to wait for a take.)
-      if (conn && !written) this.connections.release(conn, stream, !waitsForSlot);
+      if (conn && !written)
+        this.connections.release(conn, instanceStream(task.key, task.logicalDate), !waitsForSlot);
       // An intent not written (or a cache hit, done at once) gives its run slot back now; one
       // written gives it back when the projection shows it, as queued.
       if (c.run && !dispatched) this.runSlots.release(c.run.runId, task.id, true);

@@ -94,7 +94,6 @@ export interface TaskView {
   readonly connections: ReadonlyMap<string, ConnectionSpec>;
   readonly workflows: ReadonlyMap<string, WorkflowSpec>;
   readonly runs: ReadonlyMap<string, RunState>;
-  currentInstance(task: TaskState): InstanceState | undefined;
 }
 
 /**
@@ -148,7 +147,10 @@ export function decideStanding(
   options: DecideOptions = {},
 ): TaskDecision {
   if (task.status === "retired") return { kind: "retired" };
-  const inst = view.currentInstance(task);
+  // The interval's attempt stream, if in play: the current instance when dispatched after the
+  // task last moved, else an attempt from before a backfill moved the task back.
+  const stream = view.instances.get(instanceStream(task.key, task.logicalDate));
+  const inst = stream && stream.dispatchedAt > task.movedAt ? stream : undefined;
   if (inst) {
     const attempt = currentAttempt(inst) ?? null;
     switch (inst.status) {
@@ -199,7 +201,7 @@ export function decideStanding(
   if (!gate.open) return { kind: "blocked", reasons: gate.reasons };
   // An attempt of this interval from before a backfill moved the task away and back: never
   // start a second one beside it.
-  const earlier = view.instances.get(instanceStream(task.key, task.logicalDate));
+  const earlier = stream;
   if (earlier && !isTerminal(earlier))
     return {
       kind: "held",
@@ -211,8 +213,11 @@ export function decideStanding(
     };
   const problem = options.renderProblem?.(task);
   if (problem !== undefined) return { kind: "held", hold: { on: "render_failed", message: problem } };
-  return { kind: "ready", retry: null, run: null };
+  return READY;
 }
+
+/** A first attempt free to start (one object for all: decisions are never changed). */
+const READY: TaskDecision = Object.freeze({ kind: "ready", retry: null, run: null });
 
 /**
  * The limits a task free to start must fit in, in this order: its workflow's `maxActiveRuns`
@@ -265,7 +270,7 @@ export function admitTask(
         hold: { on: "connection", connection: conn, inUse, limit: spec.maxParallelism },
       };
   }
-  return { kind: "ready", retry: standing.retry, run };
+  return run === null ? standing : { kind: "ready", retry: standing.retry, run };
 }
 
 /** Slots in use as the projection shows them (what `why` reads). */
