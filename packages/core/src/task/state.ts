@@ -72,22 +72,10 @@ export function evolveTask(
     }
     case "TaskDeclarationChanged":
       return state && { ...state, spec: event.data.spec, revision: at.revision };
-    case "TaskPaused": {
-      if (!state || state.status === "retired") return state && { ...state, revision: at.revision };
-      const { pausedReason: _, ...rest } = state;
-      const reason = event.data.reason;
-      return {
-        ...rest,
-        status: "paused",
-        ...(reason ? { pausedReason: reason } : {}),
-        revision: at.revision,
-      };
-    }
-    case "TaskResumed": {
-      if (!state) return state;
-      const { pausedReason: _, ...rest } = state;
-      return { ...rest, status: state.status === "retired" ? "retired" : "active", revision: at.revision };
-    }
+    case "TaskPaused":
+      return state && paused(state, event.data.reason, at.revision);
+    case "TaskResumed":
+      return state && resumed(state, at.revision);
     case "TaskRetired":
       return state && { ...state, status: "retired", revision: at.revision };
     case "IntervalReset": {
@@ -135,6 +123,19 @@ export function evolveTask(
     default:
       return state;
   }
+}
+
+/** Paused, with the pause's reason (a retired task stays retired). Kept out of evolveTask's body. */
+function paused(state: TaskState, reason: string | undefined, revision: bigint): TaskState {
+  if (state.status === "retired") return { ...state, revision };
+  const { pausedReason: _, ...rest } = state;
+  return { ...rest, status: "paused", ...(reason ? { pausedReason: reason } : {}), revision };
+}
+
+/** Active again, the pause's reason forgotten (a retired task stays retired). */
+function resumed(state: TaskState, revision: bigint): TaskState {
+  const { pausedReason: _, ...rest } = state;
+  return { ...rest, status: state.status === "retired" ? "retired" : "active", revision };
 }
 
 function laterOf(a: string, b: string | null): string {
