@@ -40,6 +40,19 @@ export const EXIT_CODES: Readonly<Record<ChronologErrorType, number>> = {
   foreign_record: 1,
 };
 
+/** The exit codes every command uses, as `--help` and the README show them. */
+export const EXIT_CODE_HELP = `
+Exit codes (every command):
+  0  done
+  1  the log could not do what was asked (closed, read-only, unreachable), or an internal error
+  2  invalid input: a file, field, flag or argument; nothing was written
+  3  a compare-and-set conflict: another writer changed the stream first; nothing was written
+  4  what was named does not exist (task, run, workflow), or stored data this version cannot read
+  5  the log's hash chain is broken (log verify)
+  6  a backfill stopped: an interval of it failed
+  7  a backfill did not finish within its --timeout
+  8  refused for where its subject stands (pausing a paused task, rerunning a running run)`;
+
 export function exitCodeOf(error: unknown): number {
   if (error instanceof CliError) return error.exitCode;
   // (A type outside the union can only come from code compiled against another version.)

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { Command } from "commander";
 import { registerAttemptCommands } from "./commands/attempt.js";
 import { registerLogCommands } from "./commands/log.js";
@@ -6,12 +7,18 @@ import { registerRunCommands } from "./commands/runs.js";
 import { registerTaskCommands } from "./commands/tasks.js";
 import { registerUpCommand } from "./commands/up.js";
 import type { DataDirOptions } from "./data-dir.js";
-import { exitCodeOf, messageOf } from "./edge.js";
+import { EXIT_CODE_HELP, exitCodeOf, messageOf } from "./edge.js";
+
+const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+  version: string;
+};
 
 const program = new Command();
 program
   .name("chronolog")
   .description("Chronolog: an event-sourced task scheduler")
+  .version(version, "-V, --version", "print the version")
+  .addHelpText("after", EXIT_CODE_HELP)
   .option(
     "--data-dir <dir>",
     "where the embedded log and checkpoints live (default ./.chronolog, or $CHRONOLOG_DATA_DIR)",

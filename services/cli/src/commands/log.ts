@@ -81,6 +81,23 @@ export function registerLogCommands(program: Command, globals: () => DataDirOpti
               ? await eventLog.readAllStored({ fromPosition: from, maxCount: limit })
               : await eventLog.readAll({ fromPosition: from, maxCount: limit });
           for (const e of events) console.log(opts.json ? toJson(e) : formatLine(e));
+          // At the limit with more to read: say so (on stderr, so that --json stays one event a line).
+          if (events.length === limit && limit > 0) {
+            const last = events.at(-1) as { position: bigint; revision: bigint };
+            const more = stream
+              ? (await eventLog.readStream(stream, { fromRevision: last.revision + 1n, maxCount: 1 }))
+                  .length > 0
+              : (await eventLog.headPosition()) > last.position;
+            if (more) {
+              const where = stream
+                ? `revision ${last.revision}; the stream is at revision ${String(await eventLog.streamRevision(stream))}`
+                : `position ${last.position}; the log's head is at ${await eventLog.headPosition()}`;
+              const next = stream ? last.revision + 1n : last.position + 1n;
+              process.stderr.write(
+                `${events.length} events shown, up to ${where}: --limit N to see more, or --from ${next} for the next ones\n`,
+              );
+            }
+          }
         } finally {
           await eventLog.close();
         }

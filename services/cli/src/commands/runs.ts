@@ -1,8 +1,9 @@
-import { currentAttempt, formatTaskKey } from "@chronolog/core";
-import { criticalPath, describeRun, listRuns, rerun, trigger } from "@chronolog/scheduler";
+import { currentAttempt, formatTaskKey, ValidationError } from "@chronolog/core";
+import { criticalPath, describeRun, listRuns, NotFoundError, rerun, trigger } from "@chronolog/scheduler";
 import type { Command } from "commander";
+import { instantArg, runIdArg } from "../args.js";
 import type { DataDirOptions } from "../data-dir.js";
-import { CliError, toJson } from "../edge.js";
+import { toJson } from "../edge.js";
 import { short, table } from "../format.js";
 import { withSession } from "../projection.js";
 
@@ -10,7 +11,7 @@ function parseParams(pairs: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const p of pairs) {
     const eq = p.indexOf("=");
-    if (eq <= 0) throw new CliError(`--param "${p}" is not key=value`, 2);
+    if (eq <= 0) throw new ValidationError("--param", [{ path: "", message: `"${p}" is not key=value` }]);
     out[p.slice(0, eq)] = p.slice(eq + 1);
   }
   return out;
@@ -26,6 +27,8 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
     .option("--json", "print JSON")
     .action(async (workflow: string | undefined, opts: { json?: boolean }) => {
       await withSession(globals(), "read", async ({ projection }) => {
+        if (workflow !== undefined && !projection.workflows.has(workflow))
+          throw new NotFoundError(`no workflow ${workflow} is declared`);
         const runs = listRuns(projection, workflow);
         if (opts.json) {
           console.log(toJson(runs));
@@ -51,10 +54,14 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
   program
     .command("run")
     .description("one run with its instances; --critical-path explains its wall time")
-    .argument("<run>", "run id, WORKFLOW@LOGICAL_DATE (see `chronolog runs`)")
+    .argument(
+      "<run>",
+      "run id, WORKFLOW@LOGICAL_DATE as `chronolog runs` prints it (e.g. etl@2026-11-30T02:00Z)",
+    )
     .option("--critical-path", "the chain of last-parent-to-finish links, with durations")
     .option("--json", "print JSON")
-    .action(async (runId: string, opts: { criticalPath?: boolean; json?: boolean }) => {
+    .action(async (runText: string, opts: { criticalPath?: boolean; json?: boolean }) => {
+      const runId = runIdArg(runText);
       await withSession(globals(), "read", async ({ log, projection }) => {
         const view = await describeRun(log, projection, runId);
         const parentsOf = (t: string) => (projection.tasks.get(t)?.spec.parents ?? []).map(formatTaskKey);
@@ -108,9 +115,10 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
     .description(
       "re-execute a finished run: all of it, or with --failed only what did not succeed and its descendants",
     )
-    .argument("<run>", "run id, WORKFLOW@LOGICAL_DATE")
+    .argument("<run>", "run id, WORKFLOW@LOGICAL_DATE (e.g. etl@2026-11-30T02:00Z)")
     .option("--failed", "only the failed, upstream_failed and cancelled instances")
-    .action(async (runId: string, opts: { failed?: boolean }) => {
+    .action(async (runText: string, opts: { failed?: boolean }) => {
+      const runId = runIdArg(runText);
       await withSession(globals(), "write", async ({ log, projection }) => {
         const r = await rerun(log, projection, runId, !!opts.failed);
         console.log(`rerunning ${r.tasks.length} tasks of ${runId}: ${r.tasks.join(", ")}`);
@@ -131,7 +139,9 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
     .action(async (workflow: string, opts: { logicalDate?: string; param: string[] }) => {
       const params = parseParams(opts.param);
       await withSession(globals(), "write", async ({ log, projection }) => {
-        const r = await trigger(log, projection, workflow, opts.logicalDate, params, Date.now());
+        const logicalDate =
+          opts.logicalDate === undefined ? undefined : instantArg(opts.logicalDate, "--logical-date");
+        const r = await trigger(log, projection, workflow, logicalDate, params, Date.now());
         console.log(`started run ${r.runId} (${r.tasks.length} tasks)`);
       });
     });

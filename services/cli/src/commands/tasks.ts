@@ -25,6 +25,7 @@ import {
 } from "@chronolog/scheduler";
 import cliProgress from "cli-progress";
 import type { Command } from "commander";
+import { instantArg } from "../args.js";
 import type { DataDirOptions } from "../data-dir.js";
 import { CliError, toJson } from "../edge.js";
 import { short, table } from "../format.js";
@@ -295,7 +296,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
     .command("backfill")
     .description("re-run a range of intervals: set the task (and with --downstream its subtree) back")
     .argument("<task>", "project/account/name[/partition]")
-    .requiredOption("--from <instant>", "first interval, e.g. 2026-09-01T00:00:00Z")
+    .requiredOption("--from <instant>", "first interval, e.g. 2026-09-01 or 2026-09-01T02:00Z")
     .requiredOption("--to <instant>", "last interval (inclusive)")
     .option("--downstream", "also reset every task below it")
     .option("--detach", "return at once instead of showing progress")
@@ -307,7 +308,9 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
       ) => {
         const id = taskIdArg(key);
         await withSession(globals(), "write", async ({ log, projection }) => {
-          const plan = await backfill(log, projection, id, opts.from, opts.to, !!opts.downstream);
+          const from = instantArg(opts.from, "--from");
+          const to = instantArg(opts.to, "--to");
+          const plan = await backfill(log, projection, id, from, to, !!opts.downstream);
           for (const s of plan.skipped) console.log(`skipped ${s.task}: ${s.reason}`);
           for (const t of plan.targets)
             console.log(`reset ${t.task}: ${t.intervals} intervals ${short(t.from)} .. ${short(t.until)}`);

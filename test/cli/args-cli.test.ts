@@ -1,0 +1,117 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { chronolog, Leftovers, tempDataDir } from "../support/cli.js";
+
+/** The CLI accepts what it prints, says where a read stopped, and exits with one table of codes. */
+const left = new Leftovers();
+afterAll(() => left.clear());
+
+function declared(): string {
+  const dir = tempDataDir("args");
+  left.dirs.push(dir);
+  const file = join(dir, "etl.yaml");
+  writeFileSync(
+    file,
+    `workflows:
+  - name: etl
+    project: p
+    account: a
+    cron: "0 0 * * *"
+    startDate: "2026-11-01T00:00:00Z"
+    tasks:
+      - { name: extract, idempotent: true, operator: { type: noop } }
+      - { name: load, parents: [extract], idempotent: true, operator: { type: noop } }
+`,
+  );
+  const r = chronolog(dir, ["declare", file]);
+  expect(r.code, r.stderr).toBe(0);
+  return dir;
+}
+
+describe("the CLI's arguments and exit codes", () => {
+  it("--version prints the version; --help lists the exit codes", () => {
+    const dir = tempDataDir("args-v");
+    left.dirs.push(dir);
+    const v = chronolog(dir, ["--version"]);
+    expect(v.code).toBe(0);
+    expect(v.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    const h = chronolog(dir, ["--help"]);
+    expect(h.code).toBe(0);
+    expect(h.stdout).toContain("Exit codes (every command):");
+    expect(h.stdout).toContain("4  what was named does not exist");
+  });
+
+  it("takes run ids and instants in the short form the tables print, and dates", () => {
+    const dir = declared();
+    const t = chronolog(dir, ["trigger", "etl", "--logical-date", "2026-11-30"]);
+    expect(t.code, t.stderr).toBe(0);
+    expect(t.stdout).toContain("started run etl@2026-11-30T00:00:00.000Z");
+    for (const id of ["etl@2026-11-30T00:00Z", "etl@2026-11-30", "etl@2026-11-30T00:00:00.000Z"]) {
+      const r = chronolog(dir, ["run", id]);
+      expect(r.code, `${id}: ${r.stderr}`).toBe(0);
+      expect(r.stdout).toContain("run etl@2026-11-30T00:00:00.000Z: running (");
+    }
+    const b = chronolog(dir, [
+      "backfill",
+      "p/a/extract",
+      "--from",
+      "2026-11-02",
+      "--to",
+      "2026-11-03T00:00Z",
+      "--detach",
+    ]);
+    expect(b.code, b.stderr).toBe(0);
+    expect(b.stdout).toContain("reset p/a/extract/ALL: 2 intervals 2026-11-02T00:00Z .. 2026-11-03T00:00Z");
+  });
+
+  it("refuses an instant it cannot read, naming the flag, and writes nothing", () => {
+    const dir = declared();
+    const head = chronolog(dir, ["log", "read", "--json", "-n", "100000"]).stdout;
+    const r = chronolog(dir, [
+      "backfill",
+      "p/a/extract",
+      "--from",
+      "yesterday",
+      "--to",
+      "2026-11-03",
+      "--detach",
+    ]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--from: "yesterday" is not an instant');
+    const bad = chronolog(dir, ["run", "etl"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('"etl" is not a run id');
+    expect(chronolog(dir, ["log", "read", "--json", "-n", "100000"]).stdout).toBe(head);
+  });
+
+  it("not found exits 4 in every command; a refusal for the task's state exits 8", () => {
+    const dir = declared();
+    const runs = chronolog(dir, ["runs", "nope"]);
+    expect(runs.code).toBe(4);
+    expect(runs.stderr).toContain("no workflow nope is declared");
+    expect(chronolog(dir, ["trigger", "nope"]).code).toBe(4);
+    expect(chronolog(dir, ["run", "nope@2026-11-30"]).code).toBe(4);
+    expect(chronolog(dir, ["pause", "p/a/nope"]).code).toBe(4);
+    expect(chronolog(dir, ["pause", "p/a/extract"]).code).toBe(0);
+    const again = chronolog(dir, ["pause", "p/a/extract"]);
+    expect(again.code).toBe(8);
+    expect(again.stderr).toContain("state: task p/a/extract/ALL is paused, not active");
+  });
+
+  it("log read says where it stopped at its limit", () => {
+    const dir = declared();
+    const r = chronolog(dir, ["log", "read", "-n", "2"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim().split("\n")).toHaveLength(2);
+    const shown = chronolog(dir, ["log", "read", "-n", "2", "--json"]).stdout.trim().split("\n");
+    const position = Number((JSON.parse(shown.at(-1) as string) as { position: string }).position);
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^2 events shown, up to position ${position}; the log's head is at \\d+: --limit N to see more, or --from ${position + 1} for the next ones\n$`,
+      ),
+    );
+    const all = chronolog(dir, ["log", "read", "-n", "1000"]);
+    expect(all.stderr).toBe("");
+  });
+});
