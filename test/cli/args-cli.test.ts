@@ -115,3 +115,48 @@ describe("the CLI's arguments and exit codes", () => {
     expect(all.stderr).toBe("");
   });
 });
+
+describe("declaration errors a person can act on", () => {
+  it("an unknown field suggests the known one it resembles", () => {
+    const dir = tempDataDir("args-field");
+    left.dirs.push(dir);
+    const file = join(dir, "t.yaml");
+    writeFileSync(
+      file,
+      `tasks:\n  - { project: p, account: a, name: t, cron: "0 0 * * *", startDate: "2026-11-01T00:00:00Z", operator: { type: shell, command: "true", timeoutMS: 5 } }\n`,
+    );
+    const r = chronolog(dir, ["declare", file]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('unknown field "timeoutMS" (did you mean "timeoutMs"?)');
+  });
+
+  it("an unquoted cron says to quote it", () => {
+    const dir = tempDataDir("args-cron");
+    left.dirs.push(dir);
+    const file = join(dir, "t.yaml");
+    writeFileSync(
+      file,
+      "tasks:\n  - project: p\n    account: a\n    name: t\n    cron: * * * * *\n    startDate: 2026-11-01T00:00:00Z\n    operator: { type: noop }\n",
+    );
+    const r = chronolog(dir, ["declare", file]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('a value starting with * must be quoted, e.g. cron: "* * * * *"');
+    expect(r.stderr).toContain("line 5");
+  });
+
+  it("a directory or an empty file is a clear error, exit 2, nothing written", () => {
+    const dir = tempDataDir("args-empty");
+    left.dirs.push(dir);
+    const d = chronolog(dir, ["declare", dir]);
+    expect(d.code).toBe(2);
+    expect(d.stderr).toContain(`${dir} is a directory: name the declaration files in it`);
+    const empty = join(dir, "empty.yaml");
+    writeFileSync(empty, "");
+    const e = chronolog(dir, ["declare", empty]);
+    expect(e.code).toBe(2);
+    expect(e.stderr).toContain("the file is empty: it declares nothing");
+    const missing = chronolog(dir, ["declare", join(dir, "nope.yaml")]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("nope.yaml: no such file");
+  });
+});

@@ -258,10 +258,9 @@ describe("parseDeclarationText", () => {
     expect(parseDeclarationText(text, { filename: "v.json" }).document).toEqual(value);
   });
 
-  it("treats an empty file as declaring nothing (with a warning)", () => {
-    const r = okOf(validate([parseDeclarationText("", { filename: "empty.yaml" })]));
-    expect(r.tasks).toEqual([]);
-    expect(r.warnings.map((w) => w.file)).toEqual(["empty.yaml"]);
+  it("refuses an empty file: it declares nothing (a file cut short, or the wrong one)", () => {
+    const errors = errorsOf(validate([parseDeclarationText("", { filename: "empty.yaml" })]));
+    expect(errors).toMatchObject([{ file: "empty.yaml", message: "the file is empty: it declares nothing" }]);
   });
 
   it("keeps a __proto__ key as plain data (no prototype change) and rejects it in config", () => {

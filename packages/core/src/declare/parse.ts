@@ -90,7 +90,11 @@ function parseYaml(text: string, filename: string): unknown {
   });
   const problem = doc.errors[0] ?? doc.warnings[0];
   if (problem) {
-    const message = problem.message.split("\n")[0]?.replace(/ at line \d+, column \d+:?$/, "") ?? "";
+    let message = problem.message.split("\n")[0]?.replace(/ at line \d+, column \d+:?$/, "") ?? "";
+    // An unquoted cron such as `cron: * * * * *` reads as a YAML alias (`*name`).
+    const line = text.slice(0, problem.pos[0]).split("\n").length;
+    if (/alias/i.test(message) && /:\s*\*/.test(text.split(/\r?\n/)[line - 1] ?? ""))
+      message += ': a value starting with * must be quoted, e.g. cron: "* * * * *"';
     fail(text, filename, "yaml", problem.pos[0], message);
   }
   try {

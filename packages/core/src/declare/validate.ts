@@ -26,6 +26,7 @@ import {
   declaredWorkflowSchema,
   declaredWorkflowTaskSchema,
 } from "./schema.js";
+import { suggestField } from "./suggest.js";
 
 export type DeclarationIssueCode =
   | "document"
@@ -206,7 +207,7 @@ export function validateDeclarations(
 
   for (const { filename: file, document } of docs) {
     if (document === null || document === undefined) {
-      report("warning", "document", { file, path: "" }, "the file declares nothing");
+      error("document", { file, path: "" }, "the file is empty: it declares nothing");
       continue;
     }
     if (!isPlainObject(document)) {
@@ -782,11 +783,14 @@ function describeZodIssue(
   issue: ZodIssueLike,
 ): Array<{ code: DeclarationIssueCode; path: PropertyKey[]; message: string }> {
   if (issue.code === "unrecognized_keys" && issue.keys) {
-    return issue.keys.map((k) => ({
-      code: "unknown_field" as const,
-      path: [...issue.path, k],
-      message: `unknown field "${k}"`,
-    }));
+    return issue.keys.map((k) => {
+      const hint = suggestField(k);
+      return {
+        code: "unknown_field" as const,
+        path: [...issue.path, k],
+        message: `unknown field "${k}"${hint ? ` (did you mean "${hint}"?)` : ""}`,
+      };
+    });
   }
   const field = issue.path.length > 0 ? String(issue.path[issue.path.length - 1]) : "value";
   if (issue.code === "invalid_type" && /received undefined$/.test(issue.message)) {

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import {
   currentAttempt,
   type DeclarationSource,
@@ -35,9 +35,22 @@ function readSources(files: readonly string[]): DeclarationSource[] {
   return files.map((file) => {
     let text: string;
     try {
+      if (file !== "-" && statSync(file).isDirectory())
+        throw new CliError(
+          `${file} is a directory: name the declaration files in it (e.g. ${file}/*.yaml)`,
+          2,
+        );
       text = file === "-" ? readFileSync(0, "utf8") : readFileSync(file, "utf8");
     } catch (error) {
-      throw new CliError(`cannot read ${file}: ${(error as Error).message}`, 2);
+      if (error instanceof CliError) throw error;
+      const code = (error as NodeJS.ErrnoException).code;
+      const why =
+        code === "ENOENT"
+          ? "no such file"
+          : code === "EACCES"
+            ? "permission denied"
+            : (error as Error).message;
+      throw new CliError(`cannot read ${file}: ${why}`, 2);
     }
     return parseDeclarationText(text, { filename: file === "-" ? "<stdin>" : file });
   });
