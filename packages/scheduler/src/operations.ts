@@ -158,14 +158,32 @@ export async function backfill(
   fromText: string,
   toText: string,
   downstream: boolean,
+  options: { readonly force?: boolean } = {},
 ): Promise<BackfillPlan> {
-  requireTask(projection, id);
+  const named = requireTask(projection, id);
   const from = parseInstant(fromText, "--from");
   const to = parseInstant(toText, "--to");
   if (to < from)
     throw new ValidationError("backfill", [
       { path: "--to", message: `${toText} is before --from ${fromText}` },
     ]);
+  if (!options.force) {
+    // What is most likely a mistake is refused with its reason; --force does it all the same.
+    if (from.getTime() < Date.parse(named.spec.startDate))
+      throw new ValidationError("backfill", [
+        {
+          path: "--from",
+          message: `${fromText} is before ${id}'s startDate ${named.spec.startDate}: intervals it was never declared for (use --force to run them anyway)`,
+        },
+      ]);
+    const paused = subtree(projection, id, downstream).filter(
+      (t) => projection.tasks.get(t)?.status === "paused",
+    );
+    if (paused.length > 0)
+      throw new StateError(
+        `${paused.join(", ")} ${paused.length === 1 ? "is" : "are"} paused: a backfill would wait for the resume (resume first, or use --force)`,
+      );
+  }
   requireSettled(
     projection,
     subtree(projection, id, downstream).map((t) => projection.tasks.get(t) as TaskState),

@@ -7,11 +7,13 @@ import {
   instanceStream,
   parseDeclarationText,
   projectedSlots,
+  type SchedulerProjection,
   type TaskState,
   taskStream,
 } from "@chronolog/core";
 import type { RecordedEvent } from "@chronolog/log";
 import {
+  type BackfillPlan,
   backfill,
   backfillProgress,
   catchUp,
@@ -30,6 +32,17 @@ import type { DataDirOptions } from "../data-dir.js";
 import { CliError, toJson } from "../edge.js";
 import { short, table } from "../format.js";
 import { taskIdArg, withSession } from "../projection.js";
+
+/** What the first unfinished task of a backfill waits for, in `why`'s words. */
+function backfillWaitsFor(projection: SchedulerProjection, plan: BackfillPlan): string {
+  for (const t of plan.targets) {
+    const task = projection.tasks.get(t.task);
+    if (!task || task.backfill?.backfillId !== plan.backfillId) continue;
+    const why = explainTask(projection, t.task, Date.now());
+    return `${t.task} ${why.condition}: ${why.reasons[0] ?? ""}`;
+  }
+  return "";
+}
 
 function readSources(files: readonly string[]): DeclarationSource[] {
   return files.map((file) => {
@@ -312,18 +325,28 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
     .requiredOption("--from <instant>", "first interval, e.g. 2026-09-01 or 2026-09-01T02:00Z")
     .requiredOption("--to <instant>", "last interval (inclusive)")
     .option("--downstream", "also reset every task below it")
+    .option("--force", "also a range before the task's startDate, or a paused task")
     .option("--detach", "return at once instead of showing progress")
     .option("--timeout <seconds>", "give up waiting after this long", "0")
     .action(
       async (
         key: string,
-        opts: { from: string; to: string; downstream?: boolean; detach?: boolean; timeout: string },
+        opts: {
+          from: string;
+          to: string;
+          downstream?: boolean;
+          detach?: boolean;
+          force?: boolean;
+          timeout: string;
+        },
       ) => {
         const id = taskIdArg(key);
         await withSession(globals(), "write", async ({ log, projection }) => {
           const from = instantArg(opts.from, "--from");
           const to = instantArg(opts.to, "--to");
-          const plan = await backfill(log, projection, id, from, to, !!opts.downstream);
+          const plan = await backfill(log, projection, id, from, to, !!opts.downstream, {
+            force: !!opts.force,
+          });
           for (const s of plan.skipped) console.log(`skipped ${s.task}: ${s.reason}`);
           for (const t of plan.targets)
             console.log(`reset ${t.task}: ${t.intervals} intervals ${short(t.from)} .. ${short(t.until)}`);
@@ -333,26 +356,39 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
             Number(opts.timeout) > 0 ? Date.now() + Number(opts.timeout) * 1000 : Number.POSITIVE_INFINITY;
           const bar = process.stdout.isTTY
             ? new cliProgress.SingleBar(
-                { format: "backfill [{bar}] {value}/{total} intervals  {eta_formatted}" },
+                { format: "backfill [{bar}] {value}/{total} intervals  {eta_formatted}  {waiting}" },
                 cliProgress.Presets.shades_classic,
               )
             : null;
           let progress = backfillProgress(projection, plan);
-          bar?.start(progress.total, progress.done);
+          bar?.start(progress.total, progress.done, { waiting: "" });
           let lastPrinted = -1;
+          let movedAt = Date.now();
+          let lastDone = progress.done;
+          let lastWaiting = "";
           while (!progress.finished && progress.failed.length === 0 && Date.now() < deadline) {
             await new Promise((r) => setTimeout(r, 100));
             await catchUp(log, projection);
             progress = backfillProgress(projection, plan);
-            if (bar) bar.update(progress.done);
-            else if (
-              progress.done !== lastPrinted &&
-              (progress.done === progress.total ||
-                progress.done - lastPrinted >= Math.max(1, Math.floor(progress.total / 10)))
-            ) {
-              console.log(`progress ${progress.done}/${progress.total}`);
-              lastPrinted = progress.done;
+            if (progress.done !== lastDone) {
+              lastDone = progress.done;
+              movedAt = Date.now();
             }
+            // Nothing moved for a while: say what the backfill waits for, as why would.
+            const waiting = Date.now() - movedAt > 3000 ? backfillWaitsFor(projection, plan) : "";
+            if (bar) bar.update(progress.done, { waiting: waiting ? `waiting: ${waiting}` : "" });
+            else {
+              if (waiting && waiting !== lastWaiting) console.log(`waiting: ${waiting}`);
+              if (
+                progress.done !== lastPrinted &&
+                (progress.done === progress.total ||
+                  progress.done - lastPrinted >= Math.max(1, Math.floor(progress.total / 10)))
+              ) {
+                console.log(`progress ${progress.done}/${progress.total}`);
+                lastPrinted = progress.done;
+              }
+            }
+            lastWaiting = waiting;
           }
           bar?.stop();
           if (progress.failed.length > 0)
