@@ -24,6 +24,7 @@ import {
 } from "../data-dir.js";
 import { CliError } from "../edge.js";
 import { createLogger, type Logger } from "../logger.js";
+import { acquireSchedulerLock } from "../scheduler-lock.js";
 
 const EXAMPLE = fileURLToPath(new URL("../../examples/orders.yaml", import.meta.url));
 
@@ -137,6 +138,8 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   const dir = dataDirOf(globals);
   // On a Kafka log nothing else creates the directory the checkpoints go to.
   mkdirSync(dir, { recursive: true });
+  // One scheduler per embedded log; schedulers sharing a Kafka log coordinate through a group.
+  const lock = parseLogUrl(logUrlOf(globals)) ? null : acquireSchedulerLock(dir);
   const log = await openLogForWrite(globals, defaultActor("scheduler"));
   const loaded = await loadProjection(log, dir);
   if (loaded.discarded) logger.warn({ reason: loaded.discarded }, "snapshot not used; replayed the log");
@@ -243,6 +246,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     await membership?.close();
     await checkpoint(true);
     await log.close();
+    lock?.release();
     logger.info({ ...scheduler.stats, reconciled: reconciler?.totals.written ?? 0 }, "stopped");
     process.exit(0);
   };

@@ -1,0 +1,130 @@
+/**
+ * One scheduler per embedded log. Two schedulers on one data directory would each take the
+ * other's workers for gone and fail its running attempts as lost, so `chronolog up` (and
+ * `chronolog scheduler` on the embedded log) holds this lock for as long as it runs, and a
+ * second one is refused at once with who holds it. Only schedulers take it: read and operator
+ * commands write through the log's own transactions and work beside a running scheduler. A
+ * Kafka log takes no lock: several schedulers share it on purpose, through their group.
+ *
+ * The lock is the kernel's, not a file's existence: an exclusive SQLite transaction (a POSIX
+ * record lock) on `scheduler.lock`, held open until the process stops. The kernel drops it when
+ * the process ends however it ends (SIGKILL included) and does not pass it to child processes,
+ * so a dead holder leaves no stale lock to remove by hand, a recycled pid cannot look like the
+ * holder, and of two starters racing only one gets it. `scheduler.lock.json` only says who holds
+ * it (pid, host, since, and the process's start time, which tells a recycled pid apart when it
+ * is read); it is written once the lock is held, atomically, and is never what decides.
+ */
+import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { StateError } from "@chronolog/scheduler";
+import Database from "better-sqlite3";
+
+/** Who holds the lock, as its holder recorded it. */
+export interface LockHolder {
+  readonly pid: number;
+  readonly host: string;
+  /** ISO instant the holder took the lock. */
+  readonly since: string;
+  /** The holder's start time in clock ticks after boot (/proc/PID/stat), null where unknown. */
+  readonly startTime: string | null;
+}
+
+export interface SchedulerLock {
+  readonly holder: LockHolder;
+  /** Lets the lock go (the holder record first, so a new holder's is never removed). */
+  release(): void;
+}
+
+/**
+ * The connections holding locks. A connection nothing refers to is closed when it is collected,
+ * which would let the lock go while the scheduler still runs: this keeps each until `release`.
+ */
+const held = new Set<Database.Database>();
+
+/** How long a starter waits on a lock being taken or let go at that very moment. */
+const CONTENTION_MS = 250;
+
+/** A process's start time from /proc/PID/stat (field 22), or null off Linux or if it is gone. */
+export function processStartTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The command name (field 2) may hold spaces and parentheses: count from its closing one.
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether the recorded holder is (still) the live process it names, as far as this host can tell. */
+function holderAlive(h: LockHolder): boolean {
+  if (h.host !== hostname()) return true;
+  if (h.startTime !== null) return processStartTime(h.pid) === h.startTime;
+  try {
+    process.kill(h.pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+function readHolder(path: string): LockHolder | null {
+  try {
+    const h = JSON.parse(readFileSync(path, "utf8")) as LockHolder;
+    return typeof h.pid === "number" && typeof h.host === "string" && typeof h.since === "string" ? h : null;
+  } catch {
+    return null;
+  }
+}
+
+function sameHolder(a: LockHolder | null, b: LockHolder): boolean {
+  return a !== null && a.pid === b.pid && a.host === b.host && a.startTime === b.startTime;
+}
+
+/** The holder as recorded, waiting briefly while a new holder has not written itself down yet. */
+function recordedHolder(path: string): LockHolder | null {
+  const deadline = Date.now() + 1_000;
+  for (;;) {
+    const h = readHolder(path);
+    if ((h && holderAlive(h)) || Date.now() > deadline) return h;
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+  }
+}
+
+/**
+ * Takes the data directory's scheduler lock, or throws a StateError naming the live process
+ * that holds it.
+ */
+export function acquireSchedulerLock(dataDir: string): SchedulerLock {
+  const lockPath = join(dataDir, "scheduler.lock");
+  const holderPath = join(dataDir, "scheduler.lock.json");
+  // The busy timeout covers two starters meeting half-way; a lock that stays held fails fast.
+  const db = new Database(lockPath, { timeout: CONTENTION_MS });
+  try {
+    db.exec("BEGIN EXCLUSIVE");
+  } catch (error) {
+    db.close();
+    if ((error as { code?: string }).code !== "SQLITE_BUSY") throw error;
+    const h = recordedHolder(holderPath);
+    const who = h && holderAlive(h) ? `pid ${h.pid} on host ${h.host} since ${h.since}` : "another process";
+    throw new StateError(`the data directory ${dataDir} is being scheduled by ${who}; stop it first`);
+  }
+  const holder: LockHolder = {
+    pid: process.pid,
+    host: hostname(),
+    since: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
+    startTime: processStartTime(process.pid),
+  };
+  const tmp = `${holderPath}.${process.pid}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(holder)}\n`);
+  renameSync(tmp, holderPath);
+  held.add(db);
+  return {
+    holder,
+    release() {
+      if (!held.delete(db)) return;
+      if (sameHolder(readHolder(holderPath), holder)) rmSync(holderPath, { force: true });
+      db.close();
+    },
+  };
+}
