@@ -1,4 +1,4 @@
-import { rmSync, writeFileSync } from "node:fs";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { chronolog, tempDataDir } from "../support/cli.js";
@@ -148,5 +148,107 @@ describe("chronolog declare", () => {
       expect(history).toContain(t);
     const unknown = chronolog(dir, ["why", "no/such/task"]);
     expect(unknown.stdout).toContain("no task no/such/task/ALL is declared");
+  });
+
+  const WORKFLOW = `
+workflows:
+  - name: etl
+    project: sales
+    account: acme
+    cron: "0 2 * * *"
+    startDate: 2026-11-01T00:00:00Z
+    tasks:
+      - { name: extract, operator: { type: noop } }
+      - { name: load, parents: [extract], operator: { type: noop } }
+`;
+  const WITHOUT_LOAD = WORKFLOW.replace(/ {6}- \{ name: load.*\n/, "");
+
+  it("a workflow's declaration is its whole task set: a task dropped from it is retired", () => {
+    expect(chronolog(dir, ["declare", file("plain.yaml", GOOD)]).code).toBe(0);
+    expect(chronolog(dir, ["declare", file("etl.yaml", WORKFLOW)]).code).toBe(0);
+    const dropped = chronolog(dir, ["declare", file("etl2.yaml", WITHOUT_LOAD)]);
+    expect(dropped.code, dropped.stderr).toBe(0);
+    expect(dropped.stdout).toContain("task sales/acme/extract/ALL: unchanged");
+    expect(dropped.stdout).toContain("task sales/acme/load/ALL: retired");
+    const why = chronolog(dir, ["why", "sales/acme/load", "--json"]);
+    expect(JSON.parse(why.stdout).reasons.join(" ")).toMatch(/retired/);
+    const history = chronolog(dir, ["history", "sales/acme/load"]).stdout;
+    expect(history).toContain("TaskRetired");
+    const retiredEvent = chronolog(dir, ["log", "read", "--json", "--limit", "100000"])
+      .stdout.trim()
+      .split("\n")
+      .map((l) => JSON.parse(l))
+      .find((e) => e.type === "TaskRetired");
+    expect(retiredEvent.data.reason).toBe("no longer in workflow etl's declaration");
+    expect(retiredEvent.metadata.actor).toMatch(/^cli:/);
+    // The plain tasks of another file are not part of any workflow: nothing retires them.
+    const tasks = JSON.parse(chronolog(dir, ["tasks", "--json"]).stdout) as Array<{
+      task: string;
+      status: string;
+    }>;
+    expect(tasks.find((t) => t.task === "ingest/acme/orders_raw/ALL")?.status).toBe("active");
+    expect(tasks.find((t) => t.task === "sales/acme/load/ALL")?.status).toBe("retired");
+    // Declared again as it is now: nothing more to write.
+    const before = head();
+    const again = chronolog(dir, ["declare", file("etl2.yaml", WITHOUT_LOAD)]);
+    expect(again.stdout).not.toContain("retired");
+    expect(head()).toBe(before);
+  });
+
+  it("redeclaring a retired task is refused and writes nothing, unless --revive", () => {
+    chronolog(dir, ["declare", file("etl.yaml", WORKFLOW)]);
+    chronolog(dir, ["declare", file("etl2.yaml", WITHOUT_LOAD)]);
+    const before = head();
+    const refused = chronolog(dir, ["declare", file("etl.yaml", WORKFLOW)]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/sales\/acme\/load\/ALL.*retired.*--revive/);
+    expect(refused.stdout).not.toContain("unchanged");
+    expect(head()).toBe(before);
+    const revived = chronolog(dir, ["declare", "--revive", file("etl.yaml", WORKFLOW)]);
+    expect(revived.code, revived.stderr).toBe(0);
+    expect(revived.stdout).toContain("task sales/acme/load/ALL: revived");
+    expect(chronolog(dir, ["history", "sales/acme/load"]).stdout).toContain("TaskRevived");
+    expect(chronolog(dir, ["why", "sales/acme/load"]).stdout).not.toContain("retired");
+  });
+
+  it("--check prints what would change and writes nothing: exit 0 when valid, 2 when not", () => {
+    const fresh = chronolog(dir, ["declare", "--check", file("etl.yaml", WORKFLOW)]);
+    expect(fresh.code, fresh.stderr).toBe(0);
+    expect(fresh.stdout).toContain("task sales/acme/load/ALL: declared");
+    expect(existsSync(join(dir, "log.db")), "no log created by a check").toBe(false);
+    chronolog(dir, ["declare", file("etl.yaml", WORKFLOW)]);
+    const before = head();
+    const changed = WITHOUT_LOAD.replace(
+      "name: extract, operator: { type: noop }",
+      'name: extract, operator: { type: shell, command: "echo {{ ds }}" }',
+    );
+    const check = chronolog(dir, ["declare", "--check", file("etl2.yaml", changed)]);
+    expect(check.code, check.stderr).toBe(0);
+    expect(check.stdout).toContain("workflow etl: unchanged");
+    expect(check.stdout).toContain("task sales/acme/extract/ALL: changed");
+    expect(check.stdout).toContain(
+      '  operator: {"type":"noop"} -> {"type":"shell","command":"echo {{ ds }}","env":{}}',
+    );
+    expect(check.stdout).toContain("task sales/acme/load/ALL: retired");
+    expect(head()).toBe(before);
+    expect(chronolog(dir, ["why", "sales/acme/load"]).stdout).not.toContain("retired");
+    const invalid = chronolog(dir, [
+      "declare",
+      "--check",
+      file("bad.yaml", WORKFLOW.replace('"0 2 * * *"', '"61 2 * * *"')),
+    ]);
+    expect(invalid.code).toBe(2);
+    expect(invalid.stderr).toMatch(/cron/);
+    expect(head()).toBe(before);
+    // A retired task declared again without --revive is invalid too.
+    chronolog(dir, ["declare", file("etl3.yaml", WITHOUT_LOAD)]);
+    const afterRetire = head();
+    const retired = chronolog(dir, ["declare", "--check", file("etl.yaml", WORKFLOW)]);
+    expect(retired.code).toBe(2);
+    expect(retired.stderr).toMatch(/sales\/acme\/load\/ALL.*retired/);
+    expect(chronolog(dir, ["declare", "--check", "--revive", file("etl.yaml", WORKFLOW)]).stdout).toContain(
+      "task sales/acme/load/ALL: revived",
+    );
+    expect(head()).toBe(afterRetire);
   });
 });

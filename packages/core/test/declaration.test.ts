@@ -2,15 +2,19 @@ import {
   type ConnectionSpec,
   connectionSpecSchema,
   connectionStream,
+  type DeclarationInput,
   decideConnectionDeclaration,
+  decideDeclaration,
   decideTaskDeclaration,
   decideWorkflowDeclaration,
   diffTaskSpecs,
   type TaskSpec,
+  taskStream,
   type WorkflowSpec,
   workflowSpecSchema,
+  workflowStream,
 } from "@chronolog/core";
-import { describe, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { DAY, declaredTask, declaredWorkflow, idOf, keyOf, taskSpec } from "./support/events.js";
 import { type Given, on, projectionOf, specification } from "./support/specification.js";
 
@@ -187,5 +191,145 @@ describe("decideConnectionDeclaration and decideWorkflowDeclaration", () => {
       .given(declaredWorkflow("w", "skip_dependents"))
       .when(flow("skip_dependents"))
       .then({ outcome: "unchanged", events: [] });
+  });
+});
+
+describe("decideDeclaration: a whole declaration, one decision", () => {
+  const spec = specification({
+    fold: projectionOf,
+    decide: (state, input: Omit<DeclarationInput, "now">) => decideDeclaration(state, { ...input, now: NOW }),
+  });
+  const etl = workflowSpecSchema.parse({ name: "etl", project: "p", account: "a" });
+  const inEtl = (name: string) => taskSpec(name, { workflow: "etl" });
+  const etlDeclared = on(workflowStream("etl"), { type: "WorkflowDeclared", data: { spec: etl } });
+  const etlWithTwoTasks: Given[] = [
+    ...etlDeclared,
+    ...declaredTask("x", DAY, inEtl("x")),
+    ...declaredTask("y", DAY, inEtl("y")),
+  ];
+  const retired = (name: string, reason?: string) =>
+    on(taskStream(keyOf(name)), {
+      type: "TaskRetired",
+      data: { key: keyOf(name), ...(reason ? { reason } : {}) },
+    });
+
+  it("a task of the workflow that its declaration no longer names is retired, saying why", () => {
+    spec
+      .given(etlWithTwoTasks)
+      .when({ workflows: [etl], connections: [], tasks: [inEtl("x")] })
+      .then({
+        connections: [],
+        workflows: [{ name: "etl", outcome: "unchanged" }],
+        tasks: [
+          { task: idOf("x"), outcome: "unchanged", changes: [] },
+          { task: idOf("y"), outcome: "retired", changes: [] },
+        ],
+        writes: [
+          {
+            streamId: taskStream(keyOf("y")),
+            expectedRevision: 0n,
+            events: [
+              {
+                type: "TaskRetired",
+                data: { key: keyOf("y"), reason: "no longer in workflow etl's declaration" },
+              },
+            ],
+          },
+        ],
+      });
+  });
+
+  it("plain tasks are never retired by a declaration that does not name them", () => {
+    spec
+      .given(declaredTask("plain"), etlWithTwoTasks)
+      .when({ workflows: [], connections: [], tasks: [taskSpec("other")] })
+      .thenMatches((d) => {
+        expect(d.tasks.map((t) => [t.task, t.outcome])).toEqual([[idOf("other"), "declared"]]);
+        expect(d.writes.map((w) => w.streamId)).toEqual([taskStream(keyOf("other"))]);
+      });
+  });
+
+  it("a task already retired is not retired again", () => {
+    spec
+      .given(etlWithTwoTasks, retired("y"))
+      .when({ workflows: [etl], connections: [], tasks: [inEtl("x")] })
+      .then({
+        connections: [],
+        workflows: [{ name: "etl", outcome: "unchanged" }],
+        tasks: [{ task: idOf("x"), outcome: "unchanged", changes: [] }],
+        writes: [],
+      });
+  });
+
+  it("a retired task declared again is refused, naming it", () => {
+    spec
+      .given(etlWithTwoTasks, retired("y", "no longer in workflow etl's declaration"))
+      .when({ workflows: [etl], connections: [], tasks: [inEtl("x"), inEtl("y")] })
+      .thenThrows("validation", /p\/a\/y\/ALL.*retired.*revive/);
+  });
+
+  it("with revive, a retired task is revived, and what changed in its declaration is recorded", () => {
+    const after = taskSpec("y", { workflow: "etl", leaseSeconds: 60 });
+    const changes = [{ field: "leaseSeconds", from: 30, to: 60 }];
+    spec
+      .given(etlWithTwoTasks, retired("y"))
+      .when({ workflows: [etl], connections: [], tasks: [inEtl("x"), after], revive: true })
+      .then({
+        connections: [],
+        workflows: [{ name: "etl", outcome: "unchanged" }],
+        tasks: [
+          { task: idOf("x"), outcome: "unchanged", changes: [] },
+          { task: idOf("y"), outcome: "revived", changes },
+        ],
+        writes: [
+          {
+            streamId: taskStream(keyOf("y")),
+            expectedRevision: 1n,
+            events: [
+              { type: "TaskRevived", data: { key: keyOf("y"), reason: "declared again with revive" } },
+              { type: "TaskDeclarationChanged", data: { key: keyOf("y"), spec: after, changes } },
+            ],
+          },
+        ],
+      });
+  });
+
+  it("a revived task folds back to active, where it stopped", () => {
+    const revived = on(taskStream(keyOf("y")), {
+      type: "TaskRevived",
+      data: { key: keyOf("y"), reason: "declared again with revive" },
+    });
+    expect(spec.given(etlWithTwoTasks, retired("y"), revived).state().tasks.get(idOf("y"))).toMatchObject({
+      status: "active",
+      logicalDate: DAY,
+      revision: 2n,
+    });
+  });
+
+  it("every write expects its stream's revision: connections, then workflows, then tasks", () => {
+    const wh = connectionSpecSchema.parse({ name: "wh", maxParallelism: 2 });
+    const etlFailFast = workflowSpecSchema.parse({
+      name: "etl",
+      project: "p",
+      account: "a",
+      failurePolicy: "fail_fast",
+    });
+    spec
+      .given(
+        on(connectionStream("wh"), {
+          type: "ConnectionDeclared",
+          data: { spec: connectionSpecSchema.parse({ name: "wh" }) },
+        }),
+        etlWithTwoTasks,
+      )
+      .when({ workflows: [etlFailFast], connections: [wh], tasks: [inEtl("x"), inEtl("z")] })
+      .thenMatches((d) => {
+        expect(d.writes.map((w) => [w.streamId, w.expectedRevision, w.events.map((e) => e.type)])).toEqual([
+          [connectionStream("wh"), 0n, ["ConnectionDeclared"]],
+          [workflowStream("etl"), 0n, ["WorkflowDeclared"]],
+          [taskStream(keyOf("z")), "no_stream", ["TaskDeclared"]],
+          [taskStream(keyOf("y")), 0n, ["TaskRetired"]],
+        ]);
+      });
   });
 });

@@ -1,25 +1,21 @@
 import {
-  connectionStream,
   type DeclarationIssue,
   type DeclarationOutcome,
   type DeclarationSource,
-  type DomainEvent,
   dataInterval,
-  decideConnectionDeclaration,
-  decideTaskDeclaration,
-  decideWorkflowDeclaration,
+  decideDeclaration,
   declarationValidationError,
   formatTaskKey,
   type SchedulerProjection,
   type TaskSpec,
   type TaskSpecChange,
-  taskStream,
   ValidationError,
   validateDeclarations,
-  workflowStream,
 } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import { renderOperator, renderTemplate, TemplateError } from "@chronolog/render";
+import { catchUp } from "./checkpoint.js";
+import { handleCommand } from "./command.js";
 
 export interface DeclaredTaskOutcome {
   readonly task: string;
@@ -60,28 +56,87 @@ function checkTemplates(tasks: readonly TaskSpec[]): void {
   if (issues.length > 0) throw new ValidationError("declarations", issues);
 }
 
-/** Appends to a stream at the revision it has now: a writer that gets in between makes it fail. */
-async function appendAtHead(log: EventLog, stream: string, events: readonly DomainEvent[]): Promise<unknown> {
-  const revision = await log.streamRevision(stream);
-  return log.append(stream, [...events], { expectedRevision: revision });
+export interface DeclareOptions {
+  /** Declare retired tasks again (they are revived) instead of refusing them. */
+  readonly revive?: boolean;
+  /** Decide on the current state and say what would change, writing nothing. */
+  readonly check?: boolean;
 }
 
 /**
- * Validates declaration files against what is declared already, then writes TaskDeclared /
- * TaskDeclarationChanged (nothing for an unchanged task), ConnectionDeclared and
- * WorkflowDeclared, each with compare-and-set. Any error: nothing is written. What each
- * declaration writes is the core's decision; this function reads, validates and appends.
+ * Validates declaration files against what is declared already, then writes the core's
+ * decision (connections, workflows, tasks declared, changed, retired or revived) as one atomic
+ * append with the expected revision of every stream it writes: the declaration is written
+ * whole or not at all. A conflict (another writer got in between) catches the projection up
+ * and decides again; after the retries it fails with ConflictRetriesExhaustedError, having
+ * written nothing. With `check`, it decides and returns the outcome without writing.
  */
 export async function declare(
   log: EventLog,
   projection: SchedulerProjection,
   sources: readonly DeclarationSource[],
   nowMs: number,
+  options: DeclareOptions = {},
 ): Promise<DeclareOutcome> {
+  if (options.check) return checkDeclaration(projection, sources, nowMs, options);
+  let warnings: readonly DeclarationIssue[] = [];
+  const outcome = await handleCommand(log, {
+    name: "declare",
+    read: async (fresh) => {
+      if (fresh) await catchUp(log, projection);
+      return projection;
+    },
+    decide: (state) => {
+      const decided = decideOn(state, sources, nowMs, options);
+      warnings = decided.warnings;
+      return { writes: decided.decision.writes, result: decided.decision };
+    },
+    append: (writes) => log.appendMany(writes),
+    onConflict: () => "retry",
+  });
+  if (outcome.kind === "conflict") throw outcome.error;
+  const { tasks, connections, workflows } = outcome.result;
+  return { tasks, connections, workflows, warnings };
+}
+
+/**
+ * What declaring the files on `projection` would do, without writing: the same validation,
+ * refusals and outcomes as `declare`.
+ */
+export function checkDeclaration(
+  projection: SchedulerProjection,
+  sources: readonly DeclarationSource[],
+  nowMs: number,
+  options: Pick<DeclareOptions, "revive"> = {},
+): DeclareOutcome {
+  const { decision, warnings } = decideOn(projection, sources, nowMs, options);
+  const { tasks, connections, workflows } = decision;
+  return { tasks, connections, workflows, warnings };
+}
+
+function decideOn(
+  state: SchedulerProjection,
+  sources: readonly DeclarationSource[],
+  nowMs: number,
+  options: Pick<DeclareOptions, "revive">,
+) {
+  const validated = validate(state, sources);
+  const decision = decideDeclaration(state, {
+    tasks: validated.tasks,
+    connections: validated.connections,
+    workflows: validated.workflows,
+    now: nowMs,
+    ...(options.revive ? { revive: true } : {}),
+  });
+  return { decision, warnings: validated.warnings };
+}
+
+/** The files checked against `state`; refused (a ValidationError carrying the warnings) if invalid. */
+function validate(state: SchedulerProjection, sources: readonly DeclarationSource[]) {
   const result = validateDeclarations(sources, {
-    tasks: [...projection.tasks.values()].map((t) => t.spec),
-    connections: projection.connections.values(),
-    workflows: projection.workflows.values(),
+    tasks: [...state.tasks.values()].map((t) => t.spec),
+    connections: state.connections.values(),
+    workflows: state.workflows.values(),
   });
   if (!result.ok) {
     const error = declarationValidationError(result.errors);
@@ -89,43 +144,5 @@ export async function declare(
     throw error;
   }
   checkTemplates(result.tasks);
-
-  const writes: Array<Promise<unknown>> = [];
-  const connections: Array<{ name: string; outcome: DeclarationOutcome }> = [];
-  for (const spec of result.connections) {
-    const decision = decideConnectionDeclaration(projection.connections.get(spec.name), spec);
-    connections.push({ name: spec.name, outcome: decision.outcome });
-    if (decision.events.length > 0)
-      writes.push(appendAtHead(log, connectionStream(spec.name), decision.events));
-  }
-  const workflows: Array<{ name: string; outcome: DeclarationOutcome }> = [];
-  for (const spec of result.workflows) {
-    const decision = decideWorkflowDeclaration(projection.workflows.get(spec.name), spec);
-    workflows.push({ name: spec.name, outcome: decision.outcome });
-    if (decision.events.length > 0)
-      writes.push(appendAtHead(log, workflowStream(spec.name), decision.events));
-  }
-  // Connections and workflows first, so that no scheduler meets a task whose connection or
-  // workflow it has not seen declared yet.
-  const declared = await Promise.allSettled(writes.splice(0));
-  const refused = declared.find((s) => s.status === "rejected");
-  if (refused) throw (refused as PromiseRejectedResult).reason;
-  const tasks: DeclaredTaskOutcome[] = [];
-  for (const spec of result.tasks) {
-    const id = formatTaskKey(spec.key);
-    const before = projection.tasks.get(id);
-    const decision = decideTaskDeclaration(before?.spec, spec, nowMs);
-    tasks.push({ task: id, outcome: decision.outcome, changes: decision.changes });
-    if (decision.events.length === 0) continue;
-    writes.push(
-      log.append(taskStream(spec.key), [...decision.events], {
-        expectedRevision: before ? before.revision : "no_stream",
-      }),
-    );
-  }
-  // Issued together, the appends share one group commit on the embedded log.
-  const settled = await Promise.allSettled(writes);
-  const failed = settled.find((s) => s.status === "rejected");
-  if (failed) throw (failed as PromiseRejectedResult).reason;
-  return { tasks, connections, workflows, warnings: result.warnings };
+  return result;
 }

@@ -1,10 +1,18 @@
-import type { DomainEventOf } from "../events/catalog.js";
+import { ValidationError } from "../errors.js";
+import type { DomainEvent, DomainEventOf } from "../events/catalog.js";
+import { formatTaskKey } from "../keys.js";
 import { initialPosition } from "../schedule/interval.js";
 import type { ConnectionSpec, TaskSpec, WorkflowSpec } from "../spec.js";
+import { connectionStream, taskStream, workflowStream } from "../streams.js";
+import type { TaskState } from "../task/state.js";
 import { deepEqual, diffTaskSpecs, type TaskSpecChange } from "./diff.js";
 
-/** What a declaration did to what was declared before it. */
-export type DeclarationOutcome = "declared" | "changed" | "unchanged";
+/**
+ * What a declaration did to what was declared before it. `retired`: a task of a declared
+ * workflow that the workflow's declaration no longer names; `revived`: a retired task declared
+ * again with revive.
+ */
+export type DeclarationOutcome = "declared" | "changed" | "unchanged" | "retired" | "revived";
 
 /**
  * What declaring a task writes to its task stream. A new task is declared at its first
@@ -78,4 +86,138 @@ export function decideWorkflowDeclaration(
 ): SpecDeclarationDecision<DomainEventOf<"WorkflowDeclared">> {
   if (before && deepEqual(before, spec)) return { outcome: "unchanged", events: [] };
   return { outcome: before ? "changed" : "declared", events: [{ type: "WorkflowDeclared", data: { spec } }] };
+}
+
+/** What a declaration is decided on: what is declared now, with each stream's revision. */
+export interface DeclarationState {
+  readonly tasks: ReadonlyMap<string, TaskState>;
+  readonly connections: ReadonlyMap<string, ConnectionSpec>;
+  readonly connectionRevisions: ReadonlyMap<string, bigint>;
+  readonly workflows: ReadonlyMap<string, WorkflowSpec>;
+  readonly workflowRevisions: ReadonlyMap<string, bigint>;
+}
+
+/** A validated declaration: the whole of what its files declare. */
+export interface DeclarationInput {
+  readonly tasks: readonly TaskSpec[];
+  readonly connections: readonly ConnectionSpec[];
+  readonly workflows: readonly WorkflowSpec[];
+  /** Epoch milliseconds: where a new task starts. */
+  readonly now: number;
+  /** Declare retired tasks again (TaskRevived) instead of refusing them. */
+  readonly revive?: boolean;
+}
+
+/** One stream's events and the revision the stream must be at for them to be written. */
+export interface DeclarationWrite {
+  readonly streamId: string;
+  readonly events: readonly DomainEvent[];
+  readonly expectedRevision: bigint | "no_stream";
+}
+
+export interface DeclarationDecision {
+  /** Every write of the declaration, to be appended in one atomic step (empty: nothing changed). */
+  readonly writes: readonly DeclarationWrite[];
+  readonly connections: ReadonlyArray<{ readonly name: string; readonly outcome: DeclarationOutcome }>;
+  readonly workflows: ReadonlyArray<{ readonly name: string; readonly outcome: DeclarationOutcome }>;
+  readonly tasks: ReadonlyArray<{
+    readonly task: string;
+    readonly outcome: DeclarationOutcome;
+    readonly changes: readonly TaskSpecChange[];
+  }>;
+}
+
+/**
+ * What a whole declaration writes, as one decision: its connections, workflows and tasks, in
+ * that order (so no reader meets a task before its connection or workflow), each write with the
+ * revision of its stream in `state`. A workflow's declaration is its whole task set: a task of
+ * a declared workflow that it no longer names is retired. A retired task declared again is
+ * refused (a ValidationError naming every such task, nothing written) unless `revive` is set,
+ * which revives it (and records what changed in its declaration). Tasks outside workflows are
+ * never retired here: a file of plain tasks speaks only for the tasks it names.
+ */
+export function decideDeclaration(state: DeclarationState, input: DeclarationInput): DeclarationDecision {
+  const writes: DeclarationWrite[] = [];
+  const connections: Array<{ name: string; outcome: DeclarationOutcome }> = [];
+  for (const spec of input.connections) {
+    const decision = decideConnectionDeclaration(state.connections.get(spec.name), spec);
+    connections.push({ name: spec.name, outcome: decision.outcome });
+    if (decision.events.length > 0)
+      writes.push({
+        streamId: connectionStream(spec.name),
+        events: decision.events,
+        expectedRevision: state.connectionRevisions.get(spec.name) ?? "no_stream",
+      });
+  }
+  const workflows: Array<{ name: string; outcome: DeclarationOutcome }> = [];
+  for (const spec of input.workflows) {
+    const decision = decideWorkflowDeclaration(state.workflows.get(spec.name), spec);
+    workflows.push({ name: spec.name, outcome: decision.outcome });
+    if (decision.events.length > 0)
+      writes.push({
+        streamId: workflowStream(spec.name),
+        events: decision.events,
+        expectedRevision: state.workflowRevisions.get(spec.name) ?? "no_stream",
+      });
+  }
+  const tasks: Array<{ task: string; outcome: DeclarationOutcome; changes: readonly TaskSpecChange[] }> = [];
+  const refused: string[] = [];
+  const named = new Set<string>();
+  for (const spec of input.tasks) {
+    const id = formatTaskKey(spec.key);
+    named.add(id);
+    const before = state.tasks.get(id);
+    if (before?.status === "retired") {
+      if (!input.revive) {
+        refused.push(id);
+        continue;
+      }
+      const changes = diffTaskSpecs(before.spec, spec);
+      const events: DomainEvent[] = [
+        { type: "TaskRevived", data: { key: spec.key, reason: "declared again with revive" } },
+      ];
+      if (changes.length > 0)
+        events.push({ type: "TaskDeclarationChanged", data: { key: spec.key, spec, changes: [...changes] } });
+      tasks.push({ task: id, outcome: "revived", changes });
+      writes.push({ streamId: taskStream(spec.key), events, expectedRevision: before.revision });
+      continue;
+    }
+    const decision = decideTaskDeclaration(before?.spec, spec, input.now);
+    tasks.push({ task: id, outcome: decision.outcome, changes: decision.changes });
+    if (decision.events.length > 0)
+      writes.push({
+        streamId: taskStream(spec.key),
+        events: decision.events,
+        expectedRevision: before ? before.revision : "no_stream",
+      });
+  }
+  if (refused.length > 0) {
+    throw new ValidationError(
+      "declarations",
+      refused.map((id) => ({
+        path: id,
+        message: "the task is retired; declaring it again needs revive (declare --revive)",
+      })),
+    );
+  }
+  const declaredWorkflows = new Set(input.workflows.map((w) => w.name));
+  const dropped = [...state.tasks.values()]
+    .filter(
+      (t) =>
+        t.spec.workflow !== undefined &&
+        declaredWorkflows.has(t.spec.workflow) &&
+        t.status !== "retired" &&
+        !named.has(t.id),
+    )
+    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  for (const t of dropped) {
+    const reason = `no longer in workflow ${t.spec.workflow}'s declaration`;
+    tasks.push({ task: t.id, outcome: "retired", changes: [] });
+    writes.push({
+      streamId: taskStream(t.key),
+      events: [{ type: "TaskRetired", data: { key: t.key, reason } }],
+      expectedRevision: t.revision,
+    });
+  }
+  return { writes, connections, workflows, tasks };
 }

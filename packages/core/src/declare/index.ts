@@ -1,7 +1,12 @@
 export { type Edges, findCycle, findCycles } from "./cycle.js";
 export {
+  type DeclarationDecision,
+  type DeclarationInput,
   type DeclarationOutcome,
+  type DeclarationState,
+  type DeclarationWrite,
   decideConnectionDeclaration,
+  decideDeclaration,
   decideTaskDeclaration,
   decideWorkflowDeclaration,
   type SpecDeclarationDecision,

@@ -40,6 +40,7 @@ export const eventCatalog = {
   TaskPaused: entry(S.TaskPaused),
   TaskResumed: entry(S.TaskResumed),
   TaskRetired: entry(S.TaskRetired),
+  TaskRevived: entry(S.TaskRevived),
   IntervalReset: entry(S.IntervalReset),
   IntervalCompleted: entry(S.IntervalCompleted),
   IntervalFailed: entry(S.IntervalFailed),

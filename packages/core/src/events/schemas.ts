@@ -34,6 +34,8 @@ export const TaskDeclarationChanged = z
 export const TaskPaused = z.object({ key, reason: reason.optional() }).strict();
 export const TaskResumed = z.object({ key }).strict();
 export const TaskRetired = z.object({ key, reason: reason.optional() }).strict();
+/** A retired task made active again (declared again with revive): it runs on from where it stopped. */
+export const TaskRevived = z.object({ key, reason: reason.optional() }).strict();
 
 /** The schedule position set back (backfill) or jumped ahead (catch-up disabled). */
 export const IntervalReset = z

@@ -40,6 +40,8 @@ export class SchedulerProjection {
   /** connection -> revision of its stream (the expected revision of the next slot taken). */
   readonly connectionRevisions = new Map<string, bigint>();
   readonly workflows = new Map<string, WorkflowSpec>();
+  /** workflow -> revision of its stream (the expected revision of its next declaration). */
+  readonly workflowRevisions = new Map<string, bigint>();
   /** task id -> cache keys of its successful attempts (the most recent CACHE_KEYS_PER_TASK). */
   readonly cacheKeys = new Map<string, string[]>();
   /** Runs in progress, and the most recent finished ones (insertion order: oldest first). */
@@ -72,7 +74,10 @@ export class SchedulerProjection {
         }
         return {};
       case "workflow":
-        if (e.type === "WorkflowDeclared") this.workflows.set(e.data.spec.name, e.data.spec);
+        if (e.type === "WorkflowDeclared") {
+          this.workflows.set(e.data.spec.name, e.data.spec);
+          this.workflowRevisions.set(e.data.spec.name, e.revision);
+        }
         return {};
       case "run":
         return this.applyRun(e);
@@ -206,6 +211,7 @@ export class SchedulerProjection {
       connections: [...this.connections.values()],
       connectionRevisions: [...this.connectionRevisions].map(([c, r]) => [c, r.toString()] as const),
       workflows: [...this.workflows.values()],
+      workflowRevisions: [...this.workflowRevisions].map(([w, r]) => [w, r.toString()] as const),
       runs: [...this.runs.values()].map((r) => ({ ...r, revision: r.revision.toString() })),
       cacheKeys: [...this.cacheKeys.entries()],
     };
@@ -227,6 +233,7 @@ export class SchedulerProjection {
     for (const c of s.connections) p.connections.set(c.name, c);
     for (const [c, r] of s.connectionRevisions) p.connectionRevisions.set(c, BigInt(r));
     for (const w of s.workflows) p.workflows.set(w.name, w);
+    for (const [w, r] of s.workflowRevisions) p.workflowRevisions.set(w, BigInt(r));
     for (const r of s.runs) p.runs.set(r.runId, { ...r, revision: BigInt(r.revision) });
     for (const [task, keys] of s.cacheKeys) p.cacheKeys.set(task, [...keys]);
     return p;
@@ -234,7 +241,7 @@ export class SchedulerProjection {
 }
 
 /** Bumped whenever the projection's shape or fold changes: an old snapshot is then rebuilt from the log. */
-export const SNAPSHOT_FORMAT = 5;
+export const SNAPSHOT_FORMAT = 6;
 
 type Stringly<T, K extends keyof T> = Omit<T, K> & { [P in K]: string };
 
@@ -246,6 +253,7 @@ export interface ProjectionSnapshot {
   readonly connections: readonly ConnectionSpec[];
   readonly connectionRevisions: ReadonlyArray<readonly [string, string]>;
   readonly workflows: readonly WorkflowSpec[];
+  readonly workflowRevisions: ReadonlyArray<readonly [string, string]>;
   readonly runs: ReadonlyArray<Stringly<RunState, "revision">>;
   readonly cacheKeys: ReadonlyArray<readonly [string, readonly string[]]>;
 }

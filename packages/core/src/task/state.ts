@@ -78,6 +78,8 @@ export function evolveTask(
       return state && resumed(state, at.revision);
     case "TaskRetired":
       return state && { ...state, status: "retired", revision: at.revision };
+    case "TaskRevived":
+      return state && revived(state, at.revision);
     case "IntervalReset": {
       if (!state) return state;
       const d = event.data;
@@ -136,6 +138,13 @@ function paused(state: TaskState, reason: string | undefined, revision: bigint):
 function resumed(state: TaskState, revision: bigint): TaskState {
   const { pausedReason: _, ...rest } = state;
   return { ...rest, status: state.status === "retired" ? "retired" : "active", revision };
+}
+
+/** Active again after being retired; a task that is not retired is left as it is. */
+function revived(state: TaskState, revision: bigint): TaskState {
+  if (state.status !== "retired") return { ...state, revision };
+  const { pausedReason: _, ...rest } = state;
+  return { ...rest, status: "active", revision };
 }
 
 function laterOf(a: string, b: string | null): string {

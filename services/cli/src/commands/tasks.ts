@@ -1,4 +1,4 @@
-import { readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import {
   currentAttempt,
   type DeclarationSource,
@@ -7,7 +7,7 @@ import {
   instanceStream,
   parseDeclarationText,
   projectedSlots,
-  type SchedulerProjection,
+  SchedulerProjection,
   type TaskState,
   taskStream,
 } from "@chronolog/core";
@@ -17,6 +17,7 @@ import {
   backfill,
   backfillProgress,
   catchUp,
+  checkDeclaration,
   declare,
   foldInstance,
   pauseTask,
@@ -28,7 +29,7 @@ import {
 import cliProgress from "cli-progress";
 import type { Command } from "commander";
 import { instantArg } from "../args.js";
-import type { DataDirOptions } from "../data-dir.js";
+import { type DataDirOptions, logFileOf, logUrlOf, parseLogUrl } from "../data-dir.js";
 import { CliError, toJson } from "../edge.js";
 import { short, table } from "../format.js";
 import { taskIdArg, withSession } from "../projection.js";
@@ -42,6 +43,11 @@ function backfillWaitsFor(projection: SchedulerProjection, plan: BackfillPlan): 
     return `${t.task} ${why.condition}: ${why.reasons[0] ?? ""}`;
   }
   return "";
+}
+
+/** Whether the log exists (a Kafka log is taken to). */
+function logExists(options: DataDirOptions): boolean {
+  return parseLogUrl(logUrlOf(options)) !== null || existsSync(logFileOf(options));
 }
 
 function readSources(files: readonly string[]): DeclarationSource[] {
@@ -84,33 +90,45 @@ async function instanceStreamsOf(
 export function registerTaskCommands(program: Command, globals: () => DataDirOptions): void {
   program
     .command("declare")
-    .description("validate declaration files (YAML or JSON) and record what changed")
+    .description("validate declaration files (YAML or JSON) and record what changed, whole or not at all")
     .argument("<files...>", "declaration files; - reads standard input")
+    .option("--revive", "declare retired tasks again (they are revived) instead of refusing them")
+    .option("--check", "validate against the current state and print what would change; write nothing")
     .option("--json", "print the outcome as JSON")
-    .action(async (files: string[], opts: { json?: boolean }) => {
+    .action(async (files: string[], opts: { json?: boolean; revive?: boolean; check?: boolean }) => {
       const sources = readSources(files);
-      await withSession(globals(), "write", async ({ log, projection }) => {
-        let outcome: Awaited<ReturnType<typeof declare>>;
-        try {
-          outcome = await declare(log, projection, sources, Date.now());
-        } catch (error) {
-          const warnings =
-            (error as { warnings?: Parameters<typeof formatDeclarationIssue>[0][] }).warnings ?? [];
-          for (const w of warnings) process.stderr.write(`${formatDeclarationIssue(w)}\n`);
-          throw error;
-        }
-        for (const w of outcome.warnings) process.stderr.write(`${formatDeclarationIssue(w)}\n`);
-        if (opts.json) {
-          console.log(toJson(outcome));
-          return;
-        }
-        for (const c of outcome.connections) console.log(`connection ${c.name}: ${c.outcome}`);
-        for (const w of outcome.workflows) console.log(`workflow ${w.name}: ${w.outcome}`);
-        for (const t of outcome.tasks) {
-          console.log(`task ${t.task}: ${t.outcome}`);
-          for (const c of t.changes) console.log(`  ${c.field}: ${toJson(c.from)} -> ${toJson(c.to)}`);
-        }
-      });
+      const revive = opts.revive ? { revive: true } : {};
+      let outcome: Awaited<ReturnType<typeof declare>>;
+      try {
+        if (!opts.check)
+          outcome = await withSession(globals(), "write", ({ log, projection }) =>
+            declare(log, projection, sources, Date.now(), revive),
+          );
+        else if (!logExists(globals()))
+          // No embedded log yet: checked against nothing declared.
+          outcome = checkDeclaration(new SchedulerProjection(), sources, Date.now(), revive);
+        else
+          outcome = await withSession(globals(), "read", async ({ projection }) =>
+            checkDeclaration(projection, sources, Date.now(), revive),
+          );
+      } catch (error) {
+        const warnings =
+          (error as { warnings?: Parameters<typeof formatDeclarationIssue>[0][] }).warnings ?? [];
+        for (const w of warnings) process.stderr.write(`${formatDeclarationIssue(w)}\n`);
+        throw error;
+      }
+      for (const w of outcome.warnings) process.stderr.write(`${formatDeclarationIssue(w)}\n`);
+      if (opts.json) {
+        console.log(toJson(opts.check ? { ...outcome, check: true } : outcome));
+        return;
+      }
+      for (const c of outcome.connections) console.log(`connection ${c.name}: ${c.outcome}`);
+      for (const w of outcome.workflows) console.log(`workflow ${w.name}: ${w.outcome}`);
+      for (const t of outcome.tasks) {
+        console.log(`task ${t.task}: ${t.outcome}`);
+        for (const c of t.changes) console.log(`  ${c.field}: ${toJson(c.from)} -> ${toJson(c.to)}`);
+      }
+      if (opts.check) process.stderr.write("check: nothing written\n");
     });
 
   for (const [name, verb] of [

@@ -1,0 +1,95 @@
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { type DeclarationSource, parseDeclarationText, SchedulerProjection } from "@chronolog/core";
+import type { EventLog } from "@chronolog/log";
+import { openSqliteLog } from "@chronolog/log-sqlite";
+import { catchUp, declare } from "@chronolog/scheduler";
+import { afterEach, describe, expect, it } from "vitest";
+import { tempDataDir } from "../support/cli.js";
+
+/**
+ * Two producers declare at once, each on its own connection to the same embedded log. Both
+ * declarations name one shared task (so one of them loses a compare-and-set) besides a
+ * connection and tasks of their own. Whatever the interleaving, each declaration is written
+ * whole or not at all: never its connection without its tasks.
+ */
+const ROUNDS = 20;
+
+function declaration(team: "a" | "b", lease: number): DeclarationSource {
+  const text = `
+connections:
+  - { name: conn_${team}, maxParallelism: 2 }
+tasks:
+  - { project: p, account: x, name: shared, cron: "0 2 * * *", startDate: 2026-11-01T00:00:00Z, operator: { type: noop }, leaseSeconds: ${lease} }
+  - { project: p, account: x, name: ${team}_one, cron: "0 2 * * *", startDate: 2026-11-01T00:00:00Z, operator: { type: noop }, connection: conn_${team} }
+  - { project: p, account: x, name: ${team}_two, cron: "0 2 * * *", startDate: 2026-11-01T00:00:00Z, operator: { type: noop }, connection: conn_${team} }
+`;
+  return parseDeclarationText(text, { filename: `${team}.yaml` });
+}
+
+/** The streams a declaration writes besides the shared task's. */
+const ownStreams = (team: "a" | "b") => [
+  `connection-conn_${team}`,
+  `task-p/x/${team}_one/ALL`,
+  `task-p/x/${team}_two/ALL`,
+];
+
+let dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  dirs = [];
+});
+
+async function producer(
+  path: string,
+  actor: string,
+): Promise<{ log: EventLog; projection: SchedulerProjection }> {
+  const log = await openSqliteLog({ path, actor });
+  const projection = new SchedulerProjection();
+  await catchUp(log, projection);
+  return { log, projection };
+}
+
+describe("declare: two producers at once", () => {
+  it(`each declaration is written whole or not at all (${ROUNDS} rounds)`, async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const dir = tempDataDir("declare-race");
+      dirs.push(dir);
+      const path = join(dir, "log.db");
+      const a = await producer(path, "producer:a");
+      const b = await producer(path, "producer:b");
+      try {
+        const now = Date.parse("2026-11-30T10:00:00.000Z");
+        const outcomes = await Promise.allSettled([
+          declare(a.log, a.projection, [declaration("a", 30)], now),
+          declare(b.log, b.projection, [declaration("b", 60)], now),
+        ]);
+        const reader = new SchedulerProjection();
+        await catchUp(a.log, reader);
+        const written = new Set<string>();
+        for (const e of await a.log.readAll({ maxCount: 100_000 })) written.add(e.streamId);
+        for (const [i, team] of (["a", "b"] as const).entries()) {
+          const outcome = outcomes[i];
+          const streams = ownStreams(team).map((s) => written.has(s));
+          // All of its streams or none of them, and all of them when it says it succeeded.
+          expect(new Set(streams).size, `round ${round}, producer ${team}: ${streams}`).toBe(1);
+          expect(streams[0], `round ${round}, producer ${team}: ${String(outcome?.status)}`).toBe(
+            outcome?.status === "fulfilled",
+          );
+        }
+        // The shared task holds one of the two declarations, and a loser that retried says it changed it.
+        expect([30, 60]).toContain(reader.tasks.get("p/x/shared/ALL")?.spec.leaseSeconds);
+        const fulfilled = outcomes.filter((o) => o.status === "fulfilled");
+        expect(fulfilled.length, "retried on fresh state, both declarations go through").toBe(2);
+        // Both decided on the same empty log: the loser of the compare-and-set decided again.
+        const shared = fulfilled.map(
+          (o) => (o as PromiseFulfilledResult<Awaited<ReturnType<typeof declare>>>).value.tasks[0]?.outcome,
+        );
+        expect(shared.sort()).toEqual(["changed", "declared"]);
+      } finally {
+        await a.log.close();
+        await b.log.close();
+      }
+    }
+  }, 120_000);
+});
