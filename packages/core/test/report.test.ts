@@ -278,3 +278,72 @@ describe("decideReport: reports that do not apply", () => {
       .then([]);
   });
 });
+
+describe("decideReport: an attempt interrupted by a shutdown", () => {
+  const interrupted = (attempt = 1): AttemptReportInput => ({
+    ...base(attempt),
+    kind: "failed",
+    durationMs: 800,
+    exitCode: null,
+    stdoutTail: "",
+    stderrTail: "",
+    error: { kind: "interrupted", message: "worker shutdown (grace of 1000 ms elapsed)" },
+  });
+  const retryAtOf = (events: readonly DomainEvent[]) => (events[0]?.data as { retryAt?: string }).retryAt;
+
+  it("an idempotent task runs again at once, though its policy allows one attempt", () => {
+    reports()
+      .given(instance("t", intended("t", { idempotent: true }), started("t")))
+      .when(interrupted())
+      .thenMatches((events) => {
+        expect(events.map((e) => e.type)).toEqual(["AttemptFailed"]);
+        expect(retryAtOf(events)).toBe(iso(NOW));
+      });
+  });
+
+  it("a task that is not idempotent and had started is left for the operator", () => {
+    reports()
+      .given(instance("t", intended("t", { idempotent: false }), started("t")))
+      .when(interrupted())
+      .thenMatches((events) => expect(retryAtOf(events)).toBeUndefined());
+  });
+
+  it("one that had not started runs again at once, idempotent or not", () => {
+    reports()
+      .given(instance("t", intended("t", { idempotent: false })))
+      .when(interrupted())
+      .thenMatches((events) => expect(retryAtOf(events)).toBe(iso(NOW)));
+  });
+
+  it("is counted apart from the retry budget", () => {
+    const interruptedEvent: DomainEvent = {
+      type: "AttemptFailed",
+      data: {
+        attempt: 1,
+        token: tokenOf("t", 1),
+        error: { kind: "interrupted", message: "worker shutdown (grace of 1000 ms elapsed)" },
+        exitCode: null,
+        durationMs: 800,
+        retryAt: iso(NOW - 1000),
+      },
+    };
+    const history = instance(
+      "t",
+      intended("t", { idempotent: true }),
+      started("t"),
+      interruptedEvent,
+      intended("t", { idempotent: true, attempt: 2 }),
+      started("t", 2),
+    );
+    // Two attempts allowed: the interrupted one does not count, so a failure of the second is retried.
+    reports({ retry: { ...NO_RETRY, maxAttempts: 2 } })
+      .given(history)
+      .when(failedReport(2))
+      .thenMatches((events) => expect(retryAtOf(events)).toBe(iso(NOW + 1000)));
+    // With one allowed, the second attempt was the task's only try: no retry.
+    reports()
+      .given(history)
+      .when(failedReport(2))
+      .thenMatches((events) => expect(retryAtOf(events)).toBeUndefined());
+  });
+});

@@ -104,7 +104,9 @@ export class Scheduler implements ReconciledScheduler {
   /** key (a connection, `run:<run id>` or `run:<workflow>`) -> tasks to look at again when it wakes. */
   private readonly waiting = new Map<string, Set<string>>();
   private passScheduled = false;
-  stopped = false;
+  private stopped = false;
+  /** No new attempts start (a shutdown waits for the running ones): reports are still applied. */
+  private draining = false;
   /** Stops hearing the dispatcher's reports (see stop). */
   private readonly stopListening: (() => void) | undefined;
   /** Tasks whose payload did not render, for which interval and declaration (they are held). */
@@ -189,6 +191,19 @@ export class Scheduler implements ReconciledScheduler {
     });
     await this.subscription.caughtUp;
     this.schedulePass();
+  }
+
+  /** Whether nothing new starts: stopped, or draining for a shutdown. */
+  get halted(): boolean {
+    return this.stopped || this.draining;
+  }
+
+  /**
+   * Starts no new attempt from now on, and keeps applying the reports of those running: the
+   * first step of a shutdown that lets running work finish (then stop).
+   */
+  stopDispatching(): void {
+    this.draining = true;
   }
 
   async stop(): Promise<void> {
@@ -331,7 +346,7 @@ export class Scheduler implements ReconciledScheduler {
   }
 
   private schedulePass(): void {
-    if (this.passScheduled || this.stopped) return;
+    if (this.passScheduled || this.halted) return;
     this.passScheduled = true;
     setImmediate(() => {
       this.passScheduled = false;
@@ -342,7 +357,7 @@ export class Scheduler implements ReconciledScheduler {
   // ---- the pass ---------------------------------------------------------------------------
 
   private async pass(): Promise<void> {
-    if (this.stopped) return;
+    if (this.halted) return;
     if (this.runsDirty.size > 0) {
       const runs = [...this.runsDirty];
       this.runsDirty.clear();

@@ -42,7 +42,8 @@ export const MAX_ALONGSIDE = 32;
 
 /** What the children's decision needs of the scheduler it works for. */
 export interface SuccessHost {
-  readonly stopped: boolean;
+  /** Stopped, or no longer dispatching (a shutdown waits for what runs): nothing starts. */
+  readonly halted: boolean;
   readonly inflight: InFlight;
   owns(task: TaskState): boolean;
   /** Decide the task again on the next pass. */
@@ -82,7 +83,7 @@ export class SuccessCommit {
     for (let turns = 0; this.projection.position < head && turns < 3; turns++)
       await new Promise((resolve) => setImmediate(resolve));
     const children = this.projection.children.get(task.id);
-    if (this.host.stopped || !children || this.projection.position < head) return null;
+    if (this.host.halted || !children || this.projection.position < head) return null;
     const after = evolveTask(task, completed, { revision: task.revision + 1n, position: -1n });
     if (!after) return null;
     const ahead = new Map([[task.id, after]]);

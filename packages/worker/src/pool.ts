@@ -236,6 +236,19 @@ export class WorkerPool {
     return this.closing;
   }
 
+  /**
+   * During a close, stops what still runs at once (each attempt reported interrupted by the
+   * shutdown) instead of waiting out the grace.
+   */
+  stopNow(): void {
+    if (!this.closing) return;
+    for (const w of this.workers.values()) {
+      if (w.exited || !w.ready) continue;
+      this.enqueue(w, { kind: "shutdown", graceMs: 0 });
+    }
+    this.flush();
+  }
+
   private async shutdownAll(graceMs: number): Promise<void> {
     for (const t of this.respawnTimers) clearTimeout(t);
     this.respawnTimers.clear();

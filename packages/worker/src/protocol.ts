@@ -94,6 +94,7 @@ export type FailureKind =
   | "exception"
   | "http_status"
   | "lost"
+  | "interrupted"
   | "unknown";
 
 export interface FailedReport extends ReportBase, OutputTail {

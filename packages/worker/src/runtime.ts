@@ -184,9 +184,9 @@ export class WorkerRuntime {
   }
 
   /** Kills every running attempt now (SIGKILL for shell tasks); each is reported cancelled. */
-  killAll(reason: string): void {
+  killAll(reason: string, interrupted = false): void {
     for (const a of this.attempts.values()) {
-      if (a.state === "running") this.stop(a, new AttemptAbort(reason, 0));
+      if (a.state === "running") this.stop(a, new AttemptAbort(reason, 0, interrupted));
     }
   }
 
@@ -198,7 +198,11 @@ export class WorkerRuntime {
    * `closed`.
    */
   shutdown(graceMs: number): Promise<void> {
-    if (this.shuttingDown) return this.closed;
+    // Asked again with no grace (a second Ctrl-C): stop what still runs now.
+    if (this.shuttingDown) {
+      if (graceMs <= 0) this.killAll("worker shutdown (stopped at once)", true);
+      return this.closed;
+    }
     this.shuttingDown = true;
     for (const a of this.queue.drain()) {
       if (a.state !== "queued") continue;
@@ -206,7 +210,7 @@ export class WorkerRuntime {
       this.attempts.delete(a.cmd.token);
     }
     for (const a of this.attempts.values()) {
-      if (a.release) this.stop(a, new AttemptAbort("worker shutdown", 0));
+      if (a.release) this.stop(a, new AttemptAbort("worker shutdown", 0, true));
     }
     void this.drain(Math.max(0, graceMs));
     return this.closed;
@@ -219,7 +223,7 @@ export class WorkerRuntime {
       clearTimeout(timer);
     }
     if (this.runningCount > 0) {
-      this.killAll(`worker shutdown (grace of ${graceMs} ms elapsed)`);
+      this.killAll(`worker shutdown (grace of ${graceMs} ms elapsed)`, true);
       await this.idle();
     }
     await this.batcher.flush();
@@ -358,7 +362,9 @@ export class WorkerRuntime {
       outcome = await runOperator(spec, ctx);
       ran = spec;
       if (a.abort) {
-        outcome = failure("exception", `cancelled: ${a.abort.message}`, outcome.durationMs, outcome);
+        outcome = a.abort.interrupted
+          ? failure("interrupted", a.abort.message, outcome.durationMs, outcome)
+          : failure("exception", `cancelled: ${a.abort.message}`, outcome.durationMs, outcome);
       } else if (outcome.ok && spec.publishTo !== undefined && stagingDir !== undefined) {
         // Publish before reporting success: a succeeded report means the outputs are in place.
         try {
@@ -370,8 +376,11 @@ export class WorkerRuntime {
         }
       }
     } catch (err) {
-      const message = err instanceof AttemptAbort ? `cancelled: ${err.message}` : errorMessage(err);
-      outcome = failure("exception", message, 0);
+      if (err instanceof AttemptAbort && err.interrupted) outcome = failure("interrupted", err.message, 0);
+      else {
+        const message = err instanceof AttemptAbort ? `cancelled: ${err.message}` : errorMessage(err);
+        outcome = failure("exception", message, 0);
+      }
     } finally {
       clearInterval(heartbeat);
     }

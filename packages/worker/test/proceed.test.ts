@@ -125,7 +125,7 @@ describe("WorkerRuntime start gating (awaitProceed)", () => {
     expect((await finished("gnoop")).kind).toBe("succeeded");
   });
 
-  it("shutdown drops waiting attempts unrun (failed `cancelled: worker shutdown`) and lets running ones finish", async () => {
+  it("shutdown drops waiting attempts unrun (failed, interrupted by the shutdown) and lets running ones finish", async () => {
     const file = join(await tempDir(), "out.txt");
     const { runtime, ofToken } = harness();
     runtime.handle(batch(appending(file, "w1"), runCmd(shell("sleep 0.2"), { token: "r1" })));
@@ -138,12 +138,12 @@ describe("WorkerRuntime start gating (awaitProceed)", () => {
     expect(Date.now() - t0).toBeLessThan(2000);
     const w1 = ofToken("w1").at(-1) as FailedReport;
     expect(w1.kind).toBe("failed");
-    expect(w1.error).toEqual({ kind: "exception", message: "cancelled: worker shutdown" });
+    expect(w1.error).toEqual({ kind: "interrupted", message: "worker shutdown" });
     expect(ofToken("r1").map((r) => r.kind)).toEqual(["started", "succeeded"]);
     expect(lines(file)).toBe("");
   });
 
-  it("shutdown with no grace also drops a waiting attempt as `cancelled: worker shutdown`", async () => {
+  it("shutdown with no grace also drops a waiting attempt, interrupted by the shutdown", async () => {
     const file = join(await tempDir(), "out.txt");
     const { runtime, finished } = harness();
     runtime.handle(batch(appending(file, "w2")));
@@ -151,7 +151,7 @@ describe("WorkerRuntime start gating (awaitProceed)", () => {
     await runtime.shutdown(0);
     runtime.killAll("coordinator disconnected");
     const r = (await finished("w2")) as FailedReport;
-    expect(r.error.message).toBe("cancelled: worker shutdown");
+    expect(r.error).toEqual({ kind: "interrupted", message: "worker shutdown" });
     expect(lines(file)).toBe("");
   });
 

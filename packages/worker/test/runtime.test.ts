@@ -162,7 +162,20 @@ describe("WorkerRuntime", () => {
     await runtime.shutdown(100);
     expect(Date.now() - t0).toBeLessThan(1500);
     const r = (await finished("k1")) as FailedReport;
-    expect(r.error.kind).toBe("exception");
-    expect(r.error.message).toMatch(/^cancelled: worker shutdown/);
+    expect(r.error.kind).toBe("interrupted");
+    expect(r.error.message).toBe("worker shutdown (grace of 100 ms elapsed)");
+  });
+
+  it("a second shutdown with no grace stops what still runs at once, interrupted", async () => {
+    const { runtime, finished } = harness();
+    runtime.handle(batch(runCmd(shell("trap '' TERM; sleep 10; sleep 10"), { token: "k2" })));
+    await sleep(50);
+    const t0 = Date.now();
+    void runtime.shutdown(30_000);
+    await sleep(50);
+    await runtime.shutdown(0);
+    expect(Date.now() - t0).toBeLessThan(1500);
+    const r = (await finished("k2")) as FailedReport;
+    expect(r.error).toEqual({ kind: "interrupted", message: "worker shutdown (stopped at once)" });
   });
 });

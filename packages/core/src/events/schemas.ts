@@ -146,7 +146,16 @@ export const AttemptFailed = z
     token,
     error: z
       .object({
-        kind: z.enum(["exit_code", "signal", "timeout", "exception", "http_status", "lost", "unknown"]),
+        kind: z.enum([
+          "exit_code",
+          "signal",
+          "timeout",
+          "exception",
+          "http_status",
+          "lost",
+          "interrupted",
+          "unknown",
+        ]),
         message: z.string(),
       })
       .strict(),

@@ -26,7 +26,15 @@ export type AttemptReportInput =
       readonly stdoutTail: string;
       readonly stderrTail: string;
       readonly error: {
-        readonly kind: "exit_code" | "signal" | "timeout" | "exception" | "http_status" | "lost" | "unknown";
+        readonly kind:
+          | "exit_code"
+          | "signal"
+          | "timeout"
+          | "exception"
+          | "http_status"
+          | "lost"
+          | "interrupted"
+          | "unknown";
         readonly message: string;
       };
     });
@@ -56,6 +64,15 @@ export function retryAfterFailure(
   ctx: ReportContext,
 ): string | undefined {
   const at = (delay: number) => iso(ctx.now + delay);
+  if (errorKind === "interrupted") {
+    // Stopped by a shutdown, not by the task: run again at once after the restart, apart from
+    // the retry budget, if it is safe to; a started task that is not idempotent may have had
+    // its side effect, and is left for the operator, as a lost one is.
+    if (!wasStarted || state.idempotent) return at(0);
+    return undefined;
+  }
+  // Interrupted attempts are counted apart from the policy's budget.
+  attempt -= state.attempts.filter((a) => a.endReason?.startsWith("interrupted: ")).length;
   if (errorKind === "lost") {
     if (!wasStarted) return at(0);
     if (!state.idempotent) return undefined;

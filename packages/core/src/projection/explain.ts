@@ -104,6 +104,11 @@ export function describeDecision(
         reasons: [
           `blocked by its own ${f.state} interval ${shortInstant(f.logicalDate)} (a task never advances past an interval it did not complete; rerun or abandon it)`,
           `${shortInstant(f.logicalDate)} ended ${f.state}: ${f.reason}`,
+          ...(f.reason.startsWith("interrupted: ")
+            ? [
+                "a shutdown interrupted it after it started; the task is not idempotent, so it is not run again on its own (its side effect may have happened): rerun it, or abandon it, once you know",
+              ]
+            : []),
           ...attemptLines(d.attempt, f.reason),
         ],
       };

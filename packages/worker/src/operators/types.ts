@@ -20,6 +20,8 @@ export class AttemptAbort extends Error {
   constructor(
     reason: string,
     readonly killGraceMs = 2000,
+    /** A shutdown stopped it: the attempt is reported interrupted, which is not the task's failure. */
+    readonly interrupted = false,
   ) {
     super(reason);
     this.name = "AttemptAbort";

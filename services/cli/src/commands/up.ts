@@ -93,6 +93,7 @@ interface UpOptions {
   reconcileMs: string;
   shards: string;
   sessionTimeoutMs: string;
+  grace: string;
 }
 
 /** On a Kafka log, schedulers share the tasks through a consumer group (see KafkaMembership). */
@@ -233,15 +234,33 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   logger.info({ workers: Number(opts.workers), tasks: projection.tasks.size }, "chronolog is up");
 
   let stopping = false;
+  const graceMs = wholeNumber(opts.grace, "--grace", 0) * 1000;
   const stop = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      // A second signal: what still runs is stopped now, and recorded as interrupted.
+      process.stderr.write("stopping now: the running attempts are interrupted\n");
+      pool.stopNow();
+      return;
+    }
     stopping = true;
     logger.info({ signal }, "stopping");
+    // Nothing new starts; what runs may finish within the grace, and its reports are written.
+    scheduler.stopDispatching();
+    const running = [...projection.instances.values()].filter(
+      (i) =>
+        (i.status === "running" || i.status === "queued") &&
+        (!membership || isOwnWorker(i.attempts.at(-1)?.workerId ?? "")),
+    ).length;
+    if (running > 0)
+      process.stderr.write(
+        `waiting for ${running} running attempt${running === 1 ? "" : "s"} (up to ${graceMs / 1000} s; Ctrl-C again to stop now)\n`,
+      );
     clearInterval(timer);
     reconciler?.stop();
-    // The workers finish (or are stopped) and their reports are written before the group
-    // hears that this scheduler left, so no other scheduler takes a live attempt for lost.
-    await pool.close(5_000);
+    // The workers finish (or are stopped, each attempt reported interrupted) and their reports
+    // are written before the group hears that this scheduler left, so no other scheduler takes
+    // a live attempt for lost.
+    await pool.close(graceMs);
     await scheduler.stop();
     await membership?.close();
     await checkpoint(true);
@@ -272,6 +291,11 @@ export function registerUpCommand(program: Command, globals: () => DataDirOption
       .option("--example", "declare the example workflow first (three tasks across two projects)")
       .option("--snapshot-seconds <s>", "how often to checkpoint the projection", "5")
       .option("--reconcile-ms <ms>", "time between reconcile passes", "1000")
+      .option(
+        "--grace <seconds>",
+        "on Ctrl-C or SIGTERM, how long running attempts may finish before they are interrupted (or $CHRONOLOG_SHUTDOWN_GRACE)",
+        process.env.CHRONOLOG_SHUTDOWN_GRACE ?? "30",
+      )
       .option("--shards <n>", "Kafka log: shards the tasks fall into, for a shard topic created now", "12")
       .option(
         "--session-timeout-ms <ms>",

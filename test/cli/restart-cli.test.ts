@@ -1,0 +1,138 @@
+import type { ChildProcess } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { chronolog, chronologSpawn, Leftovers, tempDataDir } from "../support/cli.js";
+import { waitUntil } from "../support/wait.js";
+
+/**
+ * A restart loses no work: Ctrl-C (SIGINT) stops dispatching and lets running attempts finish
+ * within the grace; what still runs then is interrupted, which is not the task's failure: an
+ * idempotent task runs again at once after the restart, one that is not idempotent is left for
+ * the operator (never run twice) and why says so.
+ */
+const HOUR = 3_600_000;
+const left = new Leftovers();
+afterAll(() => left.clear());
+
+interface Attempt {
+  attempt: number;
+  status: string;
+  endReason: string | null;
+}
+
+function setUp(label: string, idempotent: boolean): { dir: string; task: string } {
+  const dir = tempDataDir(label);
+  left.dirs.push(dir);
+  const latest = new Date(Math.floor(Date.now() / HOUR) * HOUR - HOUR).toISOString();
+  const end = new Date(Date.parse(latest) + HOUR / 2).toISOString();
+  // The first run records its start and sleeps; a later one finds the mark and ends at once.
+  const command = `echo started >> ${dir}/effects; [ -e ${dir}/ran ] && exit 0; touch ${dir}/ran; sleep 30`;
+  const file = join(dir, "t.yaml");
+  writeFileSync(
+    file,
+    `tasks:\n  - { project: p, account: a, name: slow, cron: "0 * * * *", startDate: "${latest}", endDate: "${end}", idempotent: ${idempotent}, operator: { type: shell, command: "${command}" } }\n`,
+  );
+  expect(chronolog(dir, ["declare", file]).code).toBe(0);
+  return { dir, task: "p/a/slow/ALL" };
+}
+
+function up(
+  dir: string,
+  grace: string,
+): { p: ChildProcess; stderr: () => string; exited: Promise<number | null> } {
+  const p = chronologSpawn(dir, ["up", "--workers", "1", "--grace", grace]);
+  left.processes.push(p);
+  let err = "";
+  p.stderr?.on("data", (d: Buffer) => {
+    err += d.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => p.once("exit", (code) => resolve(code)));
+  return { p, stderr: () => err, exited };
+}
+
+const attempts = (dir: string, task: string) =>
+  JSON.parse(chronolog(dir, ["attempts", task, "--json"]).stdout || "[]") as Attempt[];
+const effects = (dir: string) =>
+  existsSync(join(dir, "effects"))
+    ? readFileSync(join(dir, "effects"), "utf8").split("\n").filter(Boolean).length
+    : 0;
+
+describe("a restart loses no work", () => {
+  it("an idempotent task interrupted by Ctrl-C runs again at once after the restart", async () => {
+    const { dir, task } = setUp("restart-idem", true);
+    const first = up(dir, "1");
+    await waitUntil("the attempt to run", () =>
+      attempts(dir, task)[0]?.status === "running" ? true : undefined,
+    );
+    const t0 = Date.now();
+    first.p.kill("SIGINT");
+    await waitUntil(
+      "the message",
+      () => (first.stderr().includes("waiting for 1 running attempt") ? true : undefined),
+      10_000,
+      50,
+    );
+    expect(first.stderr()).toContain("Ctrl-C again to stop now");
+    expect(await first.exited).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(15_000);
+    const [a1] = attempts(dir, task);
+    expect(a1).toMatchObject({ attempt: 1, status: "failed" });
+    expect(a1?.endReason).toMatch(/^interrupted: worker shutdown \(grace of 1000 ms elapsed\)$/);
+    // The restart runs it again with a new attempt, though its retry policy allows one attempt.
+    up(dir, "1");
+    await waitUntil("the task to finish", () => {
+      const t = (
+        JSON.parse(chronolog(dir, ["tasks", "--json"]).stdout || "[]") as Array<{
+          task: string;
+          prevIntervalStart: string | null;
+        }>
+      ).find((x) => x.task === task);
+      return t?.prevIntervalStart ? true : undefined;
+    });
+    expect(attempts(dir, task).map((a) => [a.attempt, a.status])).toEqual([
+      [1, "failed"],
+      [2, "success"],
+    ]);
+  }, 90_000);
+
+  it("a task that is not idempotent is not run again: why says a shutdown interrupted it", async () => {
+    const { dir, task } = setUp("restart-once", false);
+    const first = up(dir, "1");
+    await waitUntil("the attempt to run", () =>
+      attempts(dir, task)[0]?.status === "running" ? true : undefined,
+    );
+    first.p.kill("SIGINT");
+    expect(await first.exited).toBe(0);
+    up(dir, "1");
+    const why = await waitUntil("why to say it", () => {
+      const r = chronolog(dir, ["why", task]);
+      return r.stdout.includes("a shutdown interrupted it") ? r.stdout : undefined;
+    });
+    expect(why).toContain(": failed\n");
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(effects(dir)).toBe(1);
+    expect(attempts(dir, task)).toHaveLength(1);
+  }, 90_000);
+
+  it("a second Ctrl-C stops at once instead of waiting out the grace", async () => {
+    const { dir, task } = setUp("restart-now", true);
+    const first = up(dir, "60");
+    await waitUntil("the attempt to run", () =>
+      attempts(dir, task)[0]?.status === "running" ? true : undefined,
+    );
+    const t0 = Date.now();
+    first.p.kill("SIGINT");
+    await waitUntil(
+      "the message",
+      () => (first.stderr().includes("waiting for 1 running attempt") ? true : undefined),
+      10_000,
+      50,
+    );
+    first.p.kill("SIGINT");
+    expect(await first.exited).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(20_000);
+    expect(first.stderr()).toContain("stopping now: the running attempts are interrupted");
+    expect(attempts(dir, task)[0]?.endReason).toMatch(/^interrupted: /);
+  }, 90_000);
+});
