@@ -289,7 +289,8 @@ describe("decideReport: an attempt interrupted by a shutdown", () => {
     stderrTail: "",
     error: { kind: "interrupted", message: "worker shutdown (grace of 1000 ms elapsed)" },
   });
-  const retryAtOf = (events: readonly DomainEvent[]) => (events[0]?.data as { retryAt?: string }).retryAt;
+  const retryAtOf = (events: readonly DomainEvent[]) =>
+    (events[0]?.data as { retryAt?: string } | undefined)?.retryAt;
 
   it("an idempotent task runs again at once, though its policy allows one attempt", () => {
     reports()
