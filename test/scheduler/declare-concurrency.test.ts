@@ -93,3 +93,41 @@ describe("declare: two producers at once", () => {
     }
   }, 120_000);
 });
+
+describe("a declaration larger than one append", () => {
+  it("is written in batches, in order, every task declared once", async () => {
+    const dir = tempDataDir("declare-large");
+    dirs.push(dir);
+    const log = openSqliteLog({ path: join(dir, "log.db"), actor: "test" });
+    try {
+      const projection = new SchedulerProjection();
+      const n = 450;
+      let text = "connections:\n  - { name: big, maxParallelism: 2 }\ntasks:\n";
+      for (let i = 0; i < n; i++)
+        text += `  - { project: p, account: x, name: t${i}, cron: "0 2 * * *", startDate: 2026-11-01T00:00:00Z, operator: { type: noop }, connection: big }\n`;
+      const outcome = await declare(
+        log,
+        projection,
+        [parseDeclarationText(text, { filename: "big.yaml" })],
+        Date.now(),
+      );
+      expect(outcome.tasks.filter((t) => t.outcome === "declared")).toHaveLength(n);
+      const events = await log.readAll({ fromPosition: 0n, maxCount: 10_000 });
+      expect(events.filter((e) => e.type === "TaskDeclared")).toHaveLength(n);
+      // The connection comes first, in the first batch, before any task naming it.
+      expect(events[0]?.type).toBe("ConnectionDeclared");
+      await catchUp(log, projection);
+      // Declared again: nothing changes, nothing is written.
+      const again = await declare(
+        log,
+        projection,
+        [parseDeclarationText(text, { filename: "big.yaml" })],
+        Date.now(),
+      );
+      expect(again.tasks.every((t) => t.outcome === "unchanged")).toBe(true);
+      expect(await log.headPosition()).toBe(events.at(-1)?.position);
+    } finally {
+      await log.close();
+    }
+  });
+});

@@ -12,7 +12,7 @@ import {
   ValidationError,
   validateDeclarations,
 } from "@chronolog/core";
-import type { EventLog } from "@chronolog/log";
+import type { AppendResult, EventLog, StreamWrite } from "@chronolog/log";
 import { renderOperator, renderTemplate, TemplateError } from "@chronolog/render";
 import { catchUp } from "./checkpoint.js";
 import { handleCommand } from "./command.js";
@@ -91,12 +91,32 @@ export async function declare(
       warnings = decided.warnings;
       return { writes: decided.decision.writes, result: decided.decision };
     },
-    append: (writes) => log.appendMany(writes),
+    append: (writes) => appendInBatches(log, writes),
     onConflict: () => "retry",
   });
   if (outcome.kind === "conflict") throw outcome.error;
   const { tasks, connections, workflows } = outcome.result;
   return { tasks, connections, workflows, warnings };
+}
+
+/**
+ * Streams written in one atomic append at most. A declaration that touches no more is written
+ * whole or not at all; a larger one (a catalogue of thousands of tasks) does not fit in one
+ * append on every backend (a Kafka record holds about a megabyte) and is written in batches of
+ * this many, in order: connections and workflows first, then tasks. A conflict in a later batch
+ * is decided again on the state as it is then, where the batches already written are unchanged.
+ */
+export const DECLARATION_BATCH = 200;
+
+async function appendInBatches(
+  log: EventLog,
+  writes: readonly StreamWrite[],
+): Promise<readonly AppendResult[]> {
+  if (writes.length <= DECLARATION_BATCH) return log.appendMany(writes);
+  const results: AppendResult[] = [];
+  for (let i = 0; i < writes.length; i += DECLARATION_BATCH)
+    results.push(...(await log.appendMany(writes.slice(i, i + DECLARATION_BATCH))));
+  return results;
 }
 
 /**
