@@ -16,7 +16,14 @@ export function createLogger(name: string, level = process.env.CHRONOLOG_LOG_LEV
       level,
       transport: {
         target: "pino-pretty",
-        options: { destination: 2, colorize: true, ignore: "pid,hostname", translateTime: "HH:MM:ss.l" },
+        // One line per thing that happened: the fields on the same line as the message.
+        options: {
+          destination: 2,
+          colorize: process.stderr.isTTY === true && process.env.NO_COLOR === undefined,
+          ignore: "pid,hostname,name",
+          translateTime: "HH:MM:ss.l",
+          singleLine: true,
+        },
       },
     });
   }

@@ -58,30 +58,140 @@ function schedulerFaults(): { beforeDispatch?: () => void } {
   };
 }
 
-/** Readable progress: completed and failed intervals, failed attempts. */
+/**
+ * The service log: one line per thing that happened, whoever did it. Intervals completed and
+ * failed, attempts failed (with the last line of their stderr) and abandoned, runs started and
+ * finished, and what operators and producers did from other processes (declarations, pauses,
+ * resumes, retirements, backfills), each with its actor. Declarations are summed up per actor,
+ * one line for all that one declare changed.
+ */
 function progressLogger(logger: Logger) {
-  return (e: RecordedEvent) => {
-    if (e.type === "IntervalCompleted") {
-      logger.info(
-        { task: formatTaskKey(e.data.key), interval: shortInstant(e.data.logicalDate) },
-        "interval completed",
-      );
-    } else if (e.type === "IntervalFailed") {
-      logger.warn(
-        {
-          task: formatTaskKey(e.data.key),
-          interval: shortInstant(e.data.logicalDate),
-          reason: e.data.reason,
-        },
-        "interval failed",
-      );
-    } else if (e.type === "AttemptFailed") {
-      logger.warn(
-        { stream: e.streamId, attempt: e.data.attempt, error: e.data.error.message, retryAt: e.data.retryAt },
-        "attempt failed",
-      );
+  const declared = new Map<string, Map<string, number>>();
+  let flushing = false;
+  const flushDeclared = () => {
+    flushing = false;
+    for (const [actor, counts] of declared) {
+      const what = [...counts].map(([k, n]) => `${n} ${k}`).join(", ");
+      logger.info({ actor }, `declared: ${what}`);
+    }
+    declared.clear();
+  };
+  const countDeclared = (actor: string, what: string) => {
+    let counts = declared.get(actor);
+    if (!counts) {
+      counts = new Map();
+      declared.set(actor, counts);
+    }
+    counts.set(what, (counts.get(what) ?? 0) + 1);
+    if (!flushing) {
+      flushing = true;
+      setImmediate(flushDeclared);
     }
   };
+  return (e: RecordedEvent) => {
+    const actor = e.metadata.actor;
+    switch (e.type) {
+      case "IntervalCompleted":
+        logger.info(
+          { task: formatTaskKey(e.data.key), interval: shortInstant(e.data.logicalDate) },
+          "interval completed",
+        );
+        return;
+      case "IntervalFailed":
+        logger.warn(
+          {
+            task: formatTaskKey(e.data.key),
+            interval: shortInstant(e.data.logicalDate),
+            reason: e.data.reason,
+          },
+          "interval failed",
+        );
+        return;
+      case "AttemptFailed": {
+        const stderr = lastLine(e.data.output?.stderrTail ?? "");
+        logger.warn(
+          {
+            stream: e.streamId,
+            attempt: e.data.attempt,
+            failure: e.data.error.message,
+            ...(stderr ? { stderr } : {}),
+            ...(e.data.retryAt ? { retryAt: e.data.retryAt } : {}),
+          },
+          "attempt failed",
+        );
+        return;
+      }
+      case "AttemptAbandoned":
+        logger.warn(
+          { stream: e.streamId, attempt: e.data.attempt, reason: e.data.reason, actor },
+          "attempt abandoned",
+        );
+        return;
+      case "RunStarted":
+        logger.info(
+          { run: e.data.runId, trigger: e.data.trigger, tasks: e.data.tasks.length, actor },
+          "run started",
+        );
+        return;
+      case "RunFinished":
+        logger.info({ run: e.data.runId, outcome: e.data.state }, "run finished");
+        return;
+      case "TaskPaused":
+        logger.info(
+          { task: formatTaskKey(e.data.key), ...(e.data.reason ? { reason: e.data.reason } : {}), actor },
+          "task paused",
+        );
+        return;
+      case "TaskResumed":
+        logger.info({ task: formatTaskKey(e.data.key), actor }, "task resumed");
+        return;
+      case "TaskRetired":
+        logger.info(
+          { task: formatTaskKey(e.data.key), ...(e.data.reason ? { reason: e.data.reason } : {}), actor },
+          "task retired",
+        );
+        return;
+      case "IntervalReset":
+        if (e.data.reason === "backfill")
+          logger.info(
+            {
+              task: formatTaskKey(e.data.key),
+              from: shortInstant(e.data.logicalDate),
+              ...(e.data.until ? { until: shortInstant(e.data.until) } : {}),
+              actor,
+            },
+            "backfill",
+          );
+        return;
+      case "TaskDeclared":
+        countDeclared(actor, "tasks declared");
+        return;
+      case "TaskDeclarationChanged":
+        countDeclared(actor, "tasks changed");
+        return;
+      case "TaskRevived":
+        countDeclared(actor, "tasks revived");
+        return;
+      case "ConnectionDeclared":
+        countDeclared(actor, "connections");
+        return;
+      case "WorkflowDeclared":
+        countDeclared(actor, "workflows");
+        return;
+      default:
+        return;
+    }
+  };
+}
+
+function lastLine(text: string): string {
+  return (
+    text
+      .split("\n")
+      .map((l) => l.trimEnd())
+      .filter((l) => l !== "")
+      .at(-1) ?? ""
+  );
 }
 
 interface UpOptions {

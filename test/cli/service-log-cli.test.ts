@@ -1,0 +1,54 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { chronolog, chronologSpawn, Leftovers, tempDataDir } from "../support/cli.js";
+import { waitUntil } from "../support/wait.js";
+
+/**
+ * The service log of `chronolog up`: one line per thing that happened, readable as it comes, and
+ * with what operators and producers did from other processes, each with its actor.
+ */
+const HOUR = 3_600_000;
+const left = new Leftovers();
+afterAll(() => left.clear());
+
+describe("chronolog up's service log", () => {
+  it("is one line per event, and names what other processes did", async () => {
+    const dir = tempDataDir("service-log");
+    left.dirs.push(dir);
+    const latest = new Date(Math.floor(Date.now() / HOUR) * HOUR - HOUR).toISOString();
+    const end = new Date(Date.parse(latest) + HOUR / 2).toISOString();
+    const file = join(dir, "t.yaml");
+    writeFileSync(
+      file,
+      `tasks:
+  - { project: p, account: a, name: ok, cron: "0 * * * *", startDate: "${latest}", endDate: "${end}", idempotent: true, operator: { type: noop } }
+  - { project: p, account: a, name: bad, cron: "0 * * * *", startDate: "${latest}", endDate: "${end}", idempotent: true, operator: { type: shell, command: "echo no such table: orders >&2; exit 3" } }
+  - { project: p, account: a, name: later, cron: "0 * * * *", startDate: "${latest}", endDate: "${end}", idempotent: true, operator: { type: noop } }
+`,
+    );
+    expect(chronolog(dir, ["pause", "p/a/later"]).code).toBe(4);
+    const up = chronologSpawn(dir, ["up", "--workers", "1"], {
+      CHRONOLOG_LOG_FORMAT: "pretty",
+      NO_COLOR: "1",
+    });
+    left.processes.push(up);
+    let log = "";
+    up.stderr?.on("data", (d: Buffer) => {
+      log += d.toString();
+    });
+    await waitUntil("chronolog to be up", () => (log.includes("chronolog is up") ? true : undefined));
+    expect(chronolog(dir, ["declare", file]).code).toBe(0);
+    await waitUntil("the failure to be logged", () => (log.includes("interval failed") ? true : undefined));
+    expect(chronolog(dir, ["pause", "p/a/later", "--reason", "maintenance"]).code).toBe(0);
+    await waitUntil("the pause to be logged", () => (log.includes("task paused") ? true : undefined));
+    const lines = log.split("\n").filter((l) => l.trim() !== "");
+    // Every line is one event: a time first, never a field continued on a line of its own.
+    for (const l of lines) expect(l, l).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] /);
+    const line = (what: string) => lines.find((l) => l.includes(what)) ?? "";
+    expect(line("declared: ")).toMatch(/declared: 3 tasks declared .*"?actor"?: ?"?cli:/);
+    expect(line("attempt failed")).toContain("no such table: orders");
+    expect(line("interval completed")).toContain("p/a/ok/ALL");
+    expect(line("task paused")).toMatch(/p\/a\/later\/ALL.*maintenance.*cli:/);
+  }, 60_000);
+});
