@@ -50,5 +50,8 @@ describe("chronolog up's service log", () => {
     expect(line("attempt failed")).toContain("no such table: orders");
     expect(line("interval completed")).toContain("p/a/ok/ALL");
     expect(line("task paused")).toMatch(/p\/a\/later\/ALL.*maintenance.*cli:/);
+    // attempts says it too, without --output.
+    const attempts = chronolog(dir, ["attempts", "p/a/bad"]);
+    expect(attempts.stdout).toMatch(/attempt 1, last line of stderr: no such table: orders\n$/);
   }, 60_000);
 });

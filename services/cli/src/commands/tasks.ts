@@ -318,6 +318,19 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
             ]),
           ),
         );
+        // A failed attempt's last line of stderr, without --output: usually what says why.
+        if (!opts.output)
+          for (const r of rows) {
+            const last = String(r.stderrTail ?? "")
+              .split("\n")
+              .map((l) => l.trimEnd())
+              .filter((l) => l !== "")
+              .at(-1);
+            if (r.status === "failed" && last)
+              console.log(
+                `${short(r.logicalDate as string)} attempt ${r.attempt}, last line of stderr: ${last}`,
+              );
+          }
         if (opts.output) {
           for (const r of rows) {
             console.log(
