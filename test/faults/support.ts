@@ -39,7 +39,7 @@ export function declareTasks(dir: string, tasks: readonly FaultTask[]): void {
   const lines = tasks.map((t) => {
     const cron = t.cron ?? "0 * * * *";
     const start = t.start ?? LATEST_HOUR;
-    const effect = `echo "{{ logical_date }} $CHRONOLOG_TOKEN" >> ${join(dir, "effects", t.name)}`;
+    const effect = `echo {{ logical_date }} "$CHRONOLOG_TOKEN" >> ${join(dir, "effects", t.name)}`;
     const command = t.before ? `${t.before}; ${effect}` : effect;
     const env = t.env ? `, env: ${JSON.stringify(t.env)}` : "";
     const parents = (t.parents ?? []).map((p) => `"p/a/${p}"`).join(", ");

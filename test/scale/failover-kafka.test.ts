@@ -54,7 +54,7 @@ it("SIGKILL one of two schedulers mid-run: the other takes over its shards and f
   const start = new Date(day).toISOString();
   const end = new Date(day + DAY / 2).toISOString();
   const effect = (name: string) =>
-    JSON.stringify(`sleep 0.25; echo "{{ logical_date }} $CHRONOLOG_TOKEN" >> ${join(dir, "effects", name)}`);
+    JSON.stringify(`sleep 0.25; echo {{ logical_date }} "$CHRONOLOG_TOKEN" >> ${join(dir, "effects", name)}`);
   const tasks = Array.from(
     { length: TASKS },
     (_, i) =>

@@ -103,7 +103,7 @@ describe("chronolog declare", () => {
     [
       "a template that fails to render",
       GOOD.replace("echo {{ ds }}", "echo {{ dss }}"),
-      /ingest\/acme\/orders_raw\/ALL.*operator\.command.*dss/,
+      /: tasks\[\d+\]\.operator\.command: ingest\/acme\/orders_raw\/ALL: undefined variable "dss" \(line 1, column \d+\)/,
     ],
     [
       "a cycle",

@@ -101,6 +101,19 @@ export const connectionSpecSchema = z
   .strict();
 export type ConnectionSpec = z.output<typeof connectionSpecSchema>;
 
+/**
+ * A workflow param's name: a word (letters, digits, `_`, `-`, not starting with a digit or `-`),
+ * so that `params.NAME` reads it and `--param NAME=VALUE` can name it.
+ */
+export const paramName = z
+  .string()
+  .min(1, "must not be empty")
+  .max(128, "must be at most 128 characters")
+  .regex(
+    /^[A-Za-z_][A-Za-z0-9_-]*$/,
+    "a param name is letters, digits, _ and -, starting with a letter or _",
+  );
+
 export const workflowSpecSchema = z
   .object({
     name: keyPart,
@@ -112,6 +125,11 @@ export const workflowSpecSchema = z
     maxActiveTasks: z.number().int().min(1).default(16),
     failurePolicy: z.enum(["skip_dependents", "fail_fast"]).default("skip_dependents"),
     config: z.record(z.string(), z.unknown()).default({}),
+    /**
+     * The params its tasks' templates may read as `params.NAME`, with their defaults: a scheduled
+     * run has the defaults, `trigger --param NAME=VALUE` overrides declared ones.
+     */
+    params: z.record(paramName, z.string()).default({}),
   })
   .strict();
 export type WorkflowSpec = z.output<typeof workflowSpecSchema>;

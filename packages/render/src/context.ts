@@ -19,8 +19,64 @@ export interface RenderContext {
   readonly timezone?: string;
   /** The merged config (workflow -> task -> inline). */
   readonly config?: Readonly<Record<string, unknown>>;
-  /** Manual-trigger parameters. */
+  /** The run's parameters: the workflow's declared defaults, overridden by `trigger --param`. */
   readonly params?: Readonly<Record<string, string>>;
+  /**
+   * The names of the params the workflow declares. When given, a template that reads any other
+   * param (even under `| default:` or `{% if %}`) fails: `declare` checks templates this way.
+   */
+  readonly declaredParams?: readonly string[];
+}
+
+/**
+ * What the render under way has read: set by `renderTemplateWith` around one synchronous render,
+ * read by the params object and by the `raw` filter (rendering is synchronous, so one slot
+ * suffices).
+ */
+export const renderWatch: { current: { paramsRead: boolean; rawUsed: boolean } | undefined } = {
+  current: undefined,
+};
+
+/**
+ * The params as templates see them: a plain-data object whose every read is noted (so that a
+ * `raw` output can be refused in a template that reads params), and, with `declared`, that
+ * refuses a name the workflow does not declare.
+ */
+function watchedParams(
+  params: Record<string, string>,
+  declared: readonly string[] | undefined,
+): Record<string, string> {
+  const known = declared ? new Set(declared) : undefined;
+  const read = () => {
+    if (renderWatch.current) renderWatch.current.paramsRead = true;
+  };
+  // A template reads a param through an own-property test (the engine reads own properties
+  // only), so that is where a name is checked; other reads are only noted.
+  const check = (key: string | symbol) => {
+    read();
+    if (known && typeof key === "string" && !known.has(key) && !Object.hasOwn(params, key)) {
+      const list = known.size > 0 ? `its params are ${[...known].sort().join(", ")}` : "it declares none";
+      throw new Error(`undefined param "params.${key}": the workflow does not declare it (${list})`);
+    }
+  };
+  return new Proxy(params, {
+    get(target, key, receiver) {
+      read();
+      return Reflect.get(target, key, receiver);
+    },
+    has(target, key) {
+      read();
+      return Reflect.has(target, key);
+    },
+    getOwnPropertyDescriptor(target, key) {
+      check(key);
+      return Reflect.getOwnPropertyDescriptor(target, key);
+    },
+    ownKeys(target) {
+      read();
+      return Reflect.ownKeys(target);
+    },
+  });
 }
 
 /** The variables a template sees. */
@@ -119,14 +175,14 @@ export function templateVariables(context: RenderContext): TemplateVariables {
   const entries = Object.entries(context.params ?? {});
   for (const [k, v] of entries) {
     if (typeof v !== "string") {
-      throw new TemplateError(`params.${k}`, "context", "manual trigger parameters must be strings");
+      throw new TemplateError(`params.${k}`, "context", "params must be strings");
     }
   }
   // fromEntries defines own properties, so even a `__proto__` key stays plain data.
   const params = Object.fromEntries(entries) as Record<string, string>;
   return {
     config: context.config ?? {},
-    params,
+    params: watchedParams(params, context.declaredParams),
     ds: local.date,
     ds_nodash: local.date.replaceAll("-", ""),
     ts: `${local.date}T${local.time}${local.offset}`,

@@ -1,6 +1,7 @@
 export { type RenderContext, type TemplateVariables, templateVariables } from "./context.js";
 export { TemplateError, type TemplateProblem } from "./errors.js";
 export {
+  type OutputEscaping,
   type RenderLimits,
   renderOperator,
   renderTemplate,

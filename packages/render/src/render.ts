@@ -10,7 +10,7 @@ import {
   type TopLevelToken,
   UndefinedVariableError,
 } from "liquidjs";
-import { type RenderContext, type TemplateVariables, templateVariables } from "./context.js";
+import { type RenderContext, renderWatch, type TemplateVariables, templateVariables } from "./context.js";
 import { TemplateError, type TemplateProblem } from "./errors.js";
 
 /**
@@ -30,6 +30,20 @@ import { TemplateError, type TemplateProblem } from "./errors.js";
  *   format in the task's time zone, never the host's.
  *
  * Objects and arrays render as JSON, `null` as an empty string.
+ *
+ * Safe by default: in the two fields where an interpolated value could change what runs, the
+ * engine escapes every output itself (liquidjs `outputEscape`, appended to every `{{ }}`,
+ * `{% echo %}` and `{% cycle %}` output whose last filter is not a raw one):
+ * - a shell operator's `command`: every value is one shell word, single-quoted (`shellQuote`);
+ *   `| shell_quote` as the last filter quotes once, not twice;
+ * - an http operator's `url`: every value is URL-encoded (`encodeURIComponent`); `| url_encode`
+ *   as the last filter encodes once, not twice.
+ * `| raw` as the last filter writes a value as is, for values the declaration fixes (`config`,
+ * the builtins). It is refused in a template of those fields that reads `params` at all (a
+ * param's value can reach an output through `assign`, `capture` or a filter argument, so the
+ * rule holds for the whole template): a value given to `trigger --param` is always escaped.
+ * Other fields (`cwd`, `env` values, http headers and body, node args, the cache key) are
+ * rendered as they are: they are data handed to the program, not code a shell parses.
  */
 
 export interface RenderLimits {
@@ -95,10 +109,26 @@ type FilterThis = ThisParameterType<FilterHandler>;
 
 const DATE_FILTERS = ["date", "date_to_xmlschema", "date_to_rfc822", "date_to_string", "date_to_long_string"];
 
+/** How a field's outputs are escaped: not at all, as shell words, or URL-encoded. */
+export type OutputEscaping = "none" | "shell" | "url";
+
+const urlEncode = (value: unknown): string => encodeURIComponent(outputText(value));
+
+/** Writes a value as is (the last filter of an output): noted, so params and raw never mix. */
+const raw = (value: unknown): unknown => {
+  if (renderWatch.current) renderWatch.current.rawUsed = true;
+  return value;
+};
+
+const RAW_FILTER = /\|\s*raw\b/;
+const READS_PARAMS = /\bparams\b/;
+const RAW_WITH_PARAMS =
+  "the raw filter is not allowed in a template that reads params: a param's value is always escaped";
+
 const engines = new Map<string, Liquid>();
 
-function engine(timezone: string, parseLimit: number): Liquid {
-  const cacheKey = `${timezone}\u0000${parseLimit}`;
+function engine(timezone: string, parseLimit: number, escaping: OutputEscaping): Liquid {
+  const cacheKey = `${timezone}\u0000${parseLimit}\u0000${escaping}`;
   const cached = engines.get(cacheKey);
   if (cached) return cached;
   const liquid = new Liquid({
@@ -114,11 +144,18 @@ function engine(timezone: string, parseLimit: number): Liquid {
     dynamicPartials: false,
     cache: false,
     timezoneOffset: timezone,
-    outputEscape: outputText,
+    outputEscape: escaping === "shell" ? shellQuote : escaping === "url" ? urlEncode : outputText,
     parseLimit,
   });
   for (const name of ["include", "render", "layout"]) liquid.registerTag(name, ForbiddenTag);
-  liquid.registerFilter("shell_quote", (value: unknown) => shellQuote(value));
+  liquid.registerFilter("raw", { raw: true, handler: raw });
+  // Already escaped for its field: as the last filter, the engine does not escape it again.
+  liquid.registerFilter("shell_quote", { raw: escaping === "shell", handler: shellQuote });
+  const urlEncodeFilter = liquid.filters.url_encode;
+  if (urlEncodeFilter) {
+    const handler = typeof urlEncodeFilter === "function" ? urlEncodeFilter : urlEncodeFilter.handler;
+    liquid.registerFilter("url_encode", { raw: escaping === "url", handler });
+  }
   for (const name of DATE_FILTERS) {
     const original = liquid.filters[name];
     if (!original) continue;
@@ -178,15 +215,25 @@ export function renderTemplateWith(
     timezone?: string;
     limits?: RenderLimits /** `performance.now()` deadline */;
     deadline?: number;
+    /** How outputs are escaped (default `none`): see the module's comment. */
+    escaping?: OutputEscaping;
   } = {},
 ): string {
   if (!template.includes("{{") && !template.includes("{%")) return template;
+  const escaping = options.escaping ?? "none";
+  if (escaping !== "none" && RAW_FILTER.test(template) && READS_PARAMS.test(template)) {
+    throw new TemplateError(field, "render", RAW_WITH_PARAMS);
+  }
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
-  const liquid = engine(options.timezone ?? "UTC", limits.parseLimit);
+  const liquid = engine(options.timezone ?? "UTC", limits.parseLimit, escaping);
   const renderLimit =
     options.deadline === undefined ? limits.renderLimit : Math.max(1, options.deadline - performance.now());
+  const outer = renderWatch.current;
+  const watch = { paramsRead: false, rawUsed: false };
+  renderWatch.current = watch;
+  let out: string;
   try {
-    return String(
+    out = String(
       liquid.parseAndRenderSync(template, variables as unknown as Record<string, unknown>, {
         renderLimit,
         memoryLimit: limits.memoryLimit,
@@ -195,7 +242,15 @@ export function renderTemplateWith(
   } catch (error) {
     const c = classify(error);
     throw new TemplateError(field, c.problem, c.detail, c.line, c.column);
+  } finally {
+    renderWatch.current = outer;
   }
+  // The text test above misses a param reached without the word (it cannot be, today): this
+  // is the guarantee.
+  if (escaping !== "none" && watch.rawUsed && watch.paramsRead) {
+    throw new TemplateError(field, "render", RAW_WITH_PARAMS);
+  }
+  return out;
 }
 
 /** Renders one template against a render context (see `renderOperator`). */
@@ -212,8 +267,8 @@ export function renderTemplate(
 }
 
 /**
- * Renders every templated string of an operator: shell `command`, `cwd` and `env` values; http
- * `url`, `headers` values and `body`; node `args` strings at any depth (keys are not rendered).
+ * Renders every templated string of an operator: shell `command` (every output shell-quoted),
+ * `cwd` and `env` values; http `url` (every output URL-encoded), `headers` values and `body`; node `args` strings at any depth (keys are not rendered).
  * Other fields (`type`, `method`, `module`, `export`, timeouts) are data, not templates. Returns
  * a new operator; throws `TemplateError` naming the first field that fails
  * (`operator.command`, `operator.headers.Authorization`, `operator.args.tables[1]`).
@@ -226,7 +281,8 @@ export function renderOperator(
   const variables = templateVariables(context);
   const deadline = performance.now() + (limits?.renderLimit ?? DEFAULT_LIMITS.renderLimit);
   const options = { timezone: context.timezone ?? "UTC", deadline, ...(limits ? { limits } : {}) };
-  const render = (text: string, field: string) => renderTemplateWith(text, variables, field, options);
+  const render = (text: string, field: string, escaping: OutputEscaping = "none") =>
+    renderTemplateWith(text, variables, field, { ...options, escaping });
   const renderValues = (record: Readonly<Record<string, string>>, field: string) =>
     Object.fromEntries(Object.entries(record).map(([k, v]) => [k, render(v, `${field}.${k}`)]));
 
@@ -234,14 +290,14 @@ export function renderOperator(
     case "shell":
       return {
         ...operator,
-        command: render(operator.command, "operator.command"),
+        command: render(operator.command, "operator.command", "shell"),
         ...(operator.cwd !== undefined ? { cwd: render(operator.cwd, "operator.cwd") } : {}),
         env: renderValues(operator.env, "operator.env"),
       };
     case "http":
       return {
         ...operator,
-        url: render(operator.url, "operator.url"),
+        url: render(operator.url, "operator.url", "url"),
         headers: renderValues(operator.headers, "operator.headers"),
         ...(operator.body !== undefined ? { body: render(operator.body, "operator.body") } : {}),
       };

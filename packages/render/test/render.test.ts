@@ -17,7 +17,12 @@ const context: RenderContext = {
   logicalDate: "2026-11-01T02:00:00.000Z",
   dataIntervalEnd: "2026-11-02T02:00:00.000Z",
   prevIntervalStart: "2026-10-31T02:00:00.000Z",
-  config: { table: "enriched", db: { host: "w1", port: 5432 }, tables: ["a", "b"] },
+  config: {
+    table: "enriched",
+    db: { host: "w1", port: 5432 },
+    tables: ["a", "b"],
+    base: "https://api.internal",
+  },
   params: { note: "it's $(rm -rf /)" },
 };
 
@@ -67,8 +72,9 @@ describe("builtins", () => {
     });
     const out = renderOperator(
       shell(
-        "run {{ ds }} {{ ds_nodash }} {{ ts }} {{ logical_date }} {{ data_interval_start }} " +
-          "{{ data_interval_end }} {{ prev_interval_start }} {{ task.project }}/{{ task.name }}/{{ task.partition }}",
+        "run {{ ds | raw }} {{ ds_nodash | raw }} {{ ts | raw }} {{ logical_date | raw }} " +
+          "{{ data_interval_start | raw }} {{ data_interval_end | raw }} {{ prev_interval_start | raw }} " +
+          "{{ task.project | raw }}/{{ task.name | raw }}/{{ task.partition | raw }}",
       ),
       context,
     );
@@ -167,7 +173,7 @@ describe("config and params", () => {
     const sh = shell("echo {{ ds }}", { cwd: "/data/{{ ds }}", env: { DAY: "{{ ds }}" } });
     expect(renderOperator(sh, context)).toEqual({
       type: "shell",
-      command: "echo 2026-11-01",
+      command: "echo '2026-11-01'",
       cwd: "/data/2026-11-01",
       env: { DAY: "2026-11-01" },
     });
@@ -233,6 +239,120 @@ describe("shell_quote", () => {
       renderTemplate("{{ params.v | shell_quote }}", { ...context, params: { v: "a\u0000" } }),
     );
     expect(e.problem).toBe("render");
+  });
+});
+
+describe("safe by default: the engine escapes every value in a command and a URL", () => {
+  const injections = [
+    "$(touch F)",
+    "`touch F`",
+    "; touch F",
+    "\ntouch F",
+    "a\ntouch F",
+    "it's",
+    "'; touch F; '",
+    '"double" and "; touch F"',
+    "--option",
+    "--option=$(touch F)",
+    "$HOME $" + "{HOME} * ? [x] | & > < #",
+    "",
+  ];
+
+  const commandWith = (template: string, params: Record<string, string>) =>
+    commandOf(renderOperator(shell(template), { ...context, params }));
+  const run = (command: string) => execFileSync("/bin/sh", ["-c", command], { encoding: "utf8" });
+
+  it.each(injections)("a param %j reaches the command as one literal word", (value) => {
+    for (const template of [
+      "printf %s {{ params.x }}",
+      "printf %s {{ params.x | default: 'a' }}",
+      "printf %s {{ params.x | shell_quote }}",
+      "printf %s {{ params.x | append: '' }}",
+      "{% assign v = params.x %}printf %s {{ v }}",
+      "printf %s {% echo params.x %}",
+    ]) {
+      const command = commandWith(template, { x: value });
+      const expected = template.includes("default") && value === "" ? "a" : value;
+      expect(run(command), `${template} with ${JSON.stringify(value)}`).toBe(expected);
+    }
+  });
+
+  it("quotes each output once: shell_quote as the last filter is not quoted again", () => {
+    expect(commandWith("echo {{ params.x }}", { x: "it's" })).toBe("echo 'it'\\''s'");
+    expect(commandWith("echo {{ params.x | shell_quote }}", { x: "it's" })).toBe("echo 'it'\\''s'");
+    // Not the last filter: its output is a value like any other, quoted again.
+    expect(run(commandWith("printf %s {{ params.x | shell_quote | append: '' }}", { x: "a b" }))).toBe(
+      "'a b'",
+    );
+  });
+
+  it("quotes builtins and config too; raw writes a value the declaration fixes as is", () => {
+    expect(renderTemplate("x", context)).toBe("x");
+    const op = renderOperator(
+      shell("load {{ ds }} {{ config.table }} {{ ds | raw }} {% if ds %}--flag{% endif %}"),
+      context,
+    );
+    expect(commandOf(op)).toBe("load '2026-11-01' 'enriched' 2026-11-01 --flag");
+    expect(
+      commandOf(
+        renderOperator(shell("echo {{ prev_interval_start }}"), { ...context, prevIntervalStart: null }),
+      ),
+    ).toBe("echo ''");
+  });
+
+  it.each([
+    "echo {{ params.note | raw }}",
+    "echo {{ config.table | raw }} {{ params.note }}",
+    "{% assign v = params.note %}echo {{ v | raw }}",
+    "{% capture v %}{{ params.note }}{% endcapture %}echo {{ v | raw }}",
+  ])("refuses raw in a command that reads params: %s", (template) => {
+    const e = renderError(() => renderOperator(shell(template), context));
+    expect(e).toMatchObject({ field: "operator.command", problem: "render" });
+    expect(e.message).toContain("raw filter is not allowed in a template that reads params");
+  });
+
+  it("URL-encodes every value in an http URL, once", () => {
+    const url = (template: string, params: Record<string, string>) => {
+      const op = renderOperator(
+        { type: "http", method: "GET", url: template, headers: {} },
+        { ...context, params },
+      );
+      if (op.type !== "http") throw new Error("not http");
+      return op.url;
+    };
+    expect(url("https://api/r?who={{ params.who }}&d={{ ts }}", { who: "a&admin=1#x /y" })).toBe(
+      "https://api/r?who=a%26admin%3D1%23x%20%2Fy&d=2026-11-01T02%3A00%3A00%2B00%3A00",
+    );
+    expect(url("https://api/r?who={{ params.who | url_encode }}", { who: "a&b" })).toBe(
+      "https://api/r?who=a%26b",
+    );
+    expect(url("{{ config.base | raw }}/r", { who: "x" })).toBe("https://api.internal/r");
+    const e = renderError(() => url("{{ params.who | raw }}", { who: "x" }));
+    expect(e.field).toBe("operator.url");
+  });
+
+  it("leaves env values, cwd, headers and body as they are", () => {
+    const op = renderOperator(shell("true", { cwd: "/d/{{ params.x }}", env: { X: "{{ params.x }}" } }), {
+      ...context,
+      params: { x: "a b" },
+    });
+    expect(op).toMatchObject({ cwd: "/d/a b", env: { X: "a b" } });
+  });
+
+  it("refuses a param the workflow does not declare, even with default or if", () => {
+    const strict = { ...context, params: { who: "nobody" }, declaredParams: ["who"] };
+    expect(renderTemplate("{{ params.who }}", strict)).toBe("nobody");
+    for (const template of [
+      "{{ params.x }}",
+      "{{ params.x | default: 'a' }}",
+      "{% if params.x %}y{% endif %}",
+    ]) {
+      const e = renderError(() => renderTemplate(template, strict, "operator.command"));
+      expect(e.message, template).toContain(
+        'undefined param "params.x": the workflow does not declare it (its params are who)',
+      );
+      expect(e.line, template).toBe(1);
+    }
   });
 });
 

@@ -11,6 +11,7 @@ import {
   type TaskSpecChange,
   ValidationError,
   validateDeclarations,
+  type WorkflowSpec,
 } from "@chronolog/core";
 import type { AppendResult, EventLog, StreamWrite } from "@chronolog/log";
 import { renderOperator, renderTemplate, TemplateError } from "@chronolog/render";
@@ -30,10 +31,22 @@ export interface DeclareOutcome {
   readonly warnings: readonly DeclarationIssue[];
 }
 
-/** Renders every task's templates once against its first interval, so a broken one is refused now. */
-function checkTemplates(tasks: readonly TaskSpec[]): void {
+/**
+ * Renders every task's templates once against its first interval, with its workflow's declared
+ * params at their defaults, so a broken one is refused now, in the form of every other
+ * declaration error: `file: path.to.field: task: message (line L, column C)`. A param the
+ * workflow does not declare is refused even under `| default:` or `{% if %}`.
+ */
+function checkTemplates(
+  tasks: readonly TaskSpec[],
+  locations: ReadonlyArray<{ readonly file: string; readonly path: string }>,
+  workflows: ReadonlyMap<string, WorkflowSpec>,
+): void {
   const issues: Array<{ path: string; message: string }> = [];
-  for (const spec of tasks) {
+  tasks.forEach((spec, i) => {
+    const at = locations[i];
+    const where = at ? `${at.file}: ${at.path}` : formatTaskKey(spec.key);
+    const params = (spec.workflow ? workflows.get(spec.workflow)?.params : undefined) ?? {};
     try {
       const interval = dataInterval(spec.startDate, spec.cron, spec.timezone);
       const context = {
@@ -43,16 +56,19 @@ function checkTemplates(tasks: readonly TaskSpec[]): void {
         prevIntervalStart: null,
         timezone: spec.timezone,
         config: spec.config,
-        params: {},
+        params,
+        declaredParams: Object.keys(params),
       };
       renderOperator(spec.operator, context);
       if (spec.cacheKey !== undefined) renderTemplate(spec.cacheKey, context, "cacheKey");
     } catch (error) {
+      const label = formatTaskKey(spec.key);
       if (error instanceof TemplateError) {
-        issues.push({ path: `${formatTaskKey(spec.key)}: ${error.field}`, message: error.message });
-      } else issues.push({ path: formatTaskKey(spec.key), message: (error as Error).message });
+        const located = error.line !== undefined ? ` (line ${error.line}, column ${error.column ?? 1})` : "";
+        issues.push({ path: `${where}.${error.field}`, message: `${label}: ${error.detail}${located}` });
+      } else issues.push({ path: where, message: `${label}: ${(error as Error).message}` });
     }
-  }
+  });
   if (issues.length > 0) throw new ValidationError("declarations", issues);
 }
 
@@ -163,6 +179,8 @@ function validate(state: SchedulerProjection, sources: readonly DeclarationSourc
     Object.assign(error, { warnings: result.warnings });
     throw error;
   }
-  checkTemplates(result.tasks);
+  const workflows = new Map<string, WorkflowSpec>(state.workflows);
+  for (const w of result.workflows) workflows.set(w.name, w);
+  checkTemplates(result.tasks, result.taskLocations, workflows);
   return result;
 }

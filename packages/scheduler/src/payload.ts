@@ -48,8 +48,13 @@ function renderContext(task: TaskState, projection: SchedulerProjection) {
     prevIntervalStart: task.prevIntervalStart,
     timezone: task.spec.timezone,
     config: task.spec.config,
+    // The run's params over the workflow's defaults (a run started before a param was declared
+    // sees its default).
     params: task.spec.workflow
-      ? (projection.runs.get(runIdOf(task.spec.workflow, task.logicalDate))?.params ?? {})
+      ? {
+          ...(projection.workflows.get(task.spec.workflow)?.params ?? {}),
+          ...(projection.runs.get(runIdOf(task.spec.workflow, task.logicalDate))?.params ?? {}),
+        }
       : {},
   };
 }

@@ -76,7 +76,12 @@ export class RunKeeper {
                         logicalDate: r.logicalDate,
                         tasks,
                         trigger: r.trigger,
-                        params: {},
+                        // A new run has the workflow's param defaults; a reopened one keeps
+                        // the params it was started with (RunStarted merges them).
+                        params:
+                          r.revision === "no_stream"
+                            ? { ...(this.projection.workflows.get(r.workflow)?.params ?? {}) }
+                            : {},
                       },
                     },
                   ],

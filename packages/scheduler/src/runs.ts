@@ -132,7 +132,10 @@ export async function rerun(
 
 /**
  * Starts a run of a workflow outside its schedule, for the interval starting at `logicalDate`
- * (default: the latest interval that has ended), with parameters templates see as `params`.
+ * (default: the latest interval that has ended), with parameters templates see as `params`:
+ * the workflow's declared params, each at its default unless `params` gives it. A param the
+ * workflow does not declare is refused (ValidationError naming the declared ones), before
+ * anything is written. The run's RunStarted records the params merged so.
  */
 export async function trigger(
   log: EventLog,
@@ -144,6 +147,20 @@ export async function trigger(
 ): Promise<{ runId: string; logicalDate: string; tasks: string[] }> {
   const spec = projection.workflows.get(workflow);
   if (!spec) throw new NotFoundError(`no workflow ${workflow} is declared`);
+  const declared: Readonly<Record<string, string>> = spec.params ?? {};
+  const unknown = Object.keys(params).filter((k) => !Object.hasOwn(declared, k));
+  if (unknown.length > 0) {
+    const names = Object.keys(declared).sort();
+    const known = names.length > 0 ? `its params are ${names.join(", ")}` : "it declares no params";
+    throw new ValidationError(
+      "trigger",
+      unknown.map((k) => ({
+        path: `--param ${k}`,
+        message: `workflow ${workflow} has no param "${k}" (${known})`,
+      })),
+    );
+  }
+  const runParams = { ...declared, ...params };
   const tasks = workflowTasks(projection, workflow);
   const first = tasks[0];
   if (!first) throw new StateError(`workflow ${workflow} has no tasks`);
@@ -180,7 +197,14 @@ export async function trigger(
     revision,
     {
       type: "RunStarted",
-      data: { runId, workflow, logicalDate, tasks: tasks.map((t) => t.key), trigger: "manual", params },
+      data: {
+        runId,
+        workflow,
+        logicalDate,
+        tasks: tasks.map((t) => t.key),
+        trigger: "manual",
+        params: runParams,
+      },
     },
     tasks,
     logicalDate,

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { keyPart } from "../keys.js";
-import { connectionSpecSchema, retryPolicySchema, workflowSpecSchema } from "../spec.js";
+import { connectionSpecSchema, paramName, retryPolicySchema, workflowSpecSchema } from "../spec.js";
 
 /**
  * The declaration file format (YAML or JSON, same structure). Every object is `.strict()`, so a
@@ -112,6 +112,8 @@ export const declaredWorkflowSchema = z
     maxActiveTasks: workflowSpecSchema.shape.maxActiveTasks.optional(),
     failurePolicy: workflowSpecSchema.shape.failurePolicy.optional(),
     config: configMap.optional(),
+    /** `{ NAME: default }`: the params its tasks' templates may read; values are strings. */
+    params: z.record(paramName, z.string()).optional(),
     tasks: z.array(z.unknown()).min(1, "a workflow needs at least one task"),
   })
   .strict();

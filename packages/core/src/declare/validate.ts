@@ -81,6 +81,8 @@ export type DeclarationResult =
   | {
       readonly ok: true;
       readonly tasks: TaskSpec[];
+      /** Where each of `tasks` (same order) is declared: `file` and its `path` in it (`tasks[0]`). */
+      readonly taskLocations: ReadonlyArray<{ readonly file: string; readonly path: string }>;
       readonly connections: ConnectionSpec[];
       readonly workflows: WorkflowSpec[];
       readonly warnings: DeclarationIssue[];
@@ -250,6 +252,7 @@ export function validateDeclarations(
         maxActiveTasks: decl.maxActiveTasks,
         failurePolicy: decl.failurePolicy,
         config: decl.config ?? {},
+        params: decl.params ?? {},
       });
       const siblings = new Map<string, TaskKey[]>();
       for (const rawTask of decl.tasks) {
@@ -678,6 +681,7 @@ export function validateDeclarations(
   return {
     ok: true,
     tasks: resolved.map((r) => r.spec),
+    taskLocations: resolved.map((r) => ({ file: r.draft.file, path: r.draft.path })),
     connections: connections.filter((c) => declaredConnections.get(c.spec.name) === c).map((c) => c.spec),
     workflows: workflows.filter((w) => declaredWorkflows.get(w.spec.name) === w).map((w) => w.spec),
     warnings,
