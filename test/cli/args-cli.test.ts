@@ -1,5 +1,7 @@
+import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { chronolog, Leftovers, tempDataDir } from "../support/cli.js";
 
@@ -40,6 +42,17 @@ describe("the CLI's arguments and exit codes", () => {
     expect(h.code).toBe(0);
     expect(h.stdout).toContain("Exit codes (every command):");
     expect(h.stdout).toContain("4  what was named does not exist");
+  });
+
+  it("runs from any directory of the checkout, never reaching for a package of that name elsewhere", () => {
+    const sub = fileURLToPath(new URL("../../packages/core", import.meta.url));
+    const r = spawnSync("npx", ["--no-install", "chronolog", "--version"], {
+      cwd: sub,
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
   });
 
   it("takes run ids and instants in the short form the tables print, and dates", () => {
