@@ -319,3 +319,12 @@ export function foldInstance(
   }
   return state;
 }
+
+/** The last line of an output tail that is not blank (a failed attempt's stderr usually says why there). */
+export function lastLineOf(text: string): string | undefined {
+  return text
+    .split("\n")
+    .map((l) => l.trimEnd())
+    .filter((l) => l !== "")
+    .at(-1);
+}

@@ -1,5 +1,5 @@
 import { describeGateReason } from "../gate.js";
-import type { AttemptView } from "../instance/state.js";
+import { type AttemptView, lastLineOf } from "../instance/state.js";
 import { formatTaskKey } from "../keys.js";
 import { shortInstant } from "../schedule/interval.js";
 import {
@@ -206,11 +206,7 @@ function attemptLines(a: AttemptView | null, said: string): string[] {
   if (!a) return [];
   const ended = a.endReason ?? a.status;
   const out = ended === said ? [] : [`attempt ${a.attempt} ended: ${ended}`];
-  const last = a.stderrTail
-    .split("\n")
-    .map((l) => l.trimEnd())
-    .filter((l) => l !== "")
-    .at(-1);
+  const last = lastLineOf(a.stderrTail);
   if (last) out.push(`last line of stderr: ${last}`);
   return out;
 }

@@ -5,6 +5,7 @@ import {
   explainTask,
   formatDeclarationIssue,
   instanceStream,
+  lastLineOf,
   parseDeclarationText,
   projectedSlots,
   SchedulerProjection,
@@ -321,11 +322,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
         // A failed attempt's last line of stderr, without --output: usually what says why.
         if (!opts.output)
           for (const r of rows) {
-            const last = String(r.stderrTail ?? "")
-              .split("\n")
-              .map((l) => l.trimEnd())
-              .filter((l) => l !== "")
-              .at(-1);
+            const last = lastLineOf(String(r.stderrTail ?? ""));
             if (r.status === "failed" && last)
               console.log(
                 `${short(r.logicalDate as string)} attempt ${r.attempt}, last line of stderr: ${last}`,

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { formatTaskKey, parseDeclarationText, shortInstant } from "@chronolog/core";
+import { formatTaskKey, lastLineOf, parseDeclarationText, shortInstant } from "@chronolog/core";
 import type { RecordedEvent } from "@chronolog/log";
 import {
   declare,
@@ -108,7 +108,7 @@ function progressLogger(logger: Logger) {
         );
         return;
       case "AttemptFailed": {
-        const stderr = lastLine(e.data.output?.stderrTail ?? "");
+        const stderr = lastLineOf(e.data.output?.stderrTail ?? "");
         logger.warn(
           {
             stream: e.streamId,
@@ -182,16 +182,6 @@ function progressLogger(logger: Logger) {
         return;
     }
   };
-}
-
-function lastLine(text: string): string {
-  return (
-    text
-      .split("\n")
-      .map((l) => l.trimEnd())
-      .filter((l) => l !== "")
-      .at(-1) ?? ""
-  );
 }
 
 interface UpOptions {
