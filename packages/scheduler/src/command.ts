@@ -111,15 +111,3 @@ async function conflicted<S, R>(
     throw new ConflictRetriesExhaustedError(command.name, tries + 1, error);
   return attempt(log, command, await command.read(true), tries + 1);
 }
-
-/** One write as a plain append; several as one atomic append. */
-export function appendAll(log: EventLog, writes: readonly StreamWrite[]): Promise<readonly AppendResult[]> {
-  const [only] = writes;
-  if (writes.length === 1 && only)
-    return log.append(only.streamId, only.events, { expectedRevision: only.expectedRevision }).then(inArray);
-  return log.appendMany(writes);
-}
-
-function inArray(result: AppendResult): readonly AppendResult[] {
-  return [result];
-}

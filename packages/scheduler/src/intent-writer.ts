@@ -20,7 +20,7 @@ import {
 } from "@chronolog/log";
 import type { RunCommand } from "@chronolog/worker";
 import type { ConnectionSlots } from "./admission/connection-slots.js";
-import { appendAll, type Command, type CommandOutcome, type Decided, handleCommand } from "./command.js";
+import type { Command, CommandOutcome, Decided } from "./command.js";
 import { renderCacheKey, renderPayload } from "./payload.js";
 
 /*
@@ -116,24 +116,17 @@ export class IntentWriter {
     }
   }
 
-  /** Writes the intent of `task`'s next attempt: prepare, the command handler, outcome. */
-  async write(task: TaskState, retry: InstanceState | null, countedAt?: bigint): Promise<IntentOutcome> {
-    const command = this.prepare(task, retry, countedAt);
-    if (!(command instanceof IntentCommand)) return command;
-    try {
-      return this.outcome(command, await handleCommand(this.log, command));
-    } catch (error) {
-      return this.outcome(command, { error });
-    }
-  }
-
-  /** The append of an intent: with its connection's slot take when it has one. */
-  appendIntent(c: IntentCommand, writes: readonly StreamWrite[]): Promise<readonly AppendResult[]> {
-    const w = writes[0];
-    if (!c.connection || c.hit || !w) return appendAll(this.log, writes);
+  /** The append of an intent that takes its connection's slot (others take the handler's own). */
+  appendTaking(
+    c: IntentCommand,
+    connection: string,
+    writes: readonly StreamWrite[],
+  ): Promise<readonly AppendResult[]> {
+    // (An intent's decision is one write, to its attempt stream.)
+    const w = writes[0] as StreamWrite;
     return this.connections
       .appendTaking(
-        c.connection,
+        connection,
         c.countedAt,
         c.stream,
         w.events as DomainEvent[],
@@ -222,7 +215,8 @@ export class IntentCommand implements Command<IntentState, IntentOutcome | null>
     this.connection = task.spec.connection;
     this.hit = cacheKey !== undefined && writer.projection.hasCacheKey(task.id, cacheKey);
     this.known = retry ?? writer.projection.instances.get(this.stream);
-    if (this.connection && !this.hit) this.append = (writes) => writer.appendIntent(this, writes);
+    const conn = this.connection;
+    if (conn && !this.hit) this.append = (writes) => writer.appendTaking(this, conn, writes);
   }
 
   get name(): string {
