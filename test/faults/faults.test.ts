@@ -184,7 +184,11 @@ describe(`fault injection (${backend} log)`, () => {
         name: "done_idem",
         idempotent: true,
         env: target,
-        before: `[ -f ${join(dir, "effects", "done_idem")} ] || true`,
+        // Finishes only once done_once has run. Both may land on one worker (the second worker
+        // is not always ready when the first dispatch goes out), and the worker dies as soon as
+        // either finishes: were done_idem first, done_once would be lost before it ran and,
+        // not being idempotent, never run at all.
+        before: `for i in $(seq 600); do [ -f ${join(dir, "effects", "done_once")} ] && break; sleep 0.1; done`,
       },
     ];
     declareTasks(dir, tasks);
