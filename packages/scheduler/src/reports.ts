@@ -279,7 +279,14 @@ export class ReportApplier {
 function toInput(r: AttemptReport): AttemptReportInput {
   switch (r.kind) {
     case "started":
-      return { kind: "started", token: r.token, attempt: r.attempt, workerId: r.workerId, pid: r.pid };
+      return {
+        kind: "started",
+        token: r.token,
+        attempt: r.attempt,
+        workerId: r.workerId,
+        pid: r.pid,
+        ...(r.outputPath ? { outputPath: r.outputPath } : {}),
+      };
     case "heartbeat":
       return { kind: "heartbeat", token: r.token, attempt: r.attempt, workerId: r.workerId };
     case "succeeded":
@@ -292,6 +299,7 @@ function toInput(r: AttemptReport): AttemptReportInput {
         exitCode: r.exitCode,
         stdoutTail: r.stdoutTail,
         stderrTail: r.stderrTail,
+        ...(r.outputFile ? { outputFile: r.outputFile } : {}),
       };
     case "failed":
       return {
@@ -303,6 +311,7 @@ function toInput(r: AttemptReport): AttemptReportInput {
         exitCode: r.exitCode,
         stdoutTail: r.stdoutTail,
         stderrTail: r.stderrTail,
+        ...(r.outputFile ? { outputFile: r.outputFile } : {}),
         error: r.error,
       };
     default: {

@@ -23,6 +23,7 @@ export {
 } from "./operators/spec.js";
 export { TailBuffer, tailOf } from "./operators/tail.js";
 export { AttemptAbort, type OperatorContext, type OperatorOutcome } from "./operators/types.js";
+export { cutMarker, DEFAULT_OUTPUT_MAX_BYTES, OutputFile, outputPathFor } from "./output-file.js";
 export { WorkerPool, type WorkerPoolOptions, type WorkerStats } from "./pool.js";
 export * from "./protocol.js";
 export { WorkerRuntime, type WorkerRuntimeOptions } from "./runtime.js";

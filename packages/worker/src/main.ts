@@ -3,12 +3,15 @@
  * channel in batches: WorkerCommand in, WorkerReport out.
  *
  * Environment: CHRONOLOG_WORKER_ID (default `worker-<pid>`), CHRONOLOG_WORKER_CAPACITY (default
- * 64), CHRONOLOG_STAGING_ROOT (staged outputs off when unset), CHRONOLOG_WARM_SHELLS (shells kept
+ * 64), CHRONOLOG_STAGING_ROOT (staged outputs off when unset), CHRONOLOG_OUTPUT_ROOT (where each
+ * attempt's output is kept in a file; off when unset), CHRONOLOG_OUTPUT_MAX_BYTES (the most one such
+ * file keeps, default 1 MiB), CHRONOLOG_WARM_SHELLS (shells kept
  * started ahead of need for shell tasks, default 2), CHRONOLOG_FAULT (fault injection for the
  * black-box fault tests, see faults.ts; off when unset).
  */
 import { faultsFromEnv } from "./faults.js";
 import { setWarmShells } from "./operators/shell.js";
+import { DEFAULT_OUTPUT_MAX_BYTES } from "./output-file.js";
 import type { Batch, WorkerCommand, WorkerReport } from "./protocol.js";
 import { WorkerRuntime } from "./runtime.js";
 
@@ -42,8 +45,18 @@ function start(): void {
   const capacity = intFromEnv("CHRONOLOG_WORKER_CAPACITY", DEFAULT_CAPACITY, 1);
   const warmShells = intFromEnv("CHRONOLOG_WARM_SHELLS", DEFAULT_WARM_SHELLS, 0);
   const stagingRoot = process.env.CHRONOLOG_STAGING_ROOT || undefined;
+  const outputRoot = process.env.CHRONOLOG_OUTPUT_ROOT || undefined;
+  const outputMaxBytes = intFromEnv("CHRONOLOG_OUTPUT_MAX_BYTES", DEFAULT_OUTPUT_MAX_BYTES, 0);
   const faults = faultsFromEnv(process.env);
-  const runtime = new WorkerRuntime({ workerId, capacity, stagingRoot, faults, send: sendOverIpc });
+  const runtime = new WorkerRuntime({
+    workerId,
+    capacity,
+    stagingRoot,
+    outputRoot,
+    outputMaxBytes,
+    faults,
+    send: sendOverIpc,
+  });
 
   process.on("message", (msg: unknown) => {
     if ((msg as Batch<unknown> | null)?.kind === "batch") {

@@ -19,6 +19,10 @@ export interface WorkerPoolOptions {
   readonly capacity?: number;
   /** Staging root handed to every worker (CHRONOLOG_STAGING_ROOT). */
   readonly stagingRoot?: string;
+  /** Where every worker keeps attempts' output files (CHRONOLOG_OUTPUT_ROOT). */
+  readonly outputRoot?: string;
+  /** The most one attempt's output file keeps (CHRONOLOG_OUTPUT_MAX_BYTES), 0 for none. */
+  readonly outputMaxBytes?: number;
   /** Shells each worker keeps started ahead of need for shell tasks (CHRONOLOG_WARM_SHELLS, default 2). */
   readonly warmShells?: number;
   /** The worker entry point; default `main.js` beside this module (`dist/main.js` from `src`). */
@@ -275,6 +279,9 @@ export class WorkerPool {
     const env: NodeJS.ProcessEnv = { ...process.env, ...this.options.env, CHRONOLOG_WORKER_ID: id };
     if (this.options.capacity !== undefined) env.CHRONOLOG_WORKER_CAPACITY = String(this.options.capacity);
     if (this.options.stagingRoot !== undefined) env.CHRONOLOG_STAGING_ROOT = this.options.stagingRoot;
+    if (this.options.outputRoot !== undefined) env.CHRONOLOG_OUTPUT_ROOT = this.options.outputRoot;
+    if (this.options.outputMaxBytes !== undefined)
+      env.CHRONOLOG_OUTPUT_MAX_BYTES = String(this.options.outputMaxBytes);
     if (this.options.warmShells !== undefined) env.CHRONOLOG_WARM_SHELLS = String(this.options.warmShells);
     const child = fork(this.module, [], {
       env,

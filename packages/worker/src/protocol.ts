@@ -69,16 +69,34 @@ interface ReportBase {
 export interface StartedReport extends ReportBase {
   readonly kind: "started";
   readonly pid: number;
+  /** Where the attempt's whole output is being written, when the worker keeps it. */
+  readonly outputPath?: string;
 }
 
 export interface HeartbeatReport extends ReportBase {
   readonly kind: "heartbeat";
 }
 
+/** An attempt's whole output as kept in a file on the worker's host. */
+export interface OutputFileInfo {
+  /** Absolute path on the worker's host. */
+  readonly path: string;
+  /** The file's size, the cut marker included. */
+  readonly bytes: number;
+  /** SHA-256 of the file's bytes, in hex. */
+  readonly sha256: string;
+  /** Output dropped from the middle (past the size limit), 0 when it is whole. */
+  readonly cutBytes: number;
+  /** Why the file stops short (a write failed, e.g. a full disk), when it does. */
+  readonly error?: string;
+}
+
 export interface OutputTail {
   /** At most the last 4 KiB of each stream. */
   readonly stdoutTail: string;
   readonly stderrTail: string;
+  /** The whole output, when the worker keeps it in a file. */
+  readonly outputFile?: OutputFileInfo;
 }
 
 export interface SucceededReport extends ReportBase, OutputTail {

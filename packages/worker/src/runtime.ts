@@ -4,9 +4,11 @@ import { Fifo } from "./fifo.js";
 import { runOperator } from "./operators/index.js";
 import { parseOperator, type WorkerOperator } from "./operators/spec.js";
 import { AttemptAbort, errorMessage, failure, type OperatorOutcome } from "./operators/types.js";
+import { DEFAULT_OUTPUT_MAX_BYTES, OutputFile, outputPathFor } from "./output-file.js";
 import type {
   Batch,
   FailedReport,
+  OutputFileInfo,
   QueryCommand,
   RunCommand,
   SucceededReport,
@@ -28,6 +30,10 @@ export interface WorkerRuntimeOptions {
   readonly onSendError?: (err: unknown) => void;
   /** Fault injection for the black-box fault tests (see faults.ts); none by default. */
   readonly faults?: WorkerFaults;
+  /** When set, each attempt that runs something keeps its output in `<outputRoot>/<token>.log`. */
+  readonly outputRoot?: string;
+  /** The most an output file keeps (default 1 MiB); 0 keeps none. */
+  readonly outputMaxBytes?: number;
 }
 
 interface Attempt {
@@ -73,6 +79,8 @@ export class WorkerRuntime {
   private readonly finished = new Set<string>();
   private readonly batcher: TickBatcher<WorkerReport>;
   private readonly stagingRoot: string | undefined;
+  private readonly outputRoot: string | undefined;
+  private readonly outputMaxBytes: number;
   private readonly clock: () => Date;
   private readonly faults: WorkerFaults | undefined;
   private runningCount = 0;
@@ -90,6 +98,8 @@ export class WorkerRuntime {
     this.workerId = options.workerId;
     this.capacity = options.capacity;
     this.stagingRoot = options.stagingRoot;
+    this.outputMaxBytes = options.outputMaxBytes ?? DEFAULT_OUTPUT_MAX_BYTES;
+    this.outputRoot = this.outputMaxBytes > 0 ? options.outputRoot : undefined;
     this.clock = options.clock ?? (() => new Date());
     this.faults = options.faults;
     this.batcher = new TickBatcher((b) => options.send(b), options.onSendError);
@@ -304,6 +314,9 @@ export class WorkerRuntime {
     const { cmd } = a;
     const { token, attempt, instanceStream } = cmd;
     const workerId = this.workerId;
+    // A noop prints nothing: it gets no file.
+    const keepsOutput = this.outputRoot !== undefined && cmd.operator.type !== "noop";
+    const outputPath = keepsOutput ? outputPathFor(this.outputRoot as string, token) : undefined;
     this.batcher.push({
       kind: "started",
       token,
@@ -312,12 +325,14 @@ export class WorkerRuntime {
       workerId,
       at: this.at(),
       pid: process.pid,
+      ...(outputPath ? { outputPath } : {}),
     });
 
     let outcome: OperatorOutcome;
     let stagingDir: string | undefined;
     let published = false;
     let heartbeat: NodeJS.Timeout | undefined;
+    let output: OutputFile | undefined;
     /** The operator that ran, once it has (for the fault hooks). */
     let ran: WorkerOperator | undefined;
     try {
@@ -350,6 +365,7 @@ export class WorkerRuntime {
       // A noop writes nothing: it needs no staging directory.
       if (this.stagingRoot !== undefined && spec.type !== "noop")
         stagingDir = await prepareStagingDir(this.stagingRoot, token);
+      if (keepsOutput) output = OutputFile.open(this.outputRoot as string, token, this.outputMaxBytes);
       const ctx = {
         token,
         attempt,
@@ -358,6 +374,7 @@ export class WorkerRuntime {
         stagingDir,
         env: cmd.env,
         signal,
+        output,
       };
       outcome = await runOperator(spec, ctx);
       ran = spec;
@@ -384,6 +401,7 @@ export class WorkerRuntime {
     } finally {
       clearInterval(heartbeat);
     }
+    const outputFile = output?.close();
     if (!outcome.ok && stagingDir !== undefined) await discardStaged(stagingDir).catch(() => {});
     // A success with nowhere to publish keeps what it staged, but an empty directory goes
     // (after its report is out): the staging root does not fill up with one per attempt.
@@ -393,13 +411,13 @@ export class WorkerRuntime {
     a.state = "removed";
     this.attempts.delete(token);
     this.runningCount--;
-    this.finish(cmd, outcome);
+    this.finish(cmd, outcome, outputFile);
     this.pump();
     this.notifyIdle();
     if (leftOver !== undefined) void removeIfEmpty(leftOver);
   }
 
-  private finish(cmd: RunCommand, outcome: OperatorOutcome): void {
+  private finish(cmd: RunCommand, outcome: OperatorOutcome, outputFile?: OutputFileInfo): void {
     const { token, attempt, instanceStream } = cmd;
     this.finished.add(token);
     if (this.finished.size > REMEMBER_FINISHED)
@@ -419,6 +437,7 @@ export class WorkerRuntime {
           exitCode,
           stdoutTail,
           stderrTail,
+          ...(outputFile ? { outputFile } : {}),
         }
       : {
           kind: "failed",
@@ -431,6 +450,7 @@ export class WorkerRuntime {
           exitCode,
           stdoutTail,
           stderrTail,
+          ...(outputFile ? { outputFile } : {}),
           error: outcome.error ?? { kind: "unknown", message: "failed without an error" },
         };
     this.batcher.push(report);

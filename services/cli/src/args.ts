@@ -35,3 +35,29 @@ export function runIdArg(text: string, field = "run"): string {
     ]);
   return `${text.slice(0, at)}@${instantArg(text.slice(at + 1), field)}`;
 }
+
+const SIZE_UNITS: Readonly<Record<string, number>> = {
+  "": 1,
+  b: 1,
+  k: 1024,
+  kib: 1024,
+  kb: 1000,
+  m: 1024 ** 2,
+  mib: 1024 ** 2,
+  mb: 1000 ** 2,
+  g: 1024 ** 3,
+  gib: 1024 ** 3,
+  gb: 1000 ** 3,
+};
+
+/** A size in bytes: `1048576`, `512KiB`, `1MiB`, `2M` (binary), `1MB` (decimal), `0`. */
+export function byteSizeArg(text: string, flag: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
+  const unit = SIZE_UNITS[(m?.[2] ?? "").toLowerCase()];
+  const n = m && unit !== undefined ? Math.floor(Number(m[1]) * unit) : Number.NaN;
+  if (!Number.isSafeInteger(n))
+    throw new ValidationError(flag, [
+      { path: "", message: `takes a size in bytes such as 1048576, 512KiB or 1MiB, not "${text}"` },
+    ]);
+  return n;
+}

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { Command } from "commander";
 import { registerAttemptCommands } from "./commands/attempt.js";
 import { registerLogCommands } from "./commands/log.js";
+import { registerLogsCommand } from "./commands/logs.js";
 import { registerRebuildCommand } from "./commands/rebuild.js";
 import { registerRunCommands } from "./commands/runs.js";
 import { registerTaskCommands } from "./commands/tasks.js";
@@ -36,6 +37,7 @@ registerTaskCommands(program, globals);
 registerUpCommand(program, globals);
 registerRebuildCommand(program, globals);
 registerAttemptCommands(program, globals);
+registerLogsCommand(program, globals);
 registerRunCommands(program, globals);
 
 program.parseAsync(process.argv).catch((error: unknown) => {

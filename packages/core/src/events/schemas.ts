@@ -6,10 +6,26 @@ const key = taskKeySchema;
 const token = z.string().min(8).max(128);
 const attempt = z.number().int().min(1);
 const reason = z.string().min(1).max(2000);
+/** An attempt's whole output, kept in a file on the worker's host. */
+export const outputFileSchema = z
+  .object({
+    /** Absolute path on the worker's host. */
+    path: z.string().min(1).max(4096),
+    /** The file's size, a cut marker included. */
+    bytes: z.number().int().min(0),
+    sha256: z.string().regex(/^[0-9a-f]{64}$/),
+    /** Output dropped from the middle, past the size limit. */
+    cutBytes: z.number().int().min(0).default(0),
+    /** Why the file stops short (a failed write), when it does. */
+    error: z.string().max(2000).optional(),
+  })
+  .strict();
+
 const outputTail = z
   .object({
     stdoutTail: z.string().max(65_536).default(""),
     stderrTail: z.string().max(65_536).default(""),
+    file: outputFileSchema.optional(),
   })
   .strict();
 
@@ -104,6 +120,8 @@ export const AttemptStarted = z
     workerId: z.string().min(1),
     pid: z.number().int().optional(),
     leaseExpiresAt: instant,
+    /** Where the worker writes the attempt's whole output while it runs. */
+    outputPath: z.string().min(1).max(4096).optional(),
   })
   .strict();
 

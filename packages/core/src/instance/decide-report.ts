@@ -1,7 +1,7 @@
 import type { DomainEvent } from "../events/catalog.js";
 import type { RetryPolicy } from "../spec.js";
 import { canRetry, retryDelayMs } from "./retry.js";
-import { currentAttempt, type InstanceState } from "./state.js";
+import { currentAttempt, type InstanceState, type OutputFileRecord } from "./state.js";
 
 interface ReportBase {
   readonly token: string;
@@ -10,7 +10,7 @@ interface ReportBase {
 }
 
 export type AttemptReportInput =
-  | (ReportBase & { readonly kind: "started"; readonly pid?: number })
+  | (ReportBase & { readonly kind: "started"; readonly pid?: number; readonly outputPath?: string })
   | (ReportBase & { readonly kind: "heartbeat" })
   | (ReportBase & {
       readonly kind: "succeeded";
@@ -18,6 +18,7 @@ export type AttemptReportInput =
       readonly exitCode: number | null;
       readonly stdoutTail: string;
       readonly stderrTail: string;
+      readonly outputFile?: OutputFileRecord;
     })
   | (ReportBase & {
       readonly kind: "failed";
@@ -25,6 +26,7 @@ export type AttemptReportInput =
       readonly exitCode: number | null;
       readonly stdoutTail: string;
       readonly stderrTail: string;
+      readonly outputFile?: OutputFileRecord;
       readonly error: {
         readonly kind:
           | "exit_code"
@@ -134,6 +136,9 @@ export function decideReport(
       workerId: report.workerId,
       ...(report.kind === "started" && report.pid !== undefined ? { pid: report.pid } : {}),
       leaseExpiresAt: iso(ctx.now + state.leaseSeconds * 1000),
+      ...(report.kind === "started" && report.outputPath !== undefined
+        ? { outputPath: report.outputPath }
+        : {}),
     },
   });
   const needsStart = current.status === "queued" || current.status === "lease_expired";
@@ -153,7 +158,7 @@ export function decideReport(
             token,
             durationMs: report.durationMs,
             exitCode: report.exitCode,
-            output: { stdoutTail: report.stdoutTail, stderrTail: report.stderrTail },
+            output: outputOf(report),
             cacheHit: false,
             ...(state.cacheKey ? { cacheKey: state.cacheKey } : {}),
           },
@@ -174,7 +179,7 @@ export function decideReport(
             error: report.error,
             exitCode: report.exitCode,
             durationMs: report.durationMs,
-            output: { stdoutTail: report.stdoutTail, stderrTail: report.stderrTail },
+            output: outputOf(report),
             ...(retryAt ? { retryAt } : {}),
           },
         },
@@ -185,4 +190,11 @@ export function decideReport(
       return never;
     }
   }
+}
+
+function outputOf(report: { stdoutTail: string; stderrTail: string; outputFile?: OutputFileRecord }) {
+  const { stdoutTail, stderrTail, outputFile } = report;
+  if (!outputFile) return { stdoutTail, stderrTail };
+  const { path, bytes, sha256, cutBytes, error } = outputFile;
+  return { stdoutTail, stderrTail, file: { path, bytes, sha256, cutBytes, ...(error ? { error } : {}) } };
 }

@@ -30,6 +30,15 @@ export const TERMINAL_INSTANCE_STATUSES: ReadonlySet<InstanceStatus> = new Set([
   "cancelled",
 ]);
 
+/** An attempt's whole output as the worker kept it in a file. */
+export interface OutputFileRecord {
+  readonly path: string;
+  readonly bytes: number;
+  readonly sha256: string;
+  readonly cutBytes: number;
+  readonly error?: string;
+}
+
 export interface AttemptView {
   readonly attempt: number;
   readonly token: string;
@@ -46,6 +55,10 @@ export interface AttemptView {
   readonly stdoutTail: string;
   readonly stderrTail: string;
   readonly cacheHit: boolean;
+  /** Where the worker writes the attempt's whole output, once it said so. */
+  readonly outputPath: string | null;
+  /** The whole output's file as it was when the attempt ended (size, SHA-256, bytes cut). */
+  readonly outputFile: OutputFileRecord | null;
 }
 
 /** One task for one logical date: the fold of its attempt stream. */
@@ -141,6 +154,8 @@ export function evolveInstance(
       stdoutTail: "",
       stderrTail: "",
       cacheHit: false,
+      outputPath: null,
+      outputFile: null,
     };
     return {
       stream: at.streamId,
@@ -199,6 +214,7 @@ export function evolveInstance(
           workerId: event.data.workerId,
           startedAt: at.recordedAt,
           leaseExpiresAt: event.data.leaseExpiresAt,
+          ...(event.data.outputPath ? { outputPath: event.data.outputPath } : {}),
         }),
       };
     case "AttemptLeaseExtended":
@@ -232,6 +248,7 @@ export function evolveInstance(
           stdoutTail: event.data.output?.stdoutTail ?? "",
           stderrTail: event.data.output?.stderrTail ?? "",
           cacheHit: event.data.cacheHit,
+          ...fileOf(event.data.output?.file),
         }),
       };
     case "AttemptFailed": {
@@ -252,6 +269,7 @@ export function evolveInstance(
           endReason: reason,
           stdoutTail: d.output?.stdoutTail ?? "",
           stderrTail: d.output?.stderrTail ?? "",
+          ...fileOf(d.output?.file),
         }),
       };
     }
@@ -327,4 +345,9 @@ export function lastLineOf(text: string): string | undefined {
     .map((l) => l.trimEnd())
     .filter((l) => l !== "")
     .at(-1);
+}
+
+/** The output file an attempt's end recorded (its path too, for a start that was not recorded). */
+function fileOf(file: OutputFileRecord | undefined): Partial<AttemptView> {
+  return file ? { outputFile: file, outputPath: file.path } : {};
 }

@@ -27,7 +27,10 @@ export async function runHttp(spec: HttpOperator, ctx: OperatorContext): Promise
     });
     status = res.status;
     if (res.body) {
-      for await (const chunk of res.body) body.write(chunk);
+      for await (const chunk of res.body) {
+        body.write(chunk);
+        ctx.output?.write(chunk);
+      }
     }
   } catch (err) {
     const tails = { stdoutTail: body.toString() };

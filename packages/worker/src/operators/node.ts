@@ -17,6 +17,8 @@ export interface NodeTaskContext {
   readonly workerPid: number;
   /** Aborted on cancel, timeout or worker shutdown: a long task should watch it. */
   readonly signal: AbortSignal;
+  /** Writes a line to the attempt's output (what `chronolog logs` prints). */
+  log(text: string): void;
 }
 
 /** `module` as an import specifier: a `file:` URL as is, a path resolved against the cwd. */
@@ -63,17 +65,20 @@ export async function runNode(spec: NodeOperator, ctx: OperatorContext): Promise
       stagingDir: ctx.stagingDir,
       workerPid: process.pid,
       signal,
+      log: (text) => ctx.output?.write(text.endsWith("\n") ? text : `${text}\n`),
     };
     const value: unknown = await Promise.race([
       Promise.resolve().then(() => fn(spec.args, context)),
       aborted.promise,
     ]);
     const json = value === undefined ? "" : (JSON.stringify(value) ?? "");
+    if (json !== "") ctx.output?.write(`${json}\n`);
     return { ok: true, durationMs: elapsed(), exitCode: null, stdoutTail: tailOf(json), stderrTail: "" };
   } catch (err) {
     if (ctx.signal.aborted) return failure("exception", `cancelled: ${abortReason(ctx.signal)}`, elapsed());
     if (timeout.signal.aborted) return failure("timeout", `timed out after ${spec.timeoutMs} ms`, elapsed());
     const stack = err instanceof Error && err.stack ? tailOf(err.stack) : "";
+    ctx.output?.write(`${err instanceof Error && err.stack ? err.stack : errorMessage(err)}\n`);
     return failure("exception", errorMessage(err), elapsed(), { stderrTail: stack });
   } finally {
     if (timer) clearTimeout(timer);

@@ -398,7 +398,10 @@ function supervise(
       if (!stream) end();
       else
         stream
-          .on("data", (b: Buffer) => into.write(b))
+          .on("data", (b: Buffer) => {
+            into.write(b);
+            ctx.output?.write(b);
+          })
           .on("end", end)
           .on("close", end);
     };

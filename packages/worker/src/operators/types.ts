@@ -12,6 +12,8 @@ export interface OperatorContext {
   readonly env?: Readonly<Record<string, string>>;
   /** Aborted on cancel or worker shutdown; the reason is an {@link AttemptAbort}. */
   readonly signal: AbortSignal;
+  /** Receives the attempt's whole output as it comes, when the worker keeps it in a file. */
+  readonly output?: { write(chunk: Uint8Array | string): void };
 }
 
 /** The reason an attempt's signal is aborted with. */

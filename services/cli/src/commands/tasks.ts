@@ -1,15 +1,14 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import {
+  type AttemptView,
   currentAttempt,
   type DeclarationSource,
   explainTask,
   formatDeclarationIssue,
-  instanceStream,
   lastLineOf,
   parseDeclarationText,
   projectedSlots,
   SchedulerProjection,
-  type TaskState,
   taskStream,
 } from "@chronolog/core";
 import type { RecordedEvent } from "@chronolog/log";
@@ -33,7 +32,7 @@ import { instantArg } from "../args.js";
 import { type DataDirOptions, logFileOf, logUrlOf, parseLogUrl } from "../data-dir.js";
 import { CliError, toJson } from "../edge.js";
 import { short, table } from "../format.js";
-import { taskIdArg, withSession } from "../projection.js";
+import { instanceStreamsOf, taskIdArg, withSession } from "../projection.js";
 
 /** What the first unfinished task of a backfill waits for, in `why`'s words. */
 function backfillWaitsFor(projection: SchedulerProjection, plan: BackfillPlan): string {
@@ -77,16 +76,6 @@ function readSources(files: readonly string[]): DeclarationSource[] {
 }
 
 /** Every logical date the task has an attempt stream for, from its own stream. */
-async function instanceStreamsOf(
-  s: { log: import("@chronolog/log").EventLog },
-  task: TaskState,
-): Promise<string[]> {
-  const dates = new Set<string>([task.logicalDate]);
-  for (const e of await s.log.readStream(taskStream(task.key))) {
-    if (e.type === "IntervalCompleted" || e.type === "IntervalFailed") dates.add(e.data.logicalDate);
-  }
-  return [...dates].sort().map((d) => instanceStream(task.key, d));
-}
 
 export function registerTaskCommands(program: Command, globals: () => DataDirOptions): void {
   program
@@ -288,7 +277,10 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
     .command("attempts")
     .description("every attempt of a task: number, token, worker, state, times, why it ended")
     .argument("<task>", "project/account/name[/partition]")
-    .option("--output", "also print each attempt's exit code, duration and the tail of its stdout and stderr")
+    .option(
+      "--output",
+      "also print each attempt's exit code, duration, output file and the tail of its stdout and stderr",
+    )
     .option("--json", "print JSON")
     .action(async (key: string, opts: { json?: boolean; output?: boolean }) => {
       const id = taskIdArg(key);
@@ -333,6 +325,11 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
             console.log(
               `\n--- ${short(r.logicalDate as string)} attempt ${r.attempt}: exit code ${r.exitCode ?? "-"}, ${r.durationMs ?? "-"} ms${r.cacheHit ? " (cache hit)" : ""}`,
             );
+            const file = r.outputFile as AttemptView["outputFile"];
+            if (file)
+              console.log(
+                `output file ${file.path} (${file.bytes} bytes, ${file.cutBytes} cut, sha256 ${file.sha256})${file.error ? `: stops short: ${file.error}` : ""}; chronolog logs prints it`,
+              );
             if (r.stdoutTail)
               process.stdout.write(
                 `stdout:\n${r.stdoutTail}${String(r.stdoutTail).endsWith("\n") ? "" : "\n"}`,

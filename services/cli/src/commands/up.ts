@@ -14,6 +14,7 @@ import {
 } from "@chronolog/scheduler";
 import { WorkerPool } from "@chronolog/worker";
 import type { Command } from "commander";
+import { byteSizeArg } from "../args.js";
 import {
   type DataDirOptions,
   dataDirOf,
@@ -194,6 +195,7 @@ interface UpOptions {
   shards: string;
   sessionTimeoutMs: string;
   grace: string;
+  outputMaxBytes: string;
 }
 
 /** On a Kafka log, schedulers share the tasks through a consumer group (see KafkaMembership). */
@@ -236,6 +238,7 @@ function wholeNumber(text: string, flag: string, min: 0 | 1): number {
 async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   const logger = createLogger("chronolog");
   const warmShells = wholeNumber(opts.warmShells, "--warm-shells", 0);
+  const outputMaxBytes = byteSizeArg(opts.outputMaxBytes, "--output-max-bytes");
   const dir = dataDirOf(globals);
   // On a Kafka log nothing else creates the directory the checkpoints go to.
   mkdirSync(dir, { recursive: true });
@@ -302,6 +305,8 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     capacity: Number(opts.capacity),
     warmShells,
     stagingRoot: join(dir, "staging"),
+    outputRoot: join(dir, "output"),
+    outputMaxBytes,
     idPrefix: workerPrefix,
   });
   const scheduler = new Scheduler({
@@ -395,6 +400,11 @@ export function registerUpCommand(program: Command, globals: () => DataDirOption
         "--grace <seconds>",
         "on Ctrl-C or SIGTERM, how long running attempts may finish before they are interrupted (or $CHRONOLOG_SHUTDOWN_GRACE)",
         process.env.CHRONOLOG_SHUTDOWN_GRACE ?? "30",
+      )
+      .option(
+        "--output-max-bytes <size>",
+        "the most of one attempt's output kept in its file under output/ (e.g. 1MiB, 0 for none; or $CHRONOLOG_OUTPUT_MAX_BYTES)",
+        process.env.CHRONOLOG_OUTPUT_MAX_BYTES ?? "1MiB",
       )
       .option("--shards <n>", "Kafka log: shards the tasks fall into, for a shard topic created now", "12")
       .option(
