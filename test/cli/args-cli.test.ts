@@ -63,7 +63,7 @@ describe("the CLI's arguments and exit codes", () => {
     for (const id of ["etl@2026-11-30T00:00Z", "etl@2026-11-30", "etl@2026-11-30T00:00:00.000Z"]) {
       const r = chronolog(dir, ["run", id]);
       expect(r.code, `${id}: ${r.stderr}`).toBe(0);
-      expect(r.stdout).toContain("run etl@2026-11-30T00:00:00.000Z: running (");
+      expect(r.stdout).toContain("run etl@2026-11-30T00:00:00.000Z: running, 1 try");
     }
     const b = chronolog(dir, [
       "backfill",

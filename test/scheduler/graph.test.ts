@@ -208,7 +208,7 @@ describe("the ten-job graph as a workflow", () => {
     const sleeps = chain.reduce((sum, t) => sum + (GRAPH[t]?.sleep ?? 0) * 1000, 0);
     expect(path.pathMs).toBeGreaterThanOrEqual(sleeps - 10);
     const text = chronolog(dir, ["run", RUN, "--critical-path"]).stdout;
-    expect(text).toMatch(/path \d\.\d{3} s; run wall time \d\.\d{3} s; gap -?\d\.\d{3} s/);
+    expect(text).toMatch(/path \d\.\d{3} s; try wall time \d\.\d{3} s; gap -?\d\.\d{3} s/);
 
     // A rerun of the whole run: fetch_a declares a cache key that matches its earlier success,
     // so it is recorded as a cache hit instead of running; everything else runs again.

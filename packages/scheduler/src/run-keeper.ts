@@ -11,8 +11,9 @@ import {
 import type { EventLog } from "@chronolog/log";
 import type { RunToStart } from "./admission/pass-slots.js";
 import type { RunSlots } from "./admission/run-slots.js";
-import { handleCommand } from "./command.js";
+import { type Decided, handleCommand } from "./command.js";
 import type { Dispatcher } from "./dispatcher.js";
+import { type RunRead, readRun } from "./runs.js";
 
 export interface RunKeeperHost {
   owns(task: { readonly id: string; readonly spec: { readonly workflow?: string } }): boolean;
@@ -44,57 +45,24 @@ export class RunKeeper {
     const started = new Set<string>();
     await Promise.all(
       [...runs].map(async ([runId, r]) => {
-        // A new run has every task of the workflow. A reopened one (a backfill) has the tasks
-        // that run its date again: those starting now and every other task of the workflow that
-        // stands at that date (held for a slot, or waiting for a parent); the rest keep their
-        // outcomes, so the run can finish, but not before the tasks that run again.
-        const workflowTasks = [...this.projection.tasks.values()].filter(
-          (t) => t.spec.workflow === r.workflow && t.status !== "retired",
-        );
-        const tasks =
-          r.revision === "no_stream"
-            ? workflowTasks.map((t) => t.key)
-            : uniqueKeys([
-                ...r.reopening,
-                ...workflowTasks.filter((t) => t.logicalDate === r.logicalDate).map((t) => t.key),
-              ]);
         this.runSlots.startRun(runId, r.workflow);
         try {
           const outcome = await handleCommand(this.log, {
             name: `start run ${runId}`,
-            read: () => r,
-            decide: () => ({
-              writes: [
-                {
-                  streamId: runStream(runId),
-                  events: [
-                    {
-                      type: "RunStarted",
-                      data: {
-                        runId,
-                        workflow: r.workflow,
-                        logicalDate: r.logicalDate,
-                        tasks,
-                        trigger: r.trigger,
-                        // A new run has the workflow's param defaults; a reopened one keeps
-                        // the params it was started with (RunStarted merges them).
-                        params:
-                          r.revision === "no_stream"
-                            ? { ...(this.projection.workflows.get(r.workflow)?.params ?? {}) }
-                            : {},
-                      },
-                    },
-                  ],
-                  expectedRevision: r.revision,
-                },
-              ],
-              result: runId,
-            }),
+            // First the projection's view; after a conflict, the log's: the run may be one the
+            // projection no longer holds (an old date a backfill reopens), or another writer's.
+            read: (fresh): Promise<RunRead> | RunRead =>
+              fresh
+                ? readRun(this.log, runId)
+                : { run: this.projection.runs.get(runId), revision: r.revision },
+            decide: (state) => this.decideStart(runId, r, state),
+            onConflict: (_error, tries) => (tries < 2 ? "retry" : "give_up"),
           });
-          // Another writer started it first: the run exists, which is all that is needed.
-          if (outcome.kind === "conflict") this.runSlots.runStarted(runId);
+          // Nothing written (another writer started it) or a conflict: the run is going, which is
+          // all that is needed. A written one stops counting as "starting" once the projection
+          // shows it (see runStarted).
+          if (outcome.kind !== "written") this.runSlots.runStarted(runId);
           started.add(runId);
-          // (It stops counting as "starting" once the projection shows the run: see runStarted.)
         } catch (error) {
           this.runSlots.runStarted(runId);
           this.host.error(error, { run: runId }, "could not start the run");
@@ -102,6 +70,52 @@ export class RunKeeper {
       }),
     );
     return started;
+  }
+
+  /**
+   * A new run has every task of the workflow. A reopened one (a backfill) is a new try of the
+   * run with the tasks that run its date again: those starting now and every other task of the
+   * workflow that stands at that date (held for a slot, or waiting for a parent); the rest keep
+   * their outcomes, so the run can finish, but not before the tasks that run again.
+   */
+  private decideStart(runId: string, r: RunToStart, state: RunRead): Decided<string> {
+    if (state.run?.status === "running") return { writes: [], result: runId };
+    const workflowTasks = [...this.projection.tasks.values()].filter(
+      (t) => t.spec.workflow === r.workflow && t.status !== "retired",
+    );
+    const reopening = state.revision !== "no_stream";
+    const tasks = reopening
+      ? uniqueKeys([
+          ...r.reopening,
+          ...workflowTasks.filter((t) => t.logicalDate === r.logicalDate).map((t) => t.key),
+        ])
+      : workflowTasks.map((t) => t.key);
+    return {
+      writes: [
+        {
+          streamId: runStream(runId),
+          events: [
+            {
+              type: "RunStarted",
+              data: {
+                runId,
+                workflow: r.workflow,
+                logicalDate: r.logicalDate,
+                tasks,
+                trigger: reopening ? "backfill" : r.trigger,
+                // A new run has the workflow's param defaults; a reopened one keeps the params
+                // it was started with (RunStarted merges them).
+                params: reopening ? {} : { ...(this.projection.workflows.get(r.workflow)?.params ?? {}) },
+                try: (state.run?.try ?? 0) + 1,
+                ...(r.requestedBy ? { requestedBy: r.requestedBy } : {}),
+              },
+            },
+          ],
+          expectedRevision: state.revision,
+        },
+      ],
+      result: runId,
+    };
   }
 
   /** A run changed: apply its failure policy, finish it when every task is terminal. */

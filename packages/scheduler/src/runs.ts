@@ -1,9 +1,11 @@
 import {
-  currentAttempt,
+  type AttemptView,
   type DomainEvent,
+  type EventDataOf,
   evolveRun,
   firstSlotAtOrAfter,
   foldInstance,
+  formatTaskKey,
   type InstanceState,
   instanceStream,
   lastSlotEndingBy,
@@ -11,6 +13,8 @@ import {
   parseInstant,
   prevCronTime,
   type RunState,
+  type RunStatus,
+  type RunTrigger,
   runIdOf,
   runStream,
   type SchedulerProjection,
@@ -18,37 +22,131 @@ import {
   taskStream,
   ValidationError,
 } from "@chronolog/core";
-import type { EventLog } from "@chronolog/log";
+import type { EventLog, RecordedEvent } from "@chronolog/log";
 import { NotFoundError, StateError } from "./errors.js";
 import { requireSettled } from "./operations.js";
 
-export interface RunView {
-  readonly run: RunState;
-  readonly instances: ReadonlyArray<{ task: string; instance: InstanceState | undefined }>;
+/** A run as its stream holds it, and the stream's revision. */
+export interface RunRead {
+  readonly run: RunState | undefined;
+  readonly revision: bigint | "no_stream";
 }
 
-/** A run and its instances, read from their streams (so old runs can be shown too). */
+/** Folds a run's stream from the log (a run the projection no longer holds, too). */
+export async function readRun(log: EventLog, runId: string): Promise<RunRead> {
+  return foldRun(await log.readStream(runStream(runId)));
+}
+
+function foldRun(events: readonly RecordedEvent[]): RunRead {
+  let run: RunState | undefined;
+  for (const e of events) {
+    run = evolveRun(run, e, {
+      revision: e.revision,
+      recordedAt: e.metadata.recordedAt,
+      actor: e.metadata.actor,
+    });
+  }
+  const last = events.at(-1);
+  return { run, revision: last ? last.revision : "no_stream" };
+}
+
+/** One try of a run: its first start, or a rerun, trigger or backfill of its date after it. */
+export interface RunTry {
+  readonly try: number;
+  readonly trigger: RunTrigger;
+  /** Who started it (who asked, for a backfill the scheduler carried out). */
+  readonly actor: string | null;
+  readonly startedAt: string;
+  readonly finishedAt: string | null;
+  readonly status: RunStatus;
+  /** The tasks that ran (again) in it. */
+  readonly tasks: readonly string[];
+  /** Log position of its RunStarted: attempts intended after it (and before the next) are its. */
+  readonly position: bigint;
+}
+
+export interface RunView {
+  readonly run: RunState;
+  /** Every try, the first first. */
+  readonly tries: readonly RunTry[];
+  /** The try `instances` show the attempts of (the latest unless another was asked for). */
+  readonly try: number;
+  readonly instances: ReadonlyArray<{
+    task: string;
+    instance: InstanceState | undefined;
+    /** The attempts the task made in the try shown. */
+    attempts: readonly AttemptView[];
+  }>;
+}
+
+/** The tries of a run, from its stream: each RunStarted starts one, a RunFinished ends it. */
+function triesOf(events: readonly RecordedEvent[]): RunTry[] {
+  const tries: RunTry[] = [];
+  for (const e of events) {
+    if (e.type === "RunStarted") {
+      const d = e.data as EventDataOf<"RunStarted">;
+      tries.push({
+        try: d.try ?? tries.length + 1,
+        trigger: d.trigger,
+        actor: d.requestedBy ?? e.metadata.actor ?? null,
+        startedAt: e.metadata.recordedAt,
+        finishedAt: null,
+        status: "running",
+        tasks: d.tasks.map(formatTaskKey),
+        position: e.position,
+      });
+    } else if (e.type === "RunFinished") {
+      const last = tries.at(-1);
+      if (last && last.finishedAt === null)
+        tries[tries.length - 1] = {
+          ...last,
+          finishedAt: e.metadata.recordedAt,
+          status: (e.data as EventDataOf<"RunFinished">).state,
+        };
+    }
+  }
+  return tries;
+}
+
+/**
+ * A run with its tries, and its instances with the attempts of one try (default: the latest),
+ * read from their streams (so old runs can be shown too). An attempt belongs to the try whose
+ * RunStarted precedes its DispatchIntended in the log.
+ */
 export async function describeRun(
   log: EventLog,
   projection: SchedulerProjection,
   runId: string,
+  tryNumber?: number,
 ): Promise<RunView> {
-  let run: RunState | undefined;
-  for (const e of await log.readStream(runStream(runId))) {
-    run = evolveRun(run, e, { revision: e.revision, recordedAt: e.metadata.recordedAt });
-  }
+  const events = await log.readStream(runStream(runId));
+  const { run } = foldRun(events);
   if (!run) throw new NotFoundError(`no run ${runId}`);
+  const tries = triesOf(events);
+  const shown = tryNumber === undefined ? tries.at(-1) : tries.find((t) => t.try === tryNumber);
+  if (!shown)
+    throw new NotFoundError(
+      `run ${runId} has no try ${tryNumber} (tries: ${tries.map((t) => t.try).join(", ") || "none"})`,
+    );
+  const next = tries[tries.indexOf(shown) + 1];
+  const inTry = (position: bigint) => position > shown.position && (!next || position < next.position);
   const live = projection.runs.get(runId);
   const instances = await Promise.all(
     run.tasks.map(async (task) => {
       const key = projection.tasks.get(task)?.key;
-      const inst = key ? foldInstance(await log.readStream(instanceStream(key, run.logicalDate))) : undefined;
-      return { task, instance: inst };
+      if (!key) return { task, instance: undefined, attempts: [] };
+      const stream = await log.readStream(instanceStream(key, run.logicalDate));
+      const intended = new Map<string, bigint>();
+      for (const e of stream)
+        if (e.type === "DispatchIntended") intended.set((e.data as { token: string }).token, e.position);
+      const instance = foldInstance(stream);
+      const attempts = (instance?.attempts ?? []).filter((a) => inTry(intended.get(a.token) ?? -1n));
+      return { task, instance, attempts };
     }),
   );
   const outcomes = { ...(live?.outcomes ?? run.outcomes) };
   for (const { task, instance } of instances) if (instance) outcomes[task] = instance.status;
-  return { run: { ...run, outcomes }, instances };
+  return { run: { ...run, outcomes }, tries, try: shown.try, instances };
 }
 
 export function listRuns(projection: SchedulerProjection, workflow?: string): RunState[] {
@@ -122,6 +220,7 @@ export async function rerun(
         tasks: tasks.map((t) => t.key),
         trigger: "rerun",
         params: {},
+        try: run.try + 1,
       },
     },
     tasks,
@@ -188,9 +287,12 @@ export async function trigger(
   }
   const logicalDate = slot.toISOString();
   const runId = runIdOf(workflow, logicalDate);
-  const existing = projection.runs.get(runId);
+  // (A run the projection no longer holds is read from the log: its tries are counted.)
+  const held = projection.runs.get(runId);
+  const { run: existing, revision } = held
+    ? { run: held, revision: held.revision }
+    : await readRun(log, runId);
   if (existing?.status === "running") throw new StateError(`run ${runId} is already running`);
-  const revision = existing ? existing.revision : await log.streamRevision(runStream(runId));
   requireSettled(projection, tasks);
   await writeRunAndResets(
     log,
@@ -204,6 +306,7 @@ export async function trigger(
         tasks: tasks.map((t) => t.key),
         trigger: "manual",
         params: runParams,
+        try: (existing?.try ?? 0) + 1,
       },
     },
     tasks,
@@ -244,42 +347,62 @@ async function writeRunAndResets(
 
 export interface CriticalLink {
   readonly task: string;
+  /** The start of its first attempt in the try. */
   readonly startedAt: string;
+  /** The end of its last attempt in the try. */
   readonly endedAt: string;
   readonly durationMs: number;
-  /** Wait between the previous link's end and this task's start. */
+  /** Wait between the previous link's end (the try's start, for the first) and this task's start. */
   readonly waitMs: number;
+  /** Attempts it made in the try (more than one: its retries are in its duration). */
+  readonly attempts: number;
 }
 
 export interface CriticalPath {
+  /** The try it is the path of. */
+  readonly try: number;
   readonly links: readonly CriticalLink[];
   readonly pathMs: number;
   readonly wallMs: number;
   readonly gapMs: number;
 }
 
+interface Span {
+  readonly start: number;
+  readonly end: number;
+  readonly startedAt: string;
+  readonly endedAt: string;
+  readonly attempts: number;
+}
+
 /**
  * The chain of "last parent to finish" links from the task that finished last back to the
- * first (why a run took as long as it did): the run's real critical path, and the gap between the run's
- * wall time and it (time lost to anything but the tasks themselves).
+ * first (why a try of a run took as long as it did), over the attempts of the try the view
+ * shows, from the try's start; and the gap between the try's wall time and it (time lost to
+ * anything but the tasks themselves). A task the try did not run (kept from an earlier try)
+ * ends the chain: it was done before the try began.
  */
 export function criticalPath(view: RunView, parentsOf: (task: string) => readonly string[]): CriticalPath {
-  const times = new Map<string, { start: number; end: number; startedAt: string; endedAt: string }>();
-  let runStart = Number.POSITIVE_INFINITY;
-  for (const { task, instance } of view.instances) {
-    const a = instance && currentAttempt(instance);
-    if (!a?.startedAt || !a.endedAt) continue;
-    const start = Date.parse(a.startedAt);
-    const end = Date.parse(a.endedAt);
-    times.set(task, { start, end, startedAt: a.startedAt, endedAt: a.endedAt });
-    runStart = Math.min(runStart, Date.parse(a.intendedAt));
+  const shown = view.tries.find((t) => t.try === view.try);
+  const times = new Map<string, Span>();
+  for (const { task, attempts } of view.instances) {
+    const ran = attempts.filter((a) => a.startedAt && a.endedAt);
+    const first = ran[0];
+    const last = ran.at(-1);
+    if (!first?.startedAt || !last?.endedAt) continue;
+    times.set(task, {
+      start: Date.parse(first.startedAt),
+      end: Date.parse(last.endedAt),
+      startedAt: first.startedAt,
+      endedAt: last.endedAt,
+      attempts: ran.length,
+    });
   }
-  if (times.size === 0) throw new StateError(`run ${view.run.runId} has no finished attempts`);
-  let last = [...times.entries()].sort((a, b) => b[1].end - a[1].end)[0] as [
-    string,
-    { start: number; end: number; startedAt: string; endedAt: string },
-  ];
-  const chain: Array<[string, { start: number; end: number; startedAt: string; endedAt: string }]> = [last];
+  if (times.size === 0 || !shown)
+    throw new StateError(`run ${view.run.runId} has no finished attempts in try ${view.try}`);
+  const runStart = Math.min(Date.parse(shown.startedAt), ...[...times.values()].map((t) => t.start));
+  let last = [...times.entries()].sort((a, b) => b[1].end - a[1].end)[0] as [string, Span];
+  const chain: Array<[string, Span]> = [last];
   const inRun = new Set(view.run.tasks);
   for (;;) {
     const parents = parentsOf(last[0]).filter((p) => inRun.has(p) && times.has(p));
@@ -297,8 +420,9 @@ export function criticalPath(view: RunView, parentsOf: (task: string) => readonl
     endedAt: t.endedAt,
     durationMs: t.end - t.start,
     waitMs: i === 0 ? t.start - runStart : t.start - (chain[i - 1]?.[1].end ?? t.start),
+    attempts: t.attempts,
   }));
   const pathMs = links.reduce((sum, l) => sum + l.durationMs, 0);
   const wallMs = Math.max(...[...times.values()].map((t) => t.end)) - runStart;
-  return { links, pathMs, wallMs, gapMs: wallMs - pathMs };
+  return { try: view.try, links, pathMs, wallMs, gapMs: wallMs - pathMs };
 }

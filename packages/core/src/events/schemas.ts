@@ -234,6 +234,13 @@ export const RunStarted = z
     tasks: z.array(key),
     trigger: z.enum(["schedule", "manual", "rerun", "backfill"]).default("schedule"),
     params: z.record(z.string(), z.string()).default({}),
+    /**
+     * Which try of the run this starts: 1 for its first start, one more for each rerun,
+     * trigger or backfill of the same date (absent in older events: counted by the fold).
+     */
+    try: z.number().int().min(1).optional(),
+    /** Who asked for this try, when its writer acts for someone (a backfill's operator). */
+    requestedBy: z.string().min(1).max(500).optional(),
   })
   .strict();
 

@@ -11,7 +11,7 @@ export type LoggedEvent = DomainEvent & {
   readonly streamId: string;
   readonly revision: bigint;
   readonly position: bigint;
-  readonly metadata: { readonly recordedAt: string };
+  readonly metadata: { readonly recordedAt: string; readonly actor?: string };
 };
 
 /** What one event changed, so the scheduler wakes only what it concerns. */
@@ -144,7 +144,11 @@ export class SchedulerProjection {
   private applyRun(e: LoggedEvent): Touched {
     const id = e.streamId.slice("run-".length);
     const before = this.runs.get(id);
-    const after = evolveRun(before, e, { revision: e.revision, recordedAt: e.metadata.recordedAt });
+    const after = evolveRun(before, e, {
+      revision: e.revision,
+      recordedAt: e.metadata.recordedAt,
+      actor: e.metadata.actor,
+    });
     if (!after) return {};
     // Re-inserting moves a run to the end: the map stays ordered by last change.
     this.runs.delete(id);
@@ -241,7 +245,7 @@ export class SchedulerProjection {
 }
 
 /** Bumped whenever the projection's shape or fold changes: an old snapshot is then rebuilt from the log. */
-export const SNAPSHOT_FORMAT = 6;
+export const SNAPSHOT_FORMAT = 7;
 
 type Stringly<T, K extends keyof T> = Omit<T, K> & { [P in K]: string };
 

@@ -12,14 +12,28 @@ export interface RunState {
   readonly status: RunStatus;
   /** The workflow's tasks (ids) when the run (re)started. */
   readonly tasks: readonly string[];
-  readonly trigger: "schedule" | "manual" | "rerun" | "backfill";
+  /** What started the latest try. */
+  readonly trigger: RunTrigger;
   readonly params: Readonly<Record<string, string>>;
   /** task id -> the status of its instance in this run, once it has one. */
   readonly outcomes: Readonly<Record<string, InstanceStatus>>;
   readonly revision: bigint;
+  /**
+   * The latest try: 1 for the run's first start, one more for each rerun, trigger or backfill
+   * of its date after it.
+   */
+  readonly try: number;
+  /** When the latest try started. */
   readonly startedAt: string;
+  /** Who started the latest try (the actor that asked for it), when the log says. */
+  readonly actor: string | null;
+  /** When the run first started. */
+  readonly firstStartedAt: string;
+  /** When the latest try finished (null while it runs). */
   readonly finishedAt: string | null;
 }
+
+export type RunTrigger = "schedule" | "manual" | "rerun" | "backfill";
 
 export function runIdOf(workflow: string, logicalDate: string): string {
   return `${workflow}@${logicalDate}`;
@@ -28,6 +42,8 @@ export function runIdOf(workflow: string, logicalDate: string): string {
 interface At {
   readonly revision: bigint;
   readonly recordedAt: string;
+  /** The actor that wrote the event. */
+  readonly actor?: string;
 }
 
 /** Applies one run-stream event. */
@@ -50,7 +66,10 @@ export function evolveRun(state: RunState | undefined, event: DomainEvent, at: A
         params: { ...(state?.params ?? {}), ...d.params },
         outcomes,
         revision: at.revision,
-        startedAt: state?.startedAt ?? at.recordedAt,
+        try: d.try ?? (state ? state.try + 1 : 1),
+        startedAt: at.recordedAt,
+        actor: d.requestedBy ?? at.actor ?? null,
+        firstStartedAt: state?.firstStartedAt ?? at.recordedAt,
         finishedAt: null,
       };
     }

@@ -83,7 +83,13 @@ export interface RunAdmission {
   /** Null: the run is going. Otherwise RunStarted is written first, at this expected revision. */
   readonly start: null | {
     readonly trigger: "schedule" | "backfill";
+    /**
+     * The run stream's revision as the projection knows it: "no_stream" for a run it does not
+     * hold, which may be one it no longer holds (the writer then reads the log and reopens it).
+     */
     readonly revision: bigint | "no_stream";
+    /** Who asked for the backfill that reopens it. */
+    readonly requestedBy?: string;
   };
 }
 
@@ -247,7 +253,16 @@ export function admitTask(
             hold: { on: "active_runs", workflow: wf, active, limit: spec.maxActiveRuns },
           };
       }
-      start = { trigger: state ? "backfill" : "schedule", revision: state ? state.revision : "no_stream" };
+      // A date that ran before, or one a backfill set the task back to, is a backfill's try.
+      const requestedBy = task.backfill?.requestedBy;
+      start =
+        state || task.backfill
+          ? {
+              trigger: "backfill",
+              revision: state ? state.revision : "no_stream",
+              ...(requestedBy ? { requestedBy } : {}),
+            }
+          : { trigger: "schedule", revision: "no_stream" };
     }
     if (failedFast(spec, state)) return { kind: "held", hold: { on: "run_failed_fast", runId } };
     const limit = spec?.maxActiveTasks ?? Number.POSITIVE_INFINITY;

@@ -15,6 +15,8 @@ export interface BackfillWindow {
   readonly until: string;
   readonly resume?: { logicalDate: string; nextRunDate: string; prevIntervalStart: string | null };
   readonly backfillId?: string;
+  /** The actor that asked for it: the runs it reopens name them. */
+  readonly requestedBy?: string;
 }
 
 /** A task's declaration and schedule position: the fold of its task stream. */
@@ -45,6 +47,8 @@ export interface TaskState {
 export interface Positioned {
   readonly revision: bigint;
   readonly position: bigint;
+  /** Who wrote the event, when the caller knows. */
+  readonly metadata?: { readonly actor?: string };
 }
 
 /** Applies one task-stream event. Events of other streams are not passed here. */
@@ -89,7 +93,14 @@ export function evolveTask(
         nextRunDate: d.nextRunDate,
         prevIntervalStart: d.prevIntervalStart,
         failure: null,
-        backfill: d.until ? { until: d.until, resume: d.resume, backfillId: d.backfillId } : null,
+        backfill: d.until
+          ? {
+              until: d.until,
+              resume: d.resume,
+              backfillId: d.backfillId,
+              ...(at.metadata?.actor ? { requestedBy: at.metadata.actor } : {}),
+            }
+          : null,
         revision: at.revision,
         movedAt: at.position,
       };

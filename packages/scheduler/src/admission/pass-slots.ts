@@ -16,6 +16,7 @@ export interface RunToStart {
   readonly logicalDate: string;
   readonly trigger: "schedule" | "backfill";
   readonly revision: bigint | "no_stream";
+  readonly requestedBy?: string;
   /** The tasks that reopen a finished run (a backfill): only they restart in it. */
   readonly reopening: TaskKey[];
 }

@@ -1,4 +1,4 @@
-import { currentAttempt, formatTaskKey, ValidationError } from "@chronolog/core";
+import { formatTaskKey, ValidationError } from "@chronolog/core";
 import { criticalPath, describeRun, listRuns, NotFoundError, rerun, trigger } from "@chronolog/scheduler";
 import type { Command } from "commander";
 import { instantArg, runIdArg } from "../args.js";
@@ -36,10 +36,11 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
         }
         console.log(
           table(
-            ["RUN", "STATE", "TRIGGER", "TASKS", "DONE", "STARTED", "FINISHED"],
+            ["RUN", "STATE", "TRY", "TRIGGER", "TASKS", "DONE", "STARTED", "FINISHED"],
             runs.map((r) => [
               r.runId,
               r.status,
+              String(r.try),
               r.trigger,
               String(r.tasks.length),
               String(Object.values(r.outcomes).filter((o) => o === "success").length),
@@ -53,17 +54,23 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
 
   program
     .command("run")
-    .description("one run with its instances; --critical-path explains its wall time")
+    .description("one run with its tries and instances; --critical-path explains a try's wall time")
     .argument(
       "<run>",
       "run id, WORKFLOW@LOGICAL_DATE as `chronolog runs` prints it (e.g. etl@2026-11-30T02:00Z)",
     )
+    .option("--try <n>", "show this try of the run (default: the latest)")
     .option("--critical-path", "the chain of last-parent-to-finish links, with durations")
     .option("--json", "print JSON")
-    .action(async (runText: string, opts: { criticalPath?: boolean; json?: boolean }) => {
+    .action(async (runText: string, opts: { try?: string; criticalPath?: boolean; json?: boolean }) => {
       const runId = runIdArg(runText);
+      const tryNumber = opts.try === undefined ? undefined : Number(opts.try);
+      if (tryNumber !== undefined && (!Number.isInteger(tryNumber) || tryNumber < 1))
+        throw new ValidationError("--try", [
+          { path: "", message: `takes a try number, 1 or more, not "${opts.try}"` },
+        ]);
       await withSession(globals(), "read", async ({ log, projection }) => {
-        const view = await describeRun(log, projection, runId);
+        const view = await describeRun(log, projection, runId, tryNumber);
         const parentsOf = (t: string) => (projection.tasks.get(t)?.spec.parents ?? []).map(formatTaskKey);
         if (opts.criticalPath) {
           const path = criticalPath(view, parentsOf);
@@ -71,14 +78,15 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
             console.log(toJson(path));
             return;
           }
-          console.log(`critical path of ${runId}:`);
+          console.log(`critical path of ${runId}, try ${path.try}:`);
           for (const l of path.links) {
+            const retries = l.attempts > 1 ? `, ${l.attempts} attempts` : "";
             console.log(
-              `  ${l.task.padEnd(40)} ${seconds(l.durationMs).padStart(9)}   (waited ${seconds(l.waitMs)} for it to start)`,
+              `  ${l.task.padEnd(40)} ${seconds(l.durationMs).padStart(9)}   (waited ${seconds(l.waitMs)} for it to start${retries})`,
             );
           }
           console.log(
-            `path ${seconds(path.pathMs)}; run wall time ${seconds(path.wallMs)}; gap ${seconds(path.gapMs)}`,
+            `path ${seconds(path.pathMs)}; try wall time ${seconds(path.wallMs)}; gap ${seconds(path.gapMs)}`,
           );
           return;
         }
@@ -87,22 +95,55 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
           return;
         }
         const r = view.run;
+        const shown = view.tries.find((t) => t.try === view.try);
+        const latest = view.try === view.tries.length;
         console.log(
-          `run ${r.runId}: ${r.status} (${r.trigger}), started ${short(r.startedAt)}, finished ${short(r.finishedAt)}`,
+          `run ${r.runId}: ${r.status}, ${view.tries.length === 1 ? "1 try" : `${view.tries.length} tries`}, first started ${short(r.firstStartedAt)}`,
         );
         if (Object.keys(r.params).length > 0) console.log(`params ${toJson(r.params)}`);
         console.log(
           table(
-            ["TASK", "STATE", "ATTEMPT", "STARTED", "ENDED", "WHY"],
-            view.instances.map(({ task, instance }) => {
-              const a = instance && currentAttempt(instance);
+            ["TRY", "TRIGGER", "BY", "STARTED", "FINISHED", "STATE", "TASKS"],
+            view.tries.map((t) => [
+              String(t.try),
+              t.trigger,
+              t.actor ?? "-",
+              short(t.startedAt),
+              short(t.finishedAt),
+              t.status,
+              String(t.tasks.length),
+            ]),
+          ),
+        );
+        console.log(`\ntry ${view.try}${latest ? "" : ` of ${view.tries.length}`}:`);
+        const ranInTry = new Set(shown?.tasks ?? []);
+        console.log(
+          table(
+            ["TASK", "STATE", "ATTEMPTS", "STARTED", "ENDED", "WHY"],
+            view.instances.map(({ task, instance, attempts }) => {
+              const first = attempts[0];
+              const last = attempts.at(-1);
+              // The latest try shows where each instance stands; an earlier one what its attempts did.
+              const state = !ranInTry.has(task)
+                ? "kept"
+                : latest
+                  ? (instance?.status ?? "pending")
+                  : (last?.status ?? "-");
               return [
                 task,
-                instance?.status ?? "pending",
-                a ? String(a.attempt) : "-",
-                a?.startedAt ?? "-",
-                a?.endedAt ?? "-",
-                instance?.reason ?? a?.endReason ?? "",
+                state,
+                first && last
+                  ? first === last
+                    ? String(first.attempt)
+                    : `${first.attempt}-${last.attempt}`
+                  : "-",
+                first?.startedAt ?? "-",
+                last?.endedAt ?? "-",
+                !ranInTry.has(task)
+                  ? "not run again in this try: its earlier outcome stands"
+                  : latest
+                    ? (instance?.reason ?? last?.endReason ?? "")
+                    : (last?.endReason ?? ""),
               ];
             }),
           ),

@@ -130,7 +130,13 @@ function progressLogger(logger: Logger) {
         return;
       case "RunStarted":
         logger.info(
-          { run: e.data.runId, trigger: e.data.trigger, tasks: e.data.tasks.length, actor },
+          {
+            run: e.data.runId,
+            try: e.data.try,
+            trigger: e.data.trigger,
+            tasks: e.data.tasks.length,
+            actor: e.data.requestedBy ?? actor,
+          },
           "run started",
         );
         return;
