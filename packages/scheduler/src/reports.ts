@@ -118,7 +118,7 @@ export class ReportApplier {
       let alongside: Alongside | null = null;
       try {
         if (events.length > 0) {
-          const advance = withSuccessPath ? this.successPath(after) : null;
+          const advance = withSuccessPath ? this.successPathOrNone(after, stream) : null;
           let revision: bigint;
           if (advance) {
             // The attempt's success and the task's advance in one atomic write, with the intents
@@ -181,6 +181,23 @@ export class ReportApplier {
       return (await this.o.alongside?.(task, completed)) ?? null;
     } catch (error) {
       this.o.onError(error, taskStream(task.key));
+      return null;
+    }
+  }
+
+  /**
+   * The success path, or none when it cannot be decided (the task's schedule cannot be
+   * advanced): the attempt's outcome is then written alone, and the task's decision says why it
+   * does not move.
+   */
+  private successPathOrNone(
+    inst: InstanceState | undefined,
+    stream: string,
+  ): ReturnType<ReportApplier["successPath"]> {
+    try {
+      return this.successPath(inst);
+    } catch (error) {
+      this.o.onError(error, stream);
       return null;
     }
   }

@@ -57,6 +57,9 @@ export interface SchedulerOptions {
 }
 
 /** A task the pass found free to start, before the limits are applied. */
+/** How often a task whose schedule could not be computed is looked at again. */
+const STUCK_RECHECK_MS = 60_000;
+
 interface Free {
   readonly task: TaskState;
   /** Its standing: ready, with the instance in memory when this is a retry. */
@@ -99,6 +102,8 @@ export class Scheduler implements ReconciledScheduler {
   private subscription: Subscription | null = null;
   private unsubscribeMembership: (() => void) | null = null;
   private readonly dirty = new Set<string>();
+  /** Tasks whose schedule could not be computed, with the cause last logged for each. */
+  private readonly stuck = new Map<string, string>();
   /** Runs changed since the last pass. */
   private readonly runsDirty = new Set<string>();
   /** key (a connection, `run:<run id>` or `run:<workflow>`) -> tasks to look at again when it wakes. */
@@ -374,7 +379,15 @@ export class Scheduler implements ReconciledScheduler {
       const task = this.projection.tasks.get(id);
       if (!task || !this.inflight.settled(id, this.projection.position)) continue;
       if (task.status === "retired" || !this.owns(task)) continue;
-      this.act(task, decideStanding(this.projection, task, now, this.decideOptions), writes, free);
+      try {
+        const d = decideStanding(this.projection, task, now, this.decideOptions);
+        if (d.kind !== "stuck" && this.stuck.size > 0) this.stuck.delete(task.id);
+        this.act(task, d, writes, free);
+      } catch (error) {
+        // A bug in one task's decision must not stop the pass for the others.
+        this.o.logger.error({ err: error, task: task.id }, "could not decide for the task");
+        this.timers.wakeAt(task.id, this.now() + STUCK_RECHECK_MS);
+      }
     }
     if (free.length > 0) writes.push(this.dispatchAll(free));
     await Promise.all(writes);
@@ -391,6 +404,17 @@ export class Scheduler implements ReconciledScheduler {
       case "retry_at":
       case "not_due":
         this.timers.wakeAt(task.id, Date.parse(d.at));
+        return;
+      case "stuck":
+        // Said once per cause; looked at again in a while (a new declaration wakes it at once).
+        if (this.stuck.get(task.id) !== d.message) {
+          this.stuck.set(task.id, d.message);
+          this.o.logger.error(
+            { task: task.id, interval: task.logicalDate, step: d.step, err: d.message },
+            "task cannot move on: its schedule could not be computed",
+          );
+        }
+        this.timers.wakeAt(task.id, this.now() + STUCK_RECHECK_MS);
         return;
       case "ready":
         free.push({ task, standing: d });

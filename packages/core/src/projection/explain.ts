@@ -30,6 +30,7 @@ export type TaskCondition =
   | "blocked"
   | "held"
   | "ready"
+  | "stuck"
   | "unknown";
 
 export interface Explanation {
@@ -143,6 +144,21 @@ export function describeDecision(
       return { condition: "ended", reasons: [`the schedule ended at ${shortInstant(d.endDate)}`] };
     case "not_due":
       return { condition: "not_due", reasons: [`the interval ${at} is not due until ${shortInstant(d.at)}`] };
+    case "stuck": {
+      const what =
+        d.step === "advance"
+          ? `${at} ${d.outcome === "skipped" ? "was skipped" : "succeeded"} (recorded), but the schedule cannot advance past it`
+          : d.step === "fail"
+            ? `${at} ended ${d.outcome ?? "badly"} (recorded), but the task's stop at it cannot be recorded`
+            : `catch-up is off, but the latest interval to jump to cannot be computed`;
+      return {
+        condition: "stuck",
+        reasons: [
+          `${what}: ${d.message}`,
+          "the scheduler serves every other task meanwhile; declare the task again with a schedule that works, and it moves on",
+        ],
+      };
+    }
     case "catchup_jump":
       return {
         condition: "catching_up",

@@ -43,6 +43,16 @@ export type TaskDecision =
   | { readonly kind: "paused"; readonly reason: string | null }
   | { readonly kind: "schedule_ended"; readonly endDate: string }
   | { readonly kind: "not_due"; readonly at: string }
+  /**
+   * The schedule could not be moved (computing its next slot failed): the outcome of the
+   * interval stands recorded, and the task waits until its declaration changes.
+   */
+  | {
+      readonly kind: "stuck";
+      readonly step: "advance" | "fail" | "catchup";
+      readonly outcome: InstanceState["status"] | null;
+      readonly message: string;
+    }
   /** Catch-up is off and the task is more than one interval behind: jump to the latest. */
   | { readonly kind: "catchup_jump"; readonly event: DomainEventOf<"IntervalReset"> }
   /** A parent has not finished the interval that covers the task's (blocked is not a transition). */
@@ -161,13 +171,17 @@ export function decideStanding(
     const attempt = currentAttempt(inst) ?? null;
     switch (inst.status) {
       case "success":
-        return {
+        return guarded("advance", inst.status, () => ({
           kind: "complete",
           outcome: "success",
           event: decideIntervalCompleted(task, attempt?.attempt),
-        };
+        }));
       case "skipped":
-        return { kind: "complete", outcome: "skipped", event: decideIntervalCompleted(task) };
+        return guarded("advance", inst.status, () => ({
+          kind: "complete",
+          outcome: "skipped",
+          event: decideIntervalCompleted(task),
+        }));
       case "queued":
         return { kind: "queued", instance: inst, attempt };
       case "running":
@@ -186,7 +200,11 @@ export function decideStanding(
       case "cancelled":
         if (task.failure && task.failure.logicalDate === task.logicalDate)
           return { kind: "failed", failure: task.failure, attempt };
-        return { kind: "fail", event: decideIntervalFailed(task, inst), attempt };
+        return guarded("fail", inst.status, () => ({
+          kind: "fail",
+          event: decideIntervalFailed(task, inst),
+          attempt,
+        }));
       default: {
         const never: never = inst.status;
         return never;
@@ -200,8 +218,11 @@ export function decideStanding(
     return { kind: "schedule_ended", endDate: task.spec.endDate };
   if (Date.parse(task.nextRunDate) > now) return { kind: "not_due", at: task.nextRunDate };
   if (!task.spec.catchup && !task.backfill) {
-    const jump = catchupJump(task, now);
-    if (jump) return { kind: "catchup_jump", event: jump };
+    const jump = guarded("catchup", null, () => {
+      const event = catchupJump(task, now);
+      return event ? { kind: "catchup_jump", event } : null;
+    });
+    if (jump) return jump;
   }
   const gate = gateFor(view.tasks, task, options.ahead);
   if (!gate.open) return { kind: "blocked", reasons: gate.reasons };
@@ -364,4 +385,22 @@ export function catchupJump(task: TaskState, now: number): DomainEventOf<"Interv
 
 function paused(task: TaskState): TaskDecision {
   return { kind: "paused", reason: task.pausedReason ?? null };
+}
+
+/**
+ * A step that computes schedule positions, as a decision: what it throws (a schedule the
+ * arithmetic cannot move, a bug) becomes `stuck`, so that one task's trouble is said where it
+ * stands and never stops the decisions of the others.
+ */
+function guarded<D extends TaskDecision | null>(
+  step: "advance" | "fail" | "catchup",
+  outcome: InstanceState["status"] | null,
+  decide: () => D,
+): D | TaskDecision {
+  try {
+    return decide();
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    return { kind: "stuck", step, outcome, message };
+  }
 }
