@@ -1,3 +1,4 @@
+export * from "./alert/index.js";
 export * from "./declare/index.js";
 export * from "./errors.js";
 export * from "./events/index.js";

@@ -57,6 +57,41 @@ export const operatorSchema = z.discriminatedUnion("type", [
 export type OperatorSpec = z.output<typeof operatorSchema>;
 export type OperatorType = OperatorSpec["type"];
 
+/** What an alert is raised for. */
+export const ALERT_KINDS = ["task_failed", "needs_operator", "run_failed"] as const;
+export type AlertKind = (typeof ALERT_KINDS)[number];
+
+/**
+ * Where an alert goes: a shell command or an HTTP request, templates (Liquid) over `alert`
+ * (kind, task, interval, run, workflow, reason, message). In a command every value is
+ * shell-quoted, in a URL URL-encoded, as in operators.
+ */
+export const alertSinkSchema = z
+  .object({
+    /** The kinds it is called for (default: all). */
+    on: z
+      .array(z.enum(ALERT_KINDS))
+      .min(1)
+      .default([...ALERT_KINDS]),
+    command: z.string().min(1).optional(),
+    http: z
+      .object({
+        url: z.string().min(1),
+        method: z.enum(["POST", "PUT", "GET"]).default("POST"),
+        headers: z.record(z.string(), z.string()).default({}),
+        body: z.string().optional(),
+      })
+      .strict()
+      .optional(),
+    /** How long one delivery may take before it counts as failed. */
+    timeoutMs: z.number().int().min(1).max(600_000).default(10_000),
+  })
+  .strict()
+  .refine((s) => (s.command === undefined) !== (s.http === undefined), {
+    message: "an alert sink is either a command or an http request",
+  });
+export type AlertSink = z.output<typeof alertSinkSchema>;
+
 /** The normalised declaration of one task, as recorded in TaskDeclared / TaskDeclarationChanged. */
 export const taskSpecSchema = z
   .object({
@@ -83,6 +118,8 @@ export const taskSpecSchema = z
     cacheKey: z.string().optional(),
     /** Seconds a worker's lease lasts without a heartbeat. */
     leaseSeconds: z.number().int().min(1).max(86_400).default(30),
+    /** Where its alerts go: its workflow's sinks, then its own. */
+    alerts: z.array(alertSinkSchema).default([]),
   })
   .strict();
 export type TaskSpec = z.output<typeof taskSpecSchema>;
@@ -130,6 +167,8 @@ export const workflowSpecSchema = z
      * run has the defaults, `trigger --param NAME=VALUE` overrides declared ones.
      */
     params: z.record(paramName, z.string()).default({}),
+    /** Where its alerts go (its tasks' too): a run failed, a task halted, an operator needed. */
+    alerts: z.array(alertSinkSchema).default([]),
   })
   .strict();
 export type WorkflowSpec = z.output<typeof workflowSpecSchema>;

@@ -37,3 +37,8 @@ export function connectionStream(name: string): string {
 export function workflowStream(name: string): string {
   return `workflow-${name}`;
 }
+
+/** One stream per alert: `alert-<kind>:<subject>` (a task's interval, or a run). */
+export function alertStream(alertId: string): string {
+  return `alert-${alertId}`;
+}

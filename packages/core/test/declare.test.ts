@@ -178,6 +178,7 @@ describe("declaration files: a full document", () => {
         failurePolicy: "skip_dependents",
         config: { region: "eu", db: { host: "w1", port: 5432 } },
         params: {},
+        alerts: [],
       },
     ]);
   });

@@ -1,4 +1,5 @@
 import {
+  type AlertSink,
   type DeclarationIssue,
   type DeclarationOutcome,
   type DeclarationSource,
@@ -14,7 +15,8 @@ import {
   type WorkflowSpec,
 } from "@chronolog/core";
 import type { AppendResult, EventLog, StreamWrite } from "@chronolog/log";
-import { renderOperator, renderTemplate, TemplateError } from "@chronolog/render";
+import { renderOperator, renderTemplate, renderTemplateWith, TemplateError } from "@chronolog/render";
+import { alertVariables } from "./alerts.js";
 import { catchUp } from "./checkpoint.js";
 import { handleCommand } from "./command.js";
 
@@ -61,6 +63,7 @@ function checkTemplates(
       };
       renderOperator(spec.operator, context);
       if (spec.cacheKey !== undefined) renderTemplate(spec.cacheKey, context, "cacheKey");
+      for (const [k, sink] of spec.alerts.entries()) checkSink(sink, `alerts[${k}]`);
     } catch (error) {
       const label = formatTaskKey(spec.key);
       if (error instanceof TemplateError) {
@@ -70,6 +73,37 @@ function checkTemplates(
     }
   });
   if (issues.length > 0) throw new ValidationError("declarations", issues);
+}
+
+/** A sample alert, for rendering a sink's templates at declare. */
+const SAMPLE_ALERT = alertVariables({
+  alertId: "task_failed:p/a/t/ALL@2026-01-01T00:00:00.000Z#r1",
+  stream: "alert-sample",
+  raisedAt: "2026-01-01T01:00:00.000Z",
+  revision: 0n,
+  sinks: [],
+  raised: {
+    alertId: "task_failed:p/a/t/ALL@2026-01-01T00:00:00.000Z#r1",
+    kind: "task_failed",
+    task: { project: "p", account: "a", name: "t", partition: "ALL" },
+    workflow: "w",
+    runId: "w@2026-01-01T00:00:00.000Z",
+    logicalDate: "2026-01-01T00:00:00.000Z",
+    reason: "exited with code 1",
+    sinks: [],
+  },
+});
+
+/** Renders an alert sink's templates against a sample alert (throws TemplateError naming the field). */
+function checkSink(sink: AlertSink, at: string): void {
+  if (sink.command !== undefined)
+    renderTemplateWith(sink.command, SAMPLE_ALERT, `${at}.command`, { escaping: "shell" });
+  if (sink.http) {
+    renderTemplateWith(sink.http.url, SAMPLE_ALERT, `${at}.http.url`, { escaping: "url" });
+    for (const [k, v] of Object.entries(sink.http.headers))
+      renderTemplateWith(v, SAMPLE_ALERT, `${at}.http.headers.${k}`);
+    if (sink.http.body !== undefined) renderTemplateWith(sink.http.body, SAMPLE_ALERT, `${at}.http.body`);
+  }
 }
 
 export interface DeclareOptions {

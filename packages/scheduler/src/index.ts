@@ -1,3 +1,4 @@
+export * from "./alerts.js";
 export * from "./checkpoint.js";
 export * from "./command.js";
 export * from "./declare.js";

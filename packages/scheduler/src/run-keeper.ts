@@ -8,9 +8,10 @@ import {
   type SchedulerProjection,
   type TaskKey,
 } from "@chronolog/core";
-import type { EventLog } from "@chronolog/log";
+import type { EventLog, StreamWrite } from "@chronolog/log";
 import type { RunToStart } from "./admission/pass-slots.js";
 import type { RunSlots } from "./admission/run-slots.js";
+import { alertWrites } from "./alerts.js";
 import { type Decided, handleCommand } from "./command.js";
 import type { Dispatcher } from "./dispatcher.js";
 import { type RunRead, readRun } from "./runs.js";
@@ -166,7 +167,31 @@ export class RunKeeper {
           ),
         );
       }
-      if (decision.finish) writes.push(this.write(runStream(runId), [decision.finish], run.revision));
+      if (decision.finish) {
+        const f = decision.finish.data;
+        // A failed run's alert is raised in the append that finishes it.
+        const alerts =
+          f.state === "failed"
+            ? alertWrites(
+                this.projection,
+                "run_failed",
+                {
+                  workflow: run.workflow,
+                  runId,
+                  logicalDate: run.logicalDate,
+                  reason: [
+                    f.failed.length > 0 ? `failed: ${f.failed.join(", ")}` : "",
+                    f.upstreamFailed.length > 0 ? `upstream_failed: ${f.upstreamFailed.join(", ")}` : "",
+                    f.cancelled.length > 0 ? `cancelled: ${f.cancelled.join(", ")}` : "",
+                  ]
+                    .filter(Boolean)
+                    .join("; "),
+                },
+                `try${run.try}`,
+              )
+            : [];
+        writes.push(this.write(runStream(runId), [decision.finish], run.revision, alerts));
+      }
       await Promise.all(writes);
     } finally {
       this.inFlight.delete(runId);
@@ -174,12 +199,20 @@ export class RunKeeper {
   }
 
   /** A compare-and-set append whose conflict only means someone decided first. */
-  private async write(stream: string, events: DomainEvent[], expected: bigint | "no_stream"): Promise<void> {
+  private async write(
+    stream: string,
+    events: DomainEvent[],
+    expected: bigint | "no_stream",
+    alongside: readonly StreamWrite[] = [],
+  ): Promise<void> {
     try {
       const outcome = await handleCommand(this.log, {
         name: `run decision on ${stream}`,
         read: () => null,
-        decide: () => ({ writes: [{ streamId: stream, events, expectedRevision: expected }], result: null }),
+        decide: () => ({
+          writes: [{ streamId: stream, events, expectedRevision: expected }, ...alongside],
+          result: null,
+        }),
       });
       if (outcome.kind === "conflict") this.host.conflict();
     } catch (error) {

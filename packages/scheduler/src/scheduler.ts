@@ -14,11 +14,12 @@ import {
   taskStream,
   unreachable,
 } from "@chronolog/core";
-import type { EventLog, RecordedEvent, Subscription } from "@chronolog/log";
+import type { EventLog, RecordedEvent, StreamWrite, Subscription } from "@chronolog/log";
 import type { RunCommand } from "@chronolog/worker";
 import { ConnectionSlots } from "./admission/connection-slots.js";
 import { PassSlots } from "./admission/pass-slots.js";
 import { RunSlots } from "./admission/run-slots.js";
+import { alertWrites } from "./alerts.js";
 import { handleCommand } from "./command.js";
 import type { Dispatcher } from "./dispatcher.js";
 import { InFlight } from "./inflight.js";
@@ -434,6 +435,19 @@ export class Scheduler implements ReconciledScheduler {
     }
   }
 
+  /** The alert of a task halting on its own failure, raised in the append that records it. */
+  private haltAlerts(task: TaskState, events: readonly DomainEvent[]): StreamWrite[] {
+    const halt = events.find((e) => e.type === "IntervalFailed");
+    if (halt?.type !== "IntervalFailed" || (halt.data.state !== "failed" && halt.data.state !== "abandoned"))
+      return [];
+    return alertWrites(
+      this.projection,
+      "task_failed",
+      { task: task.key, logicalDate: halt.data.logicalDate, reason: halt.data.reason },
+      `r${task.revision + 1n}`,
+    );
+  }
+
   /** A compare-and-set append on the task stream; a conflict just means: decide again. */
   private async writeTask(task: TaskState, events: DomainEvent[]): Promise<void> {
     this.inflight.pending(task.id);
@@ -442,7 +456,10 @@ export class Scheduler implements ReconciledScheduler {
         name: `advance ${task.id}`,
         read: () => task,
         decide: (t) => ({
-          writes: [{ streamId: taskStream(t.key), events, expectedRevision: t.revision }],
+          writes: [
+            { streamId: taskStream(t.key), events, expectedRevision: t.revision },
+            ...this.haltAlerts(t, events),
+          ],
           result: null,
         }),
       });

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
+import { registerAlertsCommand } from "./commands/alerts.js";
 import { registerAttemptCommands } from "./commands/attempt.js";
 import { registerLogCommands } from "./commands/log.js";
 import { registerLogsCommand } from "./commands/logs.js";
@@ -38,6 +39,7 @@ registerUpCommand(program, globals);
 registerRebuildCommand(program, globals);
 registerAttemptCommands(program, globals);
 registerLogsCommand(program, globals);
+registerAlertsCommand(program, globals);
 registerRunCommands(program, globals);
 
 program.parseAsync(process.argv).catch((error: unknown) => {

@@ -75,6 +75,8 @@ const taskOwn = {
   parents: z.array(z.unknown()).optional(),
   config: configMap.optional(),
   cacheKey: z.string().optional(),
+  /** Its own alert sinks, after its workflow's. */
+  alerts: z.array(z.unknown()).optional(),
 };
 
 /** A task inside a workflow: project and account default to the workflow's. */
@@ -114,6 +116,8 @@ export const declaredWorkflowSchema = z
     config: configMap.optional(),
     /** `{ NAME: default }`: the params its tasks' templates may read; values are strings. */
     params: z.record(paramName, z.string()).optional(),
+    /** Alert sinks for the workflow's runs and all its tasks. */
+    alerts: z.array(z.unknown()).optional(),
     tasks: z.array(z.unknown()).min(1, "a workflow needs at least one task"),
   })
   .strict();

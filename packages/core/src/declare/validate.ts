@@ -3,6 +3,8 @@ import type { FieldIssue } from "../errors.js";
 import { ValidationError } from "../errors.js";
 import { formatTaskKey, parseTaskKey, type TaskKey, taskKeySchema } from "../keys.js";
 import {
+  type AlertSink,
+  alertSinkSchema,
   type ConnectionSpec,
   type OperatorSpec,
   type OperatorType,
@@ -202,6 +204,22 @@ export function validateDeclarations(
     }
   };
 
+  /** Alert sinks, each checked against its schema (errors at `base.alerts[k]`). */
+  const parseSinks = (
+    raw: readonly unknown[] | undefined,
+    file: string,
+    base: string,
+    task: string | undefined,
+  ): AlertSink[] => {
+    const out: AlertSink[] = [];
+    (raw ?? []).forEach((sink, k) => {
+      const parsed = alertSinkSchema.safeParse(sink);
+      if (parsed.success) out.push(parsed.data);
+      else schemaErrors(file, `${base}.alerts[${k}]`, parsed.error.issues, task);
+    });
+    return out;
+  };
+
   // 1. Shape of each document and of each item in it.
   const connections: Array<Located & { spec: ConnectionSpec }> = [];
   const workflows: WorkflowDraft[] = [];
@@ -253,6 +271,7 @@ export function validateDeclarations(
         failurePolicy: decl.failurePolicy,
         config: decl.config ?? {},
         params: decl.params ?? {},
+        alerts: parseSinks(decl.alerts, file, path, undefined),
       });
       const siblings = new Map<string, TaskKey[]>();
       for (const rawTask of decl.tasks) {
@@ -494,6 +513,7 @@ export function validateDeclarations(
       config: mergeTaskConfig(wf?.decl.config, decl.config, inline),
       ...(decl.cacheKey !== undefined ? { cacheKey: decl.cacheKey } : {}),
       leaseSeconds: pick("leaseSeconds")?.value,
+      alerts: [...(wf?.spec.alerts ?? []), ...parseSinks(decl.alerts, d.file, d.path, label)],
     };
     const spec = taskSpecSchema.safeParse(input);
     if (!spec.success) {
@@ -800,7 +820,9 @@ function describeZodIssue(
   if (issue.code === "invalid_type" && /received undefined$/.test(issue.message)) {
     return [{ code: "required", path: [...issue.path], message: `${field} is required` }];
   }
-  return [{ code: "schema", path: [...issue.path], message: `${field}: ${issue.message}` }];
+  // (A rule about the whole item, such as a sink's one-of, is said as is, at the item.)
+  const message = issue.path.length > 0 ? `${field}: ${issue.message}` : issue.message;
+  return [{ code: "schema", path: [...issue.path], message }];
 }
 
 function joinPath(base: string, ...segments: PropertyKey[]): string {

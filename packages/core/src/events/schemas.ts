@@ -1,6 +1,13 @@
 import { z } from "zod";
 import { taskKeySchema } from "../keys.js";
-import { connectionSpecSchema, instant, taskSpecSchema, workflowSpecSchema } from "../spec.js";
+import {
+  ALERT_KINDS,
+  alertSinkSchema,
+  connectionSpecSchema,
+  instant,
+  taskSpecSchema,
+  workflowSpecSchema,
+} from "../spec.js";
 
 const key = taskKeySchema;
 const token = z.string().min(8).max(128);
@@ -255,6 +262,41 @@ export const RunFinished = z
     skipped: z.array(z.string()).default([]),
     upstreamFailed: z.array(z.string()).default([]),
     cancelled: z.array(z.string()).default([]),
+  })
+  .strict();
+
+// ---- alert streams ------------------------------------------------------------------------
+
+/**
+ * An alert, raised in the same append as what it is about (a task halting on a failure, an
+ * attempt left for an operator, a run failing), with the sinks it goes to as declared then.
+ * One stream per alert (`alert-<kind>:<subject>`), written at `no_stream`: raised once.
+ */
+export const AlertRaised = z
+  .object({
+    alertId: z.string().min(1),
+    kind: z.enum(ALERT_KINDS),
+    task: key.optional(),
+    workflow: z.string().optional(),
+    runId: z.string().optional(),
+    logicalDate: instant.optional(),
+    reason: z.string().max(4000),
+    sinks: z.array(alertSinkSchema).min(1),
+  })
+  .strict();
+
+export const AlertDelivered = z
+  .object({ alertId: z.string().min(1), sink: z.number().int().min(0), attempt: z.number().int().min(1) })
+  .strict();
+
+/** A delivery that failed; `retryAt` when it is tried again, none when it was the last try. */
+export const AlertDeliveryFailed = z
+  .object({
+    alertId: z.string().min(1),
+    sink: z.number().int().min(0),
+    attempt: z.number().int().min(1),
+    error: z.string().max(4000),
+    retryAt: instant.optional(),
   })
   .strict();
 

@@ -1,6 +1,7 @@
 import { describeGateReason } from "../gate.js";
 import { type AttemptView, lastLineOf } from "../instance/state.js";
 import { formatTaskKey } from "../keys.js";
+import { runBlockers } from "../run/blockers.js";
 import { shortInstant } from "../schedule/interval.js";
 import {
   connectionHolders,
@@ -80,7 +81,7 @@ export function explainTask(
 /** A decision in words: its condition and one sentence per reason. */
 export function describeDecision(
   d: TaskDecision,
-  view: Pick<TaskView, "instances">,
+  view: Pick<TaskView, "instances"> & Partial<Pick<TaskView, "tasks" | "runs">>,
   logicalDate: string,
   nowMs: number,
 ): { condition: TaskCondition; reasons: string[] } {
@@ -187,7 +188,11 @@ export function describeDecision(
 }
 
 /** One sentence for what holds a task back, with the numbers. */
-export function describeHold(h: Hold, view: Pick<TaskView, "instances">, nowMs: number): string {
+export function describeHold(
+  h: Hold,
+  view: Pick<TaskView, "instances"> & Partial<Pick<TaskView, "tasks" | "runs">>,
+  nowMs: number,
+): string {
   switch (h.on) {
     case "connection": {
       const holders = connectionHolders(view, h.connection).map((i) => {
@@ -202,8 +207,14 @@ export function describeHold(h: Hold, view: Pick<TaskView, "instances">, nowMs: 
       return `waiting for connection ${h.connection} to be declared`;
     case "run_slots":
       return `waiting for a slot in run ${h.workflow}@${shortInstant(h.logicalDate)} (${h.inUse} of ${h.limit} in use)`;
-    case "active_runs":
-      return `waiting for a run of workflow ${h.workflow} to finish (${h.active} of ${h.limit} runs going)`;
+    case "active_runs": {
+      // Runs that cannot finish say why: otherwise this task would wait without a cause in sight.
+      const blocked = new Set<string>();
+      for (const r of view.runs?.values() ?? [])
+        if (r.workflow === h.workflow)
+          for (const b of runBlockers(view.tasks ?? new Map(), r)) blocked.add(b);
+      return `waiting for a run of workflow ${h.workflow} to finish (${h.active} of ${h.limit} runs going)${blocked.size > 0 ? `; they cannot finish: ${[...blocked].join("; ")}` : ""}`;
+    }
     case "run_failed_fast":
       return `run ${h.runId} failed fast: nothing new starts in it`;
     case "render_failed":

@@ -1,3 +1,4 @@
+import { type AlertState, alertDone, evolveAlert } from "../alert/alert.js";
 import type { DomainEvent } from "../events/catalog.js";
 import { evolveInstance, type InstanceState, isTerminal } from "../instance/state.js";
 import { formatTaskKey } from "../keys.js";
@@ -20,10 +21,15 @@ export interface Touched {
   readonly instance?: string;
   readonly connection?: string;
   readonly run?: string;
+  /** An alert's stream. */
+  readonly alert?: string;
 }
 
 /** Finished runs kept in memory for `chronolog runs`; older ones are read from their streams. */
 export const RECENT_FINISHED_RUNS = 1000;
+
+/** Delivered (or given up) alerts remembered, besides every one still being delivered. */
+export const RECENT_DONE_ALERTS = 1000;
 
 /** Cache keys remembered per task. */
 export const CACHE_KEYS_PER_TASK = 1000;
@@ -46,6 +52,8 @@ export class SchedulerProjection {
   readonly cacheKeys = new Map<string, string[]>();
   /** Runs in progress, and the most recent finished ones (insertion order: oldest first). */
   readonly runs = new Map<string, RunState>();
+  /** Alerts being delivered, and the most recent done ones (insertion order: oldest first). */
+  readonly alerts = new Map<string, AlertState>();
   /** parent task id -> ids of tasks that name it as a parent. */
   readonly children = new Map<string, Set<string>>();
   /** Position of the last event applied (-1n: none). */
@@ -81,6 +89,8 @@ export class SchedulerProjection {
         return {};
       case "run":
         return this.applyRun(e);
+      case "alert":
+        return this.applyAlert(e);
       default:
         return {};
     }
@@ -157,6 +167,29 @@ export class SchedulerProjection {
     return { run: id };
   }
 
+  private applyAlert(e: LoggedEvent): Touched {
+    const after = evolveAlert(this.alerts.get(e.streamId), e, {
+      revision: e.revision,
+      recordedAt: e.metadata.recordedAt,
+      streamId: e.streamId,
+    });
+    if (!after) return {};
+    this.alerts.delete(e.streamId);
+    this.alerts.set(e.streamId, after);
+    if (alertDone(after)) {
+      let done = 0;
+      for (const a of this.alerts.values()) if (alertDone(a)) done += 1;
+      for (const [id, a] of this.alerts) {
+        if (done <= RECENT_DONE_ALERTS) break;
+        if (alertDone(a)) {
+          this.alerts.delete(id);
+          done -= 1;
+        }
+      }
+    }
+    return { alert: e.streamId };
+  }
+
   private pruneRuns(): void {
     let finished = 0;
     for (const r of this.runs.values()) if (r.status !== "running") finished += 1;
@@ -217,6 +250,7 @@ export class SchedulerProjection {
       workflows: [...this.workflows.values()],
       workflowRevisions: [...this.workflowRevisions].map(([w, r]) => [w, r.toString()] as const),
       runs: [...this.runs.values()].map((r) => ({ ...r, revision: r.revision.toString() })),
+      alerts: [...this.alerts.values()].map((a) => ({ ...a, revision: a.revision.toString() })),
       cacheKeys: [...this.cacheKeys.entries()],
     };
   }
@@ -239,6 +273,7 @@ export class SchedulerProjection {
     for (const w of s.workflows) p.workflows.set(w.name, w);
     for (const [w, r] of s.workflowRevisions) p.workflowRevisions.set(w, BigInt(r));
     for (const r of s.runs) p.runs.set(r.runId, { ...r, revision: BigInt(r.revision) });
+    for (const a of s.alerts) p.alerts.set(a.stream, { ...a, revision: BigInt(a.revision) });
     for (const [task, keys] of s.cacheKeys) p.cacheKeys.set(task, [...keys]);
     return p;
   }
@@ -259,5 +294,6 @@ export interface ProjectionSnapshot {
   readonly workflows: readonly WorkflowSpec[];
   readonly workflowRevisions: ReadonlyArray<readonly [string, string]>;
   readonly runs: ReadonlyArray<Stringly<RunState, "revision">>;
+  readonly alerts: ReadonlyArray<Stringly<AlertState, "revision">>;
   readonly cacheKeys: ReadonlyArray<readonly [string, readonly string[]]>;
 }

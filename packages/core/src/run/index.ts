@@ -1,2 +1,3 @@
+export * from "./blockers.js";
 export * from "./decide.js";
 export * from "./state.js";

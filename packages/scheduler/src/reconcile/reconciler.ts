@@ -13,7 +13,8 @@ import {
   runNeedsRepair,
   type SchedulerProjection,
 } from "@chronolog/core";
-import type { EventLog } from "@chronolog/log";
+import type { EventLog, StreamWrite } from "@chronolog/log";
+import { alertWrites } from "../alerts.js";
 import { handleCommand } from "../command.js";
 import type { Dispatcher } from "../dispatcher.js";
 import { LeaseBook } from "./lease-book.js";
@@ -264,7 +265,9 @@ export class Reconciler {
           this.leases.extend(token, now + inst.leaseSeconds * 1000);
           break;
         case "write":
-          writes.push(this.write(inst, decision.events, "lease expired"));
+          writes.push(
+            this.write(inst, decision.events, "lease expired", this.operatorAlert(inst, decision.events)),
+          );
           break;
         case "wait":
           break;
@@ -305,12 +308,34 @@ export class Reconciler {
   }
 
   /** Compare-and-set at the observed revision; false when someone else wrote first. */
-  private async write(inst: InstanceState, events: DomainEvent[], check: string): Promise<boolean> {
+  /** An attempt left waiting for an operator (not idempotent, its lease expired): alert, in the same append. */
+  private operatorAlert(inst: InstanceState, events: readonly DomainEvent[]): StreamWrite[] {
+    const expired = events.find((e) => e.type === "AttemptHeartbeatExpired");
+    if (expired?.type !== "AttemptHeartbeatExpired" || events.some((e) => e.type === "AttemptAbandoned"))
+      return [];
+    return alertWrites(
+      this.o.projection,
+      "needs_operator",
+      {
+        task: inst.key,
+        logicalDate: inst.logicalDate,
+        reason: `attempt ${expired.data.attempt}'s lease expired and no worker knows it; the task is not idempotent, so it is not run again on its own: abandon it (chronolog attempt abandon, --retry to run it again) once you know whether it ran`,
+      },
+      expired.data.token,
+    );
+  }
+
+  private async write(
+    inst: InstanceState,
+    events: DomainEvent[],
+    check: string,
+    alongside: readonly StreamWrite[] = [],
+  ): Promise<boolean> {
     const outcome = await handleCommand(this.o.log, {
       name: `${check} on ${inst.stream}`,
       read: () => inst,
       decide: (i) => ({
-        writes: [{ streamId: i.stream, events, expectedRevision: i.revision }],
+        writes: [{ streamId: i.stream, events, expectedRevision: i.revision }, ...alongside],
         result: null,
       }),
     });

@@ -1,4 +1,4 @@
-import { formatTaskKey, ValidationError } from "@chronolog/core";
+import { formatTaskKey, runBlockers, ValidationError } from "@chronolog/core";
 import { criticalPath, describeRun, listRuns, NotFoundError, rerun, trigger } from "@chronolog/scheduler";
 import type { Command } from "commander";
 import { instantArg, runIdArg } from "../args.js";
@@ -29,14 +29,17 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
       await withSession(globals(), "read", async ({ projection }) => {
         if (workflow !== undefined && !projection.workflows.has(workflow))
           throw new NotFoundError(`no workflow ${workflow} is declared`);
-        const runs = listRuns(projection, workflow);
+        const runs = listRuns(projection, workflow).map((r) => ({
+          ...r,
+          blockedBy: runBlockers(projection.tasks, r),
+        }));
         if (opts.json) {
           console.log(toJson(runs));
           return;
         }
         console.log(
           table(
-            ["RUN", "STATE", "TRY", "TRIGGER", "TASKS", "DONE", "STARTED", "FINISHED"],
+            ["RUN", "STATE", "TRY", "TRIGGER", "TASKS", "DONE", "STARTED", "FINISHED", "WHY"],
             runs.map((r) => [
               r.runId,
               r.status,
@@ -46,6 +49,7 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
               String(Object.values(r.outcomes).filter((o) => o === "success").length),
               short(r.startedAt),
               short(r.finishedAt),
+              r.blockedBy.join("; "),
             ]),
           ),
         );
@@ -100,6 +104,7 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
         console.log(
           `run ${r.runId}: ${r.status}, ${view.tries.length === 1 ? "1 try" : `${view.tries.length} tries`}, first started ${short(r.firstStartedAt)}`,
         );
+        for (const b of runBlockers(projection.tasks, r)) console.log(`cannot finish: ${b}`);
         if (Object.keys(r.params).length > 0) console.log(`params ${toJson(r.params)}`);
         console.log(
           table(

@@ -2,9 +2,10 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { formatTaskKey, lastLineOf, parseDeclarationText, shortInstant } from "@chronolog/core";
+import { alertMessage, formatTaskKey, lastLineOf, parseDeclarationText, shortInstant } from "@chronolog/core";
 import type { RecordedEvent } from "@chronolog/log";
 import {
+  AlertSender,
   declare,
   loadProjection,
   Reconciler,
@@ -142,6 +143,12 @@ function progressLogger(logger: Logger) {
         return;
       case "RunFinished":
         logger.info({ run: e.data.runId, outcome: e.data.state }, "run finished");
+        return;
+      case "AlertRaised":
+        logger.warn(
+          { alert: e.data.alertId, sinks: e.data.sinks.length, message: alertMessage(e.data) },
+          "alert raised",
+        );
         return;
       case "TaskPaused":
         logger.info(
@@ -340,8 +347,20 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     ...(membership ? { foreignIntentGraceMs: membership.sessionTimeoutMs + 2000 } : {}),
     ...(membership ? { isOwnWorker } : {}),
   });
+  // Alerts about the tasks and workflows this scheduler owns are delivered from here.
+  const alerts = new AlertSender({
+    log,
+    projection,
+    logger,
+    owns: ({ task, workflow }) =>
+      scheduler.owns({
+        id: task ? formatTaskKey(task) : (workflow ?? ""),
+        spec: workflow || !task ? { workflow } : (projection.tasks.get(formatTaskKey(task))?.spec ?? {}),
+      }),
+  });
   await scheduler.start();
   reconciler.start();
+  alerts.start();
   logger.info({ workers: Number(opts.workers), tasks: projection.tasks.size }, "chronolog is up");
 
   let stopping = false;
@@ -368,6 +387,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
       );
     clearInterval(timer);
     reconciler?.stop();
+    alerts.stop();
     // The workers finish (or are stopped, each attempt reported interrupted) and their reports
     // are written before the group hears that this scheduler left, so no other scheduler takes
     // a live attempt for lost.
