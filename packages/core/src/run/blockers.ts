@@ -1,16 +1,9 @@
-import type { InstanceStatus } from "../instance/state.js";
+import { type InstanceStatus, TERMINAL_INSTANCE_STATUSES } from "../instance/state.js";
 import { shortInstant } from "../schedule/interval.js";
 import type { TaskState } from "../task/state.js";
 import type { RunState } from "./state.js";
 
-const TERMINAL: ReadonlySet<InstanceStatus> = new Set([
-  "success",
-  "failed",
-  "skipped",
-  "upstream_failed",
-  "abandoned",
-  "cancelled",
-]);
+const TERMINAL = TERMINAL_INSTANCE_STATUSES;
 
 /**
  * Why a run that is going cannot finish: its tasks that have not ended in it and stand stopped

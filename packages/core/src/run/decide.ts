@@ -1,19 +1,12 @@
 import type { DomainEvent, DomainEventOf } from "../events/catalog.js";
-import type { InstanceStatus } from "../instance/state.js";
+import { type InstanceStatus, TERMINAL_INSTANCE_STATUSES } from "../instance/state.js";
 import type { TaskKey } from "../keys.js";
 import type { WorkflowSpec } from "../spec.js";
 import type { RunState } from "./state.js";
 
 const SUCCESS: ReadonlySet<InstanceStatus> = new Set(["success"]);
 const BAD: ReadonlySet<InstanceStatus> = new Set(["failed", "abandoned"]);
-const TERMINAL: ReadonlySet<InstanceStatus> = new Set([
-  "success",
-  "failed",
-  "skipped",
-  "upstream_failed",
-  "abandoned",
-  "cancelled",
-]);
+const TERMINAL = TERMINAL_INSTANCE_STATUSES;
 
 /** Every task downstream of `from` within the run's tasks (by declared parent edges). */
 export function descendantsWithin(
