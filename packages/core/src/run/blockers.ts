@@ -1,4 +1,4 @@
-import { type InstanceStatus, TERMINAL_INSTANCE_STATUSES } from "../instance/state.js";
+import { TERMINAL_INSTANCE_STATUSES } from "../instance/state.js";
 import { shortInstant } from "../schedule/interval.js";
 import type { TaskState } from "../task/state.js";
 import type { RunState } from "./state.js";
