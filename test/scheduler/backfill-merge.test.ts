@@ -6,7 +6,7 @@ import { CLI, type CliResult, chronolog, chronologSpawn, Leftovers, tempDataDir 
 import { waitUntil } from "../support/wait.js";
 
 /**
- * Two backfills of one task, asked for before a scheduler runs them,
+ * Two backfills (or a backfill and a rerun) of one task, asked for before a scheduler runs them,
  * never run again what no range named: ranges that overlap or touch what the pending backfill
  * has left are merged into it, keeping the position the task returns to; a range apart from it
  * is refused (exit 8) with the pending backfill, its range and how far it has come, and nothing
@@ -238,5 +238,25 @@ describe("two backfills racing from two processes", () => {
     expect(refused.stderr).toContain("neither overlaps nor touches");
     await schedulerRuns(dir);
     expect(ran(dir)).toEqual(expected({ work: a.code === 0 ? [1] : [3, 4] }));
+  }, 120_000);
+});
+
+describe("a rerun or trigger landing on a task with a backfill pending", () => {
+  it("a date apart from it is refused; a date touching it joins it and keeps its resume point", async () => {
+    const dir = await finishedFirstDay("bf-rerun");
+    const first = backfill(dir, WORK, 1, 2);
+    expect(first.code, first.stderr).toBe(0);
+    const before = written(dir);
+    const apart = chronolog(dir, ["trigger", "hourly", "--logical-date", at(4)]);
+    expect(apart.code, apart.stdout).toBe(8);
+    expect(apart.stderr).toContain(
+      `backfill ${idOf(first)} over ${at(1)} .. ${at(2)} is pending on ${WORK}: 0 of 2 intervals done`,
+    );
+    expect(written(dir)).toBe(before);
+    const touching = chronolog(dir, ["rerun", `hourly@${at(3)}`]);
+    expect(touching.code, touching.stderr).toBe(0);
+    await schedulerRuns(dir);
+    // `work` walks 01:00-03:00 once and returns; `report`, not backfilled, reruns 03:00 alone.
+    expect(ran(dir)).toEqual(expected({ work: [1, 2, 3], report: [3] }));
   }, 120_000);
 });
