@@ -65,7 +65,9 @@ describe("the CLI's arguments and exit codes", () => {
       expect(r.code, `${id}: ${r.stderr}`).toBe(0);
       expect(r.stdout).toContain("run etl@2026-11-30T00:00:00.000Z: running, 1 try");
     }
-    const b = chronolog(dir, [
+    // (On a log of its own: beside the run just triggered, still pending, a backfill of a range
+    // apart from it is refused.)
+    const b = chronolog(declared(), [
       "backfill",
       "p/a/extract",
       "--from",

@@ -1,12 +1,15 @@
 import { randomUUID } from "node:crypto";
 import {
   type DomainEvent,
+  describeWindow,
   instanceStream,
   isTerminal,
   parseInstant,
+  planWindow,
   prevCronTime,
   resetTo,
   type SchedulerProjection,
+  slotsIn,
   type TaskState,
   taskStream,
   ValidationError,
@@ -70,20 +73,6 @@ async function taskCommand(
     : projection.position;
 }
 
-/** One compare-and-set append on the task stream; a conflict is the caller's error. */
-async function writeTask(log: EventLog, task: TaskState, events: DomainEvent[]): Promise<bigint> {
-  const outcome = await handleCommand(log, {
-    name: `reset ${task.id}`,
-    read: () => task,
-    decide: (t) => ({
-      writes: [{ streamId: taskStream(t.key), events, expectedRevision: t.revision }],
-      result: null,
-    }),
-  });
-  if (outcome.kind === "conflict") throw outcome.error;
-  return outcome.kind === "written" ? (outcome.results[0] as { position: bigint }).position : -1n;
-}
-
 export function pauseTask(log: EventLog, projection: SchedulerProjection, id: string, reason?: string) {
   return taskCommand(log, projection, id, "pause", (task) => {
     if (task.status !== "active") throw new StateError(`task ${id} is ${task.status}, not active`);
@@ -126,6 +115,10 @@ export interface BackfillTarget {
   readonly from: string;
   readonly until: string;
   readonly intervals: number;
+  /** The backfill whose window walks the range: this one's, or the pending one it joined. */
+  readonly backfillId: string;
+  /** The pending window it joined, as it was, and the range walked now. */
+  readonly merged?: { readonly was: string; readonly from: string; readonly until: string };
 }
 
 export interface BackfillPlan {
@@ -136,20 +129,116 @@ export interface BackfillPlan {
   readonly skipped: ReadonlyArray<{ task: string; reason: string }>;
 }
 
-function countSlots(task: TaskState, from: Date, until: Date): number {
-  let n = 0;
-  let at = resetTo(task.spec.cron, task.spec.timezone, from);
-  while (Date.parse(at.logicalDate) <= until.getTime()) {
-    n += 1;
-    at = resetTo(task.spec.cron, task.spec.timezone, new Date(Date.parse(at.logicalDate) + 1));
+interface Decided {
+  readonly targets: BackfillTarget[];
+  readonly skipped: Array<{ task: string; reason: string }>;
+  readonly writes: Array<{ streamId: string; events: DomainEvent[]; expectedRevision: bigint }>;
+}
+
+/**
+ * The decision of one backfill on the projection as it stands: the resets of every target, or
+ * a refusal before anything is written. A target with a backfill or rerun still pending joins
+ * it when the ranges overlap or touch (see planWindow); if any target cannot, the whole
+ * backfill is refused, naming the pending one, its range and how far it has come.
+ */
+function decideBackfill(
+  projection: SchedulerProjection,
+  id: string,
+  from: Date,
+  to: Date,
+  downstream: boolean,
+  force: boolean,
+  backfillId: string,
+  fromText: string,
+): Decided {
+  const named = requireTask(projection, id);
+  const ids = subtree(projection, id, downstream);
+  if (!force) {
+    // What is most likely a mistake is refused with its reason; --force does it all the same.
+    if (from.getTime() < Date.parse(named.spec.startDate))
+      throw new ValidationError("backfill", [
+        {
+          path: "--from",
+          message: `${fromText} is before ${id}'s startDate ${named.spec.startDate}: intervals it was never declared for (use --force to run them anyway)`,
+        },
+      ]);
+    const paused = ids.filter((t) => projection.tasks.get(t)?.status === "paused");
+    if (paused.length > 0)
+      throw new StateError(
+        `${paused.join(", ")} ${paused.length === 1 ? "is" : "are"} paused: a backfill would wait for the resume (resume first, or use --force)`,
+      );
   }
-  return n;
+  requireSettled(
+    projection,
+    ids.map((t) => projection.tasks.get(t) as TaskState),
+  );
+  const decided: Decided = { targets: [], skipped: [], writes: [] };
+  const refused: string[] = [];
+  for (const taskId of ids) {
+    const task = projection.tasks.get(taskId) as TaskState;
+    if (task.status === "retired") {
+      decided.skipped.push({ task: taskId, reason: "retired" });
+      continue;
+    }
+    const first = resetTo(task.spec.cron, task.spec.timezone, from).logicalDate;
+    const last = prevCronTime(task.spec.cron, task.spec.timezone, to).toISOString();
+    if (Date.parse(first) > Date.parse(last)) {
+      decided.skipped.push({ task: taskId, reason: "no interval of its schedule falls in the range" });
+      continue;
+    }
+    const plan = planWindow(task, first, last);
+    if (plan.kind === "refused") {
+      refused.push(plan.reason);
+      continue;
+    }
+    const { joins, from: rangeFrom, until, resume, ...position } = plan.reset;
+    const windowId = joins?.backfillId ?? backfillId;
+    decided.targets.push({
+      task: taskId,
+      from: first,
+      until: last,
+      intervals: slotsIn(task, first, last),
+      backfillId: windowId,
+      ...(joins
+        ? {
+            merged: {
+              was: describeWindow(task, joins),
+              from: position.logicalDate,
+              until,
+            },
+          }
+        : {}),
+    });
+    decided.writes.push({
+      streamId: taskStream(task.key),
+      expectedRevision: task.revision,
+      events: [
+        {
+          type: "IntervalReset",
+          data: {
+            key: task.key,
+            ...position,
+            reason: "backfill",
+            until,
+            ...(resume ? { resume } : {}),
+            backfillId: windowId,
+            ...(rangeFrom !== position.logicalDate ? { from: rangeFrom } : {}),
+          },
+        },
+      ],
+    });
+  }
+  if (refused.length > 0) throw new StateError(`backfill refused: ${refused.join("; ")}`);
+  return decided;
 }
 
 /**
  * Sets each task's interval back to the first slot at or after `from` (an IntervalReset per
  * task); the tasks then walk forward through the range upstream-first, by the ordinary gate and
  * success path, and return to where they were once they have finished the slot at or before `to`.
+ * The resets of all targets are one atomic compare-and-set write; on a conflict (a scheduler, or
+ * another backfill, wrote first) the backfill is decided again on the log as it is now, so two
+ * backfills racing end merged or one refused, never with a resume point lost.
  */
 export async function backfill(
   log: EventLog,
@@ -160,86 +249,28 @@ export async function backfill(
   downstream: boolean,
   options: { readonly force?: boolean } = {},
 ): Promise<BackfillPlan> {
-  const named = requireTask(projection, id);
   const from = parseInstant(fromText, "--from");
   const to = parseInstant(toText, "--to");
   if (to < from)
     throw new ValidationError("backfill", [
       { path: "--to", message: `${toText} is before --from ${fromText}` },
     ]);
-  if (!options.force) {
-    // What is most likely a mistake is refused with its reason; --force does it all the same.
-    if (from.getTime() < Date.parse(named.spec.startDate))
-      throw new ValidationError("backfill", [
-        {
-          path: "--from",
-          message: `${fromText} is before ${id}'s startDate ${named.spec.startDate}: intervals it was never declared for (use --force to run them anyway)`,
-        },
-      ]);
-    const paused = subtree(projection, id, downstream).filter(
-      (t) => projection.tasks.get(t)?.status === "paused",
-    );
-    if (paused.length > 0)
-      throw new StateError(
-        `${paused.join(", ")} ${paused.length === 1 ? "is" : "are"} paused: a backfill would wait for the resume (resume first, or use --force)`,
-      );
-  }
-  requireSettled(
-    projection,
-    subtree(projection, id, downstream).map((t) => projection.tasks.get(t) as TaskState),
-  );
   const backfillId = randomUUID();
-  const targets: BackfillTarget[] = [];
-  const skipped: Array<{ task: string; reason: string }> = [];
-  const writes: Array<Promise<bigint>> = [];
-  for (const taskId of subtree(projection, id, downstream)) {
-    const task = projection.tasks.get(taskId) as TaskState;
-    if (task.status === "retired") {
-      skipped.push({ task: taskId, reason: "retired" });
-      continue;
-    }
-    const start = resetTo(task.spec.cron, task.spec.timezone, from);
-    const until = prevCronTime(task.spec.cron, task.spec.timezone, to);
-    if (Date.parse(start.logicalDate) > until.getTime()) {
-      skipped.push({ task: taskId, reason: "no interval of its schedule falls in the range" });
-      continue;
-    }
-    const resume =
-      Date.parse(task.logicalDate) > until.getTime()
-        ? {
-            logicalDate: task.logicalDate,
-            nextRunDate: task.nextRunDate,
-            prevIntervalStart: task.prevIntervalStart,
-          }
-        : undefined;
-    targets.push({
-      task: taskId,
-      from: start.logicalDate,
-      until: until.toISOString(),
-      intervals: countSlots(task, from, until),
-    });
-    writes.push(
-      writeTask(log, task, [
-        {
-          type: "IntervalReset",
-          data: {
-            key: task.key,
-            logicalDate: start.logicalDate,
-            nextRunDate: start.nextRunDate,
-            prevIntervalStart: start.prevIntervalStart,
-            reason: "backfill",
-            until: until.toISOString(),
-            ...(resume ? { resume } : {}),
-            backfillId,
-          },
-        },
-      ]),
-    );
-  }
-  const settled = await Promise.allSettled(writes);
-  const failed = settled.find((s) => s.status === "rejected");
-  if (failed) throw (failed as PromiseRejectedResult).reason;
-  const positions = settled.map((s) => (s as PromiseFulfilledResult<bigint>).value);
+  const outcome = await handleCommand(log, {
+    name: `backfill ${id}`,
+    read: async (fresh) => {
+      if (fresh) await catchUp(log, projection);
+      return projection;
+    },
+    decide: (p) => {
+      const decided = decideBackfill(p, id, from, to, downstream, !!options.force, backfillId, fromText);
+      return { writes: decided.writes, result: decided };
+    },
+    onConflict: () => "retry",
+  });
+  if (outcome.kind === "conflict") throw outcome.error;
+  const { targets, skipped } = outcome.result;
+  const positions = outcome.kind === "written" ? outcome.results.map((r) => r.position) : [];
   // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max does not take
   const writtenUpTo = positions.reduce((a, b) => (b > a ? b : a), -1n);
   return { backfillId, writtenUpTo, targets, skipped };
@@ -258,7 +289,7 @@ export function backfillProgress(projection: SchedulerProjection, plan: Backfill
     if (!task) continue;
     if (task.failure)
       failed.push(`${t.task}: ${task.failure.logicalDate} ${task.failure.state}: ${task.failure.reason}`);
-    if (task.backfill?.backfillId !== plan.backfillId) {
+    if (task.backfill?.backfillId !== t.backfillId) {
       done += t.intervals; // the window closed: the range is done
       continue;
     }

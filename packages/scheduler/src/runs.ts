@@ -11,6 +11,7 @@ import {
   lastSlotEndingBy,
   nextCronTime,
   parseInstant,
+  planWindow,
   prevCronTime,
   type RunState,
   type RunStatus,
@@ -159,29 +160,27 @@ function workflowTasks(projection: SchedulerProjection, workflow: string): TaskS
   return [...projection.tasks.values()].filter((t) => t.spec.workflow === workflow && t.status !== "retired");
 }
 
-/** Sets each task back to `logicalDate` for one interval, returning afterwards to where it was. */
+/**
+ * Sets the task back to `logicalDate` for one interval, returning afterwards to where it was.
+ * A task with a backfill (or another rerun) still pending joins it when the date overlaps or
+ * touches what it has left, keeping its resume point and id; a date apart from it is refused,
+ * since walking the gap would run intervals nobody named (see planWindow).
+ */
 function resetForOneInterval(task: TaskState, logicalDate: string): DomainEvent {
-  const ahead = Date.parse(task.logicalDate) > Date.parse(logicalDate);
-  const prev = new Date(Date.parse(logicalDate) - 1);
+  const plan = planWindow(task, logicalDate, logicalDate);
+  if (plan.kind === "refused") throw new StateError(`rerun of ${logicalDate} refused: ${plan.reason}`);
+  const { joins, from, until, resume, ...position } = plan.reset;
   return {
     type: "IntervalReset",
     data: {
       key: task.key,
-      logicalDate,
-      // Due when its interval ends, as on the schedule (always in the past here).
-      nextRunDate: nextCronTime(task.spec.cron, task.spec.timezone, new Date(logicalDate)).toISOString(),
-      prevIntervalStart: prevCronTime(task.spec.cron, task.spec.timezone, prev).toISOString(),
+      // (Due when its interval ends, as on the schedule: always in the past here.)
+      ...position,
       reason: "operator",
-      until: logicalDate,
-      ...(ahead
-        ? {
-            resume: {
-              logicalDate: task.logicalDate,
-              nextRunDate: task.nextRunDate,
-              prevIntervalStart: task.prevIntervalStart,
-            },
-          }
-        : {}),
+      until,
+      ...(resume ? { resume } : {}),
+      ...(joins?.backfillId ? { backfillId: joins.backfillId } : {}),
+      ...(from !== position.logicalDate ? { from } : {}),
     },
   };
 }

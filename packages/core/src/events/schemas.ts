@@ -76,6 +76,11 @@ export const IntervalReset = z
       .strict()
       .optional(),
     backfillId: z.string().optional(),
+    /**
+     * First interval of the range, when the walk starts later than it: a range that joined a
+     * backfill already under way, whose first intervals are walked already.
+     */
+    from: instant.optional(),
   })
   .strict();
 

@@ -1,3 +1,4 @@
+export * from "./backfill-window.js";
 export * from "./decide-task.js";
 export * from "./state.js";
 export * from "./success-path.js";

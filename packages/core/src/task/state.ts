@@ -12,6 +12,8 @@ export interface TaskFailure {
 }
 
 export interface BackfillWindow {
+  /** First interval of the range (absent in a window folded from before it was recorded). */
+  readonly from?: string;
   readonly until: string;
   readonly resume?: { logicalDate: string; nextRunDate: string; prevIntervalStart: string | null };
   readonly backfillId?: string;
@@ -95,6 +97,7 @@ export function evolveTask(
         failure: null,
         backfill: d.until
           ? {
+              from: d.from ?? d.logicalDate,
               until: d.until,
               resume: d.resume,
               backfillId: d.backfillId,

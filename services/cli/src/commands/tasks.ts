@@ -38,7 +38,7 @@ import { instanceStreamsOf, taskIdArg, withSession } from "../projection.js";
 function backfillWaitsFor(projection: SchedulerProjection, plan: BackfillPlan): string {
   for (const t of plan.targets) {
     const task = projection.tasks.get(t.task);
-    if (!task || task.backfill?.backfillId !== plan.backfillId) continue;
+    if (!task || task.backfill?.backfillId !== t.backfillId) continue;
     const why = explainTask(projection, t.task, Date.now());
     return `${t.task} ${why.condition}: ${why.reasons[0] ?? ""}`;
   }
@@ -219,7 +219,10 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
         );
         console.log(`finished    ${short(task.prevIntervalStart)}`);
         console.log(`next        ${short(task.logicalDate)} due ${short(task.nextRunDate)}`);
-        if (task.backfill) console.log(`backfill    until ${short(task.backfill.until)}`);
+        if (task.backfill)
+          console.log(
+            `backfill    ${task.backfill.from ? `${short(task.backfill.from)} .. ` : "until "}${short(task.backfill.until)}${task.backfill.backfillId ? ` (${task.backfill.backfillId})` : ""}`,
+          );
         console.log(`now         ${why.condition}: ${why.reasons.join("; ")}`);
         if (instance) {
           const a = currentAttempt(instance);
@@ -373,9 +376,15 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
             force: !!opts.force,
           });
           for (const s of plan.skipped) console.log(`skipped ${s.task}: ${s.reason}`);
-          for (const t of plan.targets)
+          for (const t of plan.targets) {
             console.log(`reset ${t.task}: ${t.intervals} intervals ${short(t.from)} .. ${short(t.until)}`);
-          console.log(`backfill ${plan.backfillId}`);
+            if (t.merged)
+              console.log(
+                `  joined ${t.merged.was}; it now walks ${short(t.merged.from)} .. ${short(t.merged.until)}`,
+              );
+          }
+          for (const backfillId of new Set(plan.targets.map((t) => t.backfillId)))
+            console.log(`backfill ${backfillId}`);
           if (opts.detach) return;
           const deadline =
             Number(opts.timeout) > 0 ? Date.now() + Number(opts.timeout) * 1000 : Number.POSITIVE_INFINITY;
