@@ -224,6 +224,137 @@ describe("nextCronTime / prevCronTime", () => {
   });
 });
 
+describe("nextCronTime / prevCronTime in any zone", () => {
+  it.each([
+    ["0 0 L * *"],
+    ["0 0 * * 5L"],
+    ["0 12 * * 1#2"],
+    ["30 0 2 * * *"],
+    ["*/20 9-17 * * 1-5"],
+    ["0 0 29 2 *"],
+    ["0 6 1,15 * 0"],
+    ["@weekdays"],
+    ["@monthly"],
+  ])("matches cron-parser's own walk in UTC, where no clock jumps: %s", (cron) => {
+    const raw = CronExpressionParser.parse(cron, { tz: "UTC", currentDate: at("2026-01-01T00:00:00Z") });
+    let ours = at("2026-01-01T00:00:00Z");
+    for (let i = 0; i < 60; i++) {
+      const theirs = raw.next().toDate();
+      ours = nextCronTime(cron, "UTC", ours);
+      expect(iso(ours)).toBe(iso(theirs));
+      expect(iso(prevCronTime(cron, "UTC", new Date(ours.getTime() + 999)))).toBe(iso(theirs));
+    }
+  });
+
+  // Lord Howe's clock falls back from 02:00 (+11:00) to 01:30 (+10:30) on 5 April 2026 and
+  // springs forward from 02:00 (+10:30) to 02:30 (+11:00) on 4 October 2026.
+  const lordHowe = "Australia/Lord_Howe";
+
+  it("a daily 02:00 in Lord Howe runs once every local day across both changes, and never throws", () => {
+    for (const [from, changeDay, atChange] of [
+      ["2026-03-30T00:00:00Z", "2026-04-05", "2026-04-05 02:00"],
+      ["2026-09-28T00:00:00Z", "2026-10-04", "2026-10-04 02:30"],
+    ] as const) {
+      let t = at(from);
+      const seen: string[] = [];
+      for (let i = 0; i < 12; i++) {
+        t = nextCronTime("0 2 * * *", lordHowe, t);
+        seen.push(local(t, lordHowe));
+        expect(iso(prevCronTime("0 2 * * *", lordHowe, t))).toBe(iso(t));
+      }
+      const days = seen.map((l) => l.slice(0, 10));
+      for (let i = 1; i < days.length; i++)
+        expect(Date.parse(`${days[i]}T00:00Z`) - Date.parse(`${days[i - 1]}T00:00Z`)).toBe(DAY);
+      expect(seen.find((l) => l.startsWith(changeDay))).toBe(atChange);
+      for (const l of seen.filter((x) => !x.startsWith(changeDay))) expect(l.slice(11)).toBe("02:00");
+    }
+  });
+
+  it("every 15 minutes in Lord Howe: the half hour after the October gap runs, the April repeat twice", () => {
+    const quarters = (from: string, n: number) => {
+      const out: string[] = [];
+      let t = at(from);
+      for (let i = 0; i < n; i++) {
+        t = nextCronTime("*/15 * * * *", lordHowe, t);
+        out.push(iso(t));
+      }
+      return out;
+    };
+    // 01:45 +10:30, then 02:30 and 02:45 +11:00 (02:00 and 02:15 do not exist), then 03:00.
+    expect(quarters("2026-10-03T15:00:00Z", 4)).toEqual([
+      "2026-10-03T15:15:00.000Z",
+      "2026-10-03T15:30:00.000Z",
+      "2026-10-03T15:45:00.000Z",
+      "2026-10-03T16:00:00.000Z",
+    ]);
+    // 01:30 and 01:45 at +11:00, again at +10:30, then 02:00 +10:30: every quarter of real time.
+    const april = quarters("2026-04-04T14:15:00Z", 5);
+    expect(april).toEqual([
+      "2026-04-04T14:30:00.000Z",
+      "2026-04-04T14:45:00.000Z",
+      "2026-04-04T15:00:00.000Z",
+      "2026-04-04T15:15:00.000Z",
+      "2026-04-04T15:30:00.000Z",
+    ]);
+    expect(april.map((x) => local(at(x), lordHowe).slice(11))).toEqual([
+      "01:30",
+      "01:45",
+      "01:30",
+      "01:45",
+      "02:00",
+    ]);
+  });
+
+  it("an hourly in Lord Howe runs at the hours the clock shows, none in the gap", () => {
+    const hours: string[] = [];
+    let t = at("2026-10-03T14:00:00Z");
+    for (let i = 0; i < 3; i++) {
+      t = nextCronTime("0 * * * *", lordHowe, t);
+      hours.push(local(t, lordHowe));
+    }
+    expect(hours).toEqual(["2026-10-04 01:00", "2026-10-04 03:00", "2026-10-04 04:00"]);
+  });
+
+  it("a field starting with * follows the clock: */15 at 02:00 in Berlin runs 8 times on fall-back day", () => {
+    const cron = "*/15 2 * * *";
+    const slots: string[] = [];
+    let t = at("2026-10-24T12:00:00Z");
+    for (let i = 0; i < 8; i++) {
+      t = nextCronTime(cron, "Europe/Berlin", t);
+      slots.push(iso(t));
+    }
+    // 02:00 to 02:45 CEST (00:00Z to 00:45Z), then again in CET (01:00Z to 01:45Z).
+    expect(slots[0]).toBe("2026-10-25T00:00:00.000Z");
+    expect(slots[7]).toBe("2026-10-25T01:45:00.000Z");
+    // ... and never on spring-forward day, when 02:00 to 02:59 do not exist.
+    const spring = nextCronTime(cron, "Europe/Berlin", at("2026-03-28T12:00:00Z"));
+    expect(iso(spring)).toBe("2026-03-30T00:00:00.000Z");
+  });
+
+  it("answers the same whatever was asked before", () => {
+    const cron = "*/15 * * * *";
+    const points = Array.from({ length: 40 }, (_, i) => Date.parse("2026-10-03T13:00:00Z") + i * 7 * MIN);
+    const ask = (order: number[]) =>
+      Object.fromEntries(
+        order.map((p) => [
+          p,
+          [prevCronTime(cron, lordHowe, new Date(p)), nextCronTime(cron, lordHowe, new Date(p))].map(iso),
+        ]),
+      );
+    const forward = ask(points);
+    const backward = ask([...points].reverse());
+    const shuffled = ask(points.map((_, i) => points[(i * 17) % points.length] as number));
+    expect(backward).toEqual(forward);
+    expect(shuffled).toEqual(forward);
+    // And they are right: 01:57 +10:30 (15:27Z) has 01:45 +10:30 before it and, after it, 02:30
+    // +11:00, the first quarter after the gap.
+    expect(forward[Date.parse("2026-10-03T15:27:00Z")]).toEqual([
+      "2026-10-03T15:15:00.000Z",
+      "2026-10-03T15:30:00.000Z",
+    ]);
+  });
+});
+
 describe("cronGranularityMs", () => {
   it.each([
     ["*/15 * * * *", "UTC", 15 * MIN],

@@ -3,13 +3,23 @@ import { remember } from "../cache.js";
 import { ChronologError, ValidationError } from "../errors.js";
 
 /**
- * Pure cron arithmetic over cron-parser 5. Every instant comes in as a parameter.
+ * Pure cron arithmetic. Every instant comes in as a parameter.
  *
- * The slots of a schedule are what repeated `next()` produces (a spring-forward 02:30 runs at
- * 03:30, a fall-back 02:00 daily runs once, an hourly job every UTC hour). cron-parser's `prev()`
- * disagrees with that on DST days (it drops the moved spring slot and repeats the fall-back
- * one), and a single `next()` from inside the hour after a spring gap skips the moved slot, so
- * both directions below walk forward with `next()` from a safe point before the answer.
+ * cron-parser reads an expression and matches it against the wall clock as if that clock were
+ * UTC; this module alone decides which instants a local time stands for in the schedule's zone,
+ * from the zone's offsets as Intl reports them. cron-parser's own time-zone mode is not used: its
+ * DST handling steps whole hours, so in a zone whose clock moves by 30 minutes
+ * (Australia/Lord_Howe) it fails with "loop limit exceeded" at the April change and skips the
+ * October change day of a daily 02:00 and the quarters just after its gap.
+ *
+ * The slots of a schedule, in any zone: every local time the expression matches that occurs
+ * once is a slot. A local time that occurs twice (the clock falls back) is one slot, its first
+ * occurrence, for a schedule of fixed times (`0 2 * * *`), and two for one that follows the clock
+ * (second, minute or hour field starting with `*`: `0 * * * *`, `*\/15 * * * *`), as in Vixie cron.
+ * A local time that does not occur (the clock springs forward over it) is one slot for a schedule
+ * of fixed times, as long after the jump as it lies after the gap's start (02:30 in a gap from
+ * 02:00 to 03:00 runs at 03:30; 02:00 in a gap from 02:00 to 02:30 runs at 02:30), and none for
+ * one that follows the clock, which runs at the times that do occur.
  */
 
 /** A cron expression and the IANA time zone its fields are read in. */
@@ -55,8 +65,9 @@ const HASH_SEED = "chronolog";
 /** Any fixed instant: validation needs one to ask for a first occurrence. */
 const REFERENCE = new Date(Date.UTC(2000, 0, 1));
 
+/** Validation memos, of time zones and of expressions: each is checked on its own. */
+const validZones = new Map<string, CronProblem | null>();
 const validated = new Map<string, CronProblem | null>();
-const cursors = new Map<string, CronExpression>();
 
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -98,11 +109,11 @@ export function parseCron(
   cron: string,
   timezone: string,
 ): { ok: true; schedule: CronSchedule } | { ok: false; error: CronProblem } {
-  const key = `${timezone}\u0000${cron}`;
-  let problem = validated.get(key);
-  if (problem === undefined) {
-    problem = checkTimezone(timezone) ?? checkExpression(cron);
-    remember(validated, key, problem);
+  let problem = validZones.get(timezone);
+  if (problem === undefined) problem = remember(validZones, timezone, checkTimezone(timezone));
+  if (!problem) {
+    const known = validated.get(cron);
+    problem = known === undefined ? remember(validated, cron, checkExpression(cron)) : known;
   }
   return problem ? { ok: false, error: problem } : { ok: true, schedule: { cron, timezone } };
 }
@@ -113,40 +124,267 @@ function assertInstant(date: Date, what: string): number {
   return ms;
 }
 
-/** Runs `step` on a cached, validated cursor positioned at `at`. */
-function evaluate(cron: string, timezone: string, at: number, step: (c: CronExpression) => Date): Date {
+const SECOND = 1000;
+const DAY = 86_400_000;
+/** How far the day search goes before it gives up: longer than any valid cron leaves a gap. */
+const MAX_DAYS = 15_000;
+
+/**
+ * A cron expression ready for wall-clock arithmetic: the times of day it fires at, and a day
+ * test. cron-parser reads the fields and answers "is this a cron day?" in UTC, where no clock
+ * ever jumps; what a local time means in the zone is decided below, from the zone's offsets.
+ */
+interface Compiled {
+  readonly expression: CronExpression;
+  /** Seconds since local midnight at which the expression fires, ascending. */
+  readonly times: readonly number[];
+  readonly months: ReadonlySet<number>;
+  /**
+   * Whether its second, minute or hour field starts with `*` (`*`, `*\/15`, `@hourly`): such a
+   * schedule follows the clock, as in Vixie cron, and runs at a repeated local time each time it
+   * occurs and never at a local time that does not exist. Any other schedule names fixed times
+   * of day: it runs once at a repeated time (the first time it occurs) and, at a time that does
+   * not exist, once, that far after the jump.
+   */
+  readonly followsClock: boolean;
+  readonly days: Map<number, boolean>;
+}
+
+const compiled = new Map<string, Compiled>();
+/** The predefined expressions whose second, minute or hour field is `*`. */
+const CLOCK_MACROS = new Set(["@hourly", "@minutely", "@secondly"]);
+
+function compile(cron: string): Compiled {
+  const known = compiled.get(cron);
+  if (known) return known;
+  const expression = CronExpressionParser.parse(cron.trim(), {
+    currentDate: REFERENCE,
+    tz: "UTC",
+    hashSeed: HASH_SEED,
+  });
+  const { second, minute, hour, month } = expression.fields;
+  const numbers = (values: readonly unknown[]) =>
+    [...new Set(values.filter((v): v is number => typeof v === "number"))].sort((a, b) => a - b);
+  const times: number[] = [];
+  for (const h of numbers(hour.values))
+    for (const m of numbers(minute.values))
+      for (const s of numbers(second.values)) times.push(h * 3600 + m * 60 + s);
+  const text = cron.trim();
+  const timeFields = text.startsWith("@") ? [] : text.split(/\s+/).slice(0, -3);
+  const followsClock = CLOCK_MACROS.has(text.toLowerCase()) || timeFields.some((f) => f.startsWith("*"));
+  return remember(compiled, cron, {
+    expression,
+    times,
+    months: new Set(numbers(month.values)),
+    followsClock,
+    days: new Map(),
+  });
+}
+
+/** Whether local day `day` (days since 1970-01-01 on the wall clock) is a day of the schedule. */
+function isCronDay(c: Compiled, day: number): boolean {
+  const known = c.days.get(day);
+  if (known !== undefined) return known;
+  const start = day * DAY;
+  const month = new Date(start).getUTCMonth() + 1;
+  // The first time of day matches every time field, so only month and day are in question.
+  const matches =
+    c.months.has(month) && c.expression.includesDate(new Date(start + (c.times[0] ?? 0) * SECOND));
+  return remember(c.days, day, matches, 4096);
+}
+
+/** First index of `times` with a value >= `value`. */
+function lowerBound(times: readonly number[], value: number): number {
+  let lo = 0;
+  let hi = times.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if ((times[mid] as number) < value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * The first wall-clock time at or after `wall` the expression matches. Wall-clock times are
+ * milliseconds since 1970-01-01T00:00 of the local clock, as if that clock were UTC.
+ */
+function wallAtOrAfter(c: Compiled, wall: number): number {
+  let day = Math.floor(wall / DAY);
+  let second = Math.ceil((wall - day * DAY) / SECOND);
+  for (let i = 0; i < MAX_DAYS; i++, day++, second = 0) {
+    if (!isCronDay(c, day)) continue;
+    const at = c.times[lowerBound(c.times, second)];
+    if (at !== undefined) return day * DAY + at * SECOND;
+  }
+  throw new Error(`no time matches within ${MAX_DAYS} days after ${new Date(wall).toISOString()}`);
+}
+
+/** The last wall-clock time at or before `wall` the expression matches. */
+function wallAtOrBefore(c: Compiled, wall: number): number {
+  let day = Math.floor(wall / DAY);
+  let second = Math.floor((wall - day * DAY) / SECOND);
+  for (let i = 0; i < MAX_DAYS; i++, day--, second = 86_399) {
+    if (!isCronDay(c, day)) continue;
+    const at = c.times[lowerBound(c.times, second + 1) - 1];
+    if (at !== undefined) return day * DAY + at * SECOND;
+  }
+  throw new Error(`no time matches within ${MAX_DAYS} days before ${new Date(wall).toISOString()}`);
+}
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+const WALL = /^(\d+)\/(\d+)\/(\d+), (\d+):(\d+):(\d+)$/;
+
+/** The zone's offset from UTC at instant `ms`, in milliseconds (to the second), from Intl. */
+function readOffset(timezone: string, ms: number): number {
+  let format = formatters.get(timezone);
+  if (!format) {
+    format = new Intl.DateTimeFormat("en-US", {
+      timeZone: timezone,
+      hourCycle: "h23",
+      year: "numeric",
+      month: "numeric",
+      day: "numeric",
+      hour: "numeric",
+      minute: "numeric",
+      second: "numeric",
+    });
+    remember(formatters, timezone, format);
+  }
+  const whole = Math.floor(ms / SECOND) * SECOND;
+  const m = WALL.exec(format.format(whole));
+  if (!m) throw new Error(`cannot read the local time of ${new Date(ms).toISOString()}`);
+  const [, month, day, year, hour, minute, second] = m.map(Number) as number[];
+  const wall = Date.UTC(year as number, (month as number) - 1, day as number, hour, minute, second);
+  return wall - whole;
+}
+
+/** Per zone and UTC day, the offset all day long, or null on a day the offset changes. */
+const dayOffsets = new Map<string, number | null>();
+
+/**
+ * The zone's offset at instant `ms`. A UTC day that starts and ends on the same offset is taken
+ * to keep it all day (zones change their offset months apart), so most questions are answered
+ * from the memo of that day.
+ */
+function offsetAt(timezone: string, ms: number): number {
+  const day = Math.floor(ms / DAY);
+  const key = `${timezone}\u0000${day}`;
+  let steady = dayOffsets.get(key);
+  if (steady === undefined) {
+    const start = readOffset(timezone, day * DAY);
+    steady = remember(
+      dayOffsets,
+      key,
+      start === readOffset(timezone, (day + 1) * DAY - SECOND) ? start : null,
+      8192,
+    );
+  }
+  return steady ?? readOffset(timezone, ms);
+}
+
+/**
+ * The instants a wall-clock time occurs at in a zone, from the offsets a day either side (any
+ * instant showing `wall` lies within 14 hours of it; one clock change at most is assumed in that
+ * window). `before` and `after` are the offsets either side of a change, equal if there is none.
+ */
+interface Occurrences {
+  readonly instants: readonly number[];
+  readonly before: number;
+  readonly after: number;
+}
+
+function occurrences(timezone: string, wall: number): Occurrences {
+  const before = offsetAt(timezone, wall - DAY);
+  const after = offsetAt(timezone, wall + DAY);
+  if (before === after) return { instants: [wall - before], before, after };
+  const instants: number[] = [];
+  for (const offset of [before, after])
+    if (offsetAt(timezone, wall - offset) === offset) instants.push(wall - offset);
+  instants.sort((a, b) => a - b);
+  return { instants, before, after };
+}
+
+/**
+ * The slots a matching wall-clock time gives: where it occurs once, that instant; where the
+ * clock falls back and it occurs twice, both for a schedule that follows the clock, the first
+ * for one of fixed times; where the clock springs forward over it, none for a schedule that
+ * follows the clock, and for one of fixed times the instant it would have been on the offset
+ * before the jump, i.e. as long after the jump as it lies after the start of the gap (02:30 on a
+ * day the clock jumps from 02:00 to 03:00 runs at 03:30).
+ */
+function slotsOf(c: Compiled, timezone: string, wall: number): { slots: readonly number[]; jump: number } {
+  const o = occurrences(timezone, wall);
+  const jump = Math.abs(o.after - o.before);
+  if (o.instants.length === 0) return { slots: c.followsClock ? [] : [wall - o.before], jump };
+  if (o.instants.length === 2 && !c.followsClock) return { slots: [o.instants[0] as number], jump };
+  return { slots: o.instants, jump };
+}
+
+/**
+ * The lowest and highest offsets of the zone from a day before `at` to a day after it. A slot
+ * near `at` stands for a wall-clock time `at` plus one of them: on a change's day a slot can lie
+ * up to the change's jump away from where the current offset alone would put it.
+ */
+function offsetsAround(timezone: string, at: number): { low: number; high: number } {
+  const offsets = [offsetAt(timezone, at - DAY), offsetAt(timezone, at), offsetAt(timezone, at + DAY)];
+  return { low: Math.min(...offsets), high: Math.max(...offsets) };
+}
+
+/**
+ * The first slot strictly after `after`. Matching wall-clock times are visited in order from
+ * the earliest that can give a slot after `after`; once a slot is found, later wall times can
+ * give an earlier slot only within a clock change's jump of it, so the walk goes that far on.
+ */
+function nextSlot(c: Compiled, timezone: string, after: number): number {
+  let wall = wallAtOrAfter(c, after + offsetsAround(timezone, after).low);
+  let best = Number.POSITIVE_INFINITY;
+  let limit = Number.POSITIVE_INFINITY;
+  for (;;) {
+    const { slots, jump } = slotsOf(c, timezone, wall);
+    for (const slot of slots)
+      if (slot > after && slot < best) {
+        best = slot;
+        limit = Math.max(limit === Number.POSITIVE_INFINITY ? wall : limit, wall + jump);
+      }
+    const next = wallAtOrAfter(c, wall + SECOND);
+    if (next > limit) return best;
+    wall = next;
+  }
+}
+
+/** The last slot at or before `at`: nextSlot's walk, backwards. */
+function prevSlot(c: Compiled, timezone: string, at: number): number {
+  let wall = wallAtOrBefore(c, at + offsetsAround(timezone, at).high);
+  let best = Number.NEGATIVE_INFINITY;
+  let limit = Number.NEGATIVE_INFINITY;
+  for (;;) {
+    const { slots, jump } = slotsOf(c, timezone, wall);
+    for (const slot of slots)
+      if (slot <= at && slot > best) {
+        best = slot;
+        limit = Math.min(limit === Number.NEGATIVE_INFINITY ? wall : limit, wall - jump);
+      }
+    const next = wallAtOrBefore(c, wall - SECOND);
+    if (next < limit) return best;
+    wall = next;
+  }
+}
+
+/** Runs `step` on the compiled form of a validated schedule, with a typed error if it fails. */
+function evaluate(cron: string, timezone: string, step: (c: Compiled) => number): Date {
   const parsed = parseCron(cron, timezone);
   if (!parsed.ok) throw new CronScheduleError(parsed.error);
-  const key = `${timezone}\u0000${cron}`;
   try {
-    let cursor = cursors.get(key);
-    if (!cursor) {
-      const options = { currentDate: new Date(at), tz: timezone, hashSeed: HASH_SEED };
-      cursor = remember(cursors, key, CronExpressionParser.parse(cron.trim(), options));
-    }
-    cursor.reset(new Date(at));
-    return step(cursor);
+    return new Date(step(compile(cron)));
   } catch (error) {
     throw new CronScheduleError({ kind: "evaluation_failed", cron, timezone, message: message(error) });
   }
 }
 
 /**
- * Puts the cursor where next() walks the true slot set up to and past `at`: `steps` raw prev()
- * steps back, then 1 ms before that. Starting next() anywhere else can miss a slot: from 03:15
- * on spring-forward day, next() skips that day's 02:30 (moved to 03:30). prevCronTime takes two
- * steps so that one spurious fall-back slot from prev() still leaves it at or before the answer.
- */
-function rewind(cursor: CronExpression, at: number, steps: number): void {
-  cursor.reset(new Date(at + 1));
-  let floor = at;
-  for (let i = 0; i < steps; i++) floor = cursor.prev().getTime();
-  cursor.reset(new Date(floor - 1));
-}
-
-/**
- * Results are memoised: a blocked task asks the same questions on every evaluation, and
- * cron-parser with a time zone costs a fraction of a millisecond per step.
+ * Results are memoised (a pure function of the question): a blocked task asks the same
+ * questions on every evaluation.
  */
 const results = new Map<string, number>();
 
@@ -160,13 +398,7 @@ function memo(kind: string, cron: string, timezone: string, at: number, compute:
 export function nextCronTime(cron: string, timezone: string, after: Date): Date {
   const limit = assertInstant(after, "after");
   return memo("next", cron, timezone, limit, () =>
-    evaluate(cron, timezone, limit, (c) => {
-      rewind(c, limit, 1);
-      for (;;) {
-        const slot = c.next().toDate();
-        if (slot.getTime() > limit) return slot;
-      }
-    }),
+    evaluate(cron, timezone, (c) => nextSlot(c, timezone, limit)),
   );
 }
 
@@ -176,41 +408,8 @@ export function nextCronTime(cron: string, timezone: string, after: Date): Date 
  */
 export function prevCronTime(cron: string, timezone: string, at: Date): Date {
   const limit = assertInstant(at, "at");
-  // The answer is the same for every instant from a slot up to the next one: the window of the
-  // last answer serves a caller that asks about the clock's "now" again and again (a task with
-  // catch-up off, each time it is looked at) without a step of cron-parser each time.
-  const windowKey = `${timezone}\u0000${cron}`;
-  const known = windows.get(windowKey) ?? remember(windows, windowKey, []);
-  for (const w of known) if (w.from <= limit && limit < w.to) return new Date(w.from);
-  const slot = prevSlotUncached(cron, timezone, limit);
-  const next = nextCronTime(cron, timezone, slot).getTime();
-  if (slot.getTime() <= limit && limit < next) {
-    known.unshift({ from: slot.getTime(), to: next });
-    if (known.length > WINDOWS_PER_SCHEDULE) known.pop();
-  }
-  return slot;
-}
-
-/**
- * Per schedule, the latest few `[from, to)` spans over which prevCronTime's answer is `from`
- * (a few: "now" and the slot before it alternate in lastSlotEndingBy).
- */
-const windows = new Map<string, Array<{ from: number; to: number }>>();
-const WINDOWS_PER_SCHEDULE = 4;
-
-function prevSlotUncached(cron: string, timezone: string, limit: number): Date {
   return memo("prev", cron, timezone, limit, () =>
-    evaluate(cron, timezone, limit, (c) => {
-      rewind(c, limit, 2);
-      let best: Date | undefined;
-      for (;;) {
-        const slot = c.next().toDate();
-        if (slot.getTime() > limit) break;
-        best = slot;
-      }
-      if (!best) throw new Error(`no slot at or before ${new Date(limit).toISOString()}`);
-      return best;
-    }),
+    evaluate(cron, timezone, (c) => prevSlot(c, timezone, limit)),
   );
 }
 
@@ -252,16 +451,12 @@ export function cronGranularityMs(cron: string, timezone: string, around: Date =
   const key = `${start}\u0000${cron}`;
   const known = granularities.get(key);
   if (known !== undefined) return known;
-  const cursor = CronExpressionParser.parse(cron.trim(), {
-    currentDate: new Date(start),
-    tz: "UTC",
-    hashSeed: HASH_SEED,
-  });
-  const first = cursor.next().getTime();
+  const c = compile(cron);
+  const first = wallAtOrAfter(c, start + 1);
   let last = first;
   let min = Number.POSITIVE_INFINITY;
   for (let n = 0; n < MAX_SAMPLES && (n < 2 || last - first < SAMPLE_SPAN_MS); n++) {
-    const slot = cursor.next().getTime();
+    const slot = wallAtOrAfter(c, last + SECOND);
     min = Math.min(min, slot - last);
     last = slot;
   }
