@@ -250,6 +250,19 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   mkdirSync(dir, { recursive: true });
   // One scheduler per embedded log; schedulers sharing a Kafka log coordinate through a group.
   const lock = parseLogUrl(logUrlOf(globals)) ? null : acquireSchedulerLock(dir);
+  const newPool = (idPrefix: string) =>
+    new WorkerPool({
+      size: Number(opts.workers),
+      capacity: Number(opts.capacity),
+      warmShells,
+      stagingRoot: join(dir, "staging"),
+      outputRoot: join(dir, "output"),
+      outputMaxBytes,
+      idPrefix,
+    });
+  // Alone, the workers' ids are known now: they start while the log is opened and the
+  // projection loaded, and are ready sooner for what the start-up hands them.
+  const earlyPool = lock ? newPool(`w${process.pid}`) : null;
   const log = await openLogForWrite(globals, defaultActor("scheduler"));
   const loaded = await loadProjection(log, dir);
   if (loaded.discarded) logger.warn({ reason: loaded.discarded }, "snapshot not used; replayed the log");
@@ -306,15 +319,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   // says so.
   const workerPrefix = membership ? membership.id : `w${process.pid}`;
   const isOwnWorker = (id: string) => id.startsWith(`${workerPrefix}-`);
-  const pool = new WorkerPool({
-    size: Number(opts.workers),
-    capacity: Number(opts.capacity),
-    warmShells,
-    stagingRoot: join(dir, "staging"),
-    outputRoot: join(dir, "output"),
-    outputMaxBytes,
-    idPrefix: workerPrefix,
-  });
+  const pool = earlyPool ?? newPool(workerPrefix);
   const scheduler = new Scheduler({
     log,
     projection,
@@ -341,6 +346,13 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     ...(membership ? { isOwnWorker } : {}),
   });
   await scheduler.start();
+  // Alone on the embedded log, under the lock: the earlier process and its workers are gone, so
+  // what it left in flight is settled now rather than at the first reconcile pass.
+  if (lock) {
+    const settled = await reconciler.settleAtStart();
+    if (settled.lost + settled.abandoned > 0)
+      logger.info(settled, "settled the attempts an earlier process left in flight");
+  }
   reconciler.start();
   logger.info({ workers: Number(opts.workers), tasks: projection.tasks.size }, "chronolog is up");
 
