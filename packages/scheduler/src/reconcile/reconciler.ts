@@ -157,8 +157,10 @@ export class Reconciler {
    * scheduler per embedded log, under the data directory's lock: its workers died with it), and
    * before this process has handed any attempt to a worker, so that every queued intent in the
    * projection is that process's. The workers are not asked: none of them has an attempt yet.
+   * Returns the tokens of the attempts reported lost (they never run again: a retry is a new
+   * attempt with a new token) and how many intents were abandoned.
    */
-  async settleAtStart(): Promise<{ readonly lost: number; readonly abandoned: number }> {
+  async settleAtStart(): Promise<{ readonly lost: readonly string[]; readonly abandoned: number }> {
     const gone = this.o.isWorkerGone;
     const lost: InstanceState[] = [];
     const unconfirmed: InstanceState[] = [];
@@ -185,7 +187,7 @@ export class Reconciler {
     );
     const written = (await Promise.all(writes)).filter(Boolean).length;
     this.totals.written += written;
-    return { lost: lost.length, abandoned: written };
+    return { lost: lost.map((i) => currentAttempt(i)?.token as string), abandoned: written };
   }
 
   /** One pass of the checks. Passes do not overlap within one reconciler. */

@@ -8,11 +8,12 @@ import {
   declare,
   loadProjection,
   Reconciler,
+  removeSnapshotLeftovers,
   Scheduler,
   saveSnapshot,
   schedulerOfWorker,
 } from "@chronolog/scheduler";
-import { WorkerPool } from "@chronolog/worker";
+import { discardStaged, removeEmptyStagingDirs, stagingDirFor, WorkerPool } from "@chronolog/worker";
 import type { Command } from "commander";
 import { byteSizeArg } from "../args.js";
 import {
@@ -250,12 +251,23 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   mkdirSync(dir, { recursive: true });
   // One scheduler per embedded log; schedulers sharing a Kafka log coordinate through a group.
   const lock = parseLogUrl(logUrlOf(globals)) ? null : acquireSchedulerLock(dir);
+  const stagingRoot = join(dir, "staging");
+  if (lock) {
+    // Under the lock no attempt or checkpoint of an earlier process is under way, and this
+    // process's workers have not started: what killed ones left half-done goes.
+    const leftovers = {
+      stagingDirs: removeEmptyStagingDirs(stagingRoot),
+      checkpointFiles: removeSnapshotLeftovers(dir),
+    };
+    if (leftovers.stagingDirs + leftovers.checkpointFiles > 0)
+      logger.info(leftovers, "removed what killed attempts and checkpoints left behind");
+  }
   const newPool = (idPrefix: string) =>
     new WorkerPool({
       size: Number(opts.workers),
       capacity: Number(opts.capacity),
       warmShells,
-      stagingRoot: join(dir, "staging"),
+      stagingRoot,
       outputRoot: join(dir, "output"),
       outputMaxBytes,
       idPrefix,
@@ -350,8 +362,13 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   // what it left in flight is settled now rather than at the first reconcile pass.
   if (lock) {
     const settled = await reconciler.settleAtStart();
-    if (settled.lost + settled.abandoned > 0)
-      logger.info(settled, "settled the attempts an earlier process left in flight");
+    // What those lost attempts staged is never published: their workers are gone.
+    await Promise.all(settled.lost.map((t) => discardStaged(stagingDirFor(stagingRoot, t))));
+    if (settled.lost.length + settled.abandoned > 0)
+      logger.info(
+        { lost: settled.lost.length, abandoned: settled.abandoned },
+        "settled the attempts an earlier process left in flight",
+      );
   }
   reconciler.start();
   logger.info({ workers: Number(opts.workers), tasks: projection.tasks.size }, "chronolog is up");
