@@ -60,8 +60,9 @@ describe("the SQLite WAL", () => {
     const dbSize = statSync(path).size;
     await log.close();
     expect(appended).toBe(60_000);
-    // Between two looks (200 ms apart) the WAL grows by what is appended meanwhile.
-    expect(largest).toBeLessThan(16 * MiB);
+    // Between two checkpoints the WAL grows by what is appended meanwhile (looks are 200 ms
+    // apart, and a reader in the way makes one give up): a bound well below what was appended.
+    expect(largest).toBeLessThan(32 * MiB);
     expect(afterIdle).toBeLessThanOrEqual(2 * MiB);
     // What was appended is in the database file itself.
     expect(dbSize).toBeGreaterThan(50 * MiB);
