@@ -1,4 +1,4 @@
-import { type FSWatcher, mkdirSync, watch as watchFs } from "node:fs";
+import { type FSWatcher, mkdirSync, statSync, watch as watchFs } from "node:fs";
 import { basename, dirname } from "node:path";
 import {
   type AppendResult,
@@ -37,6 +37,11 @@ export interface SqliteLogOptions {
   readonly busyTimeoutMs?: number;
   /** WAL size, in pages, that triggers a checkpoint. */
   readonly walAutocheckpointPages?: number;
+  /**
+   * The WAL file's size, in bytes, past which the writer checkpoints it and truncates it
+   * (default 8 MiB): see `keepWalSmall`.
+   */
+  readonly walLimitBytes?: number;
   /** Page cache size in MiB. */
   readonly cacheMiB?: number;
   /** Events kept in memory after commit for readers in this process (default 50,000). */
@@ -44,6 +49,17 @@ export interface SqliteLogOptions {
   /** Watch the file for commits by other processes (for subscriptions). Default true. */
   readonly watchOtherProcesses?: boolean;
 }
+
+/** Default for `walLimitBytes`. */
+const WAL_LIMIT_BYTES = 8 * 1024 * 1024;
+/** Shortest time between two looks at the WAL's size while appends come. */
+const WAL_LOOK_EVERY_MS = 200;
+/** How long after the last commit the WAL is looked at once more, when appends stop. */
+const WAL_IDLE_MS = 1000;
+/** How soon the WAL is looked at again after a checkpoint a reader was in the way of. */
+const WAL_LOOK_AGAIN_MS = 50;
+/** How long a checkpoint waits for readers in other processes before giving up. */
+const WAL_CHECKPOINT_WAIT_MS = 50;
 
 /** One queued append: one stream, or several written atomically. */
 interface PendingAppend {
@@ -137,6 +153,10 @@ export class SqliteBackend implements LogBackend {
   private fileCheckScheduled = false;
   /** Group commits made by this connection (each one transaction, one fsync). */
   commits = 0;
+  /** Truncating checkpoints made by this connection, and those that found a reader in the way. */
+  readonly walCheckpoints = { done: 0, busy: 0 };
+  private lastWalLook = 0;
+  private walIdle: NodeJS.Timeout | null = null;
   private readonly maxBatchEvents: number;
   private readonly stmts: ReturnType<SqliteBackend["prepareStatements"]>;
   private readonly writeBatch: Database.Transaction<
@@ -170,6 +190,8 @@ export class SqliteBackend implements LogBackend {
       this.db.pragma("journal_mode = WAL");
       this.db.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
       this.db.pragma(`wal_autocheckpoint = ${options.walAutocheckpointPages ?? 16_384}`);
+      // A WAL that was reset is also cut back to this size (it is otherwise kept at its largest).
+      this.db.pragma(`journal_size_limit = ${options.walLimitBytes ?? WAL_LIMIT_BYTES}`);
       this.db.exec(SCHEMA);
       this.db
         .prepare("INSERT INTO meta(key, value) VALUES ('layout_version', ?) ON CONFLICT(key) DO NOTHING")
@@ -295,6 +317,56 @@ export class SqliteBackend implements LogBackend {
     });
     if (this.queue.length > 0) this.scheduleFlush();
     if (committed) this.notify();
+    this.keepWalSmall(false);
+  }
+
+  /**
+   * Bounds the WAL file. SQLite's own checkpoints are passive: a reader in another process (a
+   * `chronolog tail`, a `why`) that holds an old snapshot keeps them from finishing, and the WAL
+   * is only ever reused from its start, never shrunk, until the last connection closes. So
+   * while appends come (at most every WAL_LOOK_EVERY_MS), and once more when they stop, the
+   * writer looks at the WAL's size and, past the limit, makes a TRUNCATE checkpoint: it copies
+   * every frame into the database, waits a little (WAL_CHECKPOINT_WAIT_MS) for readers to move
+   * off the WAL, and truncates it to nothing. A reader still in the way makes it give up
+   * (SQLITE_BUSY) with the frames copied so far; a look WAL_LOOK_AGAIN_MS later tries again.
+   * (A RESTART checkpoint, which leaves the file at `journal_size_limit` to be overwritten,
+   * let the WAL grow to 25 MiB with a 2 MiB limit beside a reader holding read transactions
+   * 20 ms out of every 25, where TRUNCATE kept it near 11 MiB: test/wal.test.ts.)
+   */
+  private keepWalSmall(idle: boolean): void {
+    if (this.closed || this.options.readonly) return;
+    const now = Date.now();
+    if (!idle) {
+      if (this.walIdle) clearTimeout(this.walIdle);
+      this.walIdle = setTimeout(() => {
+        this.walIdle = null;
+        this.keepWalSmall(true);
+      }, WAL_IDLE_MS);
+      this.walIdle.unref();
+      if (now - this.lastWalLook < WAL_LOOK_EVERY_MS) return;
+    }
+    this.lastWalLook = now;
+    let size: number;
+    try {
+      size = statSync(`${this.options.path}-wal`).size;
+    } catch {
+      return; // no WAL file
+    }
+    if (size <= (this.options.walLimitBytes ?? WAL_LIMIT_BYTES)) return;
+    this.db.pragma(`busy_timeout = ${WAL_CHECKPOINT_WAIT_MS}`);
+    try {
+      const [r] = this.db.pragma("wal_checkpoint(TRUNCATE)") as Array<{ busy: bigint | number }>;
+      if (r && Number(r.busy) !== 0) {
+        this.walCheckpoints.busy += 1;
+        // Sooner than usual: a reader that was in the way is usually gone a moment later.
+        this.lastWalLook = now - WAL_LOOK_EVERY_MS + WAL_LOOK_AGAIN_MS;
+      } else this.walCheckpoints.done += 1;
+    } catch {
+      // A statement of this connection is still reading: the next look tries again.
+      this.walCheckpoints.busy += 1;
+    } finally {
+      this.db.pragma(`busy_timeout = ${this.options.busyTimeoutMs ?? 10_000}`);
+    }
   }
 
   private writeBatchInTransaction(batch: PendingAppend[]): Array<AppendResult[] | Error> {
@@ -441,6 +513,7 @@ export class SqliteBackend implements LogBackend {
     if (this.closed) return;
     while (this.queue.length > 0) this.flush();
     this.closed = true;
+    if (this.walIdle) clearTimeout(this.walIdle);
     this.fsWatcher?.close();
     if (this.trailingNotify) clearTimeout(this.trailingNotify);
     this.listeners.clear();

@@ -1,10 +1,35 @@
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { open, rename } from "node:fs/promises";
 import { join } from "node:path";
 import { type ProjectionSnapshot, SchedulerProjection } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 
 export const SNAPSHOT_FILE = "projection.snapshot.json";
+
+/** The temporary file a checkpoint is written to before it is renamed over the snapshot. */
+const snapshotTemp = (path: string, pid: number) => `${path}.${pid}.tmp`;
+const SNAPSHOT_TEMP = /^projection\.snapshot\.json\.\d+\.tmp$/;
+
+/**
+ * Removes the temporary files of checkpoints that a killed process left half-written in `dir`,
+ * and returns how many. Call it only where no other process can be writing a checkpoint there
+ * (under the data directory's scheduler lock).
+ */
+export function removeSnapshotLeftovers(dir: string): number {
+  let removed = 0;
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    if (!SNAPSHOT_TEMP.test(name)) continue;
+    rmSync(join(dir, name), { force: true });
+    removed += 1;
+  }
+  return removed;
+}
 
 interface SnapshotFile {
   readonly snapshot: ProjectionSnapshot;
@@ -42,7 +67,7 @@ export async function saveSnapshot(
   }
   const body: SnapshotFile = { snapshot, headHash };
   const path = join(dir, SNAPSHOT_FILE);
-  const tmp = `${path}.${process.pid}.tmp`;
+  const tmp = snapshotTemp(path, process.pid);
   const text = JSON.stringify(body);
   const file = await open(tmp, "w");
   try {

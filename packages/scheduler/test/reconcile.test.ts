@@ -189,6 +189,56 @@ describe("reconcile: a running attempt whose lease expired", () => {
   });
 });
 
+describe("reconcile: settling at start-up what an earlier process left in flight", () => {
+  const startedOn = (token: string, workerId: string) => ({
+    type: "AttemptStarted",
+    data: { attempt: 1, token, workerId, leaseExpiresAt: new Date(Date.now() + 60_000).toISOString() },
+  });
+
+  it("reports its running attempts lost and abandons its intents, with no pass", async () => {
+    h = await harness([
+      { name: "idem3", idempotent: true },
+      { name: "once3", idempotent: false },
+      { name: "unsent3", idempotent: false },
+    ]);
+    for (const [name, idem] of [
+      ["idem3", true],
+      ["once3", false],
+    ] as const) {
+      await h.log.append(
+        stream(name),
+        [intent(name, 1, `token-old-${name}`, idem), startedOn(`token-old-${name}`, "wOLD-1")],
+        { expectedRevision: "no_stream" },
+      );
+    }
+    // Recorded just now: a pass would leave it its grace to be confirmed.
+    await h.log.append(stream("unsent3"), [intent("unsent3", 1, "token-old-unsent3", false)], {
+      expectedRevision: "no_stream",
+    });
+    await h.start({ poolPrefix: "wNEW", reconcile: false });
+    const settled = await (h.reconciler as Reconciler).settleAtStart();
+    expect([...settled.lost].sort()).toEqual(["token-old-idem3", "token-old-once3"]);
+    expect(settled.abandoned).toBe(1);
+    for (const name of ["idem3", "unsent3"])
+      await until(
+        `${name} to finish`,
+        () => h.projection.tasks.get(`p/a/${name}/ALL`)?.prevIntervalStart === LATEST,
+      );
+    await until("once3 to fail", () => h.projection.tasks.get("p/a/once3/ALL")?.failure ?? undefined);
+    expect(h.effects("idem3")).toBe(1);
+    expect(h.effects("unsent3")).toBe(1);
+    expect(h.effects("once3")).toBe(0);
+    expect(await events("unsent3")).toEqual([
+      "DispatchIntended",
+      "AttemptAbandoned",
+      "DispatchIntended",
+      "AttemptStarted",
+      "AttemptSucceeded",
+    ]);
+    expect((h.reconciler as Reconciler).totals.passes).toBe(0);
+  });
+});
+
 describe("reports", () => {
   it("a report delivered twice is applied once; the second is rejected and recorded", async () => {
     h = await harness([{ name: "dup", idempotent: true }]);

@@ -27,4 +27,11 @@ export { cutMarker, DEFAULT_OUTPUT_MAX_BYTES, OutputFile, outputPathFor } from "
 export { WorkerPool, type WorkerPoolOptions, type WorkerStats } from "./pool.js";
 export * from "./protocol.js";
 export { WorkerRuntime, type WorkerRuntimeOptions } from "./runtime.js";
-export { discardStaged, prepareStagingDir, publishStaged, stagedWrite, stagingDirFor } from "./staging.js";
+export {
+  discardStaged,
+  prepareStagingDir,
+  publishStaged,
+  removeEmptyStagingDirs,
+  stagedWrite,
+  stagingDirFor,
+} from "./staging.js";

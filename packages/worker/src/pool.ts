@@ -60,6 +60,10 @@ interface WorkerHandle {
   exited: boolean;
   readonly given: Map<string, Given>;
   outbox: WorkerCommand[];
+  /** When a batch went to the worker with nothing heard from it since (epoch ms), else undefined. */
+  unansweredSince: number | undefined;
+  /** When the worker last sent anything (epoch ms). */
+  lastHeard: number;
 }
 
 interface PendingQuery {
@@ -71,6 +75,16 @@ interface PendingQuery {
 /** Longest wait for the IPC channel to drain after a worker's exit before reporting its attempts lost. */
 const DRAIN_AFTER_EXIT_MS = 250;
 const MAX_RESPAWN_DELAY_MS = 5000;
+/**
+ * A ready worker that has not answered a batch for this long is passed over for new attempts
+ * while another one answers: it may be stopped (SIGSTOP), swapping or hung, and attempts given
+ * to it would wait with it. Every batch is answered at once by a live worker's event loop.
+ */
+const SILENT_AFTER_MS = 300;
+/** How often a worker that has sent nothing for as long is asked a question, to hear it is alive. */
+const PROBE_EVERY_MS = 250;
+/** The request id of a probe: the answer goes to no query. */
+const PROBE_REQUEST = "probe";
 
 function defaultWorkerModule(): string {
   const beside = fileURLToPath(new URL("./main.js", import.meta.url));
@@ -80,9 +94,10 @@ function defaultWorkerModule(): string {
 
 /**
  * The coordinator's side of the workers: forks `size` worker processes, sends each the attempts
- * it should run (to the least loaded, one batch per worker per tick), answers "who knows these
- * tokens?", and supervises: a worker that dies with attempts in hand gets them reported failed
- * (`lost`) at once, and a replacement is forked.
+ * it should run (one batch per worker per tick) to the least loaded of the workers that are
+ * ready and answer, holding them while none is ready, answers "who knows these tokens?", and
+ * supervises: a worker that dies with attempts in hand gets them reported failed (`lost`) at
+ * once, and a replacement is forked.
  */
 export class WorkerPool {
   private readonly options: WorkerPoolOptions;
@@ -99,8 +114,9 @@ export class WorkerPool {
   private flushScheduled: NodeJS.Immediate | undefined;
   private closing: Promise<void> | undefined;
   private respawnTimers = new Set<NodeJS.Timeout>();
-  /** Attempts dispatched while no worker was alive (all crashed, replacements backing off). */
+  /** Attempts dispatched while no worker was ready (starting, or all crashed and backing off). */
   private backlog: RunCommand[] = [];
+  private readonly probe: NodeJS.Timeout;
 
   constructor(options: WorkerPoolOptions) {
     if (!Number.isInteger(options.size) || options.size < 1)
@@ -113,6 +129,8 @@ export class WorkerPool {
     this.module = m instanceof URL ? fileURLToPath(m) : m;
     this.events.setMaxListeners(0);
     for (let i = 0; i < options.size; i++) this.spawn();
+    this.probe = setInterval(() => this.probeQuiet(), PROBE_EVERY_MS);
+    this.probe.unref();
   }
 
   /** Live worker processes (ready or starting). */
@@ -164,19 +182,22 @@ export class WorkerPool {
   }
 
   /**
-   * Sends each attempt to the least-loaded live worker (ready ones first); a token already given
+   * Sends each attempt to the least-loaded ready worker, one that answers first; while no worker
+   * is ready, the attempts wait in the pool and go to the first that is. A token already given
    * to a worker goes to that worker again (which ignores the duplicate).
    */
   dispatch(cmds: readonly RunCommand[]): void {
     if (this.closing) throw new Error("WorkerPool is closed");
+    const now = Date.now();
     for (const cmd of cmds) {
-      if (this.workers.size === 0) {
-        this.backlog.push(cmd);
-        continue;
-      }
       let w = this.owner.get(cmd.token);
       if (!w) {
-        w = this.leastLoaded();
+        const best = this.leastLoaded(now);
+        if (!best) {
+          this.backlog.push(cmd);
+          continue;
+        }
+        w = best;
         w.given.set(cmd.token, { cmd });
         this.owner.set(cmd.token, w);
       }
@@ -254,6 +275,7 @@ export class WorkerPool {
   }
 
   private async shutdownAll(graceMs: number): Promise<void> {
+    clearInterval(this.probe);
     for (const t of this.respawnTimers) clearTimeout(t);
     this.respawnTimers.clear();
     const exits = [...this.workers.values()].map((w) => {
@@ -297,32 +319,55 @@ export class WorkerPool {
       exited: false,
       given: new Map(),
       outbox: [],
+      unansweredSince: undefined,
+      lastHeard: Date.now(),
     };
     this.workers.set(id, w);
     child.on("message", (msg: unknown) => this.receive(w, msg));
     child.on("error", () => {}); // a failed send or kill; the exit handler does the accounting
     child.once("exit", (code, signal) => this.exited(w, code, signal));
     this.events.emit("change");
-    if (this.backlog.length > 0) {
-      const backlog = this.backlog;
-      this.backlog = [];
-      this.dispatch(backlog);
-    }
   }
 
-  private leastLoaded(): WorkerHandle {
+  /** Whether the worker has left a batch unanswered for longer than a live one would. */
+  private silent(w: WorkerHandle, now: number): boolean {
+    return w.unansweredSince !== undefined && now - w.unansweredSince > SILENT_AFTER_MS;
+  }
+
+  /**
+   * The ready worker with the lowest share of its capacity in use, among those that answer
+   * (among all ready ones when none does); undefined while no worker is ready.
+   */
+  private leastLoaded(now: number): WorkerHandle | undefined {
     let best: WorkerHandle | undefined;
     let bestScore = Number.POSITIVE_INFINITY;
     for (const w of this.workers.values()) {
-      // Ready workers first; among them, the lowest share of capacity in use.
-      const score = (w.ready ? 0 : 1e9) + w.given.size / w.capacity;
+      if (!w.ready || w.exited) continue;
+      const score = (this.silent(w, now) ? 1e9 : 0) + w.given.size / w.capacity;
       if (score < bestScore) {
         best = w;
         bestScore = score;
       }
     }
-    if (!best) throw new Error("WorkerPool has no live worker");
     return best;
+  }
+
+  /** Asks each ready worker that has been quiet for a while a question it answers at once. */
+  private probeQuiet(): void {
+    const now = Date.now();
+    for (const w of this.workers.values()) {
+      if (!w.ready || w.exited || w.unansweredSince !== undefined) continue;
+      if (now - w.lastHeard < PROBE_EVERY_MS) continue;
+      this.enqueue(w, { kind: "query", requestId: PROBE_REQUEST, tokens: [PROBE_REQUEST] });
+    }
+  }
+
+  /** Attempts held while no worker was ready go to the ready ones. */
+  private drainBacklog(): void {
+    if (this.backlog.length === 0 || this.closing) return;
+    const backlog = this.backlog;
+    this.backlog = [];
+    this.dispatch(backlog);
   }
 
   private enqueue(w: WorkerHandle, cmd: WorkerCommand): void {
@@ -340,6 +385,7 @@ export class WorkerPool {
     if (!w.ready || w.exited || w.outbox.length === 0) return;
     const batch: Batch<WorkerCommand> = { kind: "batch", messages: w.outbox };
     w.outbox = [];
+    w.unansweredSince ??= Date.now();
     try {
       w.child.send(batch, (err) => {
         if (err) w.child.emit("error", err);
@@ -352,14 +398,16 @@ export class WorkerPool {
   private receive(w: WorkerHandle, msg: unknown): void {
     const batch = msg as Batch<WorkerReport> | null;
     if (batch?.kind !== "batch" || !Array.isArray(batch.messages)) return;
+    w.lastHeard = Date.now();
+    w.unansweredSince = undefined;
+    let becameReady = false;
     for (const r of batch.messages) {
       switch (r.kind) {
         case "ready":
           w.ready = true;
           w.capacity = r.capacity;
           this.startupFailures = 0;
-          this.flushWorker(w);
-          this.events.emit("change");
+          becameReady = true;
           break;
         case "known":
           this.answer(w, r);
@@ -375,6 +423,11 @@ export class WorkerPool {
           if (this.owner.get(r.token) === w) this.owner.delete(r.token);
           break;
       }
+    }
+    if (becameReady) {
+      this.drainBacklog();
+      this.flushWorker(w);
+      this.events.emit("change");
     }
     this.emit(batch.messages);
   }

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { readdirSync, rmdirSync } from "node:fs";
 import { cp, lstat, mkdir, readdir, rename, rm, rmdir, writeFile } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 
@@ -26,6 +27,31 @@ export async function prepareStagingDir(stagingRoot: string, token: string): Pro
 /** Removes a staging directory that holds nothing (and leaves one that holds something). */
 export async function removeIfEmpty(stagingDir: string): Promise<void> {
   await rmdir(stagingDir).catch(() => {});
+}
+
+/**
+ * Removes every empty attempt directory under the staging root (left by attempts killed before
+ * they wrote anything), and returns how many. One that holds files stays: what a success
+ * without `publishTo` staged is kept there. Call it only while no attempt can be preparing a
+ * staging directory under the root (before the workers that use it start).
+ */
+export function removeEmptyStagingDirs(stagingRoot: string): number {
+  let names: string[];
+  try {
+    names = readdirSync(stagingRoot);
+  } catch {
+    return 0;
+  }
+  let removed = 0;
+  for (const name of names) {
+    try {
+      rmdirSync(join(stagingRoot, name));
+      removed += 1;
+    } catch {
+      // not empty, or not a directory: kept
+    }
+  }
+  return removed;
 }
 
 /** Removes a staging directory and everything in it. */

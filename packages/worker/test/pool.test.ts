@@ -58,6 +58,38 @@ describe("WorkerPool", () => {
     expect(pool.stats().map((s) => s.running)).toEqual([0, 0]);
   });
 
+  it("holds attempts dispatched before any worker is ready, and gives them to the ready ones", async () => {
+    const { pool, reports, terminal } = newPool(2);
+    expect(pool.stats().map((s) => s.ready)).toEqual([false, false]);
+    const cmds = ["a", "b"].map((t) => runCmd(shell("true"), { token: `early-${t}` }));
+    pool.dispatch(cmds);
+    // Given to no worker yet: a worker that never gets ready holds none of them.
+    expect(pool.stats().map((s) => s.running)).toEqual([0, 0]);
+    for (const c of cmds) expect((await waitFor(() => terminal(c.token))).kind).toBe("succeeded");
+    const readyAt = reports.findIndex((r) => r.kind === "ready");
+    const startedAt = reports.findIndex((r) => r.kind === "started");
+    expect(readyAt).toBeGreaterThanOrEqual(0);
+    expect(startedAt).toBeGreaterThan(readyAt);
+  });
+
+  it("passes over a worker that stopped answering (SIGSTOP) while another one answers", async () => {
+    const { pool, reports, terminal } = newPool(2);
+    await pool.ready();
+    const [first, second] = pool.stats();
+    process.kill(first?.pid as number, "SIGSTOP");
+    try {
+      // Long enough for the pool to ask the idle worker something and hear nothing back.
+      await sleep(1000);
+      const cmds = ["a", "b", "c"].map((t) => runCmd(shell("true"), { token: `stopped-${t}` }));
+      pool.dispatch(cmds);
+      for (const c of cmds) expect((await waitFor(() => terminal(c.token))).kind).toBe("succeeded");
+      const ranOn = new Set(reports.filter((r) => r.kind === "started").map((r) => r.workerId));
+      expect([...ranOn]).toEqual([second?.workerId]);
+    } finally {
+      process.kill(first?.pid as number, "SIGCONT");
+    }
+  });
+
   it("cancels an attempt on the worker that runs it", async () => {
     const { pool, terminal } = newPool(1);
     await pool.ready();

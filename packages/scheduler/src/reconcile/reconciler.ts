@@ -150,6 +150,47 @@ export class Reconciler {
     this.stopListening = undefined;
   }
 
+  /**
+   * Settles, at start-up, the attempts an earlier process left in flight, without waiting for a
+   * pass: one running (or lease-expired) on a worker `isWorkerGone` names is reported lost, as
+   * its supervisor would have; an intent that was never confirmed is abandoned, to be tried
+   * again. Call it only where nothing of the earlier process can still run or dispatch (one
+   * scheduler per embedded log, under the data directory's lock: its workers died with it), and
+   * before this process has handed any attempt to a worker, so that every queued intent in the
+   * projection is that process's. The workers are not asked: none of them has an attempt yet.
+   * Returns the tokens of the attempts reported lost (they never run again: a retry is a new
+   * attempt with a new token) and how many intents were abandoned.
+   */
+  async settleAtStart(): Promise<{ readonly lost: readonly string[]; readonly abandoned: number }> {
+    const gone = this.o.isWorkerGone;
+    const lost: InstanceState[] = [];
+    const unconfirmed: InstanceState[] = [];
+    for (const inst of this.o.projection.instances.values()) {
+      const a = currentAttempt(inst);
+      if (!a) continue;
+      if (isUnconfirmed(inst, Number.POSITIVE_INFINITY, 0)) unconfirmed.push(inst);
+      else if (a.workerId && gone) {
+        const check = checkLostWorker(inst, {
+          workerGone: gone(a.workerId),
+          ownWorker: true,
+          leaseDeadline: undefined,
+          now: this.now(),
+        });
+        if (check.kind === "lost") lost.push(inst);
+      }
+    }
+    for (const inst of lost) {
+      const decision = decideLostWorker(inst, false);
+      if (decision.kind === "report_lost") this.o.scheduler?.reportLost(inst, decision.reason);
+    }
+    const writes = unconfirmed.map((inst) =>
+      this.write(inst, decideUnconfirmedIntent(inst, false, this.o.actor), "intent of an earlier process"),
+    );
+    const written = (await Promise.all(writes)).filter(Boolean).length;
+    this.totals.written += written;
+    return { lost: lost.map((i) => currentAttempt(i)?.token as string), abandoned: written };
+  }
+
   /** One pass of the checks. Passes do not overlap within one reconciler. */
   pass(): Promise<PassResult> {
     if (!this.running) {

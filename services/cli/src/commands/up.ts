@@ -9,11 +9,12 @@ import {
   declare,
   loadProjection,
   Reconciler,
+  removeSnapshotLeftovers,
   Scheduler,
   saveSnapshot,
   schedulerOfWorker,
 } from "@chronolog/scheduler";
-import { WorkerPool } from "@chronolog/worker";
+import { discardStaged, removeEmptyStagingDirs, stagingDirFor, WorkerPool } from "@chronolog/worker";
 import type { Command } from "commander";
 import { byteSizeArg } from "../args.js";
 import {
@@ -257,6 +258,30 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   mkdirSync(dir, { recursive: true });
   // One scheduler per embedded log; schedulers sharing a Kafka log coordinate through a group.
   const lock = parseLogUrl(logUrlOf(globals)) ? null : acquireSchedulerLock(dir);
+  const stagingRoot = join(dir, "staging");
+  if (lock) {
+    // Under the lock no attempt or checkpoint of an earlier process is under way, and this
+    // process's workers have not started: what killed ones left half-done goes.
+    const leftovers = {
+      stagingDirs: removeEmptyStagingDirs(stagingRoot),
+      checkpointFiles: removeSnapshotLeftovers(dir),
+    };
+    if (leftovers.stagingDirs + leftovers.checkpointFiles > 0)
+      logger.info(leftovers, "removed what killed attempts and checkpoints left behind");
+  }
+  const newPool = (idPrefix: string) =>
+    new WorkerPool({
+      size: Number(opts.workers),
+      capacity: Number(opts.capacity),
+      warmShells,
+      stagingRoot,
+      outputRoot: join(dir, "output"),
+      outputMaxBytes,
+      idPrefix,
+    });
+  // Alone, the workers' ids are known now: they start while the log is opened and the
+  // projection loaded, and are ready sooner for what the start-up hands them.
+  const earlyPool = lock ? newPool(`w${process.pid}`) : null;
   const log = await openLogForWrite(globals, defaultActor("scheduler"));
   const loaded = await loadProjection(log, dir);
   if (loaded.discarded) logger.warn({ reason: loaded.discarded }, "snapshot not used; replayed the log");
@@ -313,15 +338,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   // says so.
   const workerPrefix = membership ? membership.id : `w${process.pid}`;
   const isOwnWorker = (id: string) => id.startsWith(`${workerPrefix}-`);
-  const pool = new WorkerPool({
-    size: Number(opts.workers),
-    capacity: Number(opts.capacity),
-    warmShells,
-    stagingRoot: join(dir, "staging"),
-    outputRoot: join(dir, "output"),
-    outputMaxBytes,
-    idPrefix: workerPrefix,
-  });
+  const pool = earlyPool ?? newPool(workerPrefix);
   const scheduler = new Scheduler({
     log,
     projection,
@@ -359,6 +376,18 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
       }),
   });
   await scheduler.start();
+  // Alone on the embedded log, under the lock: the earlier process and its workers are gone, so
+  // what it left in flight is settled now rather than at the first reconcile pass.
+  if (lock) {
+    const settled = await reconciler.settleAtStart();
+    // What those lost attempts staged is never published: their workers are gone.
+    await Promise.all(settled.lost.map((t) => discardStaged(stagingDirFor(stagingRoot, t))));
+    if (settled.lost.length + settled.abandoned > 0)
+      logger.info(
+        { lost: settled.lost.length, abandoned: settled.abandoned },
+        "settled the attempts an earlier process left in flight",
+      );
+  }
   reconciler.start();
   alerts.start();
   logger.info({ workers: Number(opts.workers), tasks: projection.tasks.size }, "chronolog is up");
