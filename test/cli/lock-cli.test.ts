@@ -152,7 +152,7 @@ describe("one scheduler per embedded log", () => {
   it("a normal stop (SIGTERM) lets it go", async () => {
     first.kill("SIGTERM");
     const stopped = await exitOf(first, 20_000);
-    expect(stopped.code).toBe(0);
+    expect(stopped.code, `signal ${first.signalCode}: ${stopped.stderr}`).toBe(0);
     expect(existsSync(join(dir, "scheduler.lock.json"))).toBe(false);
     const next = await startUp(dir);
     next.kill("SIGTERM");

@@ -118,7 +118,13 @@ function workersOf(up: Up): number[] {
     .split("\n")
     .filter(Boolean)
     .map(Number)
-    .filter((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("worker"));
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("worker");
+      } catch {
+        return false; // (gone meanwhile)
+      }
+    });
 }
 
 async function killAt(p: ChildProcess, ms: number): Promise<number | null> {
@@ -179,7 +185,7 @@ describe(`the fault soak (${backend})`, () => {
     };
     try {
       for (let k = 0; k < FAULTS; k++) {
-        await sleep(100 + random() * 700);
+        await sleep(50 + random() * 350);
         if (up.proc.exitCode !== null || up.proc.signalCode !== null) restart();
         const kind = pick();
         switch (kind) {
@@ -197,25 +203,31 @@ describe(`the fault soak (${backend})`, () => {
           case "worker SIGKILL": {
             const pids = workersOf(up);
             const pid = pids[Math.floor(random() * pids.length)];
-            if (pid) process.kill(pid, "SIGKILL");
+            if (!pid) {
+              k -= 1; // (no worker yet: a restart is under way)
+              continue;
+            }
+            process.kill(pid, "SIGKILL");
             break;
           }
           case "worker SIGSTOP/SIGCONT": {
             const pids = workersOf(up);
             const pid = pids[Math.floor(random() * pids.length)];
-            if (pid) {
-              process.kill(pid, "SIGSTOP");
-              await sleep(200 + random() * 2500);
-              try {
-                process.kill(pid, "SIGCONT");
-              } catch {}
+            if (!pid) {
+              k -= 1;
+              continue;
             }
+            process.kill(pid, "SIGSTOP");
+            await sleep(200 + random() * 1300);
+            try {
+              process.kill(pid, "SIGCONT");
+            } catch {}
             break;
           }
           case "declare killed": {
             declared += 1;
             writeFileSync(file, declaration(dir, declared));
-            const code = await killAt(chronologSpawn(dir, ["declare", file]), random() * 1500);
+            const code = await killAt(chronologSpawn(dir, ["declare", file]), random() * 1000);
             if (code === 0) outcomes.declareWritten += 1;
             else outcomes.declareKilled += 1;
             break;
@@ -235,7 +247,7 @@ describe(`the fault soak (${backend})`, () => {
                 at(to),
                 "--detach",
               ]),
-              random() * 1500,
+              random() * 1000,
             );
             if (code === 8) outcomes.backfillRefused += 1;
             break;

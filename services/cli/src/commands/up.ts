@@ -390,8 +390,6 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   }
   reconciler.start();
   alerts.start();
-  logger.info({ workers: Number(opts.workers), tasks: projection.tasks.size }, "chronolog is up");
-
   let stopping = false;
   const graceMs = wholeNumber(opts.grace, "--grace", 0) * 1000;
   const stop = async (signal: string) => {
@@ -431,6 +429,8 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   };
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
+  // Said once a stop would be handled: a supervisor may signal as soon as it reads this.
+  logger.info({ workers: Number(opts.workers), tasks: projection.tasks.size }, "chronolog is up");
   await scheduler.done;
 }
 
