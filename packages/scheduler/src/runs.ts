@@ -23,7 +23,9 @@ import {
   taskStream,
   ValidationError,
 } from "@chronolog/core";
-import type { EventLog, RecordedEvent } from "@chronolog/log";
+import { type EventLog, type RecordedEvent, WrongExpectedRevisionError } from "@chronolog/log";
+import { catchUp } from "./checkpoint.js";
+import { ConflictRetriesExhaustedError } from "./command.js";
 import { NotFoundError, StateError } from "./errors.js";
 import { requireSettled } from "./operations.js";
 
@@ -190,7 +192,43 @@ function resetForOneInterval(task: TaskState, logicalDate: string): DomainEvent 
  * upstream_failed, cancelled, abandoned) and, through them, their descendants; the tasks that
  * succeeded are kept. The run is reopened (RunStarted, trigger `rerun`) for the tasks rerun.
  */
-export async function rerun(
+export function rerun(
+  log: EventLog,
+  projection: SchedulerProjection,
+  runId: string,
+  failedOnly: boolean,
+): Promise<{ tasks: string[] }> {
+  return decidingAgainOnConflict(log, projection, `rerun ${runId}`, () =>
+    rerunOnce(log, projection, runId, failedOnly),
+  );
+}
+
+/** Conflicts a rerun or trigger decides again after, before it gives up. */
+const CONFLICT_RETRIES = 5;
+
+/**
+ * Runs a read-decide-write step; when another writer changed a stream it writes first (a
+ * compare-and-set conflict), catches the projection up with the log and decides again, which
+ * may now refuse (the run was started meanwhile).
+ */
+async function decidingAgainOnConflict<T>(
+  log: EventLog,
+  projection: SchedulerProjection,
+  name: string,
+  step: () => Promise<T>,
+): Promise<T> {
+  for (let tries = 0; ; tries++) {
+    try {
+      return await step();
+    } catch (error) {
+      if (!(error instanceof WrongExpectedRevisionError)) throw error;
+      if (tries >= CONFLICT_RETRIES) throw new ConflictRetriesExhaustedError(name, tries + 1, error);
+      await catchUp(log, projection);
+    }
+  }
+}
+
+async function rerunOnce(
   log: EventLog,
   projection: SchedulerProjection,
   runId: string,
@@ -235,7 +273,20 @@ export async function rerun(
  * workflow does not declare is refused (ValidationError naming the declared ones), before
  * anything is written. The run's RunStarted records the params merged so.
  */
-export async function trigger(
+export function trigger(
+  log: EventLog,
+  projection: SchedulerProjection,
+  workflow: string,
+  at: string | undefined,
+  params: Record<string, string>,
+  nowMs: number,
+): Promise<{ runId: string; logicalDate: string; tasks: string[] }> {
+  return decidingAgainOnConflict(log, projection, `trigger ${workflow}`, () =>
+    triggerOnce(log, projection, workflow, at, params, nowMs),
+  );
+}
+
+async function triggerOnce(
   log: EventLog,
   projection: SchedulerProjection,
   workflow: string,
