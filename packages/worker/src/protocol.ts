@@ -7,6 +7,8 @@
  * attempt stream before anything is applied.
  */
 
+import type { AttemptFailureKind } from "@chronolog/core";
+
 export interface RunCommand {
   readonly kind: "run";
   /** The attempt stream, e.g. `instance-sales/acme/orders/ALL@2026-11-28T02:00:00.000Z`. */
@@ -105,15 +107,8 @@ export interface SucceededReport extends ReportBase, OutputTail {
   readonly exitCode: number | null;
 }
 
-export type FailureKind =
-  | "exit_code"
-  | "signal"
-  | "timeout"
-  | "exception"
-  | "http_status"
-  | "lost"
-  | "interrupted"
-  | "unknown";
+/** How an attempt failed: the kinds AttemptFailed records. */
+export type FailureKind = AttemptFailureKind;
 
 export interface FailedReport extends ReportBase, OutputTail {
   readonly kind: "failed";

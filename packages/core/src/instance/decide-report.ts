@@ -1,7 +1,10 @@
-import type { DomainEvent } from "../events/catalog.js";
+import type { DomainEvent, EventDataOf } from "../events/catalog.js";
 import type { RetryPolicy } from "../spec.js";
 import { canRetry, retryDelayMs } from "./retry.js";
 import { currentAttempt, type InstanceState, type OutputFileRecord } from "./state.js";
+
+/** How an attempt failed, as AttemptFailed records it. */
+export type AttemptFailureKind = EventDataOf<"AttemptFailed">["error"]["kind"];
 
 interface ReportBase {
   readonly token: string;
@@ -27,18 +30,7 @@ export type AttemptReportInput =
       readonly stdoutTail: string;
       readonly stderrTail: string;
       readonly outputFile?: OutputFileRecord;
-      readonly error: {
-        readonly kind:
-          | "exit_code"
-          | "signal"
-          | "timeout"
-          | "exception"
-          | "http_status"
-          | "lost"
-          | "interrupted"
-          | "unknown";
-        readonly message: string;
-      };
+      readonly error: { readonly kind: AttemptFailureKind; readonly message: string };
     });
 
 export interface ReportContext {

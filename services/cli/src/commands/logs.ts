@@ -1,7 +1,13 @@
 import { createHash, type Hash } from "node:crypto";
 import { closeSync, existsSync, openSync, readSync } from "node:fs";
 import { basename, join } from "node:path";
-import { type AttemptView, type InstanceState, instanceStream, shortInstant } from "@chronolog/core";
+import {
+  type AttemptView,
+  type InstanceState,
+  instanceStream,
+  shortInstant,
+  TERMINAL_INSTANCE_STATUSES,
+} from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import { foldInstance, requireTask } from "@chronolog/scheduler";
 import type { Command } from "commander";
@@ -16,12 +22,7 @@ const LOG_POLL_MS = 500;
 
 const ENDED: ReadonlySet<AttemptView["status"]> = new Set(["success", "failed", "abandoned", "cancelled"]);
 /** An interval whose attempts are over: no retry is due. */
-const SETTLED: ReadonlySet<InstanceState["status"]> = new Set([
-  "success",
-  "failed",
-  "abandoned",
-  "cancelled",
-]);
+const SETTLED = TERMINAL_INSTANCE_STATUSES;
 
 interface LogsOptions {
   interval?: string;
