@@ -13,11 +13,15 @@ export default defineConfig({
       { find: /^@chronolog\/worker$/, replacement: src("./packages/worker/src/index.ts") },
       { find: /^@chronolog\/log-sqlite$/, replacement: src("./packages/log-sqlite/src/index.ts") },
       { find: /^@chronolog\/log-kafka$/, replacement: src("./packages/log-kafka/src/index.ts") },
+      { find: /^@chronolog\/api$/, replacement: src("./services/api/src/index.ts") },
       { find: /^@chronolog\/render$/, replacement: src("./packages/render/src/index.ts") },
     ],
   },
   test: {
     include: ["packages/*/test/**/*.test.ts", "services/*/test/**/*.test.ts", "test/**/*.test.ts"],
+    // Every `chronolog up` a test starts would serve the HTTP API on 127.0.0.1:8080, and tests
+    // run side by side: only tests of the API turn it on, each on a port of its own.
+    env: { CHRONOLOG_HTTP: "off" },
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ["default", "./test/support/summary-reporter.ts"],

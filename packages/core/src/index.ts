@@ -3,6 +3,7 @@ export * from "./declare/index.js";
 export * from "./errors.js";
 export * from "./events/index.js";
 export * from "./gate.js";
+export * from "./input.js";
 export * from "./instance/index.js";
 export * from "./keys.js";
 export * from "./projection/index.js";

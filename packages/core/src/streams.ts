@@ -42,3 +42,6 @@ export function workflowStream(name: string): string {
 export function alertStream(alertId: string): string {
   return `alert-${alertId}`;
 }
+
+/** The one stream of the HTTP API's access tokens: issued and revoked, in order. */
+export const ACCESS_TOKEN_STREAM = "access-tokens";

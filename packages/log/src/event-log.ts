@@ -83,7 +83,29 @@ export class EventLog {
     if (typeof options !== "object" || options === null) checkExpectedRevision(undefined);
     checkExpectedRevision(options.expectedRevision);
     const prepared = prepareEvents(events, { actor: this.actor, newId: this.newId });
-    return this.backend.append(streamId, prepared, options.expectedRevision);
+    return this.timed(() => this.backend.append(streamId, prepared, options.expectedRevision));
+  }
+
+  private readonly appendListeners = new Set<(ms: number) => void>();
+
+  /**
+   * Hears how long each append of this log (and of its views) took, in milliseconds, once it is
+   * durable; failed appends are not heard. Returns how to stop.
+   */
+  onAppend(listener: (ms: number) => void): () => void {
+    const root = this.owner ?? this;
+    root.appendListeners.add(listener);
+    return () => root.appendListeners.delete(listener);
+  }
+
+  private async timed<T>(append: () => Promise<T>): Promise<T> {
+    const listeners = (this.owner ?? this).appendListeners;
+    if (listeners.size === 0) return append();
+    const started = performance.now();
+    const result = await append();
+    const ms = performance.now() - started;
+    for (const l of listeners) l(ms);
+    return result;
   }
 
   /** Whether this log can append to several streams in one atomic step. */
@@ -137,7 +159,8 @@ export class EventLog {
         expected: w.expectedRevision,
       };
     });
-    return this.backend.appendMany(prepared, options);
+    const appendMany = this.backend.appendMany.bind(this.backend);
+    return this.timed(() => appendMany(prepared, options));
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
@@ -222,13 +245,26 @@ export class EventLog {
     return { checked, headPosition: head, break: null };
   }
 
+  /**
+   * The same log, writing as another actor (an HTTP API's caller, say). It shares this log's
+   * backend and its closing: close this log, not the view.
+   */
+  as(actor: string): EventLog {
+    const view = new EventLog(this.backend, { actor, newId: this.newId });
+    view.owner = this;
+    return view;
+  }
+
+  private owner: EventLog | null = null;
+
   async close(): Promise<void> {
+    if (this.owner) return;
     if (this.closed) return;
     this.closed = true;
     await this.backend.close();
   }
 
   private ensureOpen(): void {
-    if (this.closed) throw new LogClosedError();
+    if (this.closed || this.owner?.closed) throw new LogClosedError();
   }
 }

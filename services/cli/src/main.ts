@@ -6,6 +6,7 @@ import { registerLogCommands } from "./commands/log.js";
 import { registerLogsCommand } from "./commands/logs.js";
 import { registerRebuildCommand } from "./commands/rebuild.js";
 import { registerRunCommands } from "./commands/runs.js";
+import { registerServeCommands } from "./commands/serve.js";
 import { registerTaskCommands } from "./commands/tasks.js";
 import { registerUpCommand } from "./commands/up.js";
 import type { DataDirOptions } from "./data-dir.js";
@@ -41,6 +42,7 @@ registerAttemptCommands(program, globals);
 registerLogsCommand(program, globals);
 registerAlertsCommand(program, globals);
 registerRunCommands(program, globals);
+registerServeCommands(program, globals);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`chronolog: ${messageOf(error)}\n`);

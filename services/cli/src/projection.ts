@@ -1,11 +1,4 @@
-import {
-  formatTaskKey,
-  instanceStream,
-  parseTaskKey,
-  type SchedulerProjection,
-  type TaskState,
-  taskStream,
-} from "@chronolog/core";
+import { formatTaskKey, parseTaskKey, type SchedulerProjection } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import { loadProjection } from "@chronolog/scheduler";
 import { type DataDirOptions, dataDirOf, defaultActor, openLogForRead, openLogForWrite } from "./data-dir.js";
@@ -40,13 +33,4 @@ export function taskIdArg(text: string): string {
   const parsed = parseTaskKey(text);
   if (!parsed.ok) throw new CliError(parsed.error, 2);
   return formatTaskKey(parsed.key);
-}
-
-/** The attempt streams of every interval the task has run or is running, oldest first. */
-export async function instanceStreamsOf(s: { log: EventLog }, task: TaskState): Promise<string[]> {
-  const dates = new Set<string>([task.logicalDate]);
-  for (const e of await s.log.readStream(taskStream(task.key))) {
-    if (e.type === "IntervalCompleted" || e.type === "IntervalFailed") dates.add(e.data.logicalDate);
-  }
-  return [...dates].sort().map((d) => instanceStream(task.key, d));
 }

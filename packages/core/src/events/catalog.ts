@@ -64,6 +64,8 @@ export const eventCatalog = {
   ConnectionDeclared: entry(S.ConnectionDeclared),
   ConnectionSlotsTaken: entry(S.ConnectionSlotsTaken),
   WorkflowDeclared: entry(S.WorkflowDeclared),
+  AccessTokenIssued: entry(S.AccessTokenIssued),
+  AccessTokenRevoked: entry(S.AccessTokenRevoked),
   Note: entry(S.Note),
 } as const;
 

@@ -329,6 +329,32 @@ export const ConnectionSlotsTaken = z
   .strict();
 export const WorkflowDeclared = z.object({ spec: workflowSpecSchema }).strict();
 
+// ---- access to the HTTP API -------------------------------------------------------------------
+
+/** What a token of the HTTP API may do: read; read and declare; read and operate; everything. */
+export const ACCESS_SCOPES = ["read", "declare", "operate", "admin"] as const;
+export const accessTokenName = z
+  .string()
+  .regex(
+    /^[a-z0-9][a-z0-9_-]{0,63}$/,
+    "is lower-case letters, digits, _ and -, at most 64, not starting with _ or -",
+  );
+/**
+ * A token issued for the HTTP API. Only the SHA-256 of its secret is kept: the token itself is
+ * shown once, to whoever issued it. `projects` limits what it may declare or operate on (empty:
+ * every project); reading is not limited.
+ */
+export const AccessTokenIssued = z
+  .object({
+    name: accessTokenName,
+    scope: z.enum(ACCESS_SCOPES),
+    projects: z.array(z.string().min(1).max(128)).max(100),
+    sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  })
+  .strict();
+/** A token revoked: it is refused from then on, and its name may be issued again. */
+export const AccessTokenRevoked = z.object({ name: accessTokenName, reason: reason.optional() }).strict();
+
 // ---- free-form (the `log append` command, tests) ------------------------------------------
 
 /** A note written by an operator or a test: free JSON data, still schema-checked as an object. */

@@ -201,7 +201,23 @@ export class Reconciler {
     return this.running;
   }
 
+  private readonly passListeners = new Set<(ms: number, result: PassResult) => void>();
+
+  /** Hears each pass as it ends: how long it took (ms) and what it found. Returns how to stop. */
+  onPass(listener: (ms: number, result: PassResult) => void): () => void {
+    this.passListeners.add(listener);
+    return () => this.passListeners.delete(listener);
+  }
+
   private async runPass(): Promise<PassResult> {
+    const started = performance.now();
+    const result = await this.checkAndRepair();
+    const ms = performance.now() - started;
+    for (const l of this.passListeners) l(ms, result);
+    return result;
+  }
+
+  private async checkAndRepair(): Promise<PassResult> {
     const { projection } = this.o;
     const now = this.now();
     const grace = this.o.confirmGraceMs ?? 2000;

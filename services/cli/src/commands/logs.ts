@@ -1,6 +1,5 @@
 import { createHash, type Hash } from "node:crypto";
-import { closeSync, existsSync, openSync, readSync } from "node:fs";
-import { basename, join } from "node:path";
+import { closeSync, openSync, readSync } from "node:fs";
 import {
   type AttemptView,
   type InstanceState,
@@ -9,12 +8,12 @@ import {
   TERMINAL_INSTANCE_STATUSES,
 } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
-import { foldInstance, requireTask } from "@chronolog/scheduler";
+import { foldInstance, instanceStreamsOf, localOutputPath, requireTask } from "@chronolog/scheduler";
 import type { Command } from "commander";
 import { instantArg } from "../args.js";
 import { type DataDirOptions, dataDirOf } from "../data-dir.js";
 import { CliError } from "../edge.js";
-import { instanceStreamsOf, taskIdArg, withSession } from "../projection.js";
+import { taskIdArg, withSession } from "../projection.js";
 
 /** How often `--follow` looks for more output, and for the attempt's end in the log. */
 const FILE_POLL_MS = 200;
@@ -28,16 +27,6 @@ interface LogsOptions {
   interval?: string;
   attempt?: string;
   follow?: boolean;
-}
-
-/** Where an attempt's output file is on this machine: where it was written, or the data dir's own. */
-function localPathOf(a: AttemptView, dataDir: string): string | undefined {
-  const recorded = a.outputFile?.path ?? a.outputPath;
-  if (!recorded) return undefined;
-  if (existsSync(recorded)) return recorded;
-  // The data directory moved, or was copied from the host that ran it.
-  const moved = join(dataDir, "output", basename(recorded));
-  return existsSync(moved) ? moved : undefined;
 }
 
 /** Reads a file from an offset on, a chunk at a time, until its current end. */
@@ -156,7 +145,7 @@ async function follow(
     let lastLogRead = 0;
     for (;;) {
       if (!reader) {
-        const path = localPathOf(view, dataDir);
+        const path = localOutputPath(view, dataDir);
         if (path) reader = new FileReader(path);
       }
       if (ENDED.has(view.status)) break;
@@ -203,7 +192,7 @@ export function registerLogsCommand(program: Command, globals: () => DataDirOpti
           stream = instanceStream(task.key, interval);
         } else {
           // The latest interval that has an attempt.
-          for (const st of (await instanceStreamsOf(s, task)).reverse()) {
+          for (const st of (await instanceStreamsOf(s.log, task)).reverse()) {
             const inst = await readInstance(s.log, st);
             if (inst && inst.attempts.length > 0) {
               stream = st;
@@ -230,7 +219,7 @@ export function registerLogsCommand(program: Command, globals: () => DataDirOpti
               4,
             );
           const what = describe(id, inst, a);
-          const path = localPathOf(a, dataDir);
+          const path = localOutputPath(a, dataDir);
           const reader = path ? new FileReader(path) : undefined;
           if (ENDED.has(a.status)) printEnded(reader, a, what);
           else {

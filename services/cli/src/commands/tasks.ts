@@ -7,11 +7,8 @@ import {
   formatDeclarationIssue,
   lastLineOf,
   parseDeclarationText,
-  projectedSlots,
   SchedulerProjection,
-  taskStream,
 } from "@chronolog/core";
-import type { RecordedEvent } from "@chronolog/log";
 import {
   type BackfillPlan,
   backfill,
@@ -19,12 +16,14 @@ import {
   catchUp,
   checkDeclaration,
   declare,
-  foldInstance,
   pauseTask,
   renderProblem,
   requireTask,
   resumeTask,
   retireTask,
+  taskAttempts,
+  taskHistory,
+  taskRows,
 } from "@chronolog/scheduler";
 import cliProgress from "cli-progress";
 import type { Command } from "commander";
@@ -32,7 +31,7 @@ import { instantArg } from "../args.js";
 import { type DataDirOptions, logFileOf, logUrlOf, parseLogUrl } from "../data-dir.js";
 import { CliError, toJson } from "../edge.js";
 import { short, table } from "../format.js";
-import { instanceStreamsOf, taskIdArg, withSession } from "../projection.js";
+import { taskIdArg, withSession } from "../projection.js";
 
 /** What the first unfinished task of a backfill waits for, in `why`'s words. */
 function backfillWaitsFor(projection: SchedulerProjection, plan: BackfillPlan): string {
@@ -153,39 +152,21 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
     .option("--json", "print JSON")
     .action(async (opts: { json?: boolean }) => {
       await withSession(globals(), "read", async ({ projection }) => {
-        const now = Date.now();
-        // Slots counted once for every task, and each payload rendered as the scheduler would.
-        const options = { slots: projectedSlots(projection), renderProblem: renderProblem(projection) };
-        const rows = [...projection.tasks.values()]
-          .sort((a, b) => a.id.localeCompare(b.id))
-          .map((t) => ({ task: t, why: explainTask(projection, t.id, now, options) }));
+        const rows = taskRows(projection, Date.now());
         if (opts.json) {
-          console.log(
-            toJson(
-              rows.map(({ task, why }) => ({
-                task: task.id,
-                status: task.status,
-                condition: why.condition,
-                logicalDate: task.logicalDate,
-                prevIntervalStart: task.prevIntervalStart,
-                nextRunDate: task.nextRunDate,
-                reasons: why.reasons,
-                decision: why.decision,
-              })),
-            ),
-          );
+          console.log(toJson(rows));
           return;
         }
         console.log(
           table(
             ["TASK", "STATUS", "NOW", "FINISHED", "NEXT INTERVAL", "DUE"],
-            rows.map(({ task, why }) => [
-              task.id,
-              task.status,
-              why.condition,
-              short(task.prevIntervalStart),
-              short(task.logicalDate),
-              short(task.nextRunDate),
+            rows.map((r) => [
+              r.task,
+              r.status,
+              r.condition,
+              short(r.prevIntervalStart),
+              short(r.logicalDate),
+              short(r.nextRunDate),
             ]),
           ),
         );
@@ -257,11 +238,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
     .action(async (key: string, opts: { json?: boolean }) => {
       const id = taskIdArg(key);
       await withSession(globals(), "read", async (s) => {
-        const task = requireTask(s.projection, id);
-        const events: RecordedEvent[] = [...(await s.log.readStream(taskStream(task.key)))];
-        for (const stream of await instanceStreamsOf(s, task))
-          events.push(...(await s.log.readStream(stream)));
-        events.sort((a, b) => (a.position < b.position ? -1 : 1));
+        const events = await taskHistory(s.log, s.projection, id);
         for (const e of events) {
           if (opts.json) console.log(toJson(e));
           else {
@@ -288,12 +265,9 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
     .action(async (key: string, opts: { json?: boolean; output?: boolean }) => {
       const id = taskIdArg(key);
       await withSession(globals(), "read", async (s) => {
-        const task = requireTask(s.projection, id);
-        const rows: Array<Record<string, unknown>> = [];
-        for (const stream of await instanceStreamsOf(s, task)) {
-          const inst = foldInstance(await s.log.readStream(stream));
-          for (const a of inst?.attempts ?? []) rows.push({ logicalDate: inst?.logicalDate, ...a });
-        }
+        const rows: Array<Record<string, unknown>> = (await taskAttempts(s.log, s.projection, id)).map(
+          ({ stream: _stream, ...r }) => r,
+        );
         if (opts.json) {
           console.log(toJson(rows, 2));
           return;

@@ -28,6 +28,7 @@ import {
 import { CliError } from "../edge.js";
 import { createLogger, type Logger } from "../logger.js";
 import { acquireSchedulerLock } from "../scheduler-lock.js";
+import { addHttpOptions, type HttpOptions, startHttp } from "./serve.js";
 
 const EXAMPLE = fileURLToPath(new URL("../../examples/orders.yaml", import.meta.url));
 
@@ -199,7 +200,7 @@ function progressLogger(logger: Logger) {
   };
 }
 
-interface UpOptions {
+interface UpOptions extends HttpOptions {
   workers: string;
   capacity: string;
   warmShells: string;
@@ -375,6 +376,20 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
         spec: workflow || !task ? { workflow } : (projection.tasks.get(formatTaskKey(task))?.spec ?? {}),
       }),
   });
+  // The HTTP API, on its own projection: it follows the same log and writes through it.
+  const api = await startHttp(globals, opts, log, log, {
+    onAppend: (listener) => log.onAppend(listener),
+    onReconcilePass: (listener) => reconciler.onPass((ms) => listener(ms)),
+  }).catch(async (error: unknown) => {
+    // Started before any dispatch: an API that cannot start (its port in use) stops it all.
+    clearInterval(timer);
+    await pool.close(0);
+    await membership?.close();
+    await log.close();
+    lock?.release();
+    throw error;
+  });
+  if (api) logger.info({ url: api.url }, "api listening");
   await scheduler.start();
   // Alone on the embedded log, under the lock: the earlier process and its workers are gone, so
   // what it left in flight is settled now rather than at the first reconcile pass.
@@ -413,6 +428,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
         `waiting for ${running} running attempt${running === 1 ? "" : "s"} (up to ${graceMs / 1000} s; Ctrl-C again to stop now)\n`,
       );
     clearInterval(timer);
+    await api?.close();
     reconciler?.stop();
     alerts.stop();
     // The workers finish (or are stopped, each attempt reported interrupted) and their reports
@@ -442,8 +458,7 @@ export function registerUpCommand(program: Command, globals: () => DataDirOption
       "run one scheduler with its reconcile loop and workers; on a Kafka log (--log kafka://...) several share the tasks",
     ],
   ] as const) {
-    program
-      .command(name)
+    addHttpOptions(program.command(name))
       .description(description)
       .option("-w, --workers <n>", "worker processes", "2")
       .option("--capacity <n>", "attempts each worker runs at once", "16")

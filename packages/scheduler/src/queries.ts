@@ -1,0 +1,166 @@
+import { existsSync } from "node:fs";
+import { basename, join } from "node:path";
+import {
+  type AttemptView,
+  currentAttempt,
+  type Explanation,
+  explainTask,
+  foldInstance,
+  type InstanceState,
+  instanceStream,
+  isTerminal,
+  projectedSlots,
+  type SchedulerProjection,
+  type TaskState,
+  taskStream,
+} from "@chronolog/core";
+import type { EventLog, RecordedEvent } from "@chronolog/log";
+import { NotFoundError, StateError } from "./errors.js";
+import { requireTask } from "./operations.js";
+import { renderProblem } from "./payload.js";
+
+/**
+ * The reads that the CLI and the HTTP API share: each answers from the projection and, where
+ * it needs history, from the task's own streams, never from the whole log.
+ */
+
+/** One task as `tasks` lists it. */
+export interface TaskRow {
+  readonly task: string;
+  readonly status: TaskState["status"];
+  readonly condition: Explanation["condition"];
+  readonly logicalDate: string;
+  readonly prevIntervalStart: string | null;
+  readonly nextRunDate: string | null;
+  readonly reasons: readonly string[];
+  readonly decision: Explanation["decision"];
+}
+
+/** Every declared task (or those `filter` keeps), ordered by id, with where each stands now. */
+export function taskRows(
+  projection: SchedulerProjection,
+  now: number,
+  filter: (task: TaskState) => boolean = () => true,
+): TaskRow[] {
+  // Slots counted once for every task, and each payload rendered as the scheduler would.
+  const options = { slots: projectedSlots(projection), renderProblem: renderProblem(projection) };
+  return [...projection.tasks.values()]
+    .filter(filter)
+    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    .map((task) => taskRow(projection, task, now, options));
+}
+
+export function taskRow(
+  projection: SchedulerProjection,
+  task: TaskState,
+  now: number,
+  options: Parameters<typeof explainTask>[3] = { renderProblem: renderProblem(projection) },
+): TaskRow {
+  const why = explainTask(projection, task.id, now, options);
+  return {
+    task: task.id,
+    status: task.status,
+    condition: why.condition,
+    logicalDate: task.logicalDate,
+    prevIntervalStart: task.prevIntervalStart,
+    nextRunDate: task.nextRunDate,
+    reasons: why.reasons,
+    decision: why.decision,
+  };
+}
+
+/** The attempt streams of every interval the task has run or is running, oldest first. */
+export async function instanceStreamsOf(log: EventLog, task: TaskState): Promise<string[]> {
+  const dates = new Set<string>([task.logicalDate]);
+  for (const e of await log.readStream(taskStream(task.key))) {
+    if (e.type === "IntervalCompleted" || e.type === "IntervalFailed") dates.add(e.data.logicalDate);
+  }
+  return [...dates].sort().map((d) => instanceStream(task.key, d));
+}
+
+/** The task's events, its stream's and its attempt streams', in log order. */
+export async function taskHistory(
+  log: EventLog,
+  projection: SchedulerProjection,
+  id: string,
+): Promise<RecordedEvent[]> {
+  const task = requireTask(projection, id);
+  const events: RecordedEvent[] = [...(await log.readStream(taskStream(task.key)))];
+  for (const stream of await instanceStreamsOf(log, task)) events.push(...(await log.readStream(stream)));
+  return events.sort((a, b) => (a.position < b.position ? -1 : 1));
+}
+
+export type AttemptRow = AttemptView & { readonly logicalDate: string; readonly stream: string };
+
+/** Every attempt of the task, oldest interval first. */
+export async function taskAttempts(
+  log: EventLog,
+  projection: SchedulerProjection,
+  id: string,
+): Promise<AttemptRow[]> {
+  const task = requireTask(projection, id);
+  const rows: AttemptRow[] = [];
+  for (const stream of await instanceStreamsOf(log, task)) {
+    const inst = foldInstance(await log.readStream(stream));
+    for (const a of inst?.attempts ?? [])
+      rows.push({ logicalDate: inst?.logicalDate as string, stream, ...a });
+  }
+  return rows;
+}
+
+/**
+ * Abandons the current attempt of the task's interval (default: its current one): the
+ * operator's word that it will not report, written with a compare-and-set on its stream.
+ */
+export async function abandonAttempt(
+  log: EventLog,
+  projection: SchedulerProjection,
+  id: string,
+  options: { interval?: string; token?: string; retry?: boolean; reason: string; by: string },
+): Promise<{ stream: string; logicalDate: string; attempt: number; token: string; position: bigint }> {
+  const task = requireTask(projection, id);
+  const date = options.interval ?? task.logicalDate;
+  const stream = instanceStream(task.key, date);
+  const inst = foldInstance(await log.readStream(stream));
+  const a = inst && currentAttempt(inst);
+  if (!inst || !a) throw new NotFoundError(`${id} has no attempt for ${date}`);
+  if (options.token !== undefined && a.token !== options.token)
+    throw new StateError(`${id} ${date}: attempt ${options.token} is not the current one (${a.token})`);
+  if (isTerminal(inst)) throw new StateError(`${id} ${date} has already ended (${inst.status})`);
+  const r = await log.append(
+    stream,
+    [
+      {
+        type: "AttemptAbandoned",
+        data: {
+          attempt: a.attempt,
+          token: a.token,
+          reason: options.reason,
+          by: options.by,
+          retry: !!options.retry,
+        },
+      },
+    ],
+    { expectedRevision: inst.revision },
+  );
+  return { stream, logicalDate: date, attempt: a.attempt, token: a.token, position: r.position };
+}
+
+/** The instance whose current attempt has `token`, among those in flight. */
+export function activeInstanceOfToken(
+  projection: SchedulerProjection,
+  token: string,
+): InstanceState | undefined {
+  for (const inst of projection.instances.values()) if (currentAttempt(inst)?.token === token) return inst;
+  return undefined;
+}
+
+/** Where an attempt's output file is on this machine: where it was written, or the data dir's own. */
+export function localOutputPath(a: AttemptView, dataDir: string): string | undefined {
+  const recorded = a.outputFile?.path ?? a.outputPath;
+  if (!recorded) return undefined;
+  if (existsSync(recorded)) return recorded;
+  // The data directory moved, or was copied from the host that ran it.
+  const moved = join(dataDir, "output", basename(recorded));
+  return existsSync(moved) ? moved : undefined;
+}

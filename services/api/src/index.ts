@@ -1,0 +1,6 @@
+export * from "./app.js";
+export * from "./auth.js";
+export * from "./metrics.js";
+export * from "./problem.js";
+export * from "./server.js";
+export * from "./state.js";

@@ -1,0 +1,204 @@
+import { formatTaskKey, projectedSlots } from "@chronolog/core";
+import type { RecordedEvent } from "@chronolog/log";
+import { renderProblem, taskRow } from "@chronolog/scheduler";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { ApiState } from "./state.js";
+
+/** What the scheduler process reports beyond the log (absent under `chronolog serve`). */
+export interface SchedulerHooks {
+  /** Hears each append the process makes: its duration in milliseconds. */
+  onAppend(listener: (ms: number) => void): () => void;
+  /** Hears each reconcile pass: its duration in milliseconds. */
+  onReconcilePass(listener: (ms: number) => void): () => void;
+}
+
+/**
+ * The Prometheus metrics: counters folded from the log as the API follows it, gauges read
+ * from the projection when scraped, and the process's own. Labels are bounded: an operator, a
+ * condition, a connection, a state, a route; never an interval, an attempt or a token.
+ */
+export class ApiMetrics {
+  readonly registry = new Registry();
+  private readonly dispatches: Counter;
+  private readonly completions: Counter;
+  private readonly failures: Counter;
+  private readonly parentToDispatch: Histogram;
+  private readonly requests: Counter;
+  private readonly sse: Gauge;
+  private readonly sseDrops: Counter;
+  /** token -> operator type, while the attempt is in flight. */
+  private readonly operatorOf = new Map<string, string>();
+  /** task id -> when its latest interval completed (ms). */
+  private readonly completedAt = new Map<string, number>();
+  /** task id -> when it was last dispatched (ms). */
+  private readonly dispatchedAt = new Map<string, number>();
+  private readonly stops: Array<() => void> = [];
+
+  constructor(state: ApiState, hooks?: SchedulerHooks) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: "chronolog_process_" });
+    this.dispatches = new Counter({
+      name: "chronolog_dispatches_total",
+      help: "Attempts dispatched (intent written), by operator type",
+      labelNames: ["operator"],
+      registers,
+    });
+    this.completions = new Counter({
+      name: "chronolog_completions_total",
+      help: "Attempts that succeeded, by operator type",
+      labelNames: ["operator"],
+      registers,
+    });
+    this.failures = new Counter({
+      name: "chronolog_failures_total",
+      help: "Attempts that failed, by operator type",
+      labelNames: ["operator"],
+      registers,
+    });
+    this.parentToDispatch = new Histogram({
+      name: "chronolog_parent_success_to_dispatch_seconds",
+      help: "From the last parent's success to the child's dispatch",
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers,
+    });
+    this.requests = new Counter({
+      name: "chronolog_api_requests_total",
+      help: "HTTP API requests, by method, route and status",
+      labelNames: ["method", "route", "status"],
+      registers,
+    });
+    this.sse = new Gauge({
+      name: "chronolog_api_sse_clients",
+      help: "Live event clients connected",
+      registers,
+    });
+    this.sseDrops = new Counter({
+      name: "chronolog_api_sse_dropped_total",
+      help: "Live event clients dropped for falling too far behind",
+      registers,
+    });
+    const { projection } = state;
+    new Gauge({
+      name: "chronolog_tasks",
+      help: "Declared tasks, by where each stands now",
+      labelNames: ["condition"],
+      registers,
+      collect() {
+        this.reset();
+        const now = Date.now();
+        const options = { slots: projectedSlots(projection), renderProblem: renderProblem(projection) };
+        for (const t of projection.tasks.values())
+          this.inc({ condition: taskRow(projection, t, now, options).condition });
+      },
+    });
+    new Gauge({
+      name: "chronolog_runs",
+      help: "Workflow runs the projection holds, by state",
+      labelNames: ["state"],
+      registers,
+      collect() {
+        this.reset();
+        for (const r of projection.runs.values()) this.inc({ state: r.status });
+      },
+    });
+    new Gauge({
+      name: "chronolog_connection_slots_in_use",
+      help: "Attempts queued or running on a connection",
+      labelNames: ["connection"],
+      registers,
+      collect() {
+        this.reset();
+        const slots = projectedSlots(projection);
+        for (const name of projection.connections.keys())
+          this.set({ connection: name }, slots.connectionInUse(name));
+      },
+    });
+    new Gauge({
+      name: "chronolog_connection_slots_limit",
+      help: "A connection's maxParallelism",
+      labelNames: ["connection"],
+      registers,
+      collect() {
+        this.reset();
+        for (const c of projection.connections.values()) this.set({ connection: c.name }, c.maxParallelism);
+      },
+    });
+    new Gauge({
+      name: "chronolog_log_head_position",
+      help: "The position of the last event the API has applied",
+      registers,
+      collect() {
+        this.set(Number(state.head.position));
+      },
+    });
+    if (hooks) {
+      const appends = new Histogram({
+        name: "chronolog_log_append_seconds",
+        help: "Appends to the log made by this process",
+        buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
+        registers,
+      });
+      const passes = new Histogram({
+        name: "chronolog_reconcile_pass_seconds",
+        help: "Reconcile passes of this process",
+        buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+        registers,
+      });
+      this.stops.push(hooks.onAppend((ms) => appends.observe(ms / 1000)));
+      this.stops.push(hooks.onReconcilePass((ms) => passes.observe(ms / 1000)));
+    }
+    this.stops.push(state.onEvent((e) => this.fold(e, state)));
+  }
+
+  private fold(e: RecordedEvent, state: ApiState): void {
+    switch (e.type) {
+      case "DispatchIntended": {
+        const operator = String(e.data.operator.type ?? "unknown");
+        this.operatorOf.set(e.data.token, operator);
+        this.dispatches.inc({ operator });
+        const id = formatTaskKey(e.data.key);
+        const at = Date.parse(e.metadata.recordedAt);
+        const parents = state.projection.tasks.get(id)?.spec.parents ?? [];
+        let last = Number.NEGATIVE_INFINITY;
+        for (const p of parents) last = Math.max(last, this.completedAt.get(formatTaskKey(p)) ?? last);
+        // Counted when a parent's success is what the dispatch followed (not a retry, not a timer).
+        if (Number.isFinite(last) && last > (this.dispatchedAt.get(id) ?? 0))
+          this.parentToDispatch.observe(Math.max(0, at - last) / 1000);
+        this.dispatchedAt.set(id, at);
+        break;
+      }
+      case "AttemptSucceeded":
+      case "AttemptFailed": {
+        const operator = this.operatorOf.get(e.data.token) ?? "unknown";
+        this.operatorOf.delete(e.data.token);
+        (e.type === "AttemptSucceeded" ? this.completions : this.failures).inc({ operator });
+        break;
+      }
+      case "AttemptAbandoned":
+      case "AttemptCancelled":
+        this.operatorOf.delete(e.data.token);
+        break;
+      case "IntervalCompleted":
+        this.completedAt.set(formatTaskKey(e.data.key), Date.parse(e.metadata.recordedAt));
+        break;
+      default:
+        break;
+    }
+  }
+
+  request(method: string, route: string, status: number): void {
+    this.requests.inc({ method, route, status: String(status) });
+  }
+
+  sseClients(delta: number): void {
+    this.sse.inc(delta);
+  }
+
+  sseDropped(): void {
+    this.sseDrops.inc();
+  }
+
+  close(): void {
+    for (const s of this.stops) s();
+  }
+}

@@ -1,0 +1,161 @@
+import {
+  connectionSpecSchema,
+  declarationDocumentSchema,
+  EVENT_TYPES,
+  EventSchemas,
+  eventCatalog,
+  taskSpecSchema,
+  workflowSpecSchema,
+} from "@chronolog/core";
+import { z } from "@hono/zod-openapi";
+
+/**
+ * The API's schemas. Declarations, task specs and event data are the core's own schemas (the
+ * ones `declare` and the log validate with); only the envelopes around them are defined here.
+ */
+
+export const Problem = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+  })
+  .catchall(z.unknown())
+  .openapi("Problem", { description: "RFC 9457 problem details, with the typed error's own fields" });
+
+export const problemResponses = (...statuses: number[]) =>
+  Object.fromEntries(
+    statuses.map((s) => [
+      s,
+      { description: `problem (${s})`, content: { "application/problem+json": { schema: Problem } } },
+    ]),
+  );
+
+/** A position or revision: a decimal string (they outgrow JSON's safe integers). */
+const position = z.string().regex(/^\d+$/).openapi({ example: "42" });
+
+export const Metadata = z
+  .object({
+    eventId: z.string(),
+    actor: z.string(),
+    causationId: z.string().nullable(),
+    correlationId: z.string().nullable(),
+    schemaVersion: z.number().int(),
+    recordedAt: z.string(),
+    prevHash: z.string(),
+    hash: z.string(),
+  })
+  .openapi("EventMetadata");
+
+/** A recorded event: one member per type of the catalog, with that type's data schema. */
+export const RecordedEvent = z
+  .union(
+    EVENT_TYPES.map((type) =>
+      z.object({
+        position,
+        streamId: z.string(),
+        revision: position,
+        type: z.literal(type),
+        data: eventCatalog[type].schema as z.ZodType,
+        metadata: Metadata,
+      }),
+    ) as unknown as [z.ZodType, z.ZodType, ...z.ZodType[]],
+  )
+  .openapi("RecordedEvent");
+
+// The core's schemas go into the document as they are (zod 4 gives each schema its own methods,
+// so those made before this module have no `.openapi`; they are described inline).
+export const DeclarationDocument = declarationDocumentSchema as unknown as z.ZodType;
+export const TaskSpec = taskSpecSchema as unknown as z.ZodType;
+export const ConnectionSpec = connectionSpecSchema as unknown as z.ZodType;
+export const WorkflowSpec = workflowSpecSchema as unknown as z.ZodType;
+
+const Change = z.object({ field: z.string(), from: z.unknown(), to: z.unknown() });
+export const DeclareOutcome = z
+  .object({
+    dryRun: z.boolean(),
+    tasks: z.array(z.object({ task: z.string(), outcome: z.string(), changes: z.array(Change) })),
+    connections: z.array(z.object({ name: z.string(), outcome: z.string() })),
+    workflows: z.array(z.object({ name: z.string(), outcome: z.string() })),
+    warnings: z.array(z.unknown()),
+  })
+  .openapi("DeclareOutcome");
+
+export const TaskRow = z
+  .object({
+    task: z.string(),
+    status: z.string(),
+    condition: z.string(),
+    logicalDate: z.string(),
+    prevIntervalStart: z.string().nullable(),
+    nextRunDate: z.string().nullable(),
+    reasons: z.array(z.string()),
+    decision: z.unknown(),
+  })
+  .openapi("TaskRow");
+
+export const TaskPage = z
+  .object({ items: z.array(TaskRow), next: z.string().nullable() })
+  .openapi("TaskPage", { description: "a page of tasks; `next` is the cursor of the next page" });
+
+export const TaskDetail = z
+  .object({
+    task: z.object({ id: z.string(), status: z.string(), spec: TaskSpec }).catchall(z.unknown()),
+    condition: z.string(),
+    reasons: z.array(z.string()),
+    decision: z.unknown(),
+    instance: z.unknown(),
+  })
+  .openapi("TaskDetail");
+
+export const Attempt = z
+  .object({
+    logicalDate: z.string(),
+    stream: z.string(),
+    attempt: z.number().int(),
+    token: z.string(),
+    status: z.string(),
+  })
+  .catchall(z.unknown())
+  .openapi("Attempt");
+
+export const Written = z
+  .object({ position })
+  .catchall(z.unknown())
+  .openapi("Written", { description: "what was written, and the log position of its last event" });
+
+export const Run = z
+  .object({
+    runId: z.string(),
+    workflow: z.string(),
+    logicalDate: z.string(),
+    status: z.string(),
+    try: z.number().int(),
+    tasks: z.array(z.string()),
+    blockedBy: z.array(z.string()),
+  })
+  .catchall(z.unknown())
+  .openapi("Run");
+
+export const Head = z
+  .object({ position: z.string(), hash: z.string() })
+  .openapi("LogHead", { description: "the last event's position and hash (position -1: the log is empty)" });
+
+export const Verify = z
+  .object({
+    ok: z.boolean(),
+    checked: z.number().int(),
+    headPosition: z.string(),
+    headHash: z.string(),
+    break: z.object({ position: z.string(), reason: z.string() }).nullable(),
+  })
+  .openapi("VerifyResult");
+
+export const AccessToken = z
+  .object({
+    name: EventSchemas.accessTokenName,
+    scope: z.enum(EventSchemas.ACCESS_SCOPES),
+    projects: z.array(z.string()),
+  })
+  .openapi("AccessToken");

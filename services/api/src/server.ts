@@ -1,0 +1,121 @@
+import { readFileSync } from "node:fs";
+import { createServer as createHttpsServer } from "node:https";
+import type { AddressInfo } from "node:net";
+import type { EventLog } from "@chronolog/log";
+import { type ServerType, serve } from "@hono/node-server";
+import { API_PREFIX, createApiApp } from "./app.js";
+import { ApiMetrics, type SchedulerHooks } from "./metrics.js";
+import { HttpProblem } from "./problem.js";
+import { ApiState } from "./state.js";
+
+export interface ApiServerOptions {
+  /** The log to read. */
+  readonly log: EventLog;
+  /** Where writes go; omit for a read-only server. */
+  readonly writeLog?: EventLog;
+  readonly dataDir: string;
+  /** `HOST:PORT` (port 0: any free port). */
+  readonly listen: string;
+  readonly publicRead?: boolean;
+  readonly bodyLimitBytes?: number;
+  readonly sseMaxLag?: number;
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
+  /** Listen on a non-loopback address without TLS. */
+  readonly insecure?: boolean;
+  readonly hooks?: SchedulerHooks;
+}
+
+export interface ApiServer {
+  /** Where it listens, e.g. `http://127.0.0.1:8080`. */
+  readonly url: string;
+  readonly state: ApiState;
+  close(): Promise<void>;
+}
+
+/** Splits `HOST:PORT` (`[::1]:8080` for IPv6); a bad one is refused naming the flag. */
+export function parseListen(text: string, flag = "--http"): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(text);
+  const port = m ? Number(m[3]) : Number.NaN;
+  if (!m || port > 65_535)
+    throw new HttpProblem(
+      400,
+      "validation",
+      `${flag} takes HOST:PORT (e.g. 127.0.0.1:8080) or off, not "${text}"`,
+    );
+  return { host: (m[1] ?? m[2]) as string, port };
+}
+
+export function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/**
+ * Starts the HTTP API: loads its own projection, follows the log, and listens. A non-loopback
+ * address needs TLS (or `insecure`): tokens travel in every request.
+ */
+export async function startApiServer(o: ApiServerOptions): Promise<ApiServer> {
+  const { host, port } = parseListen(o.listen);
+  if (!isLoopback(host) && !o.tls && !o.insecure)
+    throw new HttpProblem(
+      400,
+      "validation",
+      `${host} is not a loopback address: give --tls-cert and --tls-key (tokens travel in every request), or --insecure`,
+    );
+  const tls = o.tls ? { cert: readFileSync(o.tls.certFile), key: readFileSync(o.tls.keyFile) } : null;
+  const state = await ApiState.open(o.log, o.dataDir);
+  const metrics = new ApiMetrics(state, o.hooks);
+  const app = createApiApp({
+    state,
+    writeLog: o.writeLog ?? null,
+    dataDir: o.dataDir,
+    metrics,
+    ...(o.publicRead ? { publicRead: true } : {}),
+    ...(o.bodyLimitBytes !== undefined ? { bodyLimitBytes: o.bodyLimitBytes } : {}),
+    ...(o.sseMaxLag !== undefined ? { sseMaxLag: o.sseMaxLag } : {}),
+  });
+  const scrape = async () =>
+    new Response(await metrics.registry.metrics(), {
+      headers: { "content-type": metrics.registry.contentType },
+    });
+  app.get("/metrics", scrape);
+  app.get(`${API_PREFIX}/metrics`, scrape);
+  let server: ServerType | null = null;
+  const address = await new Promise<AddressInfo>((resolve, reject) => {
+    server = serve(
+      {
+        fetch: app.fetch,
+        hostname: host,
+        port,
+        ...(tls ? { createServer: createHttpsServer, serverOptions: tls } : {}),
+      },
+      (info) => resolve(info),
+    );
+    (server as ServerType).once("error", (error: NodeJS.ErrnoException) => {
+      void state.close();
+      reject(
+        error.code === "EADDRINUSE"
+          ? new HttpProblem(
+              400,
+              "validation",
+              `${o.listen} is in use: choose another with --http HOST:PORT, or --http off`,
+            )
+          : error,
+      );
+    });
+  });
+  const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const srv = server as unknown as ServerType;
+  return {
+    url: `${tls ? "https" : "http"}://${shown}:${address.port}`,
+    state,
+    close: async () => {
+      metrics.close();
+      await state.close();
+      await new Promise<void>((resolve) => {
+        srv.close(() => resolve());
+        // Live event streams and long polls end with the server.
+        (srv as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+      });
+    },
+  };
+}

@@ -1,0 +1,101 @@
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { streamSSE } from "hono/streaming";
+import type { Caller, Need } from "./auth.js";
+import type { ApiMetrics } from "./metrics.js";
+import { HttpProblem } from "./problem.js";
+import { problemResponses } from "./schemas.js";
+import type { ApiState } from "./state.js";
+
+const PAGE = 500;
+const KEEPALIVE_MS = 15_000;
+
+/**
+ * `GET /events`: the log as Server-Sent Events, each with its position as its id, so a client
+ * that reconnects with `Last-Event-ID` (or `?from=`) resumes at the next event, nothing lost or
+ * repeated. A client reads at its own pace from the API's window of recent events (or from the
+ * log, further back); the server holds no queue per client. One that falls more than `maxLag`
+ * events behind the head while live is dropped with a `dropped` event that says why, and may
+ * resume from where it got to.
+ */
+export function eventsRoute(
+  app: OpenAPIHono,
+  o: { state: ApiState; who: (c: Context, need: Need) => Caller; maxLag: number; metrics?: ApiMetrics },
+): void {
+  const { state } = o;
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/api/v1/events",
+      summary: "live events as Server-Sent Events (id: log position; resume with Last-Event-ID)",
+      request: {
+        query: z.object({
+          from: z
+            .string()
+            .regex(/^\d+$/)
+            .optional()
+            .openapi({ description: "first position (default: the head's next)" }),
+        }),
+        headers: z.object({ "last-event-id": z.string().regex(/^\d+$/).optional() }),
+      },
+      responses: {
+        200: { description: "the stream", content: { "text/event-stream": { schema: z.string() } } },
+        ...problemResponses(400, 401, 403),
+      },
+    }),
+    (c) => {
+      o.who(c, "read");
+      const lastId = c.req.header("last-event-id");
+      const fromQuery = c.req.query("from");
+      if (lastId !== undefined && !/^\d+$/.test(lastId))
+        throw new HttpProblem(400, "validation", `Last-Event-ID "${lastId}" is not a log position`);
+      let next =
+        lastId !== undefined
+          ? BigInt(lastId) + 1n
+          : fromQuery !== undefined
+            ? BigInt(fromQuery)
+            : state.head.position + 1n;
+      return streamSSE(c, async (sse) => {
+        let closed = false;
+        let live = false;
+        let dropped: string | null = null;
+        sse.onAbort(() => {
+          closed = true;
+        });
+        o.metrics?.sseClients(+1);
+        // Watches the lag while this client's writes may be blocked on a slow socket.
+        const stopWatching = state.onEvent((e) => {
+          const behind = e.position - next + 1n;
+          if (live && !dropped && behind > BigInt(o.maxLag)) {
+            dropped = `fell ${behind} events behind the log (the limit is ${o.maxLag}); reconnect with Last-Event-ID ${next - 1n} to resume`;
+            o.metrics?.sseDropped();
+            void sse.writeSSE({
+              event: "dropped",
+              data: JSON.stringify({ reason: dropped, next: String(next) }),
+            });
+            void sse.close();
+          }
+        });
+        try {
+          while (!closed && !dropped) {
+            const events = await state.eventsFrom(next, PAGE);
+            if (events.length === 0) {
+              live = true;
+              await state.changed(KEEPALIVE_MS);
+              if (!closed && !dropped && state.head.position < next) await sse.write(": keepalive\n\n");
+              continue;
+            }
+            for (const e of events) {
+              if (closed || dropped) break;
+              await sse.writeSSE({ id: String(e.position), event: e.type, data: e.json });
+              next = e.position + 1n;
+            }
+          }
+        } finally {
+          stopWatching();
+          o.metrics?.sseClients(-1);
+        }
+      });
+    },
+  );
+}

@@ -1,0 +1,217 @@
+import { formatTaskKey, type SchedulerProjection, slotsIn } from "@chronolog/core";
+import type { EventLog, RecordedEvent, Subscription } from "@chronolog/log";
+import { type BackfillPlan, loadProjection, readTokens, type TokenBook } from "@chronolog/scheduler";
+
+/** An event as the API sends it: serialised once, whoever reads it. */
+export interface WireEvent {
+  readonly position: bigint;
+  readonly type: string;
+  readonly json: string;
+}
+
+/** JSON with bigints as strings (positions, revisions). */
+export function toJson(value: unknown): string {
+  return JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? v.toString() : v));
+}
+
+export const wireEvent = (e: RecordedEvent): WireEvent => ({
+  position: e.position,
+  type: e.type,
+  json: toJson({
+    position: e.position,
+    streamId: e.streamId,
+    revision: e.revision,
+    type: e.type,
+    data: e.data,
+    metadata: e.metadata,
+  }),
+});
+
+/**
+ * What older history the API looks things up by, that the projection forgets once work ends:
+ * which attempt stream a token belongs to, and which resets a backfill wrote. Fed by the
+ * follower from its start; the history before it is read once, on the first lookup it misses.
+ */
+class HistoryIndex {
+  private readonly tokens = new Map<string, string>();
+  private readonly backfills = new Map<string, { resets: RecordedEvent[] }>();
+  private filled: Promise<void> | null = null;
+
+  constructor(
+    private readonly log: EventLog,
+    /** The first position the follower delivers: what is before it is read on demand. */
+    private readonly followedFrom: bigint,
+  ) {}
+
+  add(e: RecordedEvent): void {
+    if (e.type === "DispatchIntended") this.tokens.set(e.data.token, e.streamId);
+    else if (e.type === "IntervalReset" && e.data.backfillId) {
+      const b = this.backfills.get(e.data.backfillId) ?? { resets: [] };
+      b.resets.push(e);
+      this.backfills.set(e.data.backfillId, b);
+    }
+  }
+
+  private fill(): Promise<void> {
+    this.filled ??= (async () => {
+      let from = 0n;
+      while (from < this.followedFrom) {
+        const page = await this.log.readAll({ fromPosition: from, maxCount: 5000 });
+        if (page.length === 0) break;
+        for (const e of page) if (e.position < this.followedFrom) this.add(e);
+        from = (page.at(-1) as RecordedEvent).position + 1n;
+      }
+    })();
+    return this.filled;
+  }
+
+  async streamOfToken(token: string): Promise<string | undefined> {
+    if (!this.tokens.has(token)) await this.fill();
+    return this.tokens.get(token);
+  }
+
+  async backfillResets(id: string): Promise<readonly RecordedEvent[] | undefined> {
+    if (!this.backfills.has(id)) await this.fill();
+    return this.backfills.get(id)?.resets;
+  }
+}
+
+/**
+ * The API's own view of the log: a projection of its own (the scheduler's is never touched
+ * from here), the access tokens, a short window of recent events for the live stream, and the
+ * lookups of older history. It follows the log through one subscription.
+ */
+export class ApiState {
+  /** The most recent events, in order, for live clients to read without touching the log. */
+  private readonly recent: WireEvent[] = [];
+  private waiters: Array<() => void> = [];
+  private readonly listeners = new Set<(e: RecordedEvent) => void>();
+  private sub: Subscription | null = null;
+  private caughtUp = false;
+  head: { position: bigint; hash: string } = { position: -1n, hash: "" };
+  readonly index: HistoryIndex;
+
+  private constructor(
+    readonly log: EventLog,
+    readonly projection: SchedulerProjection,
+    readonly tokens: TokenBook,
+    private readonly recentCapacity: number,
+  ) {
+    this.index = new HistoryIndex(log, projection.position + 1n);
+  }
+
+  /** Loads the projection (from the data directory's snapshot, then the log) and starts following. */
+  static async open(
+    log: EventLog,
+    dataDir: string,
+    options: { recentEvents?: number } = {},
+  ): Promise<ApiState> {
+    const { projection } = await loadProjection(log, dataDir);
+    const tokens = await readTokens(log);
+    const state = new ApiState(log, projection, tokens, options.recentEvents ?? 10_000);
+    if (projection.position >= 0n) {
+      const [last] = await log.readAll({ fromPosition: projection.position, maxCount: 1 });
+      if (last) state.head = { position: last.position, hash: last.metadata.hash };
+    }
+    state.sub = log.subscribe((e) => state.apply(e), { fromPosition: projection.position + 1n });
+    void state.sub.caughtUp.then(() => {
+      state.caughtUp = true;
+    });
+    state.sub.done.catch(() => {});
+    return state;
+  }
+
+  private apply(e: RecordedEvent): void {
+    this.projection.apply(e);
+    this.tokens.apply(e);
+    this.index.add(e);
+    this.head = { position: e.position, hash: e.metadata.hash };
+    this.recent.push(wireEvent(e));
+    if (this.recent.length > this.recentCapacity * 2)
+      this.recent.splice(0, this.recent.length - this.recentCapacity);
+    for (const l of this.listeners) l(e);
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) w();
+  }
+
+  /** Ready once the projection holds everything the log held when the API started. */
+  get ready(): boolean {
+    return this.caughtUp;
+  }
+
+  /** Hears every event as it is applied; returns how to stop. */
+  onEvent(listener: (e: RecordedEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Resolves at the next event applied, or after `ms`. */
+  changed(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.waiters.push(done);
+    });
+  }
+
+  /** Waits until the projection has applied `position` (a write just made), or `ms` passed. */
+  async reach(position: bigint, ms = 5000): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (this.projection.position < position && Date.now() < deadline)
+      await this.changed(deadline - Date.now());
+  }
+
+  /** Events from `from` on, at most `max`: from the recent window when it holds them, else the log. */
+  async eventsFrom(from: bigint, max: number): Promise<WireEvent[]> {
+    const first = this.recent[0];
+    if (first && from >= first.position) {
+      const offset = Number(from - first.position);
+      return this.recent.slice(offset, offset + max);
+    }
+    if (from > this.head.position) return [];
+    const page = await this.log.readAll({ fromPosition: from, maxCount: max });
+    return page.filter((e) => e.position <= this.head.position).map(wireEvent);
+  }
+
+  /** A backfill's plan as its resets recorded it, for its progress. */
+  async backfillPlan(id: string): Promise<BackfillPlan | undefined> {
+    const resets = await this.index.backfillResets(id);
+    if (!resets || resets.length === 0) return undefined;
+    const targets = [];
+    for (const e of resets) {
+      if (e.type !== "IntervalReset") continue;
+      const taskId = formatTaskKey(e.data.key);
+      const task = this.projection.tasks.get(taskId);
+      const from = e.data.from ?? e.data.logicalDate;
+      const until = e.data.until ?? e.data.logicalDate;
+      targets.push({
+        task: taskId,
+        from,
+        until,
+        intervals: task ? slotsIn(task, from, until) : 0,
+        backfillId: id,
+      });
+    }
+    return {
+      backfillId: id,
+      writtenUpTo: (resets.at(-1) as RecordedEvent).position,
+      targets,
+      skipped: [],
+    };
+  }
+
+  /** The attempt stream a token belongs to. */
+  streamOfToken(token: string): Promise<string | undefined> {
+    return this.index.streamOfToken(token);
+  }
+
+  async close(): Promise<void> {
+    await this.sub?.close();
+    for (const w of this.waiters) w();
+    this.waiters = [];
+  }
+}

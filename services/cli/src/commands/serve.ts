@@ -1,0 +1,180 @@
+import type { ApiServer, SchedulerHooks } from "@chronolog/api";
+import { EventSchemas } from "@chronolog/core";
+import type { EventLog } from "@chronolog/log";
+import { issueToken, readTokens, revokeToken } from "@chronolog/scheduler";
+import type { Command } from "commander";
+import { byteSizeArg } from "../args.js";
+import {
+  type DataDirOptions,
+  dataDirOf,
+  defaultActor,
+  openLogForRead,
+  openLogForWrite,
+} from "../data-dir.js";
+import { CliError, toJson } from "../edge.js";
+import { table } from "../format.js";
+import { createLogger } from "../logger.js";
+
+/** The HTTP API's flags, on `up`, `scheduler` and `serve`. */
+export interface HttpOptions {
+  http: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  insecure?: boolean;
+  publicRead?: boolean;
+  bodyLimit: string;
+  sseMaxLag: string;
+}
+
+export function addHttpOptions(command: Command): Command {
+  return command
+    .option(
+      "--http <host:port>",
+      "serve the HTTP API here, or off (or $CHRONOLOG_HTTP)",
+      process.env.CHRONOLOG_HTTP ?? "127.0.0.1:8080",
+    )
+    .option("--tls-cert <file>", "HTTP API: the certificate (PEM), with --tls-key, to serve HTTPS")
+    .option("--tls-key <file>", "HTTP API: the certificate's private key (PEM)")
+    .option("--insecure", "HTTP API: allow plain HTTP on an address other than loopback")
+    .option("--public-read", "HTTP API: let requests without a token read (writes still need one)")
+    .option("--body-limit <size>", "HTTP API: the largest request body (e.g. 1MiB)", "1MiB")
+    .option(
+      "--sse-max-lag <events>",
+      "HTTP API: how far a live-event client may fall behind before it is dropped",
+      "50000",
+    );
+}
+
+/** Starts the HTTP API unless `--http off`; the scheduler's log takes its writes (if any). */
+export async function startHttp(
+  globals: DataDirOptions,
+  opts: HttpOptions,
+  log: EventLog,
+  writeLog: EventLog | null,
+  hooks?: SchedulerHooks,
+): Promise<ApiServer | null> {
+  if (opts.http === "off") return null;
+  if (!!opts.tlsCert !== !!opts.tlsKey) throw new CliError("--tls-cert and --tls-key go together", 2);
+  const sseMaxLag = Number(opts.sseMaxLag);
+  if (!Number.isInteger(sseMaxLag) || sseMaxLag < 1)
+    throw new CliError(`--sse-max-lag takes a whole number above 0, not "${opts.sseMaxLag}"`, 2);
+  const { startApiServer } = await import("@chronolog/api");
+  try {
+    return await startApiServer({
+      log,
+      ...(writeLog ? { writeLog } : {}),
+      dataDir: dataDirOf(globals),
+      listen: opts.http,
+      bodyLimitBytes: byteSizeArg(opts.bodyLimit, "--body-limit"),
+      sseMaxLag,
+      ...(opts.publicRead ? { publicRead: true } : {}),
+      ...(opts.insecure ? { insecure: true } : {}),
+      ...(opts.tlsCert && opts.tlsKey ? { tls: { certFile: opts.tlsCert, keyFile: opts.tlsKey } } : {}),
+      ...(hooks ? { hooks } : {}),
+    });
+  } catch (error) {
+    if (error instanceof Error && (error as { status?: number }).status === 400)
+      throw new CliError(error.message, 2);
+    throw error;
+  }
+}
+
+export function registerServeCommands(program: Command, globals: () => DataDirOptions): void {
+  addHttpOptions(
+    program
+      .command("serve")
+      .description(
+        "serve the HTTP API without scheduling: for reading a log elsewhere (read-only unless --writable)",
+      )
+      .option("--writable", "accept writes (declarations, operator actions) from tokens that may make them"),
+  ).action(async (opts: HttpOptions & { writable?: boolean }) => {
+    if (opts.http === "off") throw new CliError("serve needs --http HOST:PORT: it serves nothing else", 2);
+    const logger = createLogger("chronolog");
+    const log = opts.writable
+      ? await openLogForWrite(globals(), defaultActor("api"))
+      : await openLogForRead(globals());
+    const server = await startHttp(globals(), opts, log, opts.writable ? log : null);
+    if (!server) return;
+    const stop = async (signal: string) => {
+      logger.info({ signal }, "stopping");
+      await server.close();
+      await log.close();
+      process.exit(0);
+    };
+    process.on("SIGINT", () => void stop("SIGINT"));
+    process.on("SIGTERM", () => void stop("SIGTERM"));
+    logger.info({ url: server.url, writable: !!opts.writable }, "api listening");
+    await new Promise(() => {});
+  });
+
+  const token = program.command("token").description("access tokens of the HTTP API: create, list, revoke");
+  token
+    .command("create")
+    .description("issue a token; it is printed once, and only its hash is kept in the log")
+    .argument("<name>", "a name for it (lower-case letters, digits, _ and -)")
+    .requiredOption("--scope <scope>", `what it may do: ${EventSchemas.ACCESS_SCOPES.join(", ")}`)
+    .option(
+      "--project <project>",
+      "limit what it may declare or operate on to this project (repeatable)",
+      (v: string, acc: string[]) => [...acc, v],
+      [] as string[],
+    )
+    .option("--json", "print the token and its record as JSON")
+    .action(async (name: string, opts: { scope: string; project: string[]; json?: boolean }) => {
+      const log = await openLogForWrite(globals(), defaultActor("cli"));
+      try {
+        const r = await issueToken(log, { name, scope: opts.scope, projects: opts.project });
+        if (opts.json) console.log(toJson({ token: r.token, ...r.record, position: r.position }));
+        else {
+          console.log(r.token);
+          process.stderr.write(
+            `token ${name} (${r.record.scope}${r.record.projects.length ? ` in ${r.record.projects.join(", ")}` : ""}) issued at position ${r.position}: this is the only time it is shown\n`,
+          );
+        }
+      } finally {
+        await log.close();
+      }
+    });
+  token
+    .command("list")
+    .description("the tokens the log has issued: name, scope, projects, when, by whom, revoked")
+    .option("--json", "print JSON")
+    .action(async (opts: { json?: boolean }) => {
+      const log = await openLogForRead(globals());
+      try {
+        const book = await readTokens(log);
+        const rows = book.list().map(({ sha256: _hash, ...t }) => t);
+        if (opts.json) console.log(toJson(rows));
+        else
+          console.log(
+            table(
+              ["NAME", "SCOPE", "PROJECTS", "ISSUED", "BY", "REVOKED"],
+              rows.map((t) => [
+                t.name,
+                t.scope,
+                t.projects.join(",") || "all",
+                t.issuedAt,
+                t.issuedBy,
+                t.revokedAt ?? "-",
+              ]),
+            ),
+          );
+      } finally {
+        await log.close();
+      }
+    });
+  token
+    .command("revoke")
+    .description("revoke a token: every request with it is refused from now on")
+    .argument("<name>", "the token's name")
+    .option("--reason <text>", "why, recorded in the event")
+    .action(async (name: string, opts: { reason?: string }) => {
+      const log = await openLogForWrite(globals(), defaultActor("cli"));
+      try {
+        const position = await revokeToken(log, name, opts.reason);
+        console.log(`token ${name} revoked (position ${position})`);
+      } finally {
+        await log.close();
+      }
+    });
+}
