@@ -144,7 +144,8 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
     problemResponse(c, new HttpProblem(404, "not_found", `no route ${c.req.method} ${c.req.path}`)),
   );
 
-  const who = (c: Context, need: Need): Caller => authorize(c, state.tokens, need, !!o.publicRead);
+  const who = async (c: Context, need: Need): Promise<Caller> =>
+    authorize(c, await state.currentTokens(), need, !!o.publicRead);
   /** The log a write goes to, as the caller; refused on a read-only server. */
   const writer = (caller: Caller): EventLog => {
     if (!o.writeLog)
@@ -226,7 +227,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
     async (c) => {
       const { dryRun, revive } = c.req.valid("query");
       const check = dryRun === "true";
-      const caller = who(c, "declare");
+      const caller = await who(c, "declare");
       const format = declarationFormat(c.req.header("content-type"));
       const text = await c.req.text();
       const source = parseDeclarationText(text, { filename: "<request>", format });
@@ -268,8 +269,8 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       summary: "every declared connection",
       responses: { 200: json(z.array(S.ConnectionSpec), "connections"), ...S.problemResponses(401, 403) },
     }),
-    (c) => {
-      who(c, "read");
+    async (c) => {
+      await who(c, "read");
       return jsonText(c, wire([...state.projection.connections.values()]));
     },
   );
@@ -280,8 +281,8 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       summary: "every declared workflow",
       responses: { 200: json(z.array(S.WorkflowSpec), "workflows"), ...S.problemResponses(401, 403) },
     }),
-    (c) => {
-      who(c, "read");
+    async (c) => {
+      await who(c, "read");
       return jsonText(c, wire([...state.projection.workflows.values()]));
     },
   );
@@ -306,8 +307,8 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       },
       responses: { 200: json(S.TaskPage, "a page of tasks"), ...S.problemResponses(400, 401, 403) },
     }),
-    (c) => {
-      who(c, "read");
+    async (c) => {
+      await who(c, "read");
       const q = c.req.valid("query");
       const page = tasks.page(now(), {
         limit: q.limit,
@@ -327,8 +328,8 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       request: { params: taskKeyParam },
       responses: { 200: json(S.TaskDetail, "the task"), ...S.problemResponses(400, 401, 403, 404) },
     }),
-    (c) => {
-      who(c, "read");
+    async (c) => {
+      await who(c, "read");
       const id = taskIdOf(c.req.valid("param").key);
       const task = requireTask(state.projection, id);
       const row = taskRow(state.projection, task, now());
@@ -349,7 +350,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
         responses: { 200: json(S.Written, "done"), ...S.problemResponses(400, 401, 403, 404, 409, 422) },
       }),
       async (c) => {
-        const caller = who(c, "operate");
+        const caller = await who(c, "operate");
         const id = taskIdOf(c.req.valid("param").key);
         requireProjects(caller, [id.split("/")[0] as string], action);
         const body = await optionalJson(c, z.object({ reason: z.string().min(1).max(2000).optional() }));
@@ -373,7 +374,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       responses: { 200: json(z.array(S.RecordedEvent), "events"), ...S.problemResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      who(c, "read");
+      await who(c, "read");
       const id = taskIdOf(c.req.valid("param").key);
       const events = await taskHistory(state.log, state.projection, id);
       return jsonText(c, `[${events.map((e) => wire(e)).join(",")}]`);
@@ -388,7 +389,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       responses: { 200: json(z.array(S.Attempt), "attempts"), ...S.problemResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      who(c, "read");
+      await who(c, "read");
       const id = taskIdOf(c.req.valid("param").key);
       return jsonText(c, wire(await taskAttempts(state.log, state.projection, id)));
     },
@@ -416,7 +417,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       responses: { 200: json(S.Written, "abandoned"), ...S.problemResponses(400, 401, 403, 404, 409, 422) },
     }),
     async (c) => {
-      const caller = who(c, "operate");
+      const caller = await who(c, "operate");
       const { token } = c.req.valid("param");
       const body = await optionalJson(
         c,
@@ -446,8 +447,8 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       request: { query: z.object({ workflow: z.string().optional() }) },
       responses: { 200: json(z.array(S.Run), "runs"), ...S.problemResponses(401, 403, 404) },
     }),
-    (c) => {
-      who(c, "read");
+    async (c) => {
+      await who(c, "read");
       const { workflow } = c.req.valid("query");
       if (workflow !== undefined && !state.projection.workflows.has(workflow))
         throw new NotFoundError(`no workflow ${workflow} is declared`);
@@ -470,7 +471,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       responses: { 200: json(z.unknown(), "the run"), ...S.problemResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      who(c, "read");
+      await who(c, "read");
       const runId = runIdInput(c.req.valid("param").id, "id");
       const q = c.req.valid("query");
       const deadline = now() + waitMs(q.wait);
@@ -494,7 +495,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       responses: { 200: json(z.unknown(), "the critical path"), ...S.problemResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      who(c, "read");
+      await who(c, "read");
       const runId = runIdInput(c.req.valid("param").id, "id");
       const view = await describeRun(state.log, state.projection, runId, c.req.valid("query").try);
       const parentsOf = (t: string) => (state.projection.tasks.get(t)?.spec.parents ?? []).map(formatTaskKey);
@@ -526,7 +527,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       },
     }),
     async (c) => {
-      const caller = who(c, "operate");
+      const caller = await who(c, "operate");
       const { name } = c.req.valid("param");
       const body = await optionalJson(
         c,
@@ -559,7 +560,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       },
     }),
     async (c) => {
-      const caller = who(c, "operate");
+      const caller = await who(c, "operate");
       const runId = runIdInput(c.req.valid("param").id, "id");
       const body = await optionalJson(c, z.object({ failedOnly: z.boolean().optional() }));
       const run = state.projection.runs.get(runId);
@@ -588,7 +589,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       },
     }),
     async (c) => {
-      const caller = who(c, "operate");
+      const caller = await who(c, "operate");
       const body = c.req.valid("json");
       const id = taskIdOf(body.task);
       requireProjects(caller, [id.split("/")[0] as string], "backfill");
@@ -609,7 +610,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       responses: { 200: json(z.unknown(), "progress"), ...S.problemResponses(401, 403, 404) },
     }),
     async (c) => {
-      who(c, "read");
+      await who(c, "read");
       const { id } = c.req.valid("param");
       const plan = await state.backfillPlan(id);
       if (!plan) throw new NotFoundError(`no backfill ${id} is in the log`);
@@ -635,7 +636,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       },
     }),
     async (c) => {
-      who(c, "read");
+      await who(c, "read");
       const q = c.req.valid("query");
       const events = await state.log.readAll({ fromPosition: BigInt(q.from), maxCount: q.limit });
       const last = events.at(-1);
@@ -654,7 +655,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       responses: { 200: json(S.Head, "the head"), ...S.problemResponses(401, 403) },
     }),
     async (c) => {
-      who(c, "read");
+      await who(c, "read");
       return c.json(await headOf(state.log), 200);
     },
   );
@@ -666,7 +667,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       responses: { 200: json(S.Verify, "the result"), ...S.problemResponses(401, 403) },
     }),
     async (c) => {
-      who(c, "read");
+      await who(c, "read");
       const result = await state.log.verify();
       const head = await headOf(state.log);
       return c.json(

@@ -21,7 +21,7 @@ const LOG_POLL_MS = 500;
  */
 export function outputRoute(
   app: OpenAPIHono,
-  o: { state: ApiState; dataDir: string; who: (c: Context, need: Need) => Caller },
+  o: { state: ApiState; dataDir: string; who: (c: Context, need: Need) => Promise<Caller> },
 ): void {
   const { state } = o;
   const attemptOf = async (token: string) => {
@@ -54,7 +54,7 @@ export function outputRoute(
       },
     }),
     async (c) => {
-      o.who(c, "read");
+      await o.who(c, "read");
       const { token } = c.req.valid("param");
       const follow = c.req.valid("query").follow === "true";
       let { a } = await attemptOf(token);

@@ -20,7 +20,12 @@ const KEEPALIVE_MS = 15_000;
  */
 export function eventsRoute(
   app: OpenAPIHono,
-  o: { state: ApiState; who: (c: Context, need: Need) => Caller; maxLag: number; metrics?: ApiMetrics },
+  o: {
+    state: ApiState;
+    who: (c: Context, need: Need) => Promise<Caller>;
+    maxLag: number;
+    metrics?: ApiMetrics;
+  },
 ): void {
   const { state } = o;
   app.openapi(
@@ -43,8 +48,8 @@ export function eventsRoute(
         ...problemResponses(400, 401, 403),
       },
     }),
-    (c) => {
-      o.who(c, "read");
+    async (c) => {
+      await o.who(c, "read");
       const lastId = c.req.header("last-event-id");
       const fromQuery = c.req.query("from");
       if (lastId !== undefined && !/^\d+$/.test(lastId))

@@ -1,4 +1,4 @@
-import { formatTaskKey, type SchedulerProjection, slotsIn } from "@chronolog/core";
+import { ACCESS_TOKEN_STREAM, formatTaskKey, type SchedulerProjection, slotsIn } from "@chronolog/core";
 import type { EventLog, RecordedEvent, Subscription } from "@chronolog/log";
 import { type BackfillPlan, loadProjection, readTokens, type TokenBook } from "@chronolog/scheduler";
 
@@ -202,6 +202,20 @@ export class ApiState {
       targets,
       skipped: [],
     };
+  }
+
+  /**
+   * The tokens as the log holds them now: a token issued or revoked a moment ago counts at the
+   * next request, without waiting for the follower (one revision lookup per request).
+   */
+  async currentTokens(): Promise<TokenBook> {
+    const revision = await this.log.streamRevision(ACCESS_TOKEN_STREAM);
+    if (revision !== this.tokens.revision) {
+      const from = typeof this.tokens.revision === "bigint" ? this.tokens.revision + 1n : 0n;
+      for (const e of await this.log.readStream(ACCESS_TOKEN_STREAM, { fromRevision: from }))
+        this.tokens.apply(e);
+    }
+    return this.tokens;
   }
 
   /** The attempt stream a token belongs to. */
