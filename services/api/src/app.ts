@@ -38,7 +38,7 @@ import { outputRoute } from "./output.js";
 import { HttpProblem, problemResponse } from "./problem.js";
 import * as S from "./schemas.js";
 import { eventsRoute } from "./sse.js";
-import type { ApiState } from "./state.js";
+import { type ApiState, wireEvent } from "./state.js";
 import { TaskIndex } from "./task-index.js";
 
 export interface ApiAppOptions {
@@ -377,7 +377,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       await who(c, "read");
       const id = taskIdOf(c.req.valid("param").key);
       const events = await taskHistory(state.log, state.projection, id);
-      return jsonText(c, `[${events.map((e) => wire(e)).join(",")}]`);
+      return jsonText(c, `[${events.map((e) => wireEvent(e).json).join(",")}]`);
     },
   );
   app.openapi(
@@ -643,7 +643,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       const next = last && events.length === q.limit ? String(last.position + 1n) : null;
       return jsonText(
         c,
-        `{"events":[${events.map((e) => wire(e)).join(",")}],"next":${JSON.stringify(next)}}`,
+        `{"events":[${events.map((e) => wireEvent(e).json).join(",")}],"next":${JSON.stringify(next)}}`,
       );
     },
   );
