@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { open } from "node:fs/promises";
 import type { AttemptView } from "@chronolog/core";
-import { foldInstance, localOutputPath, NotFoundError } from "@chronolog/scheduler";
+import { activeInstanceOfToken, foldInstance, localOutputPath, NotFoundError } from "@chronolog/scheduler";
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { stream } from "hono/streaming";
@@ -25,7 +25,9 @@ export function outputRoute(
 ): void {
   const { state } = o;
   const attemptOf = async (token: string) => {
-    const streamId = await state.streamOfToken(token);
+    // In flight: the projection knows it; ended: the history index does.
+    const streamId =
+      activeInstanceOfToken(state.projection, token)?.stream ?? (await state.streamOfToken(token));
     if (!streamId) throw new NotFoundError(`no attempt has token ${token}`);
     const inst = foldInstance(await state.log.readStream(streamId));
     const a = inst?.attempts.find((x) => x.token === token);

@@ -29,36 +29,43 @@ export const wireEvent = (e: RecordedEvent): WireEvent => ({
 
 /**
  * What older history the API looks things up by, that the projection forgets once work ends:
- * which attempt stream a token belongs to, and which resets a backfill wrote. Fed by the
- * follower from its start; the history before it is read once, on the first lookup it misses.
+ * which attempt stream a token belongs to, and which resets a backfill wrote. Nothing is kept
+ * until the first lookup: that one reads the log up to the follower's position once, and from
+ * then on the follower adds what it applies. A server never asked pays nothing for it.
  */
 class HistoryIndex {
   private readonly tokens = new Map<string, string>();
   private readonly backfills = new Map<string, { resets: RecordedEvent[] }>();
   private filled: Promise<void> | null = null;
+  private following = false;
 
   constructor(
     private readonly log: EventLog,
-    /** The first position the follower delivers: what is before it is read on demand. */
-    private readonly followedFrom: bigint,
+    /** The position the follower has applied, up to which the first lookup reads the log. */
+    private readonly applied: () => bigint,
   ) {}
 
   add(e: RecordedEvent): void {
+    if (!this.following) return;
     if (e.type === "DispatchIntended") this.tokens.set(e.data.token, e.streamId);
     else if (e.type === "IntervalReset" && e.data.backfillId) {
       const b = this.backfills.get(e.data.backfillId) ?? { resets: [] };
-      b.resets.push(e);
+      if (!b.resets.some((r) => r.position === e.position)) b.resets.push(e);
+      b.resets.sort((x, y) => (x.position < y.position ? -1 : 1));
       this.backfills.set(e.data.backfillId, b);
     }
   }
 
   private fill(): Promise<void> {
     this.filled ??= (async () => {
+      // From here the follower adds what comes after `end`; the log gives what came before.
+      this.following = true;
+      const end = this.applied();
       let from = 0n;
-      while (from < this.followedFrom) {
+      while (from <= end) {
         const page = await this.log.readAll({ fromPosition: from, maxCount: 5000 });
         if (page.length === 0) break;
-        for (const e of page) if (e.position < this.followedFrom) this.add(e);
+        for (const e of page) if (e.position <= end) this.add(e);
         from = (page.at(-1) as RecordedEvent).position + 1n;
       }
     })();
@@ -66,12 +73,12 @@ class HistoryIndex {
   }
 
   async streamOfToken(token: string): Promise<string | undefined> {
-    if (!this.tokens.has(token)) await this.fill();
+    await this.fill();
     return this.tokens.get(token);
   }
 
   async backfillResets(id: string): Promise<readonly RecordedEvent[] | undefined> {
-    if (!this.backfills.has(id)) await this.fill();
+    await this.fill();
     return this.backfills.get(id)?.resets;
   }
 }
@@ -97,7 +104,7 @@ export class ApiState {
     readonly tokens: TokenBook,
     private readonly recentCapacity: number,
   ) {
-    this.index = new HistoryIndex(log, projection.position + 1n);
+    this.index = new HistoryIndex(log, () => this.head.position);
   }
 
   /** Loads the projection (from the data directory's snapshot, then the log) and starts following. */
@@ -108,7 +115,7 @@ export class ApiState {
   ): Promise<ApiState> {
     const { projection } = await loadProjection(log, dataDir);
     const tokens = await readTokens(log);
-    const state = new ApiState(log, projection, tokens, options.recentEvents ?? 10_000);
+    const state = new ApiState(log, projection, tokens, options.recentEvents ?? 4096);
     if (projection.position >= 0n) {
       const [last] = await log.readAll({ fromPosition: projection.position, maxCount: 1 });
       if (last) state.head = { position: last.position, hash: last.metadata.hash };
