@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { type DeclarationSource, parseDeclarationText, SchedulerProjection } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import { openSqliteLog } from "@chronolog/log-sqlite";
-import { catchUp, declare } from "@chronolog/scheduler";
+import { catchUp, DeclaredMeanwhileError, declare, pauseTask } from "@chronolog/scheduler";
 import { afterEach, describe, expect, it } from "vitest";
 import { tempDataDir } from "../support/cli.js";
 
@@ -77,21 +77,59 @@ describe("declare: two producers at once", () => {
             outcome?.status === "fulfilled",
           );
         }
-        // The shared task holds one of the two declarations, and a loser that retried says it changed it.
-        expect([30, 60]).toContain(reader.tasks.get("p/x/shared/ALL")?.spec.leaseSeconds);
+        // The shared task holds the winner's version; the loser, which would have overwritten
+        // a version it never saw, is refused as a conflict and wrote nothing.
         const fulfilled = outcomes.filter((o) => o.status === "fulfilled");
-        expect(fulfilled.length, "retried on fresh state, both declarations go through").toBe(2);
-        // Both decided on the same empty log: the loser of the compare-and-set decided again.
-        const shared = fulfilled.map(
-          (o) => (o as PromiseFulfilledResult<Awaited<ReturnType<typeof declare>>>).value.tasks[0]?.outcome,
-        );
-        expect(shared.sort()).toEqual(["changed", "declared"]);
+        const rejected = outcomes.filter((o) => o.status === "rejected");
+        expect(fulfilled.length, `round ${round}: one declaration wins`).toBe(1);
+        const error = (rejected[0] as PromiseRejectedResult).reason;
+        expect(error).toBeInstanceOf(DeclaredMeanwhileError);
+        expect(error.type).toBe("wrong_expected_revision");
+        expect(error.subject).toBe("task p/x/shared/ALL");
+        const winner = outcomes[0]?.status === "fulfilled" ? 30 : 60;
+        expect(reader.tasks.get("p/x/shared/ALL")?.spec.leaseSeconds).toBe(winner);
       } finally {
         await a.log.close();
         await b.log.close();
       }
     }
   }, 120_000);
+});
+
+describe("declare after other writes to its streams", () => {
+  it("decides again when the stream moved for another reason (a pause), and goes through", async () => {
+    const dir = tempDataDir("declare-moved");
+    dirs.push(dir);
+    const path = join(dir, "log.db");
+    const a = await producer(path, "producer:a");
+    const b = await producer(path, "operator:b");
+    try {
+      const now = Date.parse("2026-11-30T10:00:00.000Z");
+      await declare(a.log, a.projection, [declaration("a", 30)], now);
+      await catchUp(b.log, b.projection);
+      // The task's stream moves on between producer a's decision and its append, its
+      // declaration unchanged: an operator pauses it.
+      const appendMany = a.log.appendMany.bind(a.log);
+      let paused = false;
+      a.log.appendMany = async (...args) => {
+        if (!paused) {
+          paused = true;
+          await pauseTask(b.log, b.projection, "p/x/shared/ALL", "maintenance");
+        }
+        return appendMany(...args);
+      };
+      const outcome = await declare(a.log, a.projection, [declaration("a", 45)], now);
+      expect(paused).toBe(true);
+      expect(outcome.tasks.find((t) => t.task === "p/x/shared/ALL")?.outcome).toBe("changed");
+      const reader = new SchedulerProjection();
+      await catchUp(a.log, reader);
+      expect(reader.tasks.get("p/x/shared/ALL")?.spec.leaseSeconds).toBe(45);
+      expect(reader.tasks.get("p/x/shared/ALL")?.status).toBe("paused");
+    } finally {
+      await a.log.close();
+      await b.log.close();
+    }
+  });
 });
 
 describe("a declaration larger than one append", () => {

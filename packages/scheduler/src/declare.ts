@@ -1,5 +1,6 @@
 import {
   type AlertSink,
+  ChronologError,
   type DeclarationIssue,
   type DeclarationOutcome,
   type DeclarationSource,
@@ -130,15 +131,23 @@ export async function declare(
 ): Promise<DeclareOutcome> {
   if (options.check) return checkDeclaration(projection, sources, nowMs, options);
   let warnings: readonly DeclarationIssue[] = [];
+  // What each declared thing was when first decided on: a retry that finds one declared anew
+  // by someone else (and not to what this declaration says) refuses rather than overwrite it.
+  let first: Map<string, string> | null = null;
   const outcome = await handleCommand(log, {
     name: "declare",
-    read: async (fresh) => {
-      if (fresh) await catchUp(log, projection);
+    // Always on the log as it is now (not only after a conflict): what this declaration finds
+    // declared is what it knowingly replaces.
+    read: async () => {
+      await catchUp(log, projection);
       return projection;
     },
     decide: (state) => {
       const decided = decideOn(state, sources, nowMs, options);
       warnings = decided.warnings;
+      const now = declaredVersions(state, decided.decision);
+      if (first === null) first = now;
+      else refuseIfDeclaredMeanwhile(state, decided.decision, first, now);
       return { writes: decided.decision.writes, result: decided.decision };
     },
     append: (writes) => appendInBatches(log, writes),
@@ -147,6 +156,73 @@ export async function declare(
   if (outcome.kind === "conflict") throw outcome.error;
   const { tasks, connections, workflows } = outcome.result;
   return { tasks, connections, workflows, warnings };
+}
+
+/** Each task, workflow and connection a declaration names, as the state declares it now. */
+function declaredVersions(
+  state: SchedulerProjection,
+  decision: Pick<DeclareOutcome, "tasks" | "workflows" | "connections">,
+): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const t of decision.tasks) {
+    const task = state.tasks.get(t.task);
+    out.set(`task ${t.task}`, task ? `${task.status === "retired"} ${JSON.stringify(task.spec)}` : "");
+  }
+  for (const w of decision.workflows)
+    out.set(`workflow ${w.name}`, JSON.stringify(state.workflows.get(w.name) ?? ""));
+  for (const c of decision.connections)
+    out.set(`connection ${c.name}`, JSON.stringify(state.connections.get(c.name) ?? ""));
+  return out;
+}
+
+/**
+ * After a conflict: a thing this declaration changes that was declared anew since it was first
+ * decided on (by another producer) is not overwritten. Nothing is written; declaring again
+ * applies this version over that one, knowingly. Things whose version is already what this
+ * declaration says (an earlier batch of its own) are not conflicts.
+ */
+function refuseIfDeclaredMeanwhile(
+  state: SchedulerProjection,
+  decision: Pick<DeclareOutcome, "tasks" | "workflows" | "connections">,
+  first: ReadonlyMap<string, string>,
+  now: ReadonlyMap<string, string>,
+): void {
+  const items = [
+    ...decision.tasks.map((t) => ({ what: `task ${t.task}`, outcome: t.outcome, stream: `task-${t.task}` })),
+    ...decision.workflows.map((w) => ({
+      what: `workflow ${w.name}`,
+      outcome: w.outcome,
+      stream: `workflow-${w.name}`,
+    })),
+    ...decision.connections.map((c) => ({
+      what: `connection ${c.name}`,
+      outcome: c.outcome,
+      stream: `connection-${c.name}`,
+    })),
+  ];
+  for (const item of items) {
+    if (item.outcome === "unchanged") continue;
+    const before = first.get(item.what);
+    if (before === undefined || before === now.get(item.what)) continue;
+    throw new DeclaredMeanwhileError(item.what, item.stream, state);
+  }
+}
+
+/** Another writer declared what this declaration changes while it was being written. */
+export class DeclaredMeanwhileError extends ChronologError {
+  readonly type = "wrong_expected_revision" as const;
+  readonly streamId: string;
+  constructor(
+    readonly subject: string,
+    streamId: string,
+    state: SchedulerProjection,
+  ) {
+    super(
+      `${subject} was declared by another writer while this declaration was being written (the log is at position ${state.position}): nothing was written; declare again to put this version over that one`,
+    );
+    this.name = "DeclaredMeanwhileError";
+    this.streamId = streamId;
+  }
 }
 
 /**
