@@ -1,3 +1,4 @@
+export * from "./as-of.js";
 export * from "./errors.js";
 export * from "./event-log.js";
 export * from "./hash.js";

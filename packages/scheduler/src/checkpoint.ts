@@ -1,8 +1,8 @@
-import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { open, rename } from "node:fs/promises";
+import { existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { copyFile, link, open, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { type ProjectionSnapshot, SchedulerProjection } from "@chronolog/core";
-import type { EventLog } from "@chronolog/log";
+import { type EventLog, logAsOf } from "@chronolog/log";
 
 export const SNAPSHOT_FILE = "projection.snapshot.json";
 
@@ -26,6 +26,17 @@ export function removeSnapshotLeftovers(dir: string): number {
   for (const name of names) {
     if (!SNAPSHOT_TEMP.test(name)) continue;
     rmSync(join(dir, name), { force: true });
+    removed += 1;
+  }
+  let rungs: string[] = [];
+  try {
+    rungs = readdirSync(join(dir, LADDER_DIR));
+  } catch {
+    // no ladder yet
+  }
+  for (const name of rungs) {
+    if (!/^\d+\.json\.\d+\.tmp$/.test(name)) continue;
+    rmSync(join(dir, LADDER_DIR, name), { force: true });
     removed += 1;
   }
   return removed;
@@ -77,6 +88,148 @@ export async function saveSnapshot(
     await file.close();
   }
   await rename(tmp, path);
+  await addRung(dir, path, position);
+}
+
+// ---- the ladder: snapshots kept at spaced positions, for the state as of any position -----
+
+/** Where the ladder's snapshots are, one file per position: `snapshots/<position>.json`. */
+export const LADDER_DIR = "snapshots";
+/** Rungs closer than this many events to the one below are dropped (the newest stays). */
+export const LADDER_SPACING = 50_000n;
+/** Rungs kept at most: past this, the two closest merge, so the spacing grows with the log. */
+export const LADDER_MAX_RUNGS = 32;
+
+const RUNG = /^(\d+)\.json$/;
+
+/** The positions of the ladder's snapshots, lowest first. */
+export function ladderRungs(dir: string): bigint[] {
+  let names: string[];
+  try {
+    names = readdirSync(join(dir, LADDER_DIR));
+  } catch {
+    return [];
+  }
+  return names
+    .map((n) => RUNG.exec(n)?.[1])
+    .filter((m): m is string => m !== undefined)
+    .map(BigInt)
+    .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+const rungPath = (dir: string, position: bigint) => join(dir, LADDER_DIR, `${position}.json`);
+
+/**
+ * Keeps the checkpoint just written as the ladder's newest rung (a hard link: no copy), then
+ * thins the ladder: a rung too close to the one below goes unless it is the newest, and past
+ * the most rungs kept the one whose removal leaves the smallest gap goes.
+ */
+async function addRung(dir: string, snapshotPath: string, position: bigint): Promise<void> {
+  if (position < 0n) return;
+  mkdirSync(join(dir, LADDER_DIR), { recursive: true });
+  const target = rungPath(dir, position);
+  if (!existsSync(target)) {
+    const tmp = `${target}.${process.pid}.tmp`;
+    try {
+      await link(snapshotPath, tmp);
+    } catch {
+      await copyFile(snapshotPath, tmp);
+    }
+    await rename(tmp, target);
+  }
+  const rungs = ladderRungs(dir);
+  const keep: bigint[] = [];
+  for (const [i, r] of rungs.entries()) {
+    const last = keep.at(-1);
+    const newest = i === rungs.length - 1;
+    if (last !== undefined && !newest && r - last < LADDER_SPACING) continue;
+    keep.push(r);
+  }
+  while (keep.length > LADDER_MAX_RUNGS) {
+    let at = 1;
+    let smallest: bigint | null = null;
+    for (let i = 1; i < keep.length - 1; i++) {
+      const gap = (keep[i + 1] as bigint) - (keep[i - 1] as bigint);
+      if (smallest === null || gap < smallest) {
+        smallest = gap;
+        at = i;
+      }
+    }
+    keep.splice(at, 1);
+  }
+  const kept = new Set(keep);
+  await Promise.all(rungs.filter((r) => !kept.has(r)).map((r) => rm(rungPath(dir, r), { force: true })));
+}
+
+/**
+ * Writes rungs of the ladder while folding the whole log from the start (what `rebuild` does):
+ * a snapshot every `LADDER_SPACING` events, then the head's. Returns the projection at the head.
+ */
+export async function rebuildWithLadder(log: EventLog, dir: string): Promise<LoadedProjection> {
+  rmSync(join(dir, LADDER_DIR), { recursive: true, force: true });
+  const projection = new SchedulerProjection();
+  let replayed = 0;
+  let nextRung = LADDER_SPACING - 1n;
+  for (;;) {
+    const page = await log.readAll({ fromPosition: projection.position + 1n, maxCount: 5000 });
+    if (page.length === 0) break;
+    for (const e of page) {
+      projection.apply(e);
+      replayed += 1;
+      if (e.position >= nextRung) {
+        await saveSnapshot(dir, log, projection);
+        nextRung = e.position + LADDER_SPACING;
+      }
+    }
+  }
+  await saveSnapshot(dir, log, projection);
+  return { projection, snapshotPosition: -1n, replayed, discarded: null };
+}
+
+export interface ProjectionAsOf {
+  readonly projection: SchedulerProjection;
+  /** The log as of the position: reads of history through it see nothing later. */
+  readonly log: EventLog;
+  readonly position: bigint;
+  /** The event at the position (null: before the first event). */
+  readonly event: { readonly hash: string; readonly recordedAt: string } | null;
+  /** The rung it was folded from (-1n: from the start), and how many events were folded. */
+  readonly fromSnapshot: bigint;
+  readonly replayed: number;
+  /** Rungs not used because they did not match this log, with why. */
+  readonly discarded: readonly string[];
+}
+
+/**
+ * The state as the projection was right after the event at `position`: folded from the
+ * nearest rung of the ladder at or below it whose hash matches the log at its position (a
+ * rung that does not match is never used), or from the start. A position past the head is the
+ * head.
+ */
+export async function projectionAsOf(log: EventLog, dir: string, position: bigint): Promise<ProjectionAsOf> {
+  const head = await log.headPosition();
+  const at = position > head ? head : position;
+  const view = logAsOf(log, at);
+  const discarded: string[] = [];
+  let projection: SchedulerProjection | null = null;
+  for (const r of ladderRungs(dir).reverse()) {
+    if (r > at) continue;
+    const loaded = await readSnapshotFile(rungPath(dir, r), log);
+    if (loaded.projection) {
+      projection = loaded.projection;
+      break;
+    }
+    discarded.push(`snapshot at position ${r}: ${loaded.discarded}`);
+  }
+  projection ??= new SchedulerProjection();
+  const fromSnapshot = projection.position;
+  const replayed = await catchUp(view, projection);
+  let event: ProjectionAsOf["event"] = null;
+  if (at >= 0n) {
+    const [e] = await log.readAllStored({ fromPosition: at, maxCount: 1 });
+    if (e) event = { hash: e.metadata.hash, recordedAt: e.metadata.recordedAt };
+  }
+  return { projection, log: view, position: at, event, fromSnapshot, replayed, discarded };
 }
 
 export function dropSnapshot(dir: string): boolean {
@@ -92,8 +245,16 @@ async function readSnapshot(
 ): Promise<{ projection?: SchedulerProjection; discarded: string | null }> {
   const path = join(dir, SNAPSHOT_FILE);
   if (!existsSync(path)) return { discarded: null };
+  return readSnapshotFile(path, log);
+}
+
+/** A snapshot file, if it belongs to this log: the event at its position has the hash it recorded. */
+async function readSnapshotFile(
+  path: string,
+  log: EventLog,
+): Promise<{ projection?: SchedulerProjection; discarded: string | null }> {
   try {
-    const file = JSON.parse(readFileSync(path, "utf8")) as SnapshotFile;
+    const file = JSON.parse(await readFile(path, "utf8")) as SnapshotFile;
     const projection = SchedulerProjection.fromSnapshot(file.snapshot);
     if (projection.position >= 0n) {
       const [at] = await log.readAllStored({ fromPosition: projection.position, maxCount: 1 });

@@ -2,6 +2,7 @@ export * from "./alerts.js";
 export * from "./checkpoint.js";
 export * from "./command.js";
 export * from "./declare.js";
+export * from "./diff.js";
 export * from "./dispatcher.js";
 export * from "./errors.js";
 export * from "./membership.js";

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { Command } from "commander";
 import { registerAlertsCommand } from "./commands/alerts.js";
 import { registerAttemptCommands } from "./commands/attempt.js";
+import { registerDiffCommand } from "./commands/diff.js";
 import { registerLogCommands } from "./commands/log.js";
 import { registerLogsCommand } from "./commands/logs.js";
 import { registerRebuildCommand } from "./commands/rebuild.js";
@@ -42,6 +43,7 @@ registerAttemptCommands(program, globals);
 registerLogsCommand(program, globals);
 registerAlertsCommand(program, globals);
 registerRunCommands(program, globals);
+registerDiffCommand(program, globals);
 registerServeCommands(program, globals);
 
 program.parseAsync(process.argv).catch((error: unknown) => {

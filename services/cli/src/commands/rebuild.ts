@@ -1,4 +1,4 @@
-import { dropSnapshot, loadProjection, saveSnapshot } from "@chronolog/scheduler";
+import { dropSnapshot, ladderRungs, rebuildWithLadder } from "@chronolog/scheduler";
 import type { Command } from "commander";
 import { type DataDirOptions, dataDirOf, defaultActor, openLogForWrite } from "../data-dir.js";
 import { toJson } from "../edge.js";
@@ -6,7 +6,9 @@ import { toJson } from "../edge.js";
 export function registerRebuildCommand(program: Command, globals: () => DataDirOptions): void {
   program
     .command("rebuild")
-    .description("drop the projection's snapshot and rebuild it from the whole log")
+    .description(
+      "drop the projection's snapshots and rebuild them from the whole log: the latest, and the ladder that --at folds from",
+    )
     .option("--json", "print the result as JSON")
     .action(async (opts: { json?: boolean }) => {
       const dir = dataDirOf(globals());
@@ -14,21 +16,21 @@ export function registerRebuildCommand(program: Command, globals: () => DataDirO
       try {
         const dropped = dropSnapshot(dir);
         const started = performance.now();
-        const { projection, replayed } = await loadProjection(log, dir, { fromScratch: true });
+        const { projection, replayed } = await rebuildWithLadder(log, dir);
         const ms = performance.now() - started;
-        await saveSnapshot(dir, log, projection);
         const result = {
           droppedSnapshot: dropped,
           replayedEvents: replayed,
           position: projection.position,
           tasks: projection.tasks.size,
           activeInstances: projection.instances.size,
+          ladder: ladderRungs(dir).map(String),
           ms: Math.round(ms),
         };
         if (opts.json) console.log(toJson(result));
         else
           console.log(
-            `rebuilt from ${replayed} events in ${result.ms} ms: ${result.tasks} tasks, ${result.activeInstances} instances in play, position ${projection.position}`,
+            `rebuilt from ${replayed} events in ${result.ms} ms: ${result.tasks} tasks, ${result.activeInstances} instances in play, position ${projection.position}; snapshots at positions ${result.ladder.join(", ") || "-"}`,
           );
       } finally {
         await log.close();

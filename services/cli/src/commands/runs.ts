@@ -5,7 +5,7 @@ import { instantArg, runIdArg } from "../args.js";
 import type { DataDirOptions } from "../data-dir.js";
 import { toJson } from "../edge.js";
 import { short, table } from "../format.js";
-import { withSession } from "../projection.js";
+import { type AsOfFlags, addAsOfOptions, withReadSession, withSession } from "../projection.js";
 
 function parseParams(pairs: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
@@ -20,13 +20,12 @@ function parseParams(pairs: readonly string[]): Record<string, string> {
 const seconds = (ms: number) => `${(ms / 1000).toFixed(3)} s`;
 
 export function registerRunCommands(program: Command, globals: () => DataDirOptions): void {
-  program
-    .command("runs")
+  addAsOfOptions(program.command("runs"))
     .description("workflow runs (one workflow, one logical date): in progress and recent")
     .argument("[workflow]", "only this workflow")
     .option("--json", "print JSON")
-    .action(async (workflow: string | undefined, opts: { json?: boolean }) => {
-      await withSession(globals(), "read", async ({ projection }) => {
+    .action(async (workflow: string | undefined, opts: { json?: boolean } & AsOfFlags) => {
+      await withReadSession(globals(), opts, async ({ projection }) => {
         if (workflow !== undefined && !projection.workflows.has(workflow))
           throw new NotFoundError(`no workflow ${workflow} is declared`);
         const runs = listRuns(projection, workflow).map((r) => ({
@@ -56,8 +55,7 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
       });
     });
 
-  program
-    .command("run")
+  addAsOfOptions(program.command("run"))
     .description("one run with its tries and instances; --critical-path explains a try's wall time")
     .argument(
       "<run>",
@@ -66,95 +64,97 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
     .option("--try <n>", "show this try of the run (default: the latest)")
     .option("--critical-path", "the chain of last-parent-to-finish links, with durations")
     .option("--json", "print JSON")
-    .action(async (runText: string, opts: { try?: string; criticalPath?: boolean; json?: boolean }) => {
-      const runId = runIdArg(runText);
-      const tryNumber = opts.try === undefined ? undefined : Number(opts.try);
-      if (tryNumber !== undefined && (!Number.isInteger(tryNumber) || tryNumber < 1))
-        throw new ValidationError("--try", [
-          { path: "", message: `takes a try number, 1 or more, not "${opts.try}"` },
-        ]);
-      await withSession(globals(), "read", async ({ log, projection }) => {
-        const view = await describeRun(log, projection, runId, tryNumber);
-        const parentsOf = (t: string) => (projection.tasks.get(t)?.spec.parents ?? []).map(formatTaskKey);
-        if (opts.criticalPath) {
-          const path = criticalPath(view, parentsOf);
-          if (opts.json) {
-            console.log(toJson(path));
+    .action(
+      async (runText: string, opts: { try?: string; criticalPath?: boolean; json?: boolean } & AsOfFlags) => {
+        const runId = runIdArg(runText);
+        const tryNumber = opts.try === undefined ? undefined : Number(opts.try);
+        if (tryNumber !== undefined && (!Number.isInteger(tryNumber) || tryNumber < 1))
+          throw new ValidationError("--try", [
+            { path: "", message: `takes a try number, 1 or more, not "${opts.try}"` },
+          ]);
+        await withReadSession(globals(), opts, async ({ log, projection }) => {
+          const view = await describeRun(log, projection, runId, tryNumber);
+          const parentsOf = (t: string) => (projection.tasks.get(t)?.spec.parents ?? []).map(formatTaskKey);
+          if (opts.criticalPath) {
+            const path = criticalPath(view, parentsOf);
+            if (opts.json) {
+              console.log(toJson(path));
+              return;
+            }
+            console.log(`critical path of ${runId}, try ${path.try}:`);
+            for (const l of path.links) {
+              const retries = l.attempts > 1 ? `, ${l.attempts} attempts` : "";
+              console.log(
+                `  ${l.task.padEnd(40)} ${seconds(l.durationMs).padStart(9)}   (waited ${seconds(l.waitMs)} for it to start${retries})`,
+              );
+            }
+            console.log(
+              `path ${seconds(path.pathMs)}; try wall time ${seconds(path.wallMs)}; gap ${seconds(path.gapMs)}`,
+            );
             return;
           }
-          console.log(`critical path of ${runId}, try ${path.try}:`);
-          for (const l of path.links) {
-            const retries = l.attempts > 1 ? `, ${l.attempts} attempts` : "";
-            console.log(
-              `  ${l.task.padEnd(40)} ${seconds(l.durationMs).padStart(9)}   (waited ${seconds(l.waitMs)} for it to start${retries})`,
-            );
+          if (opts.json) {
+            console.log(toJson(view));
+            return;
           }
+          const r = view.run;
+          const shown = view.tries.find((t) => t.try === view.try);
+          const latest = view.try === view.tries.length;
           console.log(
-            `path ${seconds(path.pathMs)}; try wall time ${seconds(path.wallMs)}; gap ${seconds(path.gapMs)}`,
+            `run ${r.runId}: ${r.status}, ${view.tries.length === 1 ? "1 try" : `${view.tries.length} tries`}, first started ${short(r.firstStartedAt)}`,
           );
-          return;
-        }
-        if (opts.json) {
-          console.log(toJson(view));
-          return;
-        }
-        const r = view.run;
-        const shown = view.tries.find((t) => t.try === view.try);
-        const latest = view.try === view.tries.length;
-        console.log(
-          `run ${r.runId}: ${r.status}, ${view.tries.length === 1 ? "1 try" : `${view.tries.length} tries`}, first started ${short(r.firstStartedAt)}`,
-        );
-        for (const b of runBlockers(projection.tasks, r)) console.log(`cannot finish: ${b}`);
-        if (Object.keys(r.params).length > 0) console.log(`params ${toJson(r.params)}`);
-        console.log(
-          table(
-            ["TRY", "TRIGGER", "BY", "STARTED", "FINISHED", "STATE", "TASKS"],
-            view.tries.map((t) => [
-              String(t.try),
-              t.trigger,
-              t.actor ?? "-",
-              short(t.startedAt),
-              short(t.finishedAt),
-              t.status,
-              String(t.tasks.length),
-            ]),
-          ),
-        );
-        console.log(`\ntry ${view.try}${latest ? "" : ` of ${view.tries.length}`}:`);
-        const ranInTry = new Set(shown?.tasks ?? []);
-        console.log(
-          table(
-            ["TASK", "STATE", "ATTEMPTS", "STARTED", "ENDED", "WHY"],
-            view.instances.map(({ task, instance, attempts }) => {
-              const first = attempts[0];
-              const last = attempts.at(-1);
-              // The latest try shows where each instance stands; an earlier one what its attempts did.
-              const state = !ranInTry.has(task)
-                ? "kept"
-                : latest
-                  ? (instance?.status ?? "pending")
-                  : (last?.status ?? "-");
-              return [
-                task,
-                state,
-                first && last
-                  ? first === last
-                    ? String(first.attempt)
-                    : `${first.attempt}-${last.attempt}`
-                  : "-",
-                first?.startedAt ?? "-",
-                last?.endedAt ?? "-",
-                !ranInTry.has(task)
-                  ? "not run again in this try: its earlier outcome stands"
+          for (const b of runBlockers(projection.tasks, r)) console.log(`cannot finish: ${b}`);
+          if (Object.keys(r.params).length > 0) console.log(`params ${toJson(r.params)}`);
+          console.log(
+            table(
+              ["TRY", "TRIGGER", "BY", "STARTED", "FINISHED", "STATE", "TASKS"],
+              view.tries.map((t) => [
+                String(t.try),
+                t.trigger,
+                t.actor ?? "-",
+                short(t.startedAt),
+                short(t.finishedAt),
+                t.status,
+                String(t.tasks.length),
+              ]),
+            ),
+          );
+          console.log(`\ntry ${view.try}${latest ? "" : ` of ${view.tries.length}`}:`);
+          const ranInTry = new Set(shown?.tasks ?? []);
+          console.log(
+            table(
+              ["TASK", "STATE", "ATTEMPTS", "STARTED", "ENDED", "WHY"],
+              view.instances.map(({ task, instance, attempts }) => {
+                const first = attempts[0];
+                const last = attempts.at(-1);
+                // The latest try shows where each instance stands; an earlier one what its attempts did.
+                const state = !ranInTry.has(task)
+                  ? "kept"
                   : latest
-                    ? (instance?.reason ?? last?.endReason ?? "")
-                    : (last?.endReason ?? ""),
-              ];
-            }),
-          ),
-        );
-      });
-    });
+                    ? (instance?.status ?? "pending")
+                    : (last?.status ?? "-");
+                return [
+                  task,
+                  state,
+                  first && last
+                    ? first === last
+                      ? String(first.attempt)
+                      : `${first.attempt}-${last.attempt}`
+                    : "-",
+                  first?.startedAt ?? "-",
+                  last?.endedAt ?? "-",
+                  !ranInTry.has(task)
+                    ? "not run again in this try: its earlier outcome stands"
+                    : latest
+                      ? (instance?.reason ?? last?.endReason ?? "")
+                      : (last?.endReason ?? ""),
+                ];
+              }),
+            ),
+          );
+        });
+      },
+    );
 
   program
     .command("rerun")

@@ -31,7 +31,7 @@ import { instantArg } from "../args.js";
 import { type DataDirOptions, logFileOf, logUrlOf, parseLogUrl } from "../data-dir.js";
 import { CliError, toJson } from "../edge.js";
 import { short, table } from "../format.js";
-import { taskIdArg, withSession } from "../projection.js";
+import { type AsOfFlags, addAsOfOptions, taskIdArg, withReadSession, withSession } from "../projection.js";
 
 /** What the first unfinished task of a backfill waits for, in `why`'s words. */
 function backfillWaitsFor(projection: SchedulerProjection, plan: BackfillPlan): string {
@@ -146,13 +146,12 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
       });
   }
 
-  program
-    .command("tasks")
+  addAsOfOptions(program.command("tasks"))
     .description("list declared tasks with where each stands")
     .option("--json", "print JSON")
-    .action(async (opts: { json?: boolean }) => {
-      await withSession(globals(), "read", async ({ projection }) => {
-        const rows = taskRows(projection, Date.now());
+    .action(async (opts: { json?: boolean } & AsOfFlags) => {
+      await withReadSession(globals(), opts, async ({ projection, now }) => {
+        const rows = taskRows(projection, now);
         if (opts.json) {
           console.log(toJson(rows));
           return;
@@ -173,16 +172,15 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
       });
     });
 
-  program
-    .command("task")
+  addAsOfOptions(program.command("task"))
     .description("show one task: its declaration, position and current instance")
     .argument("<task>", "project/account/name[/partition]")
     .option("--json", "print JSON")
-    .action(async (key: string, opts: { json?: boolean }) => {
+    .action(async (key: string, opts: { json?: boolean } & AsOfFlags) => {
       const id = taskIdArg(key);
-      await withSession(globals(), "read", async ({ projection }) => {
+      await withReadSession(globals(), opts, async ({ projection, now }) => {
         const task = requireTask(projection, id);
-        const why = explainTask(projection, id, Date.now(), { renderProblem: renderProblem(projection) });
+        const why = explainTask(projection, id, now, { renderProblem: renderProblem(projection) });
         const instance = projection.currentInstance(task) ?? null;
         if (opts.json) {
           console.log(toJson({ task, condition: why.condition, reasons: why.reasons, instance }, 2));
@@ -212,15 +210,14 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
       });
     });
 
-  program
-    .command("why")
+  addAsOfOptions(program.command("why"))
     .description("why is this task (not) running?")
     .argument("<task>", "project/account/name[/partition]")
     .option("--json", "print JSON")
-    .action(async (key: string, opts: { json?: boolean }) => {
+    .action(async (key: string, opts: { json?: boolean } & AsOfFlags) => {
       const id = taskIdArg(key);
-      await withSession(globals(), "read", async ({ projection }) => {
-        const why = explainTask(projection, id, Date.now(), { renderProblem: renderProblem(projection) });
+      await withReadSession(globals(), opts, async ({ projection, now }) => {
+        const why = explainTask(projection, id, now, { renderProblem: renderProblem(projection) });
         if (opts.json) console.log(toJson(why));
         else {
           console.log(`${id}: ${why.condition}`);
@@ -230,14 +227,13 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
       });
     });
 
-  program
-    .command("history")
+  addAsOfOptions(program.command("history"))
     .description("the task's events, with positions and actors: its stream and its attempt streams")
     .argument("<task>", "project/account/name[/partition]")
     .option("--json", "print one JSON object per line")
-    .action(async (key: string, opts: { json?: boolean }) => {
+    .action(async (key: string, opts: { json?: boolean } & AsOfFlags) => {
       const id = taskIdArg(key);
-      await withSession(globals(), "read", async (s) => {
+      await withReadSession(globals(), opts, async (s) => {
         const events = await taskHistory(s.log, s.projection, id);
         for (const e of events) {
           if (opts.json) console.log(toJson(e));
@@ -253,8 +249,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
       });
     });
 
-  program
-    .command("attempts")
+  addAsOfOptions(program.command("attempts"))
     .description("every attempt of a task: number, token, worker, state, times, why it ended")
     .argument("<task>", "project/account/name[/partition]")
     .option(
@@ -262,9 +257,9 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
       "also print each attempt's exit code, duration, output file and the tail of its stdout and stderr",
     )
     .option("--json", "print JSON")
-    .action(async (key: string, opts: { json?: boolean; output?: boolean }) => {
+    .action(async (key: string, opts: { json?: boolean; output?: boolean } & AsOfFlags) => {
       const id = taskIdArg(key);
-      await withSession(globals(), "read", async (s) => {
+      await withReadSession(globals(), opts, async (s) => {
         const rows: Array<Record<string, unknown>> = (await taskAttempts(s.log, s.projection, id)).map(
           ({ stream: _stream, ...r }) => r,
         );
