@@ -16,9 +16,20 @@ export interface SchedulerProc {
   readonly exited: Promise<void>;
 }
 
-export function startScheduler(dataDir: string, name: string, args: string[] = []): SchedulerProc {
+/** Starts a scheduler; through `prefix` when given (e.g. `ip netns exec NS`). */
+export function startScheduler(
+  dataDir: string,
+  name: string,
+  args: string[] = [],
+  prefix: readonly string[] = [],
+): SchedulerProc {
   mkdirSync(dataDir, { recursive: true });
-  const proc = chronologSpawn(dataDir, ["scheduler", "--workers", "2", "--reconcile-ms", "200", ...args]);
+  const proc = chronologSpawn(
+    dataDir,
+    ["scheduler", "--workers", "2", "--reconcile-ms", "200", ...args],
+    {},
+    prefix,
+  );
   const s: SchedulerProc = {
     name,
     proc,

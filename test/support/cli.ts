@@ -27,13 +27,18 @@ export function chronolog(dataDir: string, args: string[], input?: string): CliR
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-/** Starts `chronolog` as a long-running process. */
+/**
+ * Starts `chronolog` as a long-running process; through `prefix` when given, a command that runs
+ * the rest (e.g. `ip netns exec NS`).
+ */
 export function chronologSpawn(
   dataDir: string,
   args: string[],
   env: Record<string, string> = {},
+  prefix: readonly string[] = [],
 ): ChildProcess {
-  return spawn(process.execPath, [CLI, "--data-dir", dataDir, ...args], {
+  const [command, ...through] = [...prefix, process.execPath];
+  return spawn(command as string, [...through, CLI, "--data-dir", dataDir, ...args], {
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, CHRONOLOG_LOG_FORMAT: "json", CHRONOLOG_LOG_LEVEL: "info", ...env },
   });

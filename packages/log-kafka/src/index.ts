@@ -12,3 +12,4 @@ export async function openKafkaLog(options: KafkaLogOptions & EventLogOptions): 
   return new EventLog(await KafkaBackend.open(options), options);
 }
 export { KafkaMembership, type KafkaMembershipOptions } from "./membership.js";
+export { monotonicOf, SessionFence, type SessionFenceOptions } from "./session-fence.js";

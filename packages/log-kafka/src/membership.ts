@@ -1,6 +1,7 @@
 import { LogUnavailableError, UnsupportedLogLayoutError } from "@chronolog/log";
 import { type Consumer, Kafka, logLevel } from "kafkajs";
 import { brokerList } from "./client.js";
+import { monotonicOf, SessionFence } from "./session-fence.js";
 
 export interface KafkaMembershipOptions {
   /** Bootstrap brokers, as for the log. */
@@ -19,6 +20,14 @@ export interface KafkaMembershipOptions {
   readonly sessionTimeoutMs?: number;
   /** How often a member tells the group it is alive (default 1 s, or a third of a shorter session). */
   readonly heartbeatIntervalMs?: number;
+  /**
+   * How long before the group could drop a silent member it fences itself (see `fenced`).
+   * Default two heartbeats (2 s of the default 6 s session: fenced after 4 s of silence, three
+   * heartbeats missed), but in a session too short for that, half of what two heartbeats leave
+   * of it, so that two heartbeats in a row may still go unanswered without a fence (250 ms of
+   * a 1.5 s session with its 500 ms heartbeat: fenced after 1.25 s).
+   */
+  readonly fenceMarginMs?: number;
   /** How long joining may take before it fails (default 30 s). */
   readonly joinTimeoutMs?: number;
   /** Called if the group consumer stops for good (it holds nothing from then on). */
@@ -32,6 +41,12 @@ export interface KafkaMembershipOptions {
  * timeout, and the group hands its shards to the members left. During a rebalance a member
  * holds nothing, so two members overlap as little as the protocol allows; the log's
  * compare-and-set makes an overlap harmless anyway.
+ *
+ * A member cut off from the coordinator does not hear that it was dropped: it fences itself
+ * instead (see SessionFence). Once it has gone the session less `fenceMarginMs` without an
+ * answered heartbeat or sync, it holds no shard and says so to its listeners, before the
+ * coordinator can have handed its shards to another member; an answered heartbeat or a new
+ * assignment lifts the fence.
  */
 export class KafkaMembership {
   readonly id: string;
@@ -45,6 +60,9 @@ export class KafkaMembership {
   private readonly listeners = new Set<() => void>();
   private refresher: NodeJS.Timeout | null = null;
   private closed = false;
+  private readonly fence: SessionFence;
+  /** Request name -> when the last answered one was sent (monotonic ms), until it is counted. */
+  private readonly answered = new Map<string, number>();
   /** Times the assignment changed here, and when it last did (ms since the epoch). */
   readonly history: Array<{ at: number; shards: number[] }> = [];
 
@@ -60,10 +78,19 @@ export class KafkaMembership {
       retry: { initialRetryTime: 50, maxRetryTime: 1000, retries: 20 },
     });
     const session = this.sessionTimeoutMs;
+    const heartbeat = o.heartbeatIntervalMs ?? Math.min(1000, Math.floor(session / 3));
+    this.fence = new SessionFence({
+      sessionTimeoutMs: session,
+      marginMs:
+        o.fenceMarginMs ?? Math.max(0, Math.min(2 * heartbeat, Math.floor((session - 2 * heartbeat) / 2))),
+      onFence: () => {
+        if (!this.closed) this.changed();
+      },
+    });
     this.consumer = this.kafka.consumer({
       groupId: this.groupId,
       sessionTimeout: session,
-      heartbeatInterval: o.heartbeatIntervalMs ?? Math.min(1000, Math.floor(session / 3)),
+      heartbeatInterval: heartbeat,
       rebalanceTimeout: Math.max(10_000, 2 * session),
       maxWaitTimeInMs: 200,
       allowAutoTopicCreation: false,
@@ -91,6 +118,26 @@ export class KafkaMembership {
     return this.shardCount;
   }
 
+  /**
+   * Whether this member is fenced: it has not renewed its session for the session timeout less
+   * the fence margin, so the group may be about to drop it (or, if the clocks disagree, may
+   * have). A fenced member holds no shard, whatever its last assignment said; its listeners
+   * hear of the change when the fence comes down, and its scheduler stops what its workers run.
+   */
+  fenced(): boolean {
+    return this.fence.fenced;
+  }
+
+  /** Silence after which this member fences itself: the session less the fence margin. */
+  get fenceAfterMs(): number {
+    return this.fence.fenceAfterMs;
+  }
+
+  /** How long ago this member sent the last request that renewed its session. */
+  get sinceRenewalMs(): number {
+    return this.fence.sinceRenewalMs;
+  }
+
   private async start(): Promise<void> {
     const admin = this.kafka.admin();
     await admin.connect();
@@ -111,6 +158,17 @@ export class KafkaMembership {
     const first = new Promise<void>((resolve) => {
       joined = resolve;
     });
+    // The session is renewed by an answered heartbeat, and by the sync that ends a join. The
+    // client says when each request was sent as its answer comes in, before the heartbeat or
+    // join it belongs to is reported done: the two are matched by name.
+    c.on(c.events.REQUEST, (e) => {
+      const { apiName, sentAt } = e.payload;
+      if ((apiName === "Heartbeat" || apiName === "SyncGroup") && typeof sentAt === "number")
+        this.answered.set(apiName, monotonicOf(sentAt));
+    });
+    c.on(c.events.HEARTBEAT, () => {
+      if (this.renewed("Heartbeat")) this.changed();
+    });
     c.on(c.events.REBALANCING, () => {
       if (this.held.size === 0) return;
       this.held.clear();
@@ -120,6 +178,7 @@ export class KafkaMembership {
       // The assignment applies at once, in the order the joins happen; the member list that
       // isAlive answers from follows (the first join waits for it).
       const assigned = (e.payload.memberAssignment[this.shardTopic] ?? []) as number[];
+      this.renewed("SyncGroup");
       this.held.clear();
       for (const s of assigned) this.held.add(s);
       this.changed();
@@ -170,8 +229,16 @@ export class KafkaMembership {
     }
   }
 
+  /** Counts the answered request of this name as a renewal; true if that lifted the fence. */
+  private renewed(apiName: string): boolean {
+    const sentAt = this.answered.get(apiName);
+    if (sentAt === undefined) return false;
+    this.answered.delete(apiName);
+    return this.fence.renewed(sentAt);
+  }
+
   private changed(): void {
-    this.history.push({ at: Date.now(), shards: [...this.held].sort((a, b) => a - b) });
+    this.history.push({ at: Date.now(), shards: this.heldShards() });
     for (const l of this.listeners) {
       try {
         l();
@@ -182,12 +249,12 @@ export class KafkaMembership {
   }
 
   holds(shard: number): boolean {
-    return this.held.has(shard);
+    return this.held.has(shard) && !this.fence.fenced;
   }
 
-  /** Shards held now, in order. */
+  /** Shards held now, in order (none while fenced). */
   heldShards(): number[] {
-    return [...this.held].sort((a, b) => a - b);
+    return this.fence.fenced ? [] : [...this.held].sort((a, b) => a - b);
   }
 
   isAlive(schedulerId: string): boolean {
@@ -204,6 +271,7 @@ export class KafkaMembership {
     if (this.closed) return;
     this.closed = true;
     if (this.refresher) clearInterval(this.refresher);
+    this.fence.stop();
     this.held.clear();
     this.listeners.clear();
     await this.consumer.disconnect().catch(() => {});

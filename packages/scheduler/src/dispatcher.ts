@@ -10,4 +10,10 @@ export interface Dispatcher {
   cancel(token: string, reason: string): unknown;
   /** AttemptStarted is durable: let a gated (not idempotent) attempt run. */
   proceed(token: string): unknown;
+  /**
+   * Stops at once everything the workers run or hold, each attempt reported lost with `reason`:
+   * for when this scheduler may no longer supervise them (see Membership.fenced). Returns how
+   * many attempts were stopped.
+   */
+  killAll?(reason: string): number;
 }

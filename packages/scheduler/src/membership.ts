@@ -9,6 +9,12 @@
  * still a compare-and-set on the stream it decides for, so two schedulers that both believe
  * they own a shard (during a rebalance, or a paused former owner) cannot both dispatch one
  * attempt.
+ *
+ * What the compare-and-set cannot guard is what already runs: an attempt on a worker of a
+ * scheduler the group dropped is taken for lost by the others, and may be run again. So a
+ * membership whose member can be dropped without hearing of it (cut off from the group) fences
+ * it first: from the moment the group may be about to drop it, it holds nothing, and the
+ * scheduler kills what its workers run and hands nothing more to them until the fence lifts.
  */
 export interface Membership {
   /** This scheduler's id; its workers' ids start with it. */
@@ -19,7 +25,13 @@ export interface Membership {
   holds(shard: number): boolean;
   /** Whether the scheduler with this id is a live member (false once its session expired). */
   isAlive(schedulerId: string): boolean;
-  /** Called whenever the shards held here change. Returns an unsubscribe function. */
+  /**
+   * Whether this member is fenced: it could not renew its membership for so long that the group
+   * may drop it (and hand its shards to the others) without its hearing of it. While fenced it
+   * holds no shard. Memberships whose members cannot be dropped unawares leave it out.
+   */
+  fenced?(): boolean;
+  /** Called whenever the shards held here change, a fence included. Returns an unsubscribe function. */
   onChange(listener: () => void): () => void;
   close(): Promise<void>;
 }

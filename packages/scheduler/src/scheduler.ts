@@ -111,6 +111,8 @@ export class Scheduler implements ReconciledScheduler {
   private readonly waiting = new Map<string, Set<string>>();
   private passScheduled = false;
   private stopped = false;
+  /** The membership's fence, as this scheduler last acted on it (see ownershipChanged). */
+  private fenced = false;
   /** No new attempts start (a shutdown waits for the running ones): reports are still applied. */
   private draining = false;
   /** Stops hearing the dispatcher's reports (see stop). */
@@ -173,8 +175,11 @@ export class Scheduler implements ReconciledScheduler {
       onError: (error, stream) => o.logger.error({ err: error, stream }, "could not apply a worker report"),
       alongside: (task, completed) => success.childrenOf(task, completed),
       onApplied: (report, outcome) => {
-        if (outcome === "started_durable") o.dispatcher.proceed(report.token);
-        else if (outcome === "rejected" && (report.kind === "started" || report.kind === "heartbeat")) {
+        if (outcome === "started_durable") {
+          // (Fenced, the attempt's worker was killed; an answer that comes in late lets nothing run.)
+          if (o.membership?.fenced?.()) o.dispatcher.cancel(report.token, "its scheduler is fenced");
+          else o.dispatcher.proceed(report.token);
+        } else if (outcome === "rejected" && (report.kind === "started" || report.kind === "heartbeat")) {
           o.dispatcher.cancel(report.token, "the attempt is no longer current");
         }
       },
@@ -188,6 +193,8 @@ export class Scheduler implements ReconciledScheduler {
 
   /** Follows the log from the projection's position; every task is evaluated once at start. */
   async start(): Promise<void> {
+    // (Fenced already: nothing of this scheduler's runs yet, so there is nothing to kill.)
+    this.fenced = this.o.membership?.fenced?.() ?? false;
     this.unsubscribeMembership = this.o.membership?.onChange(() => this.ownershipChanged()) ?? null;
     for (const inst of this.projection.instances.values()) this.connections.track(inst);
     for (const id of this.projection.tasks.keys()) this.dirty.add(id);
@@ -280,6 +287,12 @@ export class Scheduler implements ReconciledScheduler {
     return m.holds(shard);
   }
 
+  /** Whether the command's task is of a shard held here (and this scheduler not fenced). */
+  private ownsCommand(c: RunCommand): boolean {
+    if (this.o.membership?.fenced?.()) return false;
+    return this.owns(this.projection.tasks.get(c.taskKey) ?? { id: c.taskKey, spec: {} });
+  }
+
   /** Whether this scheduler looks after the instance (its task's shard is held here). */
   ownsInstance(inst: InstanceState): boolean {
     const id = formatTaskKey(inst.key);
@@ -291,9 +304,28 @@ export class Scheduler implements ReconciledScheduler {
     return () => this.dispatchListeners.delete(listener);
   }
 
-  /** Shards moved: every task and running run is looked at again (only owned ones act). */
+  /**
+   * Shards moved, or the membership's fence came down or lifted: every task and running run is
+   * looked at again (only owned ones act).
+   */
   private ownershipChanged(): void {
     if (this.stopped) return;
+    const m = this.o.membership;
+    const fenced = m?.fenced?.() ?? false;
+    if (m && fenced !== this.fenced) {
+      this.fenced = fenced;
+      if (fenced) {
+        // The group may drop this scheduler any moment now, unheard, and the others take what
+        // runs on its workers for lost: nothing of it may run on by then.
+        const killed =
+          this.o.dispatcher.killAll?.(`scheduler ${m.id} was fenced (cut off from its group)`) ?? 0;
+        this.o.logger.warn(
+          { scheduler: m.id, killed },
+          "fenced: could not renew the scheduler group membership in time; holding no shards and killed the attempts on this scheduler's workers",
+        );
+      } else
+        this.o.logger.info({ scheduler: m.id }, "fence lifted: the scheduler group membership is renewed");
+    }
     for (const id of this.projection.tasks.keys()) this.dirty.add(id);
     for (const [id, r] of this.projection.runs) if (r.status === "running") this.runsDirty.add(id);
     this.schedulePass();
@@ -637,8 +669,19 @@ export class Scheduler implements ReconciledScheduler {
     }
   }
 
-  /** Hands attempts whose intents are durable to the workers. */
-  send(ready: readonly RunCommand[]): void {
+  /**
+   * Hands attempts whose intents are durable to the workers: those of the shards still held here.
+   * A shard may have moved, or this scheduler been fenced, while an intent was being written (its
+   * append acknowledged only once the link came back): that attempt goes to no worker, and the
+   * shard's owner finds the intent unconfirmed and abandons it, to be tried again.
+   */
+  send(commands: readonly RunCommand[]): void {
+    const ready = this.o.membership ? commands.filter((c) => this.ownsCommand(c)) : commands;
+    if (ready.length < commands.length)
+      this.o.logger.warn(
+        { attempts: commands.length - ready.length },
+        "intents not handed to workers: their shards are no longer held here",
+      );
     if (ready.length === 0) return;
     this.stats.dispatched += ready.length;
     try {

@@ -64,6 +64,8 @@ interface WorkerHandle {
   unansweredSince: number | undefined;
   /** When the worker last sent anything (epoch ms). */
   lastHeard: number;
+  /** Why the pool killed the worker, when it did (see killAll). */
+  killedFor?: string;
 }
 
 interface PendingQuery {
@@ -274,6 +276,34 @@ export class WorkerPool {
     this.flush();
   }
 
+  /**
+   * Kills every worker process now (SIGKILL), and with it everything it runs: a shell task's
+   * watchdog kills its process group when its worker dies, and a node task runs inside it. For
+   * when this process may no longer supervise its attempts, and another may soon take them for
+   * lost and run them again: nothing of them may run on. Every attempt the workers had, running
+   * or queued, is reported lost with `reason`; attempts still waiting for a worker are dropped
+   * without a report (no worker ever had them). New workers are started in the killed ones'
+   * place. Returns how many attempts were stopped or dropped.
+   */
+  killAll(reason: string): number {
+    if (this.closing) return 0;
+    let stopped = this.backlog.length;
+    this.backlog = [];
+    for (const w of this.workers.values()) {
+      if (w.exited) continue;
+      stopped += w.given.size;
+      // From now on it takes nothing (its exit handler does the accounting, as for any death).
+      w.exited = true;
+      w.killedFor = reason;
+      w.outbox = [];
+      w.child.kill("SIGKILL");
+    }
+    if (this.flushScheduled) clearImmediate(this.flushScheduled);
+    this.flushScheduled = undefined;
+    this.events.emit("change");
+    return stopped;
+  }
+
   private async shutdownAll(graceMs: number): Promise<void> {
     clearInterval(this.probe);
     for (const t of this.respawnTimers) clearTimeout(t);
@@ -472,7 +502,9 @@ export class WorkerPool {
       if (q.waiting.delete(w.id) && q.waiting.size === 0) q.finish();
     }
     const how = signal ? `signal ${signal}` : `code ${code}`;
-    const message = `worker ${w.id} (pid ${w.child.pid}) exited with ${how}`;
+    const message = w.killedFor
+      ? `${w.killedFor}: worker ${w.id} (pid ${w.child.pid}) was killed`
+      : `worker ${w.id} (pid ${w.child.pid}) exited with ${how}`;
     const at = this.clock().toISOString();
     const now = Date.now();
     const reports: FailedReport[] = [];
@@ -498,8 +530,10 @@ export class WorkerPool {
     this.events.emit("change");
     this.emit(reports);
     if (this.closing) return;
-    // A worker that dies before it is even ready is probably broken: back off before the next.
-    const delay = w.ready ? 0 : Math.min(MAX_RESPAWN_DELAY_MS, 100 * 2 ** this.startupFailures++);
+    // A worker that dies before it is even ready (and was not killed) is probably broken: back
+    // off before the next.
+    const delay =
+      w.ready || w.killedFor ? 0 : Math.min(MAX_RESPAWN_DELAY_MS, 100 * 2 ** this.startupFailures++);
     if (delay === 0) {
       this.spawn();
       return;

@@ -195,6 +195,40 @@ describe("WorkerPool", () => {
     expect((await waitFor(() => terminal("after-loss"))).kind).toBe("succeeded");
   });
 
+  it("killAll kills every worker and what it runs at once, reports each attempt lost, and starts new workers", async () => {
+    const { pool, reports, terminal } = newPool(2);
+    await pool.ready();
+    const dir = await tempDir();
+    const cmds = ["a", "b", "c"].map((t) =>
+      runCmd(shell(`echo $$ > ${join(dir, `${t}.pid`)}; exec sleep 30`), { token: `kill-${t}` }),
+    );
+    const gated = runCmd(shell("echo ran"), { token: "kill-gated", awaitProceed: true });
+    pool.dispatch([...cmds, gated]);
+    for (const t of ["a", "b", "c"]) await waitFor(() => readPid(join(dir, `${t}.pid`)));
+    await waitFor(() => reports.find((r) => r.kind === "started" && r.token === gated.token));
+    const taskPids = ["a", "b", "c"].map((t) => readPid(join(dir, `${t}.pid`)) as number);
+    const before = pool.stats();
+
+    const t0 = Date.now();
+    expect(pool.killAll("scheduler s1 was fenced")).toBe(4);
+    for (const c of [...cmds, gated]) {
+      const lost = (await waitFor(() => terminal(c.token), 1000)) as FailedReport;
+      expect(lost.error.kind).toBe("lost");
+      expect(lost.error.message).toMatch(/^scheduler s1 was fenced: worker .+ \(pid \d+\) was killed$/);
+    }
+    expect(Date.now() - t0).toBeLessThan(1000);
+    // Nothing runs on: the tasks died with their workers, and the gated one never ran.
+    for (const pid of taskPids) await waitFor(() => !isAlive(pid), 2000);
+    expect(pool.proceed(gated.token)).toBe(false);
+    expect(reports.some((r) => r.kind === "succeeded")).toBe(false);
+
+    await waitFor(() => pool.workerCount === 2 && pool.stats().every((s) => s.ready), 5000);
+    const ids = pool.stats().map((s) => s.workerId);
+    for (const w of before) expect(ids).not.toContain(w.workerId);
+    pool.dispatch([runCmd({ type: "noop" }, { token: "after-kill" })]);
+    expect((await waitFor(() => terminal("after-kill"))).kind).toBe("succeeded");
+  });
+
   it("refuses a number of started shells that is not a whole number", () => {
     expect(() => new WorkerPool({ size: 1, warmShells: -1, workerModule: workerMain })).toThrow(
       "warmShells must be a non-negative integer, got -1",

@@ -233,7 +233,21 @@ async function joinMembership(globals: DataDirOptions, opts: UpOptions, logger: 
     },
   });
   membership.onChange(() =>
-    logger.info({ scheduler: id, shards: membership.heldShards() }, "shards assigned"),
+    logger.info(
+      {
+        scheduler: id,
+        shards: membership.heldShards(),
+        // Fenced: how long the group has not answered (the fence comes down at fenceAfterMs).
+        ...(membership.fenced()
+          ? {
+              fenced: true,
+              silentMs: Math.round(membership.sinceRenewalMs),
+              fenceAfterMs: membership.fenceAfterMs,
+            }
+          : {}),
+      },
+      "shards assigned",
+    ),
   );
   logger.info({ scheduler: id, shards: membership.heldShards(), of: membership.shards }, "shards assigned");
   return membership;
