@@ -200,6 +200,17 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       c.json({ ready: state.ready, position: String(state.projection.position) }, state.ready ? 200 : 503),
   );
 
+  // A body's media type is checked before the body is validated, so a refusal names the type
+  // that was sent (the validator's own 415 says only "Unsupported Media Type").
+  app.use(`${API_PREFIX}/declarations`, async (c, next) => {
+    if (c.req.method === "POST") declarationFormat(c.req.header("content-type"));
+    await next();
+  });
+  app.use(`${API_PREFIX}/backfills`, async (c, next) => {
+    if (c.req.method === "POST") requireJson(c.req.header("content-type"));
+    await next();
+  });
+
   // ---- declarations ------------------------------------------------------------------------
   app.openapi(
     createRoute({
@@ -719,17 +730,22 @@ async function headOf(log: EventLog): Promise<{ position: string; hash: string }
   return { position: String(head), hash: last?.metadata.hash ?? "" };
 }
 
-/** A JSON body that may be absent (an empty object then), checked against `schema`. */
-async function optionalJson<T>(c: Context, schema: z.ZodType<T>): Promise<T> {
-  const text = await c.req.text();
-  if (text.trim() === "") return schema.parse({});
-  const type = (c.req.header("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
+/** Refuses a body that is not application/json (415), naming the type it has. */
+function requireJson(contentType: string | undefined): void {
+  const type = (contentType ?? "").split(";")[0]?.trim().toLowerCase();
   if (type !== "application/json")
     throw new HttpProblem(
       415,
       "unsupported_media_type",
       `this body is application/json, not ${type || "untyped"}`,
     );
+}
+
+/** A JSON body that may be absent (an empty object then), checked against `schema`. */
+async function optionalJson<T>(c: Context, schema: z.ZodType<T>): Promise<T> {
+  const text = await c.req.text();
+  if (text.trim() === "") return schema.parse({});
+  requireJson(c.req.header("content-type"));
   let value: unknown;
   try {
     value = JSON.parse(text);

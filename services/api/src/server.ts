@@ -3,6 +3,7 @@ import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { EventLog } from "@chronolog/log";
 import { type ServerType, serve } from "@hono/node-server";
+import { createRoute, z } from "@hono/zod-openapi";
 import { API_PREFIX, createApiApp } from "./app.js";
 import { ApiMetrics, type SchedulerHooks } from "./metrics.js";
 import { HttpProblem } from "./problem.js";
@@ -77,8 +78,19 @@ export async function startApiServer(o: ApiServerOptions): Promise<ApiServer> {
     new Response(await metrics.registry.metrics(), {
       headers: { "content-type": metrics.registry.contentType },
     });
-  app.get("/metrics", scrape);
-  app.get(`${API_PREFIX}/metrics`, scrape);
+  // Both in the OpenAPI document: `/metrics` is where Prometheus looks by default.
+  for (const path of ["/metrics", `${API_PREFIX}/metrics`])
+    app.openapi(
+      createRoute({
+        method: "get",
+        path,
+        summary: "the scheduler's and the API's metrics, in Prometheus' text format (no token needed)",
+        responses: {
+          200: { description: "the metrics", content: { "text/plain": { schema: z.string() } } },
+        },
+      }),
+      scrape as never,
+    );
   let server: ServerType | null = null;
   const address = await new Promise<AddressInfo>((resolve, reject) => {
     server = serve(
