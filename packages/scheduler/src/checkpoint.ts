@@ -66,6 +66,7 @@ export async function saveSnapshot(
   dir: string,
   log: EventLog,
   projection: SchedulerProjection,
+  options: LadderOptions = {},
 ): Promise<void> {
   // Taken before any await: the projection keeps following the log meanwhile, and the hash
   // read below must be the one at the snapshot's own position.
@@ -88,7 +89,12 @@ export async function saveSnapshot(
     await file.close();
   }
   await rename(tmp, path);
-  await addRung(dir, path, position);
+  await addRung(dir, path, position, options.spacing ?? LADDER_SPACING);
+}
+
+export interface LadderOptions {
+  /** Rungs closer than this many events to the one below are dropped (default LADDER_SPACING). */
+  readonly spacing?: bigint;
 }
 
 // ---- the ladder: snapshots kept at spaced positions, for the state as of any position -----
@@ -124,7 +130,7 @@ const rungPath = (dir: string, position: bigint) => join(dir, LADDER_DIR, `${pos
  * thins the ladder: a rung too close to the one below goes unless it is the newest, and past
  * the most rungs kept the one whose removal leaves the smallest gap goes.
  */
-async function addRung(dir: string, snapshotPath: string, position: bigint): Promise<void> {
+async function addRung(dir: string, snapshotPath: string, position: bigint, spacing: bigint): Promise<void> {
   if (position < 0n) return;
   mkdirSync(join(dir, LADDER_DIR), { recursive: true });
   const target = rungPath(dir, position);
@@ -142,7 +148,7 @@ async function addRung(dir: string, snapshotPath: string, position: bigint): Pro
   for (const [i, r] of rungs.entries()) {
     const last = keep.at(-1);
     const newest = i === rungs.length - 1;
-    if (last !== undefined && !newest && r - last < LADDER_SPACING) continue;
+    if (last !== undefined && !newest && r - last < spacing) continue;
     keep.push(r);
   }
   while (keep.length > LADDER_MAX_RUNGS) {
@@ -165,11 +171,16 @@ async function addRung(dir: string, snapshotPath: string, position: bigint): Pro
  * Writes rungs of the ladder while folding the whole log from the start (what `rebuild` does):
  * a snapshot every `LADDER_SPACING` events, then the head's. Returns the projection at the head.
  */
-export async function rebuildWithLadder(log: EventLog, dir: string): Promise<LoadedProjection> {
+export async function rebuildWithLadder(
+  log: EventLog,
+  dir: string,
+  options: LadderOptions = {},
+): Promise<LoadedProjection> {
+  const spacing = options.spacing ?? LADDER_SPACING;
   rmSync(join(dir, LADDER_DIR), { recursive: true, force: true });
   const projection = new SchedulerProjection();
   let replayed = 0;
-  let nextRung = LADDER_SPACING - 1n;
+  let nextRung = spacing - 1n;
   for (;;) {
     const page = await log.readAll({ fromPosition: projection.position + 1n, maxCount: 5000 });
     if (page.length === 0) break;
@@ -177,12 +188,12 @@ export async function rebuildWithLadder(log: EventLog, dir: string): Promise<Loa
       projection.apply(e);
       replayed += 1;
       if (e.position >= nextRung) {
-        await saveSnapshot(dir, log, projection);
-        nextRung = e.position + LADDER_SPACING;
+        await saveSnapshot(dir, log, projection, options);
+        nextRung = e.position + spacing;
       }
     }
   }
-  await saveSnapshot(dir, log, projection);
+  await saveSnapshot(dir, log, projection, options);
   return { projection, snapshotPosition: -1n, replayed, discarded: null };
 }
 
