@@ -1,5 +1,6 @@
 export * from "./errors.js";
 export * from "./event-log.js";
+export * from "./export.js";
 export * from "./hash.js";
 export * from "./subscription.js";
 export * from "./types.js";
