@@ -4,7 +4,8 @@ import { hashStored, type StoredEvent } from "@chronolog/log";
 import { openSqliteLog } from "@chronolog/log-sqlite";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
-import { chronolog, Leftovers, tempDataDir } from "../support/cli.js";
+import { chronolog, chronologSpawn, Leftovers, tempDataDir } from "../support/cli.js";
+import { waitUntil } from "../support/wait.js";
 
 const left = new Leftovers();
 afterAll(() => left.clear());
@@ -309,5 +310,80 @@ describe("log export and --file", () => {
     expect(w.stderr).toContain(`log_read_only: the export ${file} is open read-only`);
     const missing = chronolog(elsewhere, ["--file", join(elsewhere, "nope.jsonl"), "tasks"]);
     expect(missing.code).toBe(2);
+  });
+});
+
+describe("chronolog up --anchor-file", () => {
+  it("appends an anchor every interval and one more at a clean stop; a failing path is logged, not fatal", async () => {
+    const dir = await logOf(5);
+    const anchors = join(dir, "anchors");
+    const up = chronologSpawn(dir, [
+      "up",
+      "--workers",
+      "1",
+      "--warm-shells",
+      "0",
+      "--anchor-file",
+      anchors,
+      "--anchor-minutes",
+      "0.005",
+    ]);
+    left.processes.push(up);
+    let out = "";
+    up.stdout?.on("data", (c: Buffer) => {
+      out += c.toString();
+    });
+    up.stderr?.on("data", (c: Buffer) => {
+      out += c.toString();
+    });
+    const lines = () => readFileSync(anchors, "utf8").trim().split("\n");
+    await waitUntil("two anchors", () => {
+      try {
+        return lines().length >= 2 ? true : undefined;
+      } catch {
+        return undefined;
+      }
+    });
+    const exited = new Promise<number | null>((r) => up.once("exit", r));
+    up.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    const before = lines().length;
+    expect(before).toBeGreaterThanOrEqual(3);
+    expect(out).toContain("anchored the log's head");
+    const v = chronolog(dir, ["log", "verify", "--anchors", anchors]);
+    expect(v.code, v.stdout).toBe(0);
+    expect(v.stdout).toContain(`ok: ${before} expected events held`);
+
+    const bad = join(dir, "no-such-dir", "anchors");
+    const up2 = chronologSpawn(dir, [
+      "up",
+      "--workers",
+      "1",
+      "--warm-shells",
+      "0",
+      "--anchor-file",
+      bad,
+      "--anchor-minutes",
+      "0.005",
+    ]);
+    left.processes.push(up2);
+    let out2 = "";
+    up2.stdout?.on("data", (c: Buffer) => {
+      out2 += c.toString();
+    });
+    up2.stderr?.on("data", (c: Buffer) => {
+      out2 += c.toString();
+    });
+    await waitUntil("an anchor failure logged twice", () =>
+      out2.split("could not write an anchor").length > 2 ? true : undefined,
+    );
+    expect(up2.exitCode).toBeNull();
+    const exited2 = new Promise<number | null>((r) => up2.once("exit", r));
+    up2.kill("SIGTERM");
+    expect(await exited2).toBe(0);
+
+    const r = chronolog(dir, ["up", "--anchor-file", anchors, "--anchor-minutes", "0"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("--anchor-minutes takes a number above 0");
   });
 });
