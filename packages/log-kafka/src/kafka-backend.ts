@@ -62,6 +62,7 @@ export class KafkaBackend implements LogBackend {
       timeoutMs,
       appendTimeoutMs: options.appendTimeoutMs ?? 45_000,
       failure: () => this.follower.failure,
+      ...(options.clock ? { clock: options.clock } : {}),
     });
     this.follower = new Follower(kafka, this.decider, this.writer, this.admin, {
       topic: this.topic,

@@ -26,6 +26,8 @@ export interface KafkaLogOptions {
    * auditor) asks the brokers far less often with, say, 1 MiB and 100 ms.
    */
   readonly fetch?: { readonly minBytes?: number; readonly maxWaitMs?: number };
+  /** The time each append records as its events' `recordedAt`. Default: the real time. */
+  readonly clock?: () => Date;
 }
 
 /** Room the record framing and headers take beside key and value, in bytes (generous). */

@@ -67,6 +67,8 @@ export interface AppendWriterOptions {
   readonly appendTimeoutMs: number;
   /** The error the log failed with, if it did: nothing more is sent then. */
   readonly failure: () => Error | null;
+  /** The time an append records as its events' `recordedAt`. Default: the real time. */
+  readonly clock?: () => Date;
 }
 
 /**
@@ -115,7 +117,7 @@ export class AppendWriter {
       return Promise.reject(new InvalidAppendError("an append needs at least one event"));
     }
     const id = randomUUID();
-    const recordedAt = new Date().toISOString();
+    const recordedAt = (this.options.clock?.() ?? new Date()).toISOString();
     const wire: WireAppend = {
       v: 2,
       id,

@@ -48,6 +48,8 @@ export interface SqliteLogOptions {
   readonly recentEvents?: number;
   /** Watch the file for commits by other processes (for subscriptions). Default true. */
   readonly watchOtherProcesses?: boolean;
+  /** The time each commit records as its events' `recordedAt`. Default: the real time. */
+  readonly clock?: () => Date;
 }
 
 /** Default for `walLimitBytes`. */
@@ -380,7 +382,7 @@ export class SqliteBackend implements LogBackend {
       prevHash: head ? head.hash.toString("hex") : GENESIS_HASH,
       prevHashBytes: head ? head.hash : Buffer.alloc(0),
     };
-    const recordedAt = new Date().toISOString();
+    const recordedAt = (this.options.clock?.() ?? new Date()).toISOString();
     // The stored form of each event is kept only while someone in this process watches the log
     // (a subscription): it is what that reads next. Without one, keeping it costs a writer about
     // a fifth of its speed in garbage collection, for reads that rarely come.

@@ -1,6 +1,7 @@
 export * from "./as-of.js";
 export * from "./errors.js";
 export * from "./event-log.js";
+export * from "./export.js";
 export * from "./hash.js";
 export * from "./subscription.js";
 export * from "./types.js";

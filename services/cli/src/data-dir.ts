@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
-import type { EventLog } from "@chronolog/log";
+import { EventLog, ExportBackend, ExportLineError, LogReadOnlyError } from "@chronolog/log";
 import { openSqliteLog } from "@chronolog/log-sqlite";
 import { CliError } from "./edge.js";
 
@@ -11,6 +11,8 @@ export interface DataDirOptions {
   readonly dataDir?: string;
   /** Where the log lives: the embedded file in the data directory (default) or `kafka://HOST:PORT[,HOST:PORT]/TOPIC`. */
   readonly log?: string;
+  /** Read the log from this export (`log export`), read-only, instead of the live log. */
+  readonly file?: string;
 }
 
 export function dataDirOf(options: DataDirOptions): string {
@@ -53,6 +55,7 @@ function kafkaClientLog(): { logLevel?: "error" | "warn" | "info" | "debug" } {
 
 /** Opens the log for writing (the embedded file is created if missing). */
 export async function openLogForWrite(options: DataDirOptions, actor: string): Promise<EventLog> {
+  if (options.file !== undefined) throw new LogReadOnlyError(`the export ${options.file}`);
   const kafka = parseLogUrl(logUrlOf(options));
   // The Kafka client loads only when a Kafka log is asked for.
   if (kafka)
@@ -62,6 +65,7 @@ export async function openLogForWrite(options: DataDirOptions, actor: string): P
 
 /** Opens the log for reading only; a missing embedded log is a clear error, not an empty one. */
 export async function openLogForRead(options: DataDirOptions): Promise<EventLog> {
+  if (options.file !== undefined) return openExport(options);
   const kafka = parseLogUrl(logUrlOf(options));
   if (kafka)
     return (await import("@chronolog/log-kafka")).openKafkaLog({
@@ -77,4 +81,18 @@ export async function openLogForRead(options: DataDirOptions): Promise<EventLog>
     );
   }
   return openSqliteLog({ path, readonly: true, actor: "reader" });
+}
+
+/** The log held in an export file, read-only; a line not in the export's form is exit 5. */
+function openExport(options: DataDirOptions): EventLog {
+  const path = options.file as string;
+  if (options.log !== undefined) throw new CliError("--file and --log: give one or the other", 2);
+  if (!existsSync(path)) throw new CliError(`--file ${path}: no such file`, 2);
+  try {
+    return new EventLog(ExportBackend.fromFile(path), { actor: "reader" });
+  } catch (error) {
+    if (error instanceof ExportLineError)
+      throw new CliError(`${path} ${error.message} (log verify --file ${path} checks the whole export)`, 5);
+    throw error;
+  }
 }

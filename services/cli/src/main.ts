@@ -31,6 +31,7 @@ program
     "--log <url>",
     "the log: sqlite (the embedded file, default) or kafka://HOST:PORT[,HOST:PORT]/TOPIC (or $CHRONOLOG_LOG)",
   )
+  .option("--file <export>", "read the log from an export (log export), read-only, instead of the live log")
   .showHelpAfterError()
   .configureOutput({ outputError: (text, write) => write(text) });
 

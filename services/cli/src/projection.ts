@@ -28,7 +28,9 @@ export async function withSession<T>(
   const log =
     mode === "write" ? await openLogForWrite(options, defaultActor("cli")) : await openLogForRead(options);
   try {
-    const { projection } = await loadProjection(log, dataDirOf(options));
+    const { projection } = await loadProjection(log, dataDirOf(options), {
+      fromScratch: options.file !== undefined,
+    });
     return await fn({ log, projection });
   } finally {
     await log.close();

@@ -1,5 +1,23 @@
-import type { ExpectedRevision, RecordedEvent, StoredEvent } from "@chronolog/log";
+import { readFileSync } from "node:fs";
+import {
+  type ExpectedRevision,
+  exportLine,
+  GENESIS_HASH,
+  type RecordedEvent,
+  type StoredEvent,
+  verifyExportText,
+} from "@chronolog/log";
 import type { Command } from "commander";
+import {
+  anchorLine,
+  checkExpectations,
+  type Expectation,
+  type ExpectationOutcome,
+  headEvent,
+  parseExpect,
+  readAnchors,
+  writeAnchor,
+} from "../audit.js";
 import { type DataDirOptions, defaultActor, openLogForRead, openLogForWrite } from "../data-dir.js";
 import { CliError, toJson } from "../edge.js";
 
@@ -20,7 +38,9 @@ function formatLine(e: StoredEvent | RecordedEvent): string {
 }
 
 export function registerLogCommands(program: Command, globals: () => DataDirOptions): void {
-  const log = program.command("log").description("the event log itself: append, read, tail, verify");
+  const log = program
+    .command("log")
+    .description("the event log itself: append, read, tail, verify, anchor, export");
 
   log
     .command("append")
@@ -128,20 +148,180 @@ export function registerLogCommands(program: Command, globals: () => DataDirOpti
 
   log
     .command("verify")
-    .description("walk the log and check its hash chain; report the first position where it breaks")
+    .description(
+      "walk the log (or, with --file, an export) and check its hash chain, and what an auditor kept of it",
+    )
+    .option(
+      "--expect <position:hash>",
+      "the log must still hold this event with this hash (repeatable)",
+      (v: string, all: string[]) => [...all, v],
+      [] as string[],
+    )
+    .option("--anchors <file>", "check every POSITION HASH TIME line of an anchor file (log anchor)")
     .option("--json", "print the result as JSON")
-    .action(async (opts: { json?: boolean }) => {
+    .action(async (opts: { expect: string[]; anchors?: string; json?: boolean }) => {
+      const g = globals();
+      const expectations = [
+        ...opts.expect.map(parseExpect),
+        ...(opts.anchors !== undefined ? readAnchors(opts.anchors) : []),
+      ];
+      const outcome =
+        g.file !== undefined ? verifyFile(g.file, expectations) : await verifyLive(g, expectations);
+      const failed = outcome.expectations.filter((x) => !x.ok);
+      if (opts.json) console.log(toJson({ ...outcome, ok: outcome.break === null && failed.length === 0 }));
+      else {
+        const b = outcome.break;
+        if (outcome.from)
+          console.log(
+            `the export starts at position ${outcome.from.position}: its chain is checked from that event's prev_hash ${outcome.from.prevHash || "(none)"}, not from the log's start`,
+          );
+        if (b) {
+          const line = b.line !== undefined ? `line ${b.line}, ` : "";
+          console.log(
+            `chain broken at ${line}position ${b.position ?? "(unknown)"}: ${b.reason}\n(${outcome.checked} events before it verified)`,
+          );
+        } else
+          console.log(
+            `ok: ${outcome.checked} events verified, head at position ${outcome.headPosition}, hash ${outcome.headHash || "(none)"}`,
+          );
+        for (const x of failed) console.log(`${x.source}: position ${x.position}: ${x.reason}`);
+        if (expectations.length > 0 && failed.length === 0)
+          console.log(
+            `ok: ${expectations.length} expected event${expectations.length === 1 ? "" : "s"} held`,
+          );
+      }
+      if (outcome.break || failed.length > 0) process.exitCode = 5;
+    });
+
+  log
+    .command("anchor")
+    .description("print the log's head as a line POSITION HASH TIME, or append it to an anchor file")
+    .option("--to <file>", "append the line to this file (created if missing) instead of printing it")
+    .action(async (opts: { to?: string }) => {
       const eventLog = await openLogForRead(globals());
       try {
-        const result = await eventLog.verify();
-        if (opts.json) console.log(toJson(result));
-        else if (result.break) {
-          console.log(`chain broken at position ${result.break.position}: ${result.break.reason}`);
-          console.log(`(${result.checked} events before it verified)`);
-        } else console.log(`ok: ${result.checked} events verified, head at position ${result.headPosition}`);
-        if (result.break) process.exitCode = 5;
+        if (opts.to !== undefined) {
+          const line = await writeAnchor(eventLog, opts.to);
+          if (!line) throw new CliError("the log is empty: there is nothing to anchor", 4);
+          console.log(`anchored in ${opts.to}: ${line}`);
+        } else {
+          const head = await headEvent(eventLog);
+          if (!head) throw new CliError("the log is empty: there is nothing to anchor", 4);
+          console.log(anchorLine(head, new Date()));
+        }
       } finally {
         await eventLog.close();
       }
     });
+
+  log
+    .command("export")
+    .description("write the stored events, one JSON object a line, for an auditor (log verify --file)")
+    .option("--from <position>", "first position (default: the log's start)")
+    .option("--to <position>", "last position, inclusive (default: the log's head as the export begins)")
+    .action(async (opts: { from?: string; to?: string }) => {
+      const from = opts.from !== undefined ? parseBigint("--from", opts.from) : 0n;
+      const to = opts.to !== undefined ? parseBigint("--to", opts.to) : null;
+      if (to !== null && to < from) throw new CliError(`--to ${to} is before --from ${from}`, 2);
+      const eventLog = await openLogForRead(globals());
+      try {
+        const last = to ?? (await eventLog.headPosition());
+        for (let at = from; at <= last; ) {
+          const page = await eventLog.readAllStored({ fromPosition: at, maxCount: 1000 });
+          let text = "";
+          for (const e of page) if (e.position <= last) text += exportLine(e);
+          if (text !== "" && !process.stdout.write(text))
+            await new Promise((r) => process.stdout.once("drain", r));
+          const end = page.at(-1);
+          if (!end) break;
+          at = end.position + 1n;
+        }
+      } finally {
+        await eventLog.close();
+      }
+    });
+}
+
+interface VerifyOutcome {
+  readonly checked: number;
+  readonly headPosition: bigint;
+  readonly headHash: string;
+  readonly break: {
+    readonly position: bigint | null;
+    readonly reason: string;
+    readonly line?: number;
+  } | null;
+  /** An export that does not start at the log's start: where its chain is checked from. */
+  readonly from?: { readonly position: bigint; readonly prevHash: string };
+  readonly expectations: ExpectationOutcome[];
+}
+
+async function verifyLive(g: DataDirOptions, expectations: readonly Expectation[]): Promise<VerifyOutcome> {
+  const eventLog = await openLogForRead(g);
+  try {
+    const result = await eventLog.verify();
+    const [head] =
+      result.headPosition >= 0n
+        ? await eventLog.readAllStored({ fromPosition: result.headPosition, maxCount: 1 })
+        : [];
+    const last = await eventLog.headPosition();
+    const checkedExpectations = await checkExpectations(expectations, {
+      at: async (p) => {
+        const [e] = await eventLog.readAllStored({ fromPosition: p, maxCount: 1 });
+        return e && e.position === p ? e : null;
+      },
+      first: null,
+      last,
+      what: "the log",
+    });
+    return {
+      checked: result.checked,
+      headPosition: result.headPosition,
+      headHash: result.break ? "" : (head?.metadata.hash ?? ""),
+      break: result.break,
+      expectations: checkedExpectations,
+    };
+  } finally {
+    await eventLog.close();
+  }
+}
+
+function verifyFile(path: string, expectations: readonly Expectation[]): VerifyOutcome {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new CliError(`--file ${path}: ${(error as Error).message}`, 2);
+  }
+  const { result, events } = verifyExportText(text);
+  const first = result.firstPosition;
+  const byPosition = (p: bigint) => (first === null || p < first ? undefined : events[Number(p - first)]);
+  // Expectations are checked against the events verified (up to a break, if there is one).
+  const outcomes: ExpectationOutcome[] = expectations.map((x) => {
+    const e = byPosition(x.position);
+    const reason = !e
+      ? `missing: ${
+          first === null
+            ? "the export holds no verified event"
+            : x.position < first
+              ? `the export starts at position ${first}`
+              : `the export's verified events end at position ${result.headPosition}`
+        }`
+      : e.metadata.hash !== x.hash
+        ? `different hash: expected ${x.hash}, found ${e.metadata.hash}`
+        : null;
+    return { ...x, ok: reason === null, reason };
+  });
+  const from =
+    first !== null && result.startHash !== GENESIS_HASH
+      ? { position: first, prevHash: result.startHash }
+      : null;
+  return {
+    checked: result.checked,
+    headPosition: result.headPosition,
+    headHash: result.headHash,
+    break: result.break,
+    ...(from ? { from } : {}),
+    expectations: outcomes,
+  };
 }

@@ -17,6 +17,7 @@ import {
 import { discardStaged, removeEmptyStagingDirs, stagingDirFor, WorkerPool } from "@chronolog/worker";
 import type { Command } from "commander";
 import { byteSizeArg } from "../args.js";
+import { startAnchoring } from "../audit.js";
 import {
   type DataDirOptions,
   dataDirOf,
@@ -211,6 +212,8 @@ interface UpOptions extends HttpOptions {
   sessionTimeoutMs: string;
   grace: string;
   outputMaxBytes: string;
+  anchorFile?: string;
+  anchorMinutes: string;
 }
 
 /** On a Kafka log, schedulers share the tasks through a consumer group (see KafkaMembership). */
@@ -268,6 +271,12 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   const logger = createLogger("chronolog");
   const warmShells = wholeNumber(opts.warmShells, "--warm-shells", 0);
   const outputMaxBytes = byteSizeArg(opts.outputMaxBytes, "--output-max-bytes");
+  const anchorMs = Number(opts.anchorMinutes) * 60_000;
+  if (!(anchorMs > 0 && anchorMs <= 2 ** 31 - 1))
+    throw new CliError(
+      `--anchor-minutes takes a number above 0 (at most 35000), not "${opts.anchorMinutes}"`,
+      2,
+    );
   const dir = dataDirOf(globals);
   // On a Kafka log nothing else creates the directory the checkpoints go to.
   mkdirSync(dir, { recursive: true });
@@ -405,6 +414,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   });
   if (api) logger.info({ url: api.url }, "api listening");
   await scheduler.start();
+  const anchoring = opts.anchorFile ? startAnchoring(log, opts.anchorFile, anchorMs, logger) : null;
   // Alone on the embedded log, under the lock: the earlier process and its workers are gone, so
   // what it left in flight is settled now rather than at the first reconcile pass.
   if (lock) {
@@ -451,6 +461,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     await pool.close(graceMs);
     await scheduler.stop();
     await membership?.close();
+    await anchoring?.stop();
     await checkpoint(true);
     await log.close();
     lock?.release();
@@ -490,6 +501,11 @@ export function registerUpCommand(program: Command, globals: () => DataDirOption
         "the most of one attempt's output kept in its file under output/ (e.g. 1MiB, 0 for none; or $CHRONOLOG_OUTPUT_MAX_BYTES)",
         process.env.CHRONOLOG_OUTPUT_MAX_BYTES ?? "1MiB",
       )
+      .option(
+        "--anchor-file <path>",
+        "append the log's head (POSITION HASH TIME) to this file every --anchor-minutes, and at a clean stop",
+      )
+      .option("--anchor-minutes <n>", "minutes between two anchors (a fraction, e.g. 0.5, is allowed)", "60")
       .option("--shards <n>", "Kafka log: shards the tasks fall into, for a shard topic created now", "12")
       .option(
         "--session-timeout-ms <ms>",

@@ -1,0 +1,389 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { hashStored, type StoredEvent } from "@chronolog/log";
+import { openSqliteLog } from "@chronolog/log-sqlite";
+import Database from "better-sqlite3";
+import { afterAll, describe, expect, it } from "vitest";
+import { chronolog, chronologSpawn, Leftovers, tempDataDir } from "../support/cli.js";
+import { waitUntil } from "../support/wait.js";
+
+const left = new Leftovers();
+afterAll(() => left.clear());
+
+/** A data directory whose log holds `n` notes (positions 1..n). */
+async function logOf(n: number): Promise<string> {
+  const dir = tempDataDir("audit");
+  left.dirs.push(dir);
+  const log = openSqliteLog({ path: join(dir, "log.db"), actor: "test" });
+  for (let i = 0; i < n; i += 10)
+    await log.appendMany(
+      Array.from({ length: Math.min(10, n - i) }, (_, j) => ({
+        streamId: `note-${i + j}`,
+        events: [{ type: "Note", data: { text: `n${i + j}` } }],
+        expectedRevision: "no_stream" as const,
+      })),
+    );
+  await log.close();
+  return dir;
+}
+
+/** The file opened as a tamperer would: the triggers that keep it append-only dropped. */
+function tamper(dir: string, fn: (db: Database.Database) => void): void {
+  const db = new Database(join(dir, "log.db"));
+  db.exec("DROP TRIGGER IF EXISTS events_no_update; DROP TRIGGER IF EXISTS events_no_delete;");
+  db.transaction(() => fn(db))();
+  db.close();
+}
+
+/** Rewrites every hash from `from` on, as a tamperer who knows the hash function would. */
+function rechain(db: Database.Database, from: number): void {
+  const rows = db
+    .prepare(
+      `SELECT e.position, s.name, e.revision, e.type, e.version, e.data, e.event_id, e.actor,
+        e.causation_id, e.correlation_id, e.recorded_at, e.prev_hash, e.hash
+        FROM events e JOIN streams s ON s.sid = e.sid WHERE e.position >= ? - 1 ORDER BY e.position`,
+    )
+    .all(from) as Array<Record<string, unknown>>;
+  let prev = (rows[0] as { hash: Buffer }).hash.toString("hex");
+  const update = db.prepare("UPDATE events SET prev_hash = ?, hash = ? WHERE position = ?");
+  for (const r of rows.slice(1)) {
+    const e: StoredEvent = {
+      streamId: r.name as string,
+      revision: BigInt(r.revision as number),
+      position: BigInt(r.position as number),
+      type: r.type as string,
+      dataJson: r.data as string,
+      metadata: {
+        eventId: r.event_id as string,
+        actor: r.actor as string,
+        causationId: r.causation_id as string | null,
+        correlationId: r.correlation_id as string | null,
+        schemaVersion: Number(r.version),
+        recordedAt: r.recorded_at as string,
+        prevHash: prev,
+        hash: "",
+      },
+    };
+    const hash = hashStored(prev, e);
+    update.run(Buffer.from(prev, "hex"), Buffer.from(hash, "hex"), r.position);
+    prev = hash;
+  }
+}
+
+function verifyJson(dir: string, args: string[] = []) {
+  const r = chronolog(dir, ["log", "verify", "--json", ...args]);
+  return { code: r.code, stderr: r.stderr, out: JSON.parse(r.stdout || "null") };
+}
+
+function anchorNow(dir: string, file: string): string {
+  const r = chronolog(dir, ["log", "anchor", "--to", file]);
+  expect(r.code, r.stderr).toBe(0);
+  return readFileSync(file, "utf8").trim().split("\n").at(-1) as string;
+}
+
+describe("log verify --expect and --anchors", () => {
+  it("prints the head's position and hash; anchor prints the same line or appends it to a file", async () => {
+    const dir = await logOf(3);
+    const v = chronolog(dir, ["log", "verify"]);
+    expect(v.code).toBe(0);
+    expect(v.stdout).toMatch(/^ok: 3 events verified, head at position 3, hash [0-9a-f]{64}\n$/);
+    const hash = /hash ([0-9a-f]{64})/.exec(v.stdout)?.[1];
+    expect(verifyJson(dir).out).toMatchObject({ checked: 3, headPosition: "3", headHash: hash, ok: true });
+    const a = chronolog(dir, ["log", "anchor"]);
+    expect(a.stdout).toMatch(
+      new RegExp(`^3 ${hash} \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z\\n$`),
+    );
+    const file = join(dir, "anchors");
+    expect(anchorNow(dir, file)).toMatch(new RegExp(`^3 ${hash} `));
+    const ok = chronolog(dir, ["log", "verify", "--anchors", file, "--expect", `2:${"0".repeat(64)}`]);
+    expect(ok.code).toBe(5);
+    expect(ok.stdout).toContain(`--expect: position 2: different hash: expected ${"0".repeat(64)}, found `);
+    expect(ok.stdout).not.toContain("anchors line 1");
+  });
+
+  it("a log cut back by 50 events still has an intact chain, and the anchor catches it", async () => {
+    const dir = await logOf(120);
+    const anchors = join(dir, "anchors");
+    const line = anchorNow(dir, anchors);
+    const [, hash] = line.split(" ");
+    tamper(dir, (db) => db.prepare("DELETE FROM events WHERE position > 70").run());
+    // The chain alone cannot tell: what is left of it is intact.
+    const plain = chronolog(dir, ["log", "verify"]);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toContain("ok: 70 events verified, head at position 70");
+    const expect120 = chronolog(dir, ["log", "verify", "--expect", `120:${hash}`]);
+    expect(expect120.code).toBe(5);
+    expect(expect120.stdout).toContain("--expect: position 120: missing: the log ends at position 70");
+    const byAnchor = verifyJson(dir, ["--anchors", anchors]);
+    expect(byAnchor.code).toBe(5);
+    expect(byAnchor.out.ok).toBe(false);
+    expect(byAnchor.out.expectations).toEqual([
+      {
+        position: "120",
+        hash,
+        source: `${anchors} line 1`,
+        ok: false,
+        reason: "missing: the log ends at position 70",
+      },
+    ]);
+  });
+
+  it("an event altered by one byte is caught by the chain; with the chain rewritten, by the anchor", async () => {
+    const dir = await logOf(60);
+    const anchors = join(dir, "anchors");
+    const [, hash] = anchorNow(dir, anchors).split(" ");
+    tamper(dir, (db) => db.prepare(`UPDATE events SET data = '{"text":"n2X"}' WHERE position = 30`).run());
+    const naive = verifyJson(dir);
+    expect(naive.code).toBe(5);
+    expect(naive.out.break).toEqual({
+      position: "30",
+      reason: "the event's content does not match its hash",
+    });
+    tamper(dir, (db) => rechain(db, 30));
+    expect(verifyJson(dir).code).toBe(0);
+    const r = chronolog(dir, ["log", "verify", "--anchors", anchors]);
+    expect(r.code).toBe(5);
+    expect(r.stdout).toMatch(
+      new RegExp(`${anchors} line 1: position 60: different hash: expected ${hash}, found [0-9a-f]{64}`),
+    );
+  });
+
+  it("an event inserted (later positions shifted, the chain rewritten) is caught at the first anchor after it", async () => {
+    const dir = await logOf(80);
+    const anchors = join(dir, "anchors");
+    writeFileSync(anchors, "");
+    // An anchor from earlier, then one of the head.
+    const earlier = chronolog(dir, ["log", "read", "--raw", "--json", "--from", "20", "-n", "1"]);
+    const at20 = JSON.parse(earlier.stdout) as { metadata: { hash: string } };
+    writeFileSync(anchors, `20 ${at20.metadata.hash} 2026-01-01T00:00:00.000Z\n\n`);
+    const [, hash] = anchorNow(dir, anchors).split(" ");
+    tamper(dir, (db) => {
+      db.prepare("UPDATE events SET position = position + 1000000 WHERE position >= 40").run();
+      db.prepare("UPDATE events SET position = position - 1000000 + 1 WHERE position >= 1000000").run();
+      const sid = db.prepare("INSERT INTO streams(name) VALUES ('note-forged')").run().lastInsertRowid;
+      db.prepare(
+        `INSERT INTO events(position, sid, revision, type, version, data, event_id, actor, causation_id,
+          correlation_id, recorded_at, prev_hash, hash)
+         SELECT 40, ?, 0, type, version, '{"text":"forged"}', 'forged', actor, NULL, NULL, recorded_at, prev_hash, hash
+         FROM events WHERE position = 39`,
+      ).run(sid);
+      rechain(db, 40);
+    });
+    const plain = chronolog(dir, ["log", "verify"]);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toContain("ok: 81 events verified, head at position 81");
+    const r = verifyJson(dir, ["--anchors", anchors]);
+    expect(r.code).toBe(5);
+    expect(r.out.expectations.map((x: { source: string; ok: boolean }) => [x.source, x.ok])).toEqual([
+      [`${anchors} line 1`, true],
+      [`${anchors} line 3`, false],
+    ]);
+    expect(r.out.expectations[1]).toMatchObject({
+      position: "80",
+      reason: expect.stringContaining(`expected ${hash}`),
+    });
+  });
+
+  it("a malformed anchor line or --expect is bad input (exit 2), naming it", async () => {
+    const dir = await logOf(2);
+    const anchors = join(dir, "anchors");
+    anchorNow(dir, anchors);
+    writeFileSync(anchors, `${readFileSync(anchors, "utf8")}2 nothex 2026-01-01T00:00:00Z\n`);
+    const r = chronolog(dir, ["log", "verify", "--anchors", anchors]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`--anchors ${anchors} line 2: expected "POSITION HASH TIME"`);
+    const x = chronolog(dir, ["log", "verify", "--expect", "2:abc"]);
+    expect(x.code).toBe(2);
+    expect(x.stderr).toContain('--expect "2:abc": expected POSITION:HASH');
+  });
+});
+
+describe("log export and --file", () => {
+  it("an export verifies offline; a one-byte change in it is caught at its position", async () => {
+    const dir = await logOf(30);
+    const anchors = join(dir, "anchors");
+    anchorNow(dir, anchors);
+    const exported = chronolog(dir, ["log", "export"]);
+    expect(exported.code, exported.stderr).toBe(0);
+    const text = exported.stdout;
+    expect(text.split("\n")).toHaveLength(31);
+    // A pure function of the stored events: the same bytes again.
+    expect(chronolog(dir, ["log", "export"]).stdout).toBe(text);
+    const file = join(dir, "export.jsonl");
+    writeFileSync(file, text);
+    // No live log here: another, empty data directory.
+    const elsewhere = tempDataDir("auditor");
+    left.dirs.push(elsewhere);
+    const ok = chronolog(elsewhere, ["log", "verify", "--file", file, "--anchors", anchors]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toMatch(
+      /^ok: 30 events verified, head at position 30, hash [0-9a-f]{64}\nok: 1 expected event held\n$/,
+    );
+    // One byte of event 17's data.
+    const lines = text.split("\n");
+    const at = text.indexOf('n16\\"}');
+    writeFileSync(file, `${text.slice(0, at)}m${text.slice(at + 1)}`);
+    const changed = verifyJson(elsewhere, ["--file", file]);
+    expect(changed.code).toBe(5);
+    expect(changed.out.break).toEqual({
+      line: 17,
+      position: "17",
+      reason: "the event's content does not match its hash",
+    });
+    // A line that does not parse.
+    writeFileSync(file, [...lines.slice(0, 9), "{oops", ...lines.slice(10)].join("\n"));
+    const broken = chronolog(elsewhere, ["log", "verify", "--file", file]);
+    expect(broken.code).toBe(5);
+    expect(broken.stdout).toContain("chain broken at line 10, position 10: not JSON");
+    // Read commands refuse a damaged export, naming the line.
+    const read = chronolog(elsewhere, ["log", "read", "--file", file]);
+    expect(read.code).toBe(5);
+    expect(read.stderr).toContain(`${file} line 10: not JSON`);
+  });
+
+  it("an export from a later position says where its chain starts; --to bounds it", async () => {
+    const dir = await logOf(12);
+    const part = chronolog(dir, ["log", "export", "--from", "5", "--to", "9"]).stdout;
+    expect(
+      part
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).position),
+    ).toEqual(["5", "6", "7", "8", "9"]);
+    const file = join(dir, "part.jsonl");
+    writeFileSync(file, part);
+    const v = chronolog(dir, ["log", "verify", "--file", file]);
+    expect(v.code).toBe(0);
+    expect(v.stdout).toMatch(
+      /^the export starts at position 5: its chain is checked from that event's prev_hash [0-9a-f]{64}, not from the log's start\n/,
+    );
+    const x = chronolog(dir, [
+      "log",
+      "verify",
+      "--file",
+      file,
+      "--expect",
+      `12:${"a".repeat(64)}`,
+      "--expect",
+      `2:${"a".repeat(64)}`,
+    ]);
+    expect(x.code).toBe(5);
+    expect(x.stdout).toContain(
+      "--expect: position 12: missing: the export's verified events end at position 9",
+    );
+    expect(x.stdout).toContain("--expect: position 2: missing: the export starts at position 5");
+  });
+
+  it("every read command works on an export, read-only", () => {
+    const dir = tempDataDir("audit-tasks");
+    left.dirs.push(dir);
+    const start = new Date(Date.now() - 3 * 3_600_000).toISOString();
+    const yaml = join(dir, "t.yaml");
+    writeFileSync(
+      yaml,
+      `tasks:\n  - { project: p, account: a, name: t1, cron: "0 * * * *", startDate: "${start}", operator: { type: noop } }\n`,
+    );
+    expect(chronolog(dir, ["declare", yaml]).code).toBe(0);
+    expect(chronolog(dir, ["pause", "p/a/t1/ALL", "--reason", "audit"]).code).toBe(0);
+    const file = join(dir, "export.jsonl");
+    writeFileSync(file, chronolog(dir, ["log", "export"]).stdout);
+    const elsewhere = tempDataDir("auditor");
+    left.dirs.push(elsewhere);
+    const live = chronolog(dir, ["tasks", "--json"]);
+    const fromFile = chronolog(elsewhere, ["tasks", "--file", file, "--json"]);
+    expect(fromFile.code, fromFile.stderr).toBe(0);
+    expect(JSON.parse(fromFile.stdout)).toEqual(JSON.parse(live.stdout));
+    for (const args of [
+      ["task", "p/a/t1/ALL"],
+      ["why", "p/a/t1/ALL"],
+      ["history", "p/a/t1/ALL"],
+      ["attempts", "p/a/t1/ALL"],
+      ["runs"],
+      ["log", "read"],
+    ]) {
+      const r = chronolog(elsewhere, ["--file", file, ...args]);
+      expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(0);
+      expect(r.stdout).toBe(chronolog(dir, args).stdout);
+    }
+    const w = chronolog(elsewhere, ["--file", file, "resume", "p/a/t1/ALL"]);
+    expect(w.code).toBe(1);
+    expect(w.stderr).toContain(`log_read_only: the export ${file} is open read-only`);
+    const missing = chronolog(elsewhere, ["--file", join(elsewhere, "nope.jsonl"), "tasks"]);
+    expect(missing.code).toBe(2);
+  });
+});
+
+describe("chronolog up --anchor-file", () => {
+  it("appends an anchor every interval and one more at a clean stop; a failing path is logged, not fatal", async () => {
+    const dir = await logOf(5);
+    const anchors = join(dir, "anchors");
+    const up = chronologSpawn(dir, [
+      "up",
+      "--workers",
+      "1",
+      "--warm-shells",
+      "0",
+      "--anchor-file",
+      anchors,
+      "--anchor-minutes",
+      "0.005",
+    ]);
+    left.processes.push(up);
+    let out = "";
+    up.stdout?.on("data", (c: Buffer) => {
+      out += c.toString();
+    });
+    up.stderr?.on("data", (c: Buffer) => {
+      out += c.toString();
+    });
+    const lines = () => readFileSync(anchors, "utf8").trim().split("\n");
+    await waitUntil("two anchors", () => {
+      try {
+        return lines().length >= 2 ? true : undefined;
+      } catch {
+        return undefined;
+      }
+    });
+    const exited = new Promise<number | null>((r) => up.once("exit", r));
+    up.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    const before = lines().length;
+    expect(before).toBeGreaterThanOrEqual(3);
+    expect(out).toContain("anchored the log's head");
+    const v = chronolog(dir, ["log", "verify", "--anchors", anchors]);
+    expect(v.code, v.stdout).toBe(0);
+    expect(v.stdout).toContain(`ok: ${before} expected events held`);
+
+    const bad = join(dir, "no-such-dir", "anchors");
+    const up2 = chronologSpawn(dir, [
+      "up",
+      "--workers",
+      "1",
+      "--warm-shells",
+      "0",
+      "--anchor-file",
+      bad,
+      "--anchor-minutes",
+      "0.005",
+    ]);
+    left.processes.push(up2);
+    let out2 = "";
+    up2.stdout?.on("data", (c: Buffer) => {
+      out2 += c.toString();
+    });
+    up2.stderr?.on("data", (c: Buffer) => {
+      out2 += c.toString();
+    });
+    await waitUntil("an anchor failure logged twice", () =>
+      out2.split("could not write an anchor").length > 2 ? true : undefined,
+    );
+    expect(up2.exitCode).toBeNull();
+    const exited2 = new Promise<number | null>((r) => up2.once("exit", r));
+    up2.kill("SIGTERM");
+    expect(await exited2).toBe(0);
+
+    const r = chronolog(dir, ["up", "--anchor-file", anchors, "--anchor-minutes", "0"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("--anchor-minutes takes a number above 0");
+  });
+});
