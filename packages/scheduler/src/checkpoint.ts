@@ -215,16 +215,20 @@ export interface ProjectionAsOf {
  * The state as the projection was right after the event at `position`: folded from the
  * nearest rung of the ladder at or below it whose hash matches the log at its position (a
  * rung that does not match is never used), or from the start. A position past the head is the
- * head.
+ * head. With no directory (an export read on its own), it folds from the start.
  */
-export async function projectionAsOf(log: EventLog, dir: string, position: bigint): Promise<ProjectionAsOf> {
+export async function projectionAsOf(
+  log: EventLog,
+  dir: string | null,
+  position: bigint,
+): Promise<ProjectionAsOf> {
   const head = await log.headPosition();
   const at = position > head ? head : position;
   const view = logAsOf(log, at);
   const discarded: string[] = [];
   let projection: SchedulerProjection | null = null;
-  for (const r of ladderRungs(dir).reverse()) {
-    if (r > at) continue;
+  for (const r of dir === null ? [] : ladderRungs(dir).reverse()) {
+    if (r > at || dir === null) continue;
     const loaded = await readSnapshotFile(rungPath(dir, r), log);
     if (loaded.projection) {
       projection = loaded.projection;

@@ -96,7 +96,8 @@ export async function withReadSession<T>(
           { path: "", message: `the log has no event recorded at or before ${instant}` },
         ]);
     }
-    const asOf = await projectionAsOf(log, dataDirOf(options), position);
+    // An export stands alone: no snapshot of the data directory is folded from.
+    const asOf = await projectionAsOf(log, options.file !== undefined ? null : dataDirOf(options), position);
     for (const d of asOf.discarded) process.stderr.write(`chronolog: not used: ${d}\n`);
     process.stderr.write(
       `as of position ${asOf.position} (hash ${asOf.event?.hash ?? "-"}, recorded ${asOf.event?.recordedAt ?? "-"})\n`,
