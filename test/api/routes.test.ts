@@ -427,6 +427,40 @@ describe("the HTTP API, route by route", () => {
     expect((await call("/log?from=abc", { token: reader })).status).toBe(400);
   });
 
+  it("?at=: tasks, a task, its history and attempts, and runs as of a position", async () => {
+    const head = BigInt(ok(await call("/log/head", { token: reader })).position);
+    const at = head / 2n;
+    const page = await call(`/tasks?at=${at}&limit=1000`, { token: reader });
+    const rows = ok(page).items;
+    expect(page.headers.get("chronolog-as-of")).toMatch(new RegExp(`^${at} [0-9a-f]{64} \\d{4}-`));
+    // The same answer as the CLI's, as of the same position.
+    const cli = chronolog(server.dir, ["tasks", "--at", String(at), "--json"]);
+    expect(cli.code, cli.stderr).toBe(0);
+    expect(rows).toEqual(JSON.parse(cli.stdout));
+    const raw = "ingest/acme/raw/ALL";
+    const detail = await call(`/tasks/${key(raw)}?at=${at}`, { token: reader });
+    if (detail.status === 200) {
+      const now = ok(await call(`/tasks/${key(raw)}`, { token: reader }));
+      const row = rows.find((r: { task: string }) => r.task === raw);
+      expect(detail.body.task.prevIntervalStart).toBe(row.prevIntervalStart);
+      expect(detail.body.condition).toBe(row.condition);
+      expect(typeof now.task.logicalDate).toBe("string");
+      const history = ok(await call(`/tasks/${key(raw)}/history?at=${at}`, { token: reader }));
+      expect(history.every((e: { position: string }) => BigInt(e.position) <= at)).toBe(true);
+      const attempts = ok(await call(`/tasks/${key(raw)}/attempts?at=${at}`, { token: reader }));
+      expect(attempts.every((a: { status: string }) => typeof a.status === "string")).toBe(true);
+    } else expect(detail.status).toBe(404);
+    const runs = ok(await call(`/runs?at=${at}`, { token: reader }));
+    const cliRuns = chronolog(server.dir, ["runs", "--at", String(at), "--json"]);
+    expect(runs.map((r: { runId: string; status: string }) => [r.runId, r.status])).toEqual(
+      JSON.parse(cliRuns.stdout).map((r: { runId: string; status: string }) => [r.runId, r.status]),
+    );
+    const past = await call(`/tasks?at=${head + 1000n}`, { token: reader });
+    expect(past.status).toBe(400);
+    expect(past.body.detail).toContain("past the log's head");
+    expect((await call("/tasks?at=x", { token: reader })).status).toBe(400);
+  });
+
   it("metrics, in Prometheus' text format", async () => {
     for (const path of ["/metrics", "/api/v1/metrics"]) {
       const res = await fetch(`${server.url}${path}`);

@@ -5,6 +5,7 @@ import {
   parseTaskKey,
   runBlockers,
   runIdInput,
+  type SchedulerProjection,
   ValidationError,
 } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
@@ -20,6 +21,7 @@ import {
   listRuns,
   NotFoundError,
   pauseTask,
+  projectionAsOf,
   requireTask,
   rerun,
   resumeTask,
@@ -76,6 +78,9 @@ const runIdParam = z.object({
     example: "etl@2026-11-30T02:00Z",
   }),
 });
+const atQuery = z.object({
+  at: z.string().optional().openapi({ description: "the state as of this log position" }),
+});
 const reasonBody = {
   required: false,
   content: { "application/json": { schema: z.object({ reason: z.string().min(1).max(2000).optional() }) } },
@@ -131,6 +136,46 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
     },
   });
   const tasks = new TaskIndex(state.projection);
+  /**
+   * What a read answers from: the live projection, or with `?at=POSITION` the state as of that
+   * position (folded from the ladder of snapshots, and a log that shows nothing after it), with
+   * the time its reasons are given at. The last few positions asked for are kept.
+   */
+  interface ReadView {
+    readonly projection: SchedulerProjection;
+    readonly log: EventLog;
+    readonly now: number;
+    readonly tasks: TaskIndex;
+  }
+  const recentViews = new Map<bigint, Promise<ReadView & { hash: string; recordedAt: string }>>();
+  const readView = async (c: Context, at: string | undefined): Promise<ReadView> => {
+    if (at === undefined) return { projection: state.projection, log: state.log, now: now(), tasks };
+    if (!/^\d+$/.test(at))
+      throw new ValidationError("at", [{ path: "", message: `"${at}" is not a log position (0 or more)` }]);
+    const position = BigInt(at);
+    const head = await state.log.headPosition();
+    if (position > head)
+      throw new ValidationError("at", [
+        { path: "", message: `position ${position} is past the log's head (${head})` },
+      ]);
+    let view = recentViews.get(position);
+    if (!view) {
+      view = projectionAsOf(state.log, o.dataDir, position).then((a) => ({
+        projection: a.projection,
+        log: a.log,
+        now: a.event ? Date.parse(a.event.recordedAt) : now(),
+        tasks: new TaskIndex(a.projection),
+        hash: a.event?.hash ?? "",
+        recordedAt: a.event?.recordedAt ?? "",
+      }));
+      recentViews.set(position, view);
+      view.catch(() => recentViews.delete(position));
+      if (recentViews.size > 8) recentViews.delete(recentViews.keys().next().value as bigint);
+    }
+    const v = await view;
+    c.header("chronolog-as-of", `${position} ${v.hash} ${v.recordedAt}`);
+    return v;
+  };
   app.onError((error, c) => problemResponse(c, error));
   if (o.metrics) {
     const metrics = o.metrics;
@@ -314,6 +359,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
             .openapi({ description: "as `why` says it: running, blocked, ..." }),
           cursor: z.string().optional().openapi({ description: "the `next` of the previous page" }),
           limit: z.coerce.number().int().min(1).max(1000).default(100),
+          at: z.string().optional().openapi({ description: "the state as of this log position" }),
         }),
       },
       responses: { 200: json(S.TaskPage, "a page of tasks"), ...S.problemResponses(400, 401, 403) },
@@ -321,7 +367,8 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
     async (c) => {
       await who(c, "read");
       const q = c.req.valid("query");
-      const page = tasks.page(now(), {
+      const v = await readView(c, q.at);
+      const page = v.tasks.page(v.now, {
         limit: q.limit,
         ...(q.cursor !== undefined ? { cursor: q.cursor } : {}),
         ...(q.project !== undefined ? { project: q.project } : {}),
@@ -336,15 +383,16 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       method: "get",
       path: `${API_PREFIX}/tasks/{key}`,
       summary: "one task: its declaration, where it stands and why (decideTask's answer)",
-      request: { params: taskKeyParam },
+      request: { params: taskKeyParam, query: atQuery },
       responses: { 200: json(S.TaskDetail, "the task"), ...S.problemResponses(400, 401, 403, 404) },
     }),
     async (c) => {
       await who(c, "read");
       const id = taskIdOf(c.req.valid("param").key);
-      const task = requireTask(state.projection, id);
-      const row = taskRow(state.projection, task, now());
-      const instance = state.projection.currentInstance(task) ?? null;
+      const v = await readView(c, c.req.valid("query").at);
+      const task = requireTask(v.projection, id);
+      const row = taskRow(v.projection, task, v.now);
+      const instance = v.projection.currentInstance(task) ?? null;
       return jsonText(
         c,
         wire({ task, condition: row.condition, reasons: row.reasons, decision: row.decision, instance }),
@@ -381,13 +429,14 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       method: "get",
       path: `${API_PREFIX}/tasks/{key}/history`,
       summary: "the task's events and its attempts', in log order, with positions and actors",
-      request: { params: taskKeyParam },
+      request: { params: taskKeyParam, query: atQuery },
       responses: { 200: json(z.array(S.RecordedEvent), "events"), ...S.problemResponses(400, 401, 403, 404) },
     }),
     async (c) => {
       await who(c, "read");
       const id = taskIdOf(c.req.valid("param").key);
-      const events = await taskHistory(state.log, state.projection, id);
+      const v = await readView(c, c.req.valid("query").at);
+      const events = await taskHistory(v.log, v.projection, id);
       return jsonText(c, `[${events.map((e) => wireEvent(e).json).join(",")}]`);
     },
   );
@@ -396,13 +445,14 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       method: "get",
       path: `${API_PREFIX}/tasks/{key}/attempts`,
       summary: "every attempt of the task: token, worker, state, times, why it ended",
-      request: { params: taskKeyParam },
+      request: { params: taskKeyParam, query: atQuery },
       responses: { 200: json(z.array(S.Attempt), "attempts"), ...S.problemResponses(400, 401, 403, 404) },
     }),
     async (c) => {
       await who(c, "read");
       const id = taskIdOf(c.req.valid("param").key);
-      return jsonText(c, wire(await taskAttempts(state.log, state.projection, id)));
+      const v = await readView(c, c.req.valid("query").at);
+      return jsonText(c, wire(await taskAttempts(v.log, v.projection, id)));
     },
   );
   outputRoute(app, { state, dataDir: o.dataDir, who });
@@ -455,17 +505,23 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       method: "get",
       path: `${API_PREFIX}/runs`,
       summary: "workflow runs, newest logical date first, with what keeps each from finishing",
-      request: { query: z.object({ workflow: z.string().optional() }) },
+      request: {
+        query: z.object({
+          workflow: z.string().optional(),
+          at: z.string().optional().openapi({ description: "the state as of this log position" }),
+        }),
+      },
       responses: { 200: json(z.array(S.Run), "runs"), ...S.problemResponses(401, 403, 404) },
     }),
     async (c) => {
       await who(c, "read");
-      const { workflow } = c.req.valid("query");
-      if (workflow !== undefined && !state.projection.workflows.has(workflow))
+      const { workflow, at } = c.req.valid("query");
+      const v = await readView(c, at);
+      if (workflow !== undefined && !v.projection.workflows.has(workflow))
         throw new NotFoundError(`no workflow ${workflow} is declared`);
-      const runs = listRuns(state.projection, workflow).map((r) => ({
+      const runs = listRuns(v.projection, workflow).map((r) => ({
         ...r,
-        blockedBy: runBlockers(state.projection.tasks, r),
+        blockedBy: runBlockers(v.projection.tasks, r),
       }));
       return jsonText(c, wire(runs));
     },
@@ -477,7 +533,11 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       summary: "one run with its tries and instances; wait=30s holds the request until it finishes",
       request: {
         params: runIdParam,
-        query: z.object({ wait: z.string().optional(), try: z.coerce.number().int().min(1).optional() }),
+        query: z.object({
+          wait: z.string().optional(),
+          try: z.coerce.number().int().min(1).optional(),
+          at: z.string().optional().openapi({ description: "the state as of this log position" }),
+        }),
       },
       responses: { 200: json(z.unknown(), "the run"), ...S.problemResponses(400, 401, 403, 404) },
     }),
@@ -485,16 +545,21 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       await who(c, "read");
       const runId = runIdInput(c.req.valid("param").id, "id");
       const q = c.req.valid("query");
+      if (q.at !== undefined && q.wait !== undefined)
+        throw new ValidationError("wait", [
+          { path: "", message: "a run as of a position does not change: wait or at, not both" },
+        ]);
       const deadline = now() + waitMs(q.wait);
-      for (;;) {
+      for (; q.at === undefined; ) {
         const run = state.projection.runs.get(runId);
         if (!run && !q.wait) break;
         if (run && run.status !== "running") break;
         if (now() >= deadline) break;
         await state.changed(Math.min(1000, deadline - now()));
       }
-      const view = await describeRun(state.log, state.projection, runId, q.try);
-      return jsonText(c, wire({ ...view, blockedBy: runBlockers(state.projection.tasks, view.run) }));
+      const v = await readView(c, q.at);
+      const view = await describeRun(v.log, v.projection, runId, q.try);
+      return jsonText(c, wire({ ...view, blockedBy: runBlockers(v.projection.tasks, view.run) }));
     },
   );
   app.openapi(
@@ -502,14 +567,22 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       method: "get",
       path: `${API_PREFIX}/runs/{id}/critical-path`,
       summary: "the chain of last-parent-to-finish links of a try, with durations",
-      request: { params: runIdParam, query: z.object({ try: z.coerce.number().int().min(1).optional() }) },
+      request: {
+        params: runIdParam,
+        query: z.object({
+          try: z.coerce.number().int().min(1).optional(),
+          at: z.string().optional().openapi({ description: "the state as of this log position" }),
+        }),
+      },
       responses: { 200: json(z.unknown(), "the critical path"), ...S.problemResponses(400, 401, 403, 404) },
     }),
     async (c) => {
       await who(c, "read");
       const runId = runIdInput(c.req.valid("param").id, "id");
-      const view = await describeRun(state.log, state.projection, runId, c.req.valid("query").try);
-      const parentsOf = (t: string) => (state.projection.tasks.get(t)?.spec.parents ?? []).map(formatTaskKey);
+      const q = c.req.valid("query");
+      const v = await readView(c, q.at);
+      const view = await describeRun(v.log, v.projection, runId, q.try);
+      const parentsOf = (t: string) => (v.projection.tasks.get(t)?.spec.parents ?? []).map(formatTaskKey);
       return jsonText(c, wire(criticalPath(view, parentsOf)));
     },
   );
