@@ -202,23 +202,20 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
     return o.writeLog.as(caller.actor);
   };
   const limit = o.bodyLimitBytes ?? 1024 * 1024;
-  app.use(
-    `${API_PREFIX}/*`,
-    bodyLimit({
-      maxSize: limit,
-      onError: (c) =>
-        problemResponse(
-          c,
-          new HttpProblem(
-            413,
-            "body_too_large",
-            `the body is larger than this server takes (${limit} bytes)`,
-            {
-              limitBytes: limit,
-            },
-          ),
-        ),
-    }),
+  const limitBody = bodyLimit({
+    maxSize: limit,
+    onError: (c) =>
+      problemResponse(
+        c,
+        new HttpProblem(413, "body_too_large", `the body is larger than this server takes (${limit} bytes)`, {
+          limitBytes: limit,
+        }),
+      ),
+  });
+  // Only where a body is taken: the limiter asks for the request's body, which makes the server
+  // build a whole Fetch Request for every request, reads included (a tenth of a read's time).
+  app.use(`${API_PREFIX}/*`, (c, next) =>
+    c.req.method === "GET" || c.req.method === "HEAD" ? next() : limitBody(c, next),
   );
 
   // ---- health --------------------------------------------------------------------------------

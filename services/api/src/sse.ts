@@ -74,11 +74,11 @@ export function eventsRoute(
           if (live && !dropped && behind > BigInt(o.maxLag)) {
             dropped = `fell ${behind} events behind the log (the limit is ${o.maxLag}); reconnect with Last-Event-ID ${next - 1n} to resume`;
             o.metrics?.sseDropped();
-            void sse.writeSSE({
-              event: "dropped",
-              data: JSON.stringify({ reason: dropped, next: String(next) }),
-            });
-            void sse.close();
+            // Closed only once `dropped` is queued: writeSSE queues its write a step later
+            // than close() would queue the close, which would make the write fail unseen.
+            void sse
+              .writeSSE({ event: "dropped", data: JSON.stringify({ reason: dropped, next: String(next) }) })
+              .finally(() => sse.close());
           }
         });
         try {
@@ -92,8 +92,10 @@ export function eventsRoute(
             }
             for (const e of events) {
               if (closed || dropped) break;
-              await sse.writeSSE({ id: String(e.position), event: e.type, data: e.json });
+              // Counted as sent once queued: a `dropped` written while this write waits on a
+              // slow socket goes out after it, and must name the position after this one.
               next = e.position + 1n;
+              await sse.writeSSE({ id: String(e.position), event: e.type, data: e.json });
             }
           }
         } finally {
