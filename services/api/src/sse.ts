@@ -86,6 +86,8 @@ export function eventsRoute(
             const events = await state.eventsFrom(next, PAGE);
             if (events.length === 0) {
               live = true;
+              // An event applied while the read above was under way is read now, not after a wait.
+              if (state.head.position >= next) continue;
               await state.changed(KEEPALIVE_MS);
               if (!closed && !dropped && state.head.position < next) await sse.write(": keepalive\n\n");
               continue;
