@@ -1,4 +1,6 @@
-import { cpSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { cpSync, readFileSync } from "node:fs";
+import { get as httpsGet } from "node:https";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -109,6 +111,57 @@ describe("chronolog serve", () => {
     expect(last).toMatchObject({ type: "TaskPaused", metadata: { actor: "api:admin" } });
     const there = await api(readOnly.url, `/tasks/${HOLD}`, { token: reader });
     expect(there.body.task.status).toBe("active");
+  });
+
+  it("serves HTTPS with --tls-cert and --tls-key, and names a missing key file", async () => {
+    const dir = copyOfSource("serve-https");
+    const cert = join(dir, "cert.pem");
+    const keyFile = join(dir, "key.pem");
+    const made = spawnSync("openssl", [
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-days",
+      "1",
+      "-subj",
+      "/CN=127.0.0.1",
+      "-addext",
+      "subjectAltName=IP:127.0.0.1",
+      "-keyout",
+      keyFile,
+      "-out",
+      cert,
+    ]);
+    expect(made.status, String(made.stderr)).toBe(0);
+    const https = await startApi(left, dir, ["serve", "--tls-cert", cert, "--tls-key", keyFile]);
+    expect(https.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpsGet(
+        `${https.url}/api/v1/tasks/${HOLD}`,
+        { ca: readFileSync(cert), headers: { authorization: `Bearer ${reader}` } },
+        (res) => {
+          let body = "";
+          res.on("data", (d) => {
+            body += d;
+          });
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on("error", reject);
+    });
+    expect(answer.status, answer.body).toBe(200);
+    expect(JSON.parse(answer.body).task.id).toBe("ingest/acme/hold/ALL");
+    const alone = chronolog(copyOfSource("serve-tls-alone"), [
+      "serve",
+      "--http",
+      "127.0.0.1:0",
+      "--tls-cert",
+      cert,
+    ]);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toContain("--tls-cert and --tls-key go together");
   });
 
   it("refuses --http 0.0.0.0:0 without TLS at start, with exit 2", () => {
