@@ -1,7 +1,7 @@
 // The Chronolog web UI: hash-routed pages that read the HTTP API and follow its live events.
 import htm from "htm";
 import { h, render } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import {
   clearToken,
   get,
@@ -63,6 +63,11 @@ function ConfirmDialog() {
   const [values, setValues] = useState({});
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
+  const box = useRef(null);
+  // Focus moves into the dialog when it opens: its first field, or its Confirm button.
+  useEffect(() => {
+    box.current?.querySelector("input, button.primary")?.focus();
+  }, [o]);
   showConfirm = (x) => {
     setO(x);
     setError(null);
@@ -82,7 +87,15 @@ function ConfirmDialog() {
     }
   };
   return html`<div class="backdrop">
-    <div class="dialog" role="dialog" aria-modal="true" aria-labelledby="confirm-title" data-testid="confirm">
+    <div
+      class="dialog"
+      ref=${box}
+      role="dialog"
+      aria-modal="true"
+      aria-labelledby="confirm-title"
+      data-testid="confirm"
+      onKeyDown=${(e) => e.key === "Escape" && close()}
+    >
       <h2 id="confirm-title">${o.title}</h2>
       <p data-testid="confirm-what">${o.what}</p>
       ${(o.fields ?? []).map(
@@ -364,7 +377,7 @@ function TaskPage({ arg, q, who }) {
       </tbody>
     </table>
     <h2>History</h2>
-    <${Slider} at=${at} max=${headPos} page="task" arg=${arg} />
+    ${head.data && html`<${Slider} at=${at} max=${headPos} page="task" arg=${arg} />`}
     <ol class="timeline" data-testid="history">
       ${events.map(
         (e) => html`<li data-position=${e.position} data-type=${e.type}>
@@ -396,7 +409,8 @@ const openOutput = (token) => async (ev) => {
   }
 };
 
-function Slider({ at, max, page, arg, extra = {} }) {
+function Slider({ at, max: head, page, arg, extra = {} }) {
+  const max = Math.max(head, Number(at ?? 0));
   const [v, setV] = useState(at ?? String(max));
   useEffect(() => setV(at ?? String(max)), [at, max]);
   return html`<div class="slider">
@@ -451,7 +465,10 @@ function RunPage({ arg, q, who }) {
   const v = r.data?.value;
   const sets = {};
   for (const s of SETS) sets[s] = [];
-  for (const [task, s] of Object.entries(v?.run.outcomes ?? {})) if (sets[s]) sets[s].push(task);
+  // Each task's state in the run: its instance's, as the run's tries were folded, else the run's record.
+  const states = { ...(v?.run.outcomes ?? {}) };
+  for (const i of v?.instances ?? []) if (i.instance) states[i.task] = i.instance.status;
+  for (const [task, s] of Object.entries(states)) if (sets[s]) sets[s].push(task);
   return html`<section>
     <${Banner} at=${at} asOf=${r.data?.asOf} />
     <h1>Run <code>${arg}</code></h1>
@@ -581,7 +598,7 @@ function LogPage({ q }) {
         </p>`
       }
     </div>
-    <${Slider} at=${at} max=${Math.max(0, headPos)} page="log" arg="" />
+    ${head.data && html`<${Slider} at=${at} max=${Math.max(0, headPos)} page="log" arg="" />`}
     <div class="pager">
       <button disabled=${Number(start) <= 0} onClick=${() => go("log", "", { at, from: Math.max(0, Number(start) - pageSize) })}>‹ Older</button>
       <span data-testid="log-range">positions ${start}–${Number(start) + events.length - 1}</span>
