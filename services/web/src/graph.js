@@ -32,6 +32,40 @@ function components(nodes, edges) {
   return [...groups.values()].sort((a, b) => b.nodes.length - a.nodes.length);
 }
 
+/**
+ * Layouts by shape: components with the same nodes (in the same order) and edges between the
+ * same of them (the tasks of one workflow declared again and again, a task's partitions) share
+ * one dagre layout, computed once.
+ */
+const shapes = new Map();
+function layoutOfShape(comp) {
+  const index = new Map(comp.nodes.map((n, i) => [n.id, i]));
+  const pairs = comp.edges.map((e) => [index.get(e.from), index.get(e.to)]);
+  const key = `${comp.nodes.length}|${pairs.map((p) => p.join(">")).join(",")}`;
+  let shape = shapes.get(key);
+  if (shape) return shape;
+  const g = new dagre.graphlib.Graph();
+  g.setGraph({ rankdir: "LR", nodesep: 12, ranksep: 50, marginx: 0, marginy: 0 });
+  g.setDefaultEdgeLabel(() => ({}));
+  comp.nodes.forEach((_, i) => {
+    g.setNode(String(i), { width: W, height: H });
+  });
+  for (const [a, b] of pairs) g.setEdge(String(a), String(b));
+  dagre.layout(g);
+  shape = {
+    positions: comp.nodes.map((_, i) => {
+      const n = g.node(String(i));
+      return { x: n.x, y: n.y };
+    }),
+    lines: g.edges().map((e) => ({ from: Number(e.v), to: Number(e.w), points: g.edge(e).points })),
+    width: g.graph().width,
+    height: g.graph().height,
+  };
+  if (shapes.size > 2000) shapes.clear();
+  shapes.set(key, shape);
+  return shape;
+}
+
 /** Positions of every node and the points of every edge, components packed in rows. */
 export function layout(nodes, edges) {
   const placed = new Map();
@@ -50,19 +84,14 @@ export function layout(nodes, edges) {
       w = W;
       hgt = H;
     } else {
-      const g = new dagre.graphlib.Graph();
-      g.setGraph({ rankdir: "LR", nodesep: 12, ranksep: 50, marginx: 0, marginy: 0 });
-      g.setDefaultEdgeLabel(() => ({}));
-      for (const n of comp.nodes) g.setNode(n.id, { width: W, height: H });
-      for (const e of comp.edges) g.setEdge(e.from, e.to);
-      dagre.layout(g);
-      for (const id of g.nodes()) {
-        const n = g.node(id);
-        local.set(id, { x: n.x, y: n.y });
-      }
-      for (const e of g.edges()) localLines.push({ from: e.v, to: e.w, points: g.edge(e).points });
-      w = g.graph().width;
-      hgt = g.graph().height;
+      const shape = layoutOfShape(comp);
+      comp.nodes.forEach((n, i) => {
+        local.set(n.id, shape.positions[i]);
+      });
+      for (const l of shape.lines)
+        localLines.push({ from: comp.nodes[l.from].id, to: comp.nodes[l.to].id, points: l.points });
+      w = shape.width;
+      hgt = shape.height;
     }
     if (x > 0 && x + w > maxWidth) {
       x = 0;
