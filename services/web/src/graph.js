@@ -73,7 +73,7 @@ export function layout(nodes, edges) {
   let x = 0;
   let y = 0;
   let rowHeight = 0;
-  const maxWidth = 2400;
+  const maxWidth = 1240;
   for (const comp of components(nodes, edges)) {
     let w;
     let hgt;
@@ -163,7 +163,7 @@ export function GraphView({ nodes, edges, colour, onOpen }) {
     ${
       hover &&
       byId.get(hover) &&
-      html`<div class="tooltip" data-testid="tooltip" style=${tooltipAt(l.placed.get(hover))}>
+      html`<div class="tooltip" data-testid="tooltip" style=${tooltipAt(l.placed.get(hover), l.width)}>
         <strong>${hover}</strong>
         <div>${byId.get(hover).condition}</div>
         <ul>
@@ -174,4 +174,10 @@ export function GraphView({ nodes, edges, colour, onOpen }) {
   </div>`;
 }
 
-const tooltipAt = (p) => (p ? `left:${p.x + W / 2 + 14}px;top:${p.y}px` : "");
+/** Beside the node: to its right, or to its left near the graph's right edge. */
+const tooltipAt = (p, width) =>
+  !p
+    ? ""
+    : p.x + W / 2 + 400 > width
+      ? `left:${Math.max(0, p.x - W / 2 - 394)}px;top:${p.y}px`
+      : `left:${p.x + W / 2 + 14}px;top:${p.y}px`;

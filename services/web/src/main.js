@@ -295,8 +295,7 @@ function TaskPage({ arg, q, who }) {
       html`<div class="card" data-testid="where">
         <p>
           <span class=${`pill s-${d.condition}`} data-testid="condition">${d.condition}</span>
-          status <strong data-testid="status">${task.status}</strong>, interval
-          <code>${task.logicalDate}</code>, due ${time(task.nextRunDate)}
+          ${" status "}<strong data-testid="status">${task.status}</strong>${", interval "}<code>${time(task.logicalDate)}</code>${`, due ${time(task.nextRunDate)}`}
           ${task.spec.workflow && html` · workflow <a href=${href("graph", "", { workflow: task.spec.workflow, at })}>${task.spec.workflow}</a>`}
         </p>
         <ul data-testid="reasons">
@@ -477,14 +476,14 @@ function RunPage({ arg, q, who }) {
       v &&
       html`<div class="card">
         <p>
-          <span class=${`pill s-${v.run.status}`} data-testid="run-status">${v.run.status}</span> try ${v.run.try}
-          (${v.run.trigger}${v.run.actor ? ` by ${v.run.actor}` : ""}), started ${time(v.run.startedAt)}, finished
-          ${time(v.run.finishedAt)}
+          <span class=${`pill s-${v.run.status}`} data-testid="run-status">${v.run.status}</span>
+          ${` try ${v.run.try} (${v.run.trigger}${v.run.actor ? ` by ${v.run.actor}` : ""}), started ${time(v.run.startedAt)}, finished ${time(v.run.finishedAt)}`}
         </p>
         <div class="sets" data-testid="sets">
           ${SETS.map(
-            (s) => html`<div data-set=${s}><span class=${`pill s-${s}`}>${label(s)}</span> ${sets[s].length}
-              <small>${sets[s].join(", ")}</small></div>`,
+            (s) => html`<div data-set=${s}>
+              <span class=${`pill s-${s}`}>${label(s)}</span>${` ${sets[s].length} `}<small>${sets[s].join(", ")}</small>
+            </div>`,
           )}
         </div>
         ${
