@@ -38,7 +38,7 @@ function opsYaml(d: string): string {
   return `
 tasks:
   - { project: ops, account: acme, name: slow, cron: "0 0 * * *", startDate: "${start}",
-      operator: { type: shell, command: "while [ ! -f ${join(d, "go")} ]; do sleep 0.1; done; echo slow done" } }
+      operator: { type: shell, command: "echo waiting for go; while [ ! -f ${join(d, "go")} ]; do sleep 0.1; done; echo slow done" } }
   - { project: ops, account: acme, name: downstream, cron: "0 0 * * *", startDate: "${start}",
       parents: ["ops/acme/extract"], operator: { type: shell, command: "echo downstream" } }
   - { project: ops, account: acme, name: orphan, cron: "0 0 * * *", startDate: "${start}",
@@ -100,9 +100,18 @@ describe("the web UI", () => {
     await page.evaluate(() => {
       (window as unknown as { marker: number }).marker = 1;
     });
+    // Its task page shows the running attempt's output as it comes.
+    const task = await loggedIn(b, p.url, ops, `#/task/${encodeURIComponent(SLOW)}`);
+    await expect
+      .poll(() => task.getByTestId("live-output").textContent(), { timeout: 10_000 })
+      .toContain("waiting for go");
     writeFileSync(join(dir, "go"), "");
     await expect.poll(() => cell.getAttribute("data-state"), { timeout: 15_000 }).toBe("success");
     expect(await page.evaluate(() => (window as unknown as { marker?: number }).marker)).toBe(1);
+    await expect
+      .poll(() => task.locator("[data-testid=attempts] tbody tr").first().textContent(), { timeout: 10_000 })
+      .toContain("slow done");
+    await task.close();
     // Filters: the ops project's failed tasks.
     await page.selectOption("select[name=project]", "ops");
     await page.selectOption("select[name=state]", "failed");

@@ -346,7 +346,7 @@ function TaskPage({ arg, q, who }) {
           .slice()
           .reverse()
           .map(
-            (x) => html`<tr data-token=${x.token}>
+            (x) => html`<tr key=${x.token} data-token=${x.token}>
               <td>${time(x.logicalDate)}</td>
               <td>${x.attempt}</td>
               <td><code>${x.token.slice(0, 12)}</code></td>
@@ -355,7 +355,12 @@ function TaskPage({ arg, q, who }) {
               <td>${time(x.startedAt)}</td>
               <td>${time(x.endedAt)}</td>
               <td>${x.exitCode ?? x.endReason ?? "—"}</td>
-              <td><pre class="tail">${(x.stdoutTail + x.stderrTail).split("\n").slice(-4).join("\n")}</pre>
+              <td>
+                ${
+                  !at && x.status === "running"
+                    ? html`<${LiveOutput} token=${x.token} />`
+                    : html`<pre class="tail">${(x.stdoutTail + x.stderrTail).split("\n").slice(-4).join("\n")}</pre>`
+                }
                 <a href=${`/api/v1/attempts/${x.token}/output`} onClick=${openOutput(x.token)}>whole output</a></td>
               <td>
                 ${
@@ -390,6 +395,31 @@ function TaskPage({ arg, q, who }) {
       )}
     </ol>
   </section>`;
+}
+
+/** A running attempt's output as it comes (`?follow=true`), its last lines shown. */
+function LiveOutput({ token }) {
+  const [text, setText] = useState("");
+  useEffect(() => {
+    const ctl = new AbortController();
+    (async () => {
+      const r = await fetch(`/api/v1/attempts/${token}/output?follow=true`, {
+        headers: { authorization: `Bearer ${getToken()}` },
+        signal: ctl.signal,
+      });
+      if (!r.ok || !r.body) return;
+      const reader = r.body.getReader();
+      const decoder = new TextDecoder();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        const chunk = decoder.decode(value, { stream: true });
+        setText((t) => (t + chunk).slice(-4096));
+      }
+    })().catch(() => {});
+    return () => ctl.abort();
+  }, [token]);
+  return html`<pre class="tail live-output" data-testid="live-output">${text.split("\n").slice(-6).join("\n")}</pre>`;
 }
 
 /** The whole output needs the token: fetched and shown in a new window rather than a plain link. */
