@@ -13,6 +13,7 @@ import {
   Leftovers,
   startApi,
 } from "../api/support.js";
+import { chronologSpawn } from "../support/cli.js";
 import { waitUntil } from "../support/wait.js";
 import { type Browser, loggedIn, open, startBrowser } from "./support.js";
 
@@ -185,8 +186,13 @@ describe("the web UI", () => {
   it("log page: the head, verify, paging and the live tail", async () => {
     const page = await loggedIn(b, p.url, ops);
     await open(page, p.url, "#/log", "head");
-    const head = (await call("/log/head", { token: ops })).body;
-    await expect.poll(() => page.getByTestId("head").textContent()).toContain(head.hash);
+    // The head as the API gives it (the example may still be catching up: both are read again).
+    await expect
+      .poll(async () => {
+        const head = (await call("/log/head", { token: ops })).body;
+        return (await page.getByTestId("head").textContent())?.includes(head.hash);
+      })
+      .toBe(true);
     await page.getByTestId("verify").click();
     await expect.poll(() => page.getByTestId("verify-result").textContent()).toContain("intact");
     await open(page, p.url, "#/log?from=0", "log");
@@ -198,6 +204,40 @@ describe("the web UI", () => {
     await expect
       .poll(() => page.getByTestId("tail").textContent(), { timeout: 10_000 })
       .toContain("TaskPaused");
+    await page.close();
+  });
+
+  it("live: a lost connection is shown, and resumes from the last position seen", async () => {
+    // A second, read-only server on the same log, stopped and started again on its port.
+    const serve = await startApi(left, dir, ["serve"]);
+    const port = new URL(serve.url).port;
+    const page = await loggedIn(b, serve.url, viewer, "#/log");
+    const live = page.getByTestId("live");
+    await expect.poll(() => live.getAttribute("data-status")).toBe("live");
+    serve.child.kill("SIGTERM");
+    await new Promise((r) => serve.child.once("exit", r));
+    await expect.poll(() => live.getAttribute("data-status"), { timeout: 10_000 }).toBe("lost");
+    expect(await live.textContent()).toMatch(/connection lost: resuming from position \d+/);
+    // Written while the page is cut off: it shows once the stream resumes.
+    const paused = await call(`/tasks/${encodeURIComponent("ops/acme/downstream/ALL")}/pause`, {
+      token: ops,
+      body: { reason: "while the UI was away" },
+    });
+    expect(paused.status).toBe(200);
+    const again = chronologSpawn(dir, ["serve", "--http", `127.0.0.1:${port}`]);
+    left.processes.push(again);
+    await expect.poll(() => live.getAttribute("data-status"), { timeout: 20_000 }).toBe("live");
+    // Every event from the first the page heard to the pause, none missed or repeated.
+    const tail = page.locator("[data-testid=tail] li");
+    await expect
+      .poll(() => tail.evaluateAll((els) => els.map((e) => e.getAttribute("data-position"))), {
+        timeout: 10_000,
+      })
+      .toContain(paused.body.position);
+    const seen = (
+      await tail.evaluateAll((els) => els.map((e) => Number(e.getAttribute("data-position"))))
+    ).reverse();
+    expect(seen).toEqual(seen.map((_, i) => (seen[0] as number) + i));
     await page.close();
   });
 

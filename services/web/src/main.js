@@ -596,7 +596,7 @@ function LogPage({ q }) {
   const [verify, setVerify] = useState(null);
   const [tail, setTail] = useState([]);
   useEffect(() => {
-    const l = (e) => e && setTail((t) => [e, ...t].slice(0, 30));
+    const l = (e) => e && setTail((t) => [e, ...t].slice(0, 500));
     live.listeners.add(l);
     return () => live.listeners.delete(l);
   }, []);
@@ -650,7 +650,7 @@ function LogPage({ q }) {
     </table>
     <h2>Live tail</h2>
     <ol class="timeline" data-testid="tail">
-      ${tail.map((e) => html`<li><span class="pos">#${e.position}</span> <strong>${e.type}</strong> ${e.streamId} <span class="actor">${e.metadata?.actor ?? ""}</span></li>`)}
+      ${tail.map((e) => html`<li data-position=${e.position}><span class="pos">#${e.position}</span> <strong>${e.type}</strong> ${e.streamId} <span class="actor">${e.metadata?.actor ?? ""}</span></li>`)}
     </ol>
   </section>`;
 }
