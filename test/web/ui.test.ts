@@ -179,7 +179,9 @@ describe("the web UI", () => {
     );
     await open(page, p.url, `#/run/${encodeURIComponent(done.runId)}`, "gantt");
     expect(await page.locator("rect.bar[data-critical=yes]").count()).toBeGreaterThan(0);
-    expect(await page.locator("[data-set=success]").textContent()).toContain("orders_daily_report");
+    await expect
+      .poll(() => page.locator("[data-set=success]").textContent())
+      .toContain("orders_daily_report");
     await page.close();
   });
 

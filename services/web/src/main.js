@@ -724,7 +724,7 @@ function App() {
         Log out
       </button>
     </header>
-    <main><${Page} arg=${route.arg} q=${route.q} who=${who} /></main>
+    <main><${Page} key=${`${route.page}/${route.arg}`} arg=${route.arg} q=${route.q} who=${who} /></main>
     <${ConfirmDialog} />
   </div>`;
 }
