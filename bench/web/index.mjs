@@ -92,6 +92,16 @@ try {
           times[view].push(performance.now() - start);
         }
       const nodes = await page.locator("svg.graph g.node").count();
+      // Scrolled half way down, the graph draws the nodes there instead.
+      const top = await page.locator("svg.graph g.node").first().getAttribute("data-task");
+      await page.locator(".graph-wrap").evaluate((el) => {
+        el.scrollTop = el.scrollHeight / 2;
+      });
+      await page.waitForFunction(
+        (before) => document.querySelector("svg.graph g.node")?.getAttribute("data-task") !== before,
+        top,
+        { timeout: 10_000 },
+      );
       for (const view of ["grid", "graph"]) {
         const ms = median(times[view]);
         rows.push([
@@ -116,4 +126,4 @@ try {
   rmSync(profile, { recursive: true, force: true });
 }
 console.log();
-printTable(["page", "tasks", "drawn", "first render (ms, median of 3)", "target", "met"], rows);
+printTable(["page", "tasks", "drawn (in view)", "first render (ms, median of 3)", "target", "met"], rows);

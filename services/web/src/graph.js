@@ -2,10 +2,13 @@
 import dagre from "@dagrejs/dagre";
 import htm from "htm";
 import { h } from "preact";
-import { useMemo, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 
 const html = htm.bind(h);
 const W = 190;
+/** Above this many nodes, only those in view (and MARGIN pixels around it) are drawn. */
+const CULL_ABOVE = 1500;
+const MARGIN = 600;
 const H = 34;
 
 /** Splits the graph into its connected components (each laid out on its own: dagre is superlinear). */
@@ -110,7 +113,35 @@ export function layout(nodes, edges) {
     width = Math.max(width, p.x + W / 2);
     height = Math.max(height, p.y + H / 2);
   }
-  return { placed, lines, width: width + 20, height: height + 20 };
+  return { placed, lines, ...edgePaths(lines), width: width + 20, height: height + 20 };
+}
+
+/** The node a mouse event is over (one listener for the whole graph, not one a node). */
+const nodeOf = (e) => e.target?.closest?.("g.node") ?? null;
+
+/**
+ * Every edge in one path, and every arrowhead in another: a graph of 10,000 tasks draws two
+ * elements for its edges rather than 10,000.
+ */
+function edgePaths(lines) {
+  const d = [];
+  const a = [];
+  for (const l of lines) {
+    const pts = l.points;
+    if (pts.length < 2) continue;
+    d.push(`M${pts.map((p) => `${p.x.toFixed(1)},${p.y.toFixed(1)}`).join("L")}`);
+    const end = pts[pts.length - 1];
+    const prev = pts[pts.length - 2];
+    const len = Math.hypot(end.x - prev.x, end.y - prev.y) || 1;
+    const ux = (end.x - prev.x) / len;
+    const uy = (end.y - prev.y) / len;
+    const bx = end.x - ux * 7;
+    const by = end.y - uy * 7;
+    a.push(
+      `M${end.x.toFixed(1)},${end.y.toFixed(1)}L${(bx - uy * 3.5).toFixed(1)},${(by + ux * 3.5).toFixed(1)}L${(bx + uy * 3.5).toFixed(1)},${(by - ux * 3.5).toFixed(1)}Z`,
+    );
+  }
+  return { edgePath: d.join(""), arrowPath: a.join("") };
 }
 
 const short = (id) => (id.length > 28 ? `…${id.slice(-27)}` : id);
@@ -120,39 +151,64 @@ export function GraphView({ nodes, edges, colour, onOpen }) {
   const l = useMemo(() => layout(nodes, edges), [nodes, edges]);
   const [hover, setHover] = useState(null);
   const byId = useMemo(() => new Map(nodes.map((n) => [n.id, n])), [nodes]);
-  return html`<div class="graph-wrap">
+  // A large graph draws what is in view (and a margin around it), again as it scrolls.
+  const wrap = useRef(null);
+  const [view, setView] = useState({ x: 0, y: 0, w: 1600, h: 1200 });
+  useEffect(() => {
+    const el = wrap.current;
+    if (!el) return undefined;
+    const update = () =>
+      setView({ x: el.scrollLeft, y: el.scrollTop, w: el.clientWidth, h: el.clientHeight });
+    let frame = 0;
+    const on = () => {
+      cancelAnimationFrame(frame);
+      frame = requestAnimationFrame(update);
+    };
+    update();
+    el.addEventListener("scroll", on);
+    addEventListener("resize", on);
+    return () => {
+      el.removeEventListener("scroll", on);
+      removeEventListener("resize", on);
+      cancelAnimationFrame(frame);
+    };
+  }, []);
+  const cull = nodes.length > CULL_ABOVE;
+  const inView = (x0, y0, x1, y1) =>
+    !cull ||
+    (x1 >= view.x - MARGIN &&
+      x0 <= view.x + view.w + MARGIN &&
+      y1 >= view.y - MARGIN &&
+      y0 <= view.y + view.h + MARGIN);
+  const paths = useMemo(() => {
+    if (!cull) return l;
+    return edgePaths(l.lines.filter((e) => e.points.some((p) => inView(p.x, p.y, p.x, p.y))));
+  }, [l, cull, view]);
+  return html`<div class="graph-wrap" ref=${wrap}>
     <svg
       class="graph"
       data-testid="graph"
+      onMouseOver=${(e) => setHover(nodeOf(e)?.getAttribute("data-task") ?? null)}
+      onMouseLeave=${() => setHover(null)}
+      onClick=${(e) => {
+        const n = byId.get(nodeOf(e)?.getAttribute("data-task"));
+        if (n && !n.missing) onOpen?.(n);
+      }}
       width=${l.width}
       height=${l.height}
       viewBox=${`-10 -10 ${l.width} ${l.height}`}
     >
-      <defs>
-        <marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto">
-          <path d="M0,0 L10,5 L0,10 z" fill="#888" />
-        </marker>
-      </defs>
-      ${l.lines.map(
-        (e) =>
-          html`<polyline
-            class="edge"
-            marker-end="url(#arrow)"
-            points=${e.points.map((p) => `${p.x},${p.y}`).join(" ")}
-          />`,
-      )}
+      <path class="edge" d=${paths.edgePath} />
+      <path class="arrow" d=${paths.arrowPath} />
       ${nodes.map((n) => {
         const p = l.placed.get(n.id);
-        if (!p) return null;
+        if (!p || !inView(p.x - W / 2, p.y - H / 2, p.x + W / 2, p.y + H / 2)) return null;
         const state = colour(n);
         return html`<g
           class=${`node s-${state}${n.missing ? " missing" : ""}${n.outside ? " outside" : ""}`}
           data-task=${n.id}
           data-state=${state}
           transform=${`translate(${p.x - W / 2},${p.y - H / 2})`}
-          onMouseEnter=${() => setHover(n.id)}
-          onMouseLeave=${() => setHover(null)}
-          onClick=${() => !n.missing && onOpen?.(n)}
         >
           <rect width=${W} height=${H} rx="5" />
           <text x="8" y="14">${short(n.id)}</text>
