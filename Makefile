@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NPM ?= npm
 STAMP := node_modules/.install-stamp
 
-.PHONY: install build test test-embedded lint format up bench clean
+.PHONY: install build chromium test test-embedded lint format up bench clean
 
 # Install dependencies when package.json or the lock file changed.
 $(STAMP): package.json package-lock.json $(wildcard packages/*/package.json services/*/package.json)
@@ -14,6 +14,7 @@ install: $(STAMP)
 
 build: install
 	npx tsc -b
+	npx vite build services/web
 
 lint: install
 	npx biome check .
@@ -24,7 +25,14 @@ format: install
 # The whole suite, the Kafka suites included: a local one-broker cluster is started for it
 # (jars fetched by Maven on first use) and stopped afterwards, whatever the outcome.
 KAFKA_TEST_DIR := $(CURDIR)/infra/kafka/.data/make-test
-test: build lint
+# The browser tests drive Debian's Chromium: installed here when it is missing.
+chromium:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  echo "installing chromium for the browser tests"; \
+	  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+test: build lint chromium
 	@set -e; \
 	brokers=$$(CHRONOLOG_KAFKA_DIR=$(KAFKA_TEST_DIR) CHRONOLOG_KAFKA_PORT=29092 infra/kafka/start | tail -n 1); \
 	trap 'CHRONOLOG_KAFKA_DIR=$(KAFKA_TEST_DIR) infra/kafka/stop >/dev/null 2>&1' EXIT; \
@@ -32,7 +40,7 @@ test: build lint
 	CHRONOLOG_KAFKA_BROKERS=$$brokers npx vitest run
 
 # The suite without Kafka, for a quick local run.
-test-embedded: build lint
+test-embedded: build lint chromium
 	npx vitest run --exclude 'packages/log-kafka/**' 
 
 up: build

@@ -11,6 +11,15 @@ const build = spawnSync(process.execPath, [join(root, "node_modules/typescript/b
   stdio: "inherit",
 });
 if (build.status !== 0) process.exit(build.status ?? 1);
+const web = spawnSync(
+  process.execPath,
+  [join(root, "node_modules/vite/bin/vite.js"), "build", "services/web"],
+  {
+    cwd: root,
+    stdio: "inherit",
+  },
+);
+if (web.status !== 0) process.exit(web.status ?? 1);
 const wanted = process.argv.slice(2);
 const benches = readdirSync(here, { withFileTypes: true })
   .filter((d) => d.isDirectory() && existsSync(join(here, d.name, "index.mjs")))

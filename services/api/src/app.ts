@@ -42,6 +42,7 @@ import * as S from "./schemas.js";
 import { eventsRoute } from "./sse.js";
 import { type ApiState, wireEvent } from "./state.js";
 import { TaskIndex } from "./task-index.js";
+import { defaultWebRoot, uiRoutes, webFile } from "./ui.js";
 
 export interface ApiAppOptions {
   readonly state: ApiState;
@@ -57,6 +58,8 @@ export interface ApiAppOptions {
   /** Most events an SSE client may fall behind the log before it is dropped (default 50,000). */
   readonly sseMaxLag?: number;
   readonly now?: () => number;
+  /** The built web UI served at `/` (default: services/web/dist); null: none. */
+  readonly webRoot?: string | null;
 }
 
 export const API_PREFIX = "/api/v1";
@@ -185,9 +188,16 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       metrics.request(c.req.method, c.req.routePath, c.res.status);
     });
   }
-  app.notFound((c) =>
-    problemResponse(c, new HttpProblem(404, "not_found", `no route ${c.req.method} ${c.req.path}`)),
-  );
+  const webRoot = o.webRoot === undefined ? defaultWebRoot() : o.webRoot;
+  app.notFound((c) => {
+    // A GET outside the API is the web UI's: a file of it, or its index.html (it routes itself).
+    const path = c.req.path;
+    if (webRoot && (c.req.method === "GET" || c.req.method === "HEAD") && !/^\/(api|ui)(\/|$)/.test(path)) {
+      const file = webFile(webRoot, path);
+      if (file) return file;
+    }
+    return problemResponse(c, new HttpProblem(404, "not_found", `no route ${c.req.method} ${c.req.path}`));
+  });
 
   const who = async (c: Context, need: Need): Promise<Caller> =>
     authorize(c, await state.currentTokens(), need, !!o.publicRead);
@@ -771,6 +781,8 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
     maxLag: o.sseMaxLag ?? 50_000,
     ...(o.metrics ? { metrics: o.metrics } : {}),
   });
+
+  uiRoutes(app, { state, who, readView });
 
   app.doc31(`${API_PREFIX}/openapi.json`, {
     openapi: "3.1.0",

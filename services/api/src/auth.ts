@@ -19,10 +19,16 @@ export interface Caller {
   readonly actor: string;
 }
 
+/** The one route that takes its token as `?access_token=`: a browser's EventSource sends no headers. */
+const QUERY_TOKEN_PATH = "/api/v1/events";
+
 /** The bearer token of a request, or null. */
 function bearerOf(c: Context): string | null {
   const header = c.req.header("authorization");
-  if (!header) return null;
+  if (!header) {
+    if (c.req.method === "GET" && c.req.path === QUERY_TOKEN_PATH) return c.req.query("access_token") ?? null;
+    return null;
+  }
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!m) throw new HttpProblem(401, "unauthenticated", "the Authorization header is not `Bearer <token>`");
   return m[1] as string;
