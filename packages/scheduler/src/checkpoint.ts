@@ -6,6 +6,13 @@ import { type EventLog, logAsOf } from "@chronolog/log";
 
 export const SNAPSHOT_FILE = "projection.snapshot.json";
 
+/**
+ * Events read at a time while folding. A page is garbage once it is applied: at 1,000 events
+ * it dies young, where pages of 5,000 outlived the young generation and made the heap's full
+ * collections (about three times as many) the largest cost of a long fold.
+ */
+const FOLD_PAGE = 1000;
+
 /** The temporary file a checkpoint is written to before it is renamed over the snapshot. */
 const snapshotTemp = (path: string, pid: number) => `${path}.${pid}.tmp`;
 const SNAPSHOT_TEMP = /^projection\.snapshot\.json\.\d+\.tmp$/;
@@ -182,7 +189,7 @@ export async function rebuildWithLadder(
   let replayed = 0;
   let nextRung = spacing - 1n;
   for (;;) {
-    const page = await log.readAll({ fromPosition: projection.position + 1n, maxCount: 5000 });
+    const page = await log.readAll({ fromPosition: projection.position + 1n, maxCount: FOLD_PAGE });
     if (page.length === 0) break;
     for (const e of page) {
       projection.apply(e);
@@ -303,7 +310,7 @@ export async function loadProjection(
 export async function catchUp(log: EventLog, projection: SchedulerProjection): Promise<number> {
   let count = 0;
   for (;;) {
-    const page = await log.readAll({ fromPosition: projection.position + 1n, maxCount: 5000 });
+    const page = await log.readAll({ fromPosition: projection.position + 1n, maxCount: FOLD_PAGE });
     if (page.length === 0) return count;
     for (const e of page) projection.apply(e);
     count += page.length;
