@@ -12,7 +12,14 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 const cli = join(root, "services/cli/bin/chronolog.mjs");
 const out = join(root, "docs/screenshots");
 const dir = mkdtempSync(join(tmpdir(), "chronolog-screenshots-"));
-const env = { ...process.env, CHRONOLOG_LOG_FORMAT: "json", CHRONOLOG_LOG_LEVEL: "info" };
+// Actors name an operator and a host of the example's, not whoever made the screenshots.
+const env = {
+  ...process.env,
+  USER: "ops",
+  CHRONOLOG_HOST: "scheduler-1",
+  CHRONOLOG_LOG_FORMAT: "json",
+  CHRONOLOG_LOG_LEVEL: "info",
+};
 const run = (args) => {
   const r = spawnSync(process.execPath, [cli, "--data-dir", dir, ...args], { encoding: "utf8", env });
   if (r.status !== 0) throw new Error(`chronolog ${args.join(" ")}: ${r.stderr}`);

@@ -23,8 +23,12 @@ export function logFileOf(options: DataDirOptions): string {
   return join(dataDirOf(options), "log.db");
 }
 
+/**
+ * Who a process writes as: `role:user@host:pid`. `$CHRONOLOG_HOST` names the host where its own
+ * name says little (a container's random one, say).
+ */
 export function defaultActor(role: string): string {
-  return `${role}:${process.env.USER ?? "user"}@${hostname()}:${process.pid}`;
+  return `${role}:${process.env.USER ?? "user"}@${process.env.CHRONOLOG_HOST ?? hostname()}:${process.pid}`;
 }
 
 interface KafkaTarget {
