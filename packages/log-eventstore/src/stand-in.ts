@@ -29,6 +29,13 @@ type FeaturesPb = typeof import("@eventstore/db-client/generated/serverfeatures_
 const pb = require("@eventstore/db-client/generated/streams_pb.js") as StreamsPb;
 const shared = require("@eventstore/db-client/generated/shared_pb.js") as SharedPb;
 const features = require("@eventstore/db-client/generated/serverfeatures_pb.js") as FeaturesPb;
+type StatusPb = typeof import("@eventstore/db-client/generated/status_pb.js");
+const status = require("@eventstore/db-client/generated/status_pb.js") as StatusPb;
+// google-protobuf as the client package itself resolves it.
+const fromClient = createRequire(require.resolve("@eventstore/db-client"));
+const { Any } = fromClient("google-protobuf/google/protobuf/any_pb.js") as {
+  Any: new () => { pack(serialized: Uint8Array, name: string): void };
+};
 const { StreamsService } = require("@eventstore/db-client/generated/streams_grpc_pb.js") as {
   StreamsService: grpc.ServiceDefinition;
 };
@@ -40,6 +47,23 @@ type AppendReq = InstanceType<StreamsPb["AppendReq"]>;
 type AppendResp = InstanceType<StreamsPb["AppendResp"]>;
 type ReadReq = InstanceType<StreamsPb["ReadReq"]>;
 type ReadResp = InstanceType<StreamsPb["ReadResp"]>;
+type BatchAppendReq = InstanceType<StreamsPb["BatchAppendReq"]>;
+type BatchAppendResp = InstanceType<StreamsPb["BatchAppendResp"]>;
+type Proposed = {
+  getId(): InstanceType<SharedPb["UUID"]> | undefined;
+  getMetadataMap(): { entries(): Iterable<[string, string]> } & {
+    forEach(f: (v: string, k: string) => void): void;
+  };
+  getCustomMetadata_asU8(): Uint8Array;
+  getData_asU8(): Uint8Array;
+};
+/** What an append expects, whichever call brought it. */
+type Expected =
+  | { kind: "any" }
+  | { kind: "no_stream" }
+  | { kind: "exists" }
+  | { kind: "revision"; revision: bigint };
+type Outcome = { ok: true; revision: bigint; index: number; again: boolean } | { ok: false; current: bigint };
 
 interface Stored {
   readonly stream: string;
@@ -63,7 +87,10 @@ const positionOf = (index: number) => String(BigInt(index + 1) * 100n);
 const indexOfPosition = (position: string) => Number(BigInt(position) / 100n) - 1;
 
 export interface StandInCounts {
+  /** Appends through the client-streaming Append call. */
   appends: number;
+  /** Appends through the BatchAppend call (the client's choice when the server lists it). */
+  batchAppends: number;
   reads: number;
   subscriptions: number;
   /** Appends answered as a success without writing: the same events sent again. */
@@ -81,6 +108,7 @@ export class EventStoreStandIn {
   private loseAnswers = 0;
   readonly counts: StandInCounts = {
     appends: 0,
+    batchAppends: 0,
     reads: 0,
     subscriptions: 0,
     idempotent: 0,
@@ -91,11 +119,22 @@ export class EventStoreStandIn {
   private constructor(
     readonly host: string,
     public port: number,
+    private readonly listBatchAppend: boolean,
   ) {}
 
-  /** Starts on `host` (default 127.0.0.1) and `port` (default: any free one). */
-  static async start(options: { host?: string; port?: number } = {}): Promise<EventStoreStandIn> {
-    const s = new EventStoreStandIn(options.host ?? "127.0.0.1", options.port ?? 0);
+  /**
+   * Starts on `host` (default 127.0.0.1) and `port` (default: any free one). With
+   * `batchAppend: false` the server-features answer leaves BatchAppend out, as older servers
+   * do, and the client appends with the client-streaming Append call instead.
+   */
+  static async start(
+    options: { host?: string; port?: number; batchAppend?: boolean } = {},
+  ): Promise<EventStoreStandIn> {
+    const s = new EventStoreStandIn(
+      options.host ?? "127.0.0.1",
+      options.port ?? 0,
+      options.batchAppend ?? true,
+    );
     await s.listen();
     return s;
   }
@@ -147,8 +186,7 @@ export class EventStoreStandIn {
       append: (call: grpc.ServerReadableStream<AppendReq, AppendResp>, cb: grpc.sendUnaryData<AppendResp>) =>
         this.append(call, cb),
       read: (call: grpc.ServerWritableStream<ReadReq, ReadResp>) => this.read(call),
-      batchAppend: (call: grpc.ServerDuplexStream<unknown, unknown>) =>
-        call.emit("error", { code: grpc.status.UNIMPLEMENTED, details: "not in the stand-in" }),
+      batchAppend: (call: grpc.ServerDuplexStream<BatchAppendReq, BatchAppendResp>) => this.batchAppend(call),
       delete: (_: unknown, cb: grpc.sendUnaryData<unknown>) => cb({ code: grpc.status.UNIMPLEMENTED }),
       tombstone: (_: unknown, cb: grpc.sendUnaryData<unknown>) => cb({ code: grpc.status.UNIMPLEMENTED }),
     });
@@ -156,7 +194,7 @@ export class EventStoreStandIn {
       getSupportedMethods: (_: unknown, cb: grpc.sendUnaryData<unknown>) => {
         const methods = new features.SupportedMethods();
         methods.setEventStoreServerVersion("0.0.0-stand-in");
-        for (const name of ["read", "append"]) {
+        for (const name of this.listBatchAppend ? ["read", "append", "batchappend"] : ["read", "append"]) {
           const m = new features.SupportedMethod();
           m.setServiceName("event_store.client.streams.streams");
           m.setMethodName(name);
@@ -195,6 +233,68 @@ export class EventStoreStandIn {
     });
   }
 
+  /** Decides and applies one append: the server's compare-and-set and idempotent answer. */
+  private apply(name: string, expected: Expected, proposed: readonly Proposed[]): Outcome {
+    const stream = this.streams.get(name) ?? [];
+    const current = BigInt(stream.length) - 1n;
+    const ids = proposed.map((p) => p.getId()?.getString() ?? "");
+    // The same events sent again with the same expectation: the server's idempotent success.
+    const after =
+      expected.kind === "revision" ? expected.revision + 1n : expected.kind === "no_stream" ? 0n : -1n;
+    if (after >= 0n && ids.length > 0 && stream.length >= Number(after) + ids.length) {
+      if (ids.every((id, i) => stream[Number(after) + i]?.id === id)) {
+        this.counts.idempotent += 1;
+        const last = stream[Number(after) + ids.length - 1] as Stored;
+        return { ok: true, revision: last.revision, index: last.index, again: true };
+      }
+    }
+    const matches =
+      expected.kind === "any" ||
+      (expected.kind === "no_stream" && current < 0n) ||
+      (expected.kind === "exists" && current >= 0n) ||
+      (expected.kind === "revision" && current === expected.revision);
+    if (!matches) {
+      this.counts.wrongExpectedVersion += 1;
+      return { ok: false, current };
+    }
+    const created = String(TICKS_AT_EPOCH + BigInt(Date.now()) * 10_000n);
+    const added: Stored[] = [];
+    for (const [i, p] of proposed.entries()) {
+      const metadata: Array<[string, string]> = [];
+      p.getMetadataMap().forEach((v, k) => {
+        if (k === "type" || k === "content-type") metadata.push([k, v]);
+      });
+      metadata.push(["created", created]);
+      const e: Stored = {
+        stream: name,
+        revision: BigInt(stream.length),
+        index: this.all.length,
+        id: ids[i] as string,
+        metadata,
+        customMetadata: p.getCustomMetadata_asU8(),
+        data: p.getData_asU8(),
+      };
+      stream.push(e);
+      this.all.push(e);
+      added.push(e);
+    }
+    this.streams.set(name, stream);
+    for (const l of this.live) {
+      for (const e of added) if (l.stream === null || l.stream === name) l.call.write(this.eventResp(e));
+    }
+    const last = added.at(-1);
+    return { ok: true, revision: last?.revision ?? current, index: last?.index ?? -1, again: false };
+  }
+
+  /** Whether to answer an append that went in as if its answer were lost. */
+  private loseAnswer(): boolean {
+    if (this.loseAnswers <= 0) return false;
+    this.loseAnswers -= 1;
+    this.counts.failed += 1;
+    return true;
+  }
+
+  /** The client-streaming append: options, then the events, one answer. */
   private append(call: grpc.ServerReadableStream<AppendReq, AppendResp>, cb: grpc.sendUnaryData<AppendResp>) {
     const messages: AppendReq[] = [];
     call.on("data", (m: AppendReq) => messages.push(m));
@@ -206,87 +306,123 @@ export class EventStoreStandIn {
       const options = messages[0]?.getOptions();
       if (!options) return cb({ code: grpc.status.INVALID_ARGUMENT, details: "no options" });
       const name = Buffer.from(options.getStreamIdentifier()?.getStreamName_asU8() ?? []).toString("utf8");
-      const proposed = messages.slice(1).map((m) => m.getProposedMessage());
-      const stream = this.streams.get(name) ?? [];
-      const current = BigInt(stream.length) - 1n;
       const C = pb.AppendReq.Options.ExpectedStreamRevisionCase;
       const kind = options.getExpectedStreamRevisionCase();
+      const expected: Expected =
+        kind === C.REVISION
+          ? { kind: "revision", revision: BigInt(options.getRevision()) }
+          : kind === C.NO_STREAM
+            ? { kind: "no_stream" }
+            : kind === C.STREAM_EXISTS
+              ? { kind: "exists" }
+              : { kind: "any" };
+      const proposed = messages
+        .slice(1)
+        .map((m) => m.getProposedMessage())
+        .filter((p) => p !== undefined) as unknown as Proposed[];
+      const outcome = this.apply(name, expected, proposed);
       const resp = new pb.AppendResp();
-      const success = (revision: bigint, index: number) => {
-        const s = new pb.AppendResp.Success();
-        if (revision < 0n) s.setNoStream(new shared.Empty());
-        else s.setCurrentRevision(String(revision));
-        const p = new pb.AppendResp.Position();
-        p.setCommitPosition(index < 0 ? "0" : positionOf(index));
-        p.setPreparePosition(index < 0 ? "0" : positionOf(index));
-        s.setPosition(p);
-        resp.setSuccess(s);
-        return resp;
-      };
-      const ids = proposed.map((p) => p?.getId()?.getString() ?? "");
-      // The same events sent again with the same expectation: the server's idempotent success.
-      const after =
-        kind === C.REVISION ? BigInt(options.getRevision()) + 1n : kind === C.NO_STREAM ? 0n : -1n;
-      if (after >= 0n && ids.length > 0 && stream.length >= Number(after) + ids.length) {
-        const again = ids.every((id, i) => stream[Number(after) + i]?.id === id);
-        if (again) {
-          this.counts.idempotent += 1;
-          const last = stream[Number(after) + ids.length - 1] as Stored;
-          return cb(null, success(last.revision, last.index));
-        }
-      }
-      const matches =
-        kind === C.ANY ||
-        (kind === C.NO_STREAM && current < 0n) ||
-        (kind === C.STREAM_EXISTS && current >= 0n) ||
-        (kind === C.REVISION && current === BigInt(options.getRevision()));
-      if (!matches) {
-        this.counts.wrongExpectedVersion += 1;
+      if (!outcome.ok) {
         const w = new pb.AppendResp.WrongExpectedVersion();
-        if (current < 0n) w.setCurrentNoStream(new shared.Empty());
-        else w.setCurrentRevision(String(current));
-        if (kind === C.REVISION) w.setExpectedRevision(options.getRevision());
-        else if (kind === C.NO_STREAM) w.setExpectedNoStream(new shared.Empty());
-        else if (kind === C.STREAM_EXISTS) w.setExpectedStreamExists(new shared.Empty());
+        if (outcome.current < 0n) w.setCurrentNoStream(new shared.Empty());
+        else w.setCurrentRevision(String(outcome.current));
+        if (expected.kind === "revision") w.setExpectedRevision(String(expected.revision));
+        else if (expected.kind === "no_stream") w.setExpectedNoStream(new shared.Empty());
+        else if (expected.kind === "exists") w.setExpectedStreamExists(new shared.Empty());
         else w.setExpectedAny(new shared.Empty());
         resp.setWrongExpectedVersion(w);
         return cb(null, resp);
       }
-      const created = String(TICKS_AT_EPOCH + BigInt(Date.now()) * 10_000n);
-      const added: Stored[] = [];
-      for (const [i, p] of proposed.entries()) {
-        if (!p) continue;
-        const metadata: Array<[string, string]> = [...p.getMetadataMap().entries()]
-          .map(([k, v]) => [k, v] as [string, string])
-          .filter(([k]) => k === "type" || k === "content-type");
-        metadata.push(["created", created]);
-        const e: Stored = {
-          stream: name,
-          revision: BigInt(stream.length),
-          index: this.all.length,
-          id: ids[i] as string,
-          metadata,
-          customMetadata: p.getCustomMetadata_asU8(),
-          data: p.getData_asU8(),
-        };
-        stream.push(e);
-        this.all.push(e);
-        added.push(e);
-      }
-      this.streams.set(name, stream);
-      for (const l of this.live) {
-        for (const e of added) if (l.stream === null || l.stream === name) l.call.write(this.eventResp(e));
-      }
-      if (this.loseAnswers > 0) {
-        this.loseAnswers -= 1;
-        this.counts.failed += 1;
+      if (!outcome.again && this.loseAnswer())
         return cb({ code: grpc.status.UNAVAILABLE, details: "stand-in: answer lost" });
+      const ok = new pb.AppendResp.Success();
+      if (outcome.revision < 0n) ok.setNoStream(new shared.Empty());
+      else ok.setCurrentRevision(String(outcome.revision));
+      const p = new pb.AppendResp.Position();
+      p.setCommitPosition(outcome.index < 0 ? "0" : positionOf(outcome.index));
+      p.setPreparePosition(outcome.index < 0 ? "0" : positionOf(outcome.index));
+      ok.setPosition(p);
+      resp.setSuccess(ok);
+      return cb(null, resp);
+    });
+  }
+
+  /**
+   * The bidirectional batch append the client prefers when the server lists it: requests
+   * carry a correlation id, options in the first, events in any number, the last `isFinal`;
+   * each append gets one answer on the same call, which stays open for the next.
+   */
+  private batchAppend(call: grpc.ServerDuplexStream<BatchAppendReq, BatchAppendResp>): void {
+    const open = new Map<
+      string,
+      { options: BatchAppendReq["getOptions"] extends () => infer O ? O : never; proposed: Proposed[] }
+    >();
+    call.on("error", () => {});
+    call.on("end", () => call.end());
+    call.on("data", (req: BatchAppendReq) => {
+      const cid = req.getCorrelationId()?.getString() ?? "";
+      let entry = open.get(cid);
+      if (!entry) {
+        entry = { options: req.getOptions(), proposed: [] };
+        open.set(cid, entry);
       }
-      const last = added.at(-1);
-      return cb(
-        null,
-        last ? success(last.revision, last.index) : success(current, stream.at(-1)?.index ?? -1),
-      );
+      entry.proposed.push(...(req.getProposedMessagesList() as unknown as Proposed[]));
+      if (!req.getIsFinal()) return;
+      open.delete(cid);
+      const fault = this.fault();
+      if (fault) {
+        call.emit("error", fault);
+        return;
+      }
+      this.counts.batchAppends += 1;
+      const options = entry.options;
+      const ident = options?.getStreamIdentifier();
+      const name = Buffer.from(ident?.getStreamName_asU8() ?? []).toString("utf8");
+      const C = pb.BatchAppendReq.Options.ExpectedStreamPositionCase;
+      const kind = options?.getExpectedStreamPositionCase();
+      const expected: Expected =
+        kind === C.STREAM_POSITION
+          ? { kind: "revision", revision: BigInt(options?.getStreamPosition() ?? "0") }
+          : kind === C.NO_STREAM
+            ? { kind: "no_stream" }
+            : kind === C.STREAM_EXISTS
+              ? { kind: "exists" }
+              : { kind: "any" };
+      const outcome = this.apply(name, expected, entry.proposed);
+      const resp = new pb.BatchAppendResp();
+      resp.setCorrelationId(req.getCorrelationId());
+      resp.setStreamIdentifier(ident);
+      if (!outcome.ok) {
+        const w = new shared.WrongExpectedVersion();
+        if (outcome.current < 0n) w.setCurrentNoStream(new shared.Empty());
+        else w.setCurrentStreamRevision(String(outcome.current));
+        if (expected.kind === "revision") w.setExpectedStreamPosition(String(expected.revision));
+        else if (expected.kind === "no_stream") w.setExpectedNoStream(new shared.Empty());
+        else if (expected.kind === "exists") w.setExpectedStreamExists(new shared.Empty());
+        else w.setExpectedAny(new shared.Empty());
+        const any = new Any();
+        any.pack(w.serializeBinary(), "event_store.client.WrongExpectedVersion");
+        const st = new status.Status();
+        st.setCode(9); // FAILED_PRECONDITION, as the server answers
+        st.setMessage("WrongExpectedVersion");
+        st.setDetails(any as never);
+        resp.setError(st);
+        call.write(resp);
+        return;
+      }
+      if (!outcome.again && this.loseAnswer()) {
+        call.emit("error", { code: grpc.status.UNAVAILABLE, details: "stand-in: answer lost" });
+        return;
+      }
+      const ok = new pb.BatchAppendResp.Success();
+      if (outcome.revision < 0n) ok.setNoStream(new shared.Empty());
+      else ok.setCurrentRevision(String(outcome.revision));
+      const p = new shared.AllStreamPosition();
+      p.setCommitPosition(outcome.index < 0 ? "0" : positionOf(outcome.index));
+      p.setPreparePosition(outcome.index < 0 ? "0" : positionOf(outcome.index));
+      ok.setPosition(p);
+      resp.setSuccess(ok);
+      call.write(resp);
     });
   }
 

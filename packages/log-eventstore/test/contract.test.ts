@@ -1,6 +1,7 @@
 import { EventLog } from "@chronolog/log";
 import { logContractSuite } from "@chronolog/log/contract";
 import { EventStoreBackend, openEventStoreLog } from "@chronolog/log-eventstore";
+import { EventStoreStandIn } from "@chronolog/log-eventstore/stand-in";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventstoreForSuite } from "../../../test/support/eventstore.js";
 
@@ -113,6 +114,8 @@ describe("eventstore log", () => {
       const r = await log.append("test-l", [note("second")], { expectedRevision: 0n });
       expect(r).toEqual({ nextExpectedRevision: 1n, position: 1n });
       expect(standIn()!.events(stream).length).toBe(2);
+      // The client chose BatchAppend, which the stand-in lists as a real server does.
+      expect(standIn()!.counts.batchAppends).toBeGreaterThan(0);
       const later = new EventLog(await openBackend(stream));
       expect((await later.readStream("test-l")).map((e) => (e.data as { text: string }).text)).toEqual([
         "first",
@@ -171,3 +174,23 @@ async function waitUntil(condition: () => boolean, timeoutMs = 10_000): Promise<
     await new Promise((r) => setTimeout(r, 5));
   }
 }
+
+describe.skipIf(!!process.env.CHRONOLOG_EVENTSTORE_URL)("on a server without BatchAppend", () => {
+  it("the client appends with the streaming Append call, with the same outcomes", async () => {
+    const old = await EventStoreStandIn.start({ batchAppend: false });
+    const log = new EventLog(await EventStoreBackend.open({ connectionString: old.url, stream: "old" }));
+    await log.append("test-o", [note("a")], { expectedRevision: "no_stream" });
+    const stale = await log.append("test-o", [note("b")], { expectedRevision: "no_stream" }).catch((e) => e);
+    expect(stale).toMatchObject({ type: "wrong_expected_revision", actual: 0n });
+    old.loseNextAppendAnswer();
+    expect(await log.append("test-o", [note("c")], { expectedRevision: 0n })).toEqual({
+      nextExpectedRevision: 1n,
+      position: 1n,
+    });
+    expect(old.counts.batchAppends).toBe(0);
+    expect(old.counts.appends).toBeGreaterThanOrEqual(2);
+    expect(old.events("old").length).toBe(2);
+    await log.close();
+    await old.stop();
+  });
+});
