@@ -14,6 +14,9 @@ const stop = async () => {
 };
 process.on("SIGTERM", stop);
 process.on("SIGINT", stop);
-process.on("SIGUSR2", () => void server.restart(300));
+process.on("SIGUSR2", () => {
+  process.stderr.write("stand-in: restarting (down for 300 ms)\n");
+  void server.restart(300).then(() => process.stderr.write("stand-in: up again\n"));
+});
 process.stdin.on("end", stop);
 process.stdin.resume();
