@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { createRequire } from "node:module";
 import {
   AppendOutcomeUnknownError,
   type AppendResult,
@@ -58,6 +59,18 @@ interface Pending {
 const READ_PAGE = 1000;
 /** How many appends one EventStoreDB append carries at most. */
 const MAX_BATCH = 500;
+
+/**
+ * Both EventStoreDB clients register the same protobuf namespace, and the second to load
+ * breaks the first: refuse to start beside the KurrentDB client rather than fail oddly later.
+ */
+function checkNoKurrentClient(): void {
+  const cache = createRequire(import.meta.url).cache;
+  if (Object.keys(cache).some((k) => k.includes("@kurrent/kurrentdb-client")))
+    throw new Error(
+      "@kurrent/kurrentdb-client is loaded in this process: it and @eventstore/db-client register the same protobuf namespace and break each other; load only one",
+    );
+}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -131,6 +144,7 @@ export class EventStoreBackend implements LogBackend {
 
   /** Connects and reads the log to its end, then follows it. */
   static async open(options: EventStoreLogOptions): Promise<EventStoreBackend> {
+    checkNoKurrentClient();
     const backend = new EventStoreBackend(options);
     try {
       await backend.sync();
