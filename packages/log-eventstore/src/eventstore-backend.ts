@@ -6,6 +6,7 @@ import {
   type ExpectedRevision,
   type LogBackend,
   LogClosedError,
+  LogMovedError,
   LogUnavailableError,
   type PreparedEvent,
   type PreparedWrite,
@@ -48,6 +49,8 @@ interface Pending {
   /** The EventStoreDB event id: the same on every attempt, so a copy is recognised. */
   readonly id: string;
   readonly writes: readonly PreparedWrite[];
+  /** Made only if the log's last event is at this position when it lands. */
+  readonly expectedHead: bigint | undefined;
   readonly bytes: number;
   readonly recordedAt: string;
   readonly resolve: (results: AppendResult[]) => void;
@@ -116,6 +119,8 @@ export function parseEventStoreUrl(url: string): { connectionString: string; str
  */
 export class EventStoreBackend implements LogBackend {
   readonly name = "eventstore";
+  /** appendMany takes `expectedHead`: the one stream's compare-and-set covers the whole log. */
+  readonly appendsAtHead = true;
   readonly stream: string;
   private readonly client: EventStoreDBClient;
   private readonly state = new LogState();
@@ -310,19 +315,34 @@ export class EventStoreBackend implements LogBackend {
     return result as AppendResult;
   }
 
-  /** Appends to several streams in one EventStoreDB event: all of them, or on one conflict none. */
-  appendMany(writes: readonly PreparedWrite[]): Promise<AppendResult[]> {
-    return this.enqueue(writes);
+  /**
+   * Appends to several streams in one EventStoreDB event: all of them, or on one conflict none;
+   * with `expectedHead`, only if the log's last event is at that position (else LogMovedError).
+   */
+  appendMany(
+    writes: readonly PreparedWrite[],
+    options: { readonly expectedHead?: bigint } = {},
+  ): Promise<AppendResult[]> {
+    return this.enqueue(writes, options.expectedHead);
   }
 
-  private enqueue(writes: readonly PreparedWrite[]): Promise<AppendResult[]> {
+  private enqueue(writes: readonly PreparedWrite[], expectedHead?: bigint): Promise<AppendResult[]> {
     if (this.closing) return Promise.reject(new LogClosedError());
     if (this.failure) return Promise.reject(this.failure);
     const recordedAt = (this.options.clock?.() ?? new Date()).toISOString();
     let bytes = 200;
     for (const w of writes) for (const e of w.events) bytes += e.dataJson.length + e.type.length + 200;
     return new Promise<AppendResult[]>((resolve, reject) => {
-      const p: Pending = { id: randomUUID(), writes, bytes, recordedAt, resolve, reject, done: false };
+      const p: Pending = {
+        id: randomUUID(),
+        writes,
+        expectedHead,
+        bytes,
+        recordedAt,
+        resolve,
+        reject,
+        done: false,
+      };
       this.queue.push(p);
       this.pendingById.set(p.id, p);
       this.writing ??= this.pump().finally(() => {
@@ -362,12 +382,21 @@ export class EventStoreBackend implements LogBackend {
       if (open.length === 0) return;
       const overlay = new Map<string, StreamRevision>();
       const accepted: Array<{ p: Pending; record: AppendRecord }> = [];
-      const refused: Array<{ p: Pending; error: WrongExpectedRevisionError }> = [];
+      const refused: Array<{ p: Pending; error: WrongExpectedRevisionError | LogMovedError }> = [];
+      // The log's last position once the appends accepted so far in this batch are in.
+      let head = this.state.headPosition();
       for (const p of open) {
+        if (p.expectedHead !== undefined && p.expectedHead !== head) {
+          refused.push({ p, error: new LogMovedError(p.expectedHead, head) });
+          continue;
+        }
         const before = new Map(overlay);
         const error = this.state.decide(p.writes, overlay);
         if (error) refused.push({ p, error });
-        else accepted.push({ p, record: this.state.encode(p.writes, before, p.recordedAt) });
+        else {
+          accepted.push({ p, record: this.state.encode(p.writes, before, p.recordedAt) });
+          for (const w of p.writes) head += BigInt(w.events.length);
+        }
       }
       // A refusal stands only against the log as it is now: catch up first, then decide again.
       if (refused.length > 0 && !fresh) {
