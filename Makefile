@@ -23,7 +23,8 @@ format: install
 	npx biome check --write .
 
 # The whole suite, the Kafka suites included: a local one-broker cluster is started for it
-# (jars fetched by Maven on first use) and stopped afterwards, whatever the outcome.
+# (jars fetched by Maven on first use) and stopped afterwards, whatever the outcome. The
+# EventStoreDB suites run against a stand-in server they start, or CHRONOLOG_EVENTSTORE_URL.
 KAFKA_TEST_DIR := $(CURDIR)/infra/kafka/.data/make-test
 # The browser tests drive Debian's Chromium: installed here when it is missing.
 chromium:
@@ -37,6 +38,7 @@ test: build lint chromium
 	brokers=$$(CHRONOLOG_KAFKA_DIR=$(KAFKA_TEST_DIR) CHRONOLOG_KAFKA_PORT=29092 infra/kafka/start | tail -n 1); \
 	trap 'CHRONOLOG_KAFKA_DIR=$(KAFKA_TEST_DIR) infra/kafka/stop >/dev/null 2>&1' EXIT; \
 	echo "kafka for the tests: $$brokers"; \
+	echo "eventstore for the tests: $${CHRONOLOG_EVENTSTORE_URL:-the stand-in server the suites start (CHRONOLOG_EVENTSTORE_URL=esdb://... for a real one)}"; \
 	CHRONOLOG_KAFKA_BROKERS=$$brokers npx vitest run
 
 # The suite without Kafka, for a quick local run.

@@ -13,6 +13,11 @@ export default defineConfig({
       { find: /^@chronolog\/worker$/, replacement: src("./packages/worker/src/index.ts") },
       { find: /^@chronolog\/log-sqlite$/, replacement: src("./packages/log-sqlite/src/index.ts") },
       { find: /^@chronolog\/log-kafka$/, replacement: src("./packages/log-kafka/src/index.ts") },
+      {
+        find: /^@chronolog\/log-eventstore\/stand-in$/,
+        replacement: src("./packages/log-eventstore/src/stand-in.ts"),
+      },
+      { find: /^@chronolog\/log-eventstore$/, replacement: src("./packages/log-eventstore/src/index.ts") },
       { find: /^@chronolog\/api$/, replacement: src("./services/api/src/index.ts") },
       { find: /^@chronolog\/render$/, replacement: src("./packages/render/src/index.ts") },
     ],

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { chronolog, tempDataDir } from "../support/cli.js";
+import { eventstoreForSuite } from "../support/eventstore.js";
 import { kafkaForSuite } from "../support/kafka.js";
 import { waitUntil } from "../support/wait.js";
 import {
@@ -27,12 +28,16 @@ import {
 let dir: string;
 let up: Up | null = null;
 let kafka: { brokers: string; stop: () => Promise<void> } | null = null;
-const backend = process.env.CHRONOLOG_FAULT_BACKEND === "kafka" ? "kafka" : "sqlite";
+let eventstore: Awaited<ReturnType<typeof eventstoreForSuite>> | null = null;
+const chosen = process.env.CHRONOLOG_FAULT_BACKEND;
+const backend = chosen === "kafka" || chosen === "eventstore" ? chosen : "sqlite";
 beforeAll(async () => {
   if (backend === "kafka") kafka = await kafkaForSuite("faults");
+  if (backend === "eventstore") eventstore = await eventstoreForSuite("faults", { separate: true });
 }, 300_000);
 afterAll(async () => {
   await kafka?.stop();
+  await eventstore?.stop();
 }, 60_000);
 beforeEach(() => {
   dir = tempDataDir("faults");
@@ -40,6 +45,7 @@ beforeEach(() => {
   // On Kafka each test has a topic of its own; every chronolog process reads CHRONOLOG_LOG.
   if (kafka)
     process.env.CHRONOLOG_LOG = `kafka://${kafka.brokers}/chronolog-faults-${process.pid}-${Date.now()}`;
+  if (eventstore) process.env.CHRONOLOG_LOG = eventstore.logUrl("faults");
 });
 afterEach(async (ctx) => {
   // A failed test shows what the scheduler said last.
@@ -243,7 +249,7 @@ describe(`fault injection (${backend} log)`, () => {
     for (let k = 0; k < kills; k++) {
       const run = startUp(dir, {}, ["--snapshot-seconds", "0.3"]);
       // A Kafka client takes longer to start (read the topic, join the scheduler group): wider windows.
-      const base = backend === "kafka" ? 2500 : 300;
+      const base = backend === "kafka" ? 2500 : backend === "eventstore" ? 800 : 300;
       await new Promise((r) => setTimeout(r, base + Math.floor(random() * 900)));
       run.proc.kill("SIGKILL");
       await run.exited;
@@ -281,4 +287,28 @@ describe(`fault injection (${backend} log)`, () => {
     expect(tasksJson(dir)).toEqual(tasksBefore);
     await record("chronolog up SIGKILL at random moments", kills, tasks);
   }, 600_000);
+  // Only the EventStoreDB stand-in can be restarted under a running scheduler.
+  it.runIf(backend === "eventstore" && !process.env.CHRONOLOG_EVENTSTORE_URL)(
+    "the EventStoreDB server restarted under a running scheduler: it retries and carries on",
+    async () => {
+      const tasks: FaultTask[] = [
+        { name: "once", idempotent: false, before: "sleep 0.4" },
+        { name: "idem", idempotent: true, before: "sleep 0.4" },
+        { name: "child", idempotent: false, parents: ["once/ALL"] },
+      ];
+      declareTasks(dir, tasks);
+      up = startUp(dir);
+      // Loaded and running its first attempts: the restart lands mid-run.
+      await waitUntil("the projection to load", () =>
+        up?.log.includes("projection loaded") ? true : undefined,
+      );
+      await new Promise((r) => setTimeout(r, 700));
+      await eventstore?.restart?.();
+      await settle(tasks);
+      const after = instances(await readLog(dir));
+      expect([...after.values()].every((i) => i.status === "success")).toBe(true);
+      await record("EventStoreDB server restarted mid-run", 1, tasks);
+    },
+    120_000,
+  );
 });

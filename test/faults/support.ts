@@ -3,6 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type InstanceState, isTerminal } from "@chronolog/core";
 import type { RecordedEvent } from "@chronolog/log";
+import { openEventStoreLog, parseEventStoreUrl } from "@chronolog/log-eventstore";
 import { openKafkaLog } from "@chronolog/log-kafka";
 import { openSqliteLog } from "@chronolog/log-sqlite";
 import { foldInstance } from "@chronolog/scheduler";
@@ -96,14 +97,17 @@ export async function stopUp(up: Up): Promise<void> {
 /** Reads the whole log file (the test's own read-only view). */
 export async function readLog(dir: string): Promise<RecordedEvent[]> {
   const kafka = /^kafka:\/\/([^/]+)\/(.+)$/.exec(process.env.CHRONOLOG_LOG ?? "");
-  const log = kafka
-    ? await openKafkaLog({
-        brokers: kafka[1] as string,
-        topic: kafka[2] as string,
-        actor: "test:reader",
-        createTopic: false,
-      })
-    : openSqliteLog({ path: join(dir, "log.db"), readonly: true, watchOtherProcesses: false });
+  const esdb = parseEventStoreUrl(process.env.CHRONOLOG_LOG ?? "");
+  const log = esdb
+    ? await openEventStoreLog({ ...esdb, actor: "test:reader" })
+    : kafka
+      ? await openKafkaLog({
+          brokers: kafka[1] as string,
+          topic: kafka[2] as string,
+          actor: "test:reader",
+          createTopic: false,
+        })
+      : openSqliteLog({ path: join(dir, "log.db"), readonly: true, watchOtherProcesses: false });
   try {
     const out: RecordedEvent[] = [];
     let from = 0n;

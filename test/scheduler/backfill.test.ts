@@ -3,6 +3,7 @@ import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chronolog, chronologSpawn, tempDataDir } from "../support/cli.js";
+import { eventstoreForSuite } from "../support/eventstore.js";
 import { kafkaForSuite } from "../support/kafka.js";
 import { waitUntil } from "../support/wait.js";
 
@@ -43,11 +44,12 @@ const latest = new Date(
 const from = new Date(latest.getTime() - 100 * DAY);
 const to = new Date(from.getTime() + 89 * DAY);
 
-describe.each(["sqlite", "kafka"] as const)("on the %s log", (backend) => {
+describe.each(["sqlite", "kafka", "eventstore"] as const)("on the %s log", (backend) => {
   let dir: string;
   let up: ChildProcess;
   let upLog = "";
   let kafka: { brokers: string; stop: () => Promise<void> } | null = null;
+  let eventstore: Awaited<ReturnType<typeof eventstoreForSuite>> | null = null;
 
   beforeAll(async () => {
     dir = tempDataDir("backfill");
@@ -55,6 +57,10 @@ describe.each(["sqlite", "kafka"] as const)("on the %s log", (backend) => {
       kafka = await kafkaForSuite("backfill");
       // Every chronolog process of this suite uses a topic of its own on that cluster.
       process.env.CHRONOLOG_LOG = `kafka://${kafka.brokers}/chronolog-backfill-${process.pid}-${Date.now()}`;
+    } else if (backend === "eventstore") {
+      // The CLI runs synchronously here: the stand-in needs a process of its own.
+      eventstore = await eventstoreForSuite("backfill", { separate: true });
+      process.env.CHRONOLOG_LOG = eventstore.logUrl("backfill");
     } else delete process.env.CHRONOLOG_LOG;
     const start = new Date(latest.getTime() - 200 * DAY).toISOString();
     const task = (project: string, name: string, parents: string[]) => `
@@ -92,6 +98,7 @@ describe.each(["sqlite", "kafka"] as const)("on the %s log", (backend) => {
     rmSync(dir, { recursive: true, force: true });
     delete process.env.CHRONOLOG_LOG;
     await kafka?.stop();
+    await eventstore?.stop();
   });
 
   describe("a 90-day backfill with --downstream across two projects", () => {

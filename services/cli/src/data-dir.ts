@@ -9,7 +9,10 @@ export const DEFAULT_DATA_DIR = "./.chronolog";
 
 export interface DataDirOptions {
   readonly dataDir?: string;
-  /** Where the log lives: the embedded file in the data directory (default) or `kafka://HOST:PORT[,HOST:PORT]/TOPIC`. */
+  /**
+   * Where the log lives: the embedded file in the data directory (default),
+   * `kafka://HOST:PORT[,HOST:PORT]/TOPIC` or `esdb://HOST:PORT[/STREAM][?tls=false&...]`.
+   */
   readonly log?: string;
   /** Read the log from this export (`log export`), read-only, instead of the live log. */
   readonly file?: string;
@@ -32,16 +35,45 @@ export function defaultActor(role: string): string {
 }
 
 interface KafkaTarget {
+  readonly kind: "kafka";
   readonly brokers: string;
   readonly topic: string;
 }
 
-/** `kafka://127.0.0.1:19092,127.0.0.1:19093/chronolog` -> brokers and topic. */
-export function parseLogUrl(url: string): KafkaTarget | null {
+interface EventStoreTarget {
+  readonly kind: "esdb";
+  /** The client's connection string, without the stream. */
+  readonly connectionString: string;
+  /** The EventStoreDB stream that holds the log (default `chronolog`). */
+  readonly stream?: string;
+}
+
+export type LogTarget = KafkaTarget | EventStoreTarget;
+
+const LOG_FORMS =
+  "kafka://HOST:PORT[,HOST:PORT]/TOPIC, esdb://HOST:PORT[,HOST:PORT][/STREAM][?tls=false&...] or sqlite";
+
+/**
+ * `kafka://127.0.0.1:19092,127.0.0.1:19093/chronolog` -> brokers and topic;
+ * `esdb://127.0.0.1:2113/chronolog?tls=false` -> the client's connection string and the stream
+ * (`esdb+discover://` too). Null for the embedded log.
+ */
+export function parseLogUrl(url: string): LogTarget | null {
   if (url === "sqlite" || url === "") return null;
-  const m = /^kafka:\/\/([^/]+)\/([A-Za-z0-9._-]+)$/.exec(url);
-  if (!m) throw new CliError(`--log "${url}": expected kafka://HOST:PORT[,HOST:PORT]/TOPIC or sqlite`, 2);
-  return { brokers: m[1] as string, topic: m[2] as string };
+  const kafka = /^kafka:\/\/([^/]+)\/([A-Za-z0-9._-]+)$/.exec(url);
+  if (kafka) return { kind: "kafka", brokers: kafka[1] as string, topic: kafka[2] as string };
+  // The EventStoreDB client's own connection string, with the stream as an optional path.
+  const esdb = /^(esdb(?:\+discover)?:\/\/)([^/?]+)(?:\/([^/?]*))?(\?.*)?$/.exec(url);
+  if (esdb) {
+    const stream = esdb[3] ? decodeURIComponent(esdb[3]) : undefined;
+    if (stream?.startsWith("$")) throw new CliError(`--log "${url}": ${stream} is a system stream`, 2);
+    return {
+      kind: "esdb",
+      connectionString: `${esdb[1]}${esdb[2]}${esdb[4] ?? ""}`,
+      ...(stream ? { stream } : {}),
+    };
+  }
+  throw new CliError(`--log "${url}": expected ${LOG_FORMS}`, 2);
 }
 
 export function logUrlOf(options: DataDirOptions): string {
@@ -60,23 +92,31 @@ function kafkaClientLog(): { logLevel?: "error" | "warn" | "info" | "debug" } {
 /** Opens the log for writing (the embedded file is created if missing). */
 export async function openLogForWrite(options: DataDirOptions, actor: string): Promise<EventLog> {
   if (options.file !== undefined) throw new LogReadOnlyError(`the export ${options.file}`);
-  const kafka = parseLogUrl(logUrlOf(options));
-  // The Kafka client loads only when a Kafka log is asked for.
-  if (kafka)
-    return (await import("@chronolog/log-kafka")).openKafkaLog({ ...kafka, actor, ...kafkaClientLog() });
+  const target = parseLogUrl(logUrlOf(options));
+  // A network log's client loads only when that log is asked for.
+  if (target?.kind === "kafka")
+    return (await import("@chronolog/log-kafka")).openKafkaLog({
+      brokers: target.brokers,
+      topic: target.topic,
+      actor,
+      ...kafkaClientLog(),
+    });
+  if (target?.kind === "esdb") return openEventStore(target, actor);
   return openSqliteLog({ path: logFileOf(options), actor });
 }
 
 /** Opens the log for reading only; a missing embedded log is a clear error, not an empty one. */
 export async function openLogForRead(options: DataDirOptions): Promise<EventLog> {
   if (options.file !== undefined) return openExport(options);
-  const kafka = parseLogUrl(logUrlOf(options));
-  if (kafka)
+  const target = parseLogUrl(logUrlOf(options));
+  if (target?.kind === "kafka")
     return (await import("@chronolog/log-kafka")).openKafkaLog({
-      ...kafka,
+      brokers: target.brokers,
+      topic: target.topic,
       actor: "reader",
       createTopic: false,
     });
+  if (target?.kind === "esdb") return openEventStore(target, "reader");
   const path = logFileOf(options);
   if (!existsSync(path)) {
     throw new CliError(
@@ -85,6 +125,16 @@ export async function openLogForRead(options: DataDirOptions): Promise<EventLog>
     );
   }
   return openSqliteLog({ path, readonly: true, actor: "reader" });
+}
+
+/** The log in an EventStoreDB stream; the gRPC client loads only here. */
+async function openEventStore(target: EventStoreTarget, actor: string): Promise<EventLog> {
+  const { openEventStoreLog } = await import("@chronolog/log-eventstore");
+  return openEventStoreLog({
+    connectionString: target.connectionString,
+    ...(target.stream ? { stream: target.stream } : {}),
+    actor,
+  });
 }
 
 /** The log held in an export file, read-only; a line not in the export's form is exit 5. */

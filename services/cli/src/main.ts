@@ -29,7 +29,7 @@ program
   )
   .option(
     "--log <url>",
-    "the log: sqlite (the embedded file, default) or kafka://HOST:PORT[,HOST:PORT]/TOPIC (or $CHRONOLOG_LOG)",
+    "the log: sqlite (the embedded file, default), kafka://HOST:PORT[,HOST:PORT]/TOPIC or esdb://HOST:PORT[/STREAM][?tls=false] (or $CHRONOLOG_LOG)",
   )
   .option("--file <export>", "read the log from an export (log export), read-only, instead of the live log")
   .showHelpAfterError()

@@ -44,7 +44,7 @@ function backfillWaitsFor(projection: SchedulerProjection, plan: BackfillPlan): 
   return "";
 }
 
-/** Whether the log exists (a Kafka log is taken to). */
+/** Whether the log exists (a network log is taken to). */
 function logExists(options: DataDirOptions): boolean {
   return parseLogUrl(logUrlOf(options)) !== null || existsSync(logFileOf(options));
 }

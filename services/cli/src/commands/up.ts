@@ -219,13 +219,14 @@ interface UpOptions extends HttpOptions {
 /** On a Kafka log, schedulers share the tasks through a consumer group (see KafkaMembership). */
 async function joinMembership(globals: DataDirOptions, opts: UpOptions, logger: Logger) {
   const target = parseLogUrl(logUrlOf(globals));
-  if (!target) return null;
+  if (target?.kind !== "kafka") return null;
   const shards = wholeNumber(opts.shards, "--shards", 1);
   const sessionTimeoutMs = wholeNumber(opts.sessionTimeoutMs, "--session-timeout-ms", 1);
   const { KafkaMembership } = await import("@chronolog/log-kafka");
   const id = `s${process.pid}.${randomBytes(3).toString("hex")}`;
   const membership = await KafkaMembership.join({
-    ...target,
+    brokers: target.brokers,
+    topic: target.topic,
     id,
     shards,
     sessionTimeoutMs,
@@ -280,8 +281,9 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   const dir = dataDirOf(globals);
   // On a Kafka log nothing else creates the directory the checkpoints go to.
   mkdirSync(dir, { recursive: true });
-  // One scheduler per embedded log; schedulers sharing a Kafka log coordinate through a group.
-  const lock = parseLogUrl(logUrlOf(globals)) ? null : acquireSchedulerLock(dir);
+  // One scheduler per embedded or EventStoreDB log (held by the data directory's lock);
+  // schedulers sharing a Kafka log coordinate through a group.
+  const lock = parseLogUrl(logUrlOf(globals))?.kind === "kafka" ? null : acquireSchedulerLock(dir);
   const stagingRoot = join(dir, "staging");
   if (lock) {
     // Under the lock no attempt or checkpoint of an earlier process is under way, and this
