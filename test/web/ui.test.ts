@@ -329,7 +329,11 @@ describe("the web UI", () => {
         if (a) reached.add(a);
       }
       expect([...reached].sort()).toEqual([...all].sort());
-      // Enter on the focused action opens its confirmation; Tab reaches Cancel, Enter closes it.
+      // Enter on a focused action opens its confirmation; Tab reaches Cancel, Enter closes it.
+      // (Live updates may re-render the page meanwhile: Tab on to an action before Enter.)
+      const onAction = () => page.evaluate(() => !!document.activeElement?.getAttribute("data-action"));
+      for (let i = 0; i < 80 && !(await onAction()); i++) await page.keyboard.press("Tab");
+      expect(await onAction()).toBe(true);
       await page.keyboard.press("Enter");
       await page.getByTestId("confirm").waitFor();
       for (let i = 0; i < 10; i++) {
@@ -341,5 +345,5 @@ describe("the web UI", () => {
       await page.getByTestId("confirm").waitFor({ state: "detached" });
     }
     await page.close();
-  });
+  }, 90_000);
 });
