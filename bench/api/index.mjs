@@ -55,7 +55,9 @@ async function setup(label, n) {
   await catchUp(log, projection);
   const pool = new WorkerPool({ size: 2, capacity: 5000 });
   await pool.ready();
-  return { dir, log, projection, pool, token };
+  // The events the scheduler applies, for an API beside it (as `chronolog up` serves it).
+  const applied = new Set();
+  return { dir, log, projection, pool, token, applied };
 }
 
 async function teardown({ dir, log, pool }, scheduler, api) {
@@ -94,8 +96,21 @@ function clients() {
   return { ask, close: () => worker.terminate() };
 }
 
+// As `chronolog up` serves it: reading the scheduler's projection, fed by what it applies.
 const startApi = (env) =>
-  startApiServer({ log: env.log, writeLog: env.log, dataDir: env.dir, listen: "127.0.0.1:0" });
+  startApiServer({
+    log: env.log,
+    writeLog: env.log,
+    dataDir: env.dir,
+    listen: "127.0.0.1:0",
+    shared: {
+      projection: env.projection,
+      feed: (listener) => {
+        env.applied.add(listener);
+        return () => env.applied.delete(listener);
+      },
+    },
+  });
 
 async function runScheduler(env) {
   const scheduler = new Scheduler({
@@ -103,6 +118,9 @@ async function runScheduler(env) {
     projection: env.projection,
     dispatcher: env.pool,
     logger: silent,
+    onApplied: (e) => {
+      for (const l of env.applied) l(e);
+    },
   });
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();

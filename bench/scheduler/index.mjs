@@ -173,10 +173,11 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 const ratios = (f) => pairs.map(f);
-const range = (xs) => (xs.length > 1 ? ` (${fmt(Math.min(...xs), 2)}-${fmt(Math.max(...xs), 2)})` : "");
+const range = (xs, digits = 2) =>
+  xs.length > 1 ? ` (${fmt(Math.min(...xs), digits)}-${fmt(Math.max(...xs), digits)})` : "";
 const show = (f, digits) => {
   const xs = ratios(f);
-  return `${fmt(median(xs), digits)}${range(xs)}`;
+  return `${fmt(median(xs), digits)}${range(xs, digits)}`;
 };
 const thr = ratios((p) => p.ind.rate / p.bInd.rate);
 const p50 = ratios((p) => p.ch.p50 / p.bCh.p50);

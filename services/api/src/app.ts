@@ -321,7 +321,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       }
       const outcome = check
         ? planned
-        : await declare(writer(caller), state.projection, [source], now(), options);
+        : await declare(writer(caller), await state.writeProjection(), [source], now(), options);
       return jsonText(c, wire({ dryRun: check, ...outcome }));
     },
   );
@@ -421,12 +421,13 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
         requireProjects(caller, [id.split("/")[0] as string], action);
         const body = await optionalJson(c, z.object({ reason: z.string().min(1).max(2000).optional() }));
         const log = writer(caller);
+        const wp = await state.writeProjection();
         const position =
           action === "pause"
-            ? await pauseTask(log, state.projection, id, body.reason)
+            ? await pauseTask(log, wp, id, body.reason)
             : action === "resume"
-              ? await resumeTask(log, state.projection, id)
-              : await retireTask(log, state.projection, id, body.reason);
+              ? await resumeTask(log, wp, id)
+              : await retireTask(log, wp, id, body.reason);
         return c.json({ task: id, position: String(position) }, 200);
       },
     );
@@ -495,7 +496,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       if (!inst) throw new NotFoundError(`no attempt in flight has token ${token}`);
       const id = formatTaskKey(inst.key);
       requireProjects(caller, [inst.key.project], "abandon attempts");
-      const r = await abandonAttempt(writer(caller), state.projection, id, {
+      const r = await abandonAttempt(writer(caller), await state.writeProjection(), id, {
         interval: inst.logicalDate,
         token,
         retry: !!body.retry,
@@ -629,7 +630,14 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       requireProjects(caller, [wf.project], "trigger workflows");
       const logicalDate =
         body.logicalDate === undefined ? undefined : instantInput(body.logicalDate, "logicalDate");
-      const r = await trigger(writer(caller), state.projection, name, logicalDate, body.params ?? {}, now());
+      const r = await trigger(
+        writer(caller),
+        await state.writeProjection(),
+        name,
+        logicalDate,
+        body.params ?? {},
+        now(),
+      );
       return jsonText(c, wire(r));
     },
   );
@@ -657,7 +665,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       const run = state.projection.runs.get(runId);
       if (run)
         requireProjects(caller, [state.projection.workflows.get(run.workflow)?.project ?? ""], "rerun runs");
-      const r = await rerun(writer(caller), state.projection, runId, !!body.failedOnly);
+      const r = await rerun(writer(caller), await state.writeProjection(), runId, !!body.failedOnly);
       return jsonText(c, wire({ runId, ...r }));
     },
   );
@@ -686,9 +694,17 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       requireProjects(caller, [id.split("/")[0] as string], "backfill");
       const from = instantInput(body.from, "from");
       const to = instantInput(body.to, "to");
-      const plan = await backfill(writer(caller), state.projection, id, from, to, !!body.downstream, {
-        force: !!body.force,
-      });
+      const plan = await backfill(
+        writer(caller),
+        await state.writeProjection(),
+        id,
+        from,
+        to,
+        !!body.downstream,
+        {
+          force: !!body.force,
+        },
+      );
       return jsonText(c, wire(plan));
     },
   );

@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
-import type { EventLog } from "@chronolog/log";
+import type { SchedulerProjection } from "@chronolog/core";
+import type { EventLog, RecordedEvent } from "@chronolog/log";
 import { type ServerType, serve } from "@hono/node-server";
 import { createRoute, z } from "@hono/zod-openapi";
 import { API_PREFIX, createApiApp } from "./app.js";
@@ -24,6 +25,14 @@ export interface ApiServerOptions {
   /** Listen on a non-loopback address without TLS. */
   readonly insecure?: boolean;
   readonly hooks?: SchedulerHooks;
+  /**
+   * Beside a scheduler in this process: read its projection, fed by the events it applies,
+   * rather than fold the log a second time.
+   */
+  readonly shared?: {
+    readonly projection: SchedulerProjection;
+    readonly feed: (listener: (e: RecordedEvent) => void) => () => void;
+  };
 }
 
 export interface ApiServer {
@@ -63,7 +72,9 @@ export async function startApiServer(o: ApiServerOptions): Promise<ApiServer> {
       `${host} is not a loopback address: give --tls-cert and --tls-key (tokens travel in every request), or --insecure`,
     );
   const tls = o.tls ? { cert: readFileSync(o.tls.certFile), key: readFileSync(o.tls.keyFile) } : null;
-  const state = await ApiState.open(o.log, o.dataDir);
+  const state = o.shared
+    ? await ApiState.shared(o.log, o.dataDir, o.shared.projection, o.shared.feed)
+    : await ApiState.open(o.log, o.dataDir);
   const metrics = new ApiMetrics(state, o.hooks);
   const app = createApiApp({
     state,

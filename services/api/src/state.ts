@@ -126,8 +126,44 @@ export class ApiState {
     readonly projection: SchedulerProjection,
     readonly tokens: TokenBook,
     private readonly recentCapacity: number,
+    /** Where the checkpoints are, for a write decided on state of its own (shared mode). */
+    private readonly dataDir: string,
+    /** Whether this state applies events to the projection (false: the scheduler does). */
+    private readonly ownsProjection: boolean,
   ) {
     this.index = new HistoryIndex(log, () => this.head.position);
+  }
+
+  /**
+   * Beside a scheduler in its process: reads answer from the scheduler's own projection, fed by
+   * the events it applies (`feed`), so the API adds no second fold of the log. Writes are
+   * decided on a projection loaded for each, as a CLI command's is, and never touch the
+   * scheduler's.
+   */
+  static async shared(
+    log: EventLog,
+    dataDir: string,
+    projection: SchedulerProjection,
+    feed: (listener: (e: RecordedEvent) => void) => () => void,
+    options: { recentEvents?: number } = {},
+  ): Promise<ApiState> {
+    const tokens = await readTokens(log);
+    const state = new ApiState(log, projection, tokens, options.recentEvents ?? 4096, dataDir, false);
+    if (projection.position >= 0n) {
+      const [last] = await log.readAll({ fromPosition: projection.position, maxCount: 1 });
+      if (last) state.head = { position: last.position, hash: last.metadata.hash };
+    }
+    state.stopFeed = feed((e) => state.apply(e));
+    state.caughtUp = true;
+    return state;
+  }
+
+  private stopFeed: (() => void) | null = null;
+
+  /** The projection a write is decided on: this one, or (beside a scheduler) one of its own. */
+  async writeProjection(): Promise<SchedulerProjection> {
+    if (this.ownsProjection) return this.projection;
+    return (await loadProjection(this.log, this.dataDir)).projection;
   }
 
   /** Loads the projection (from the data directory's snapshot, then the log) and starts following. */
@@ -138,7 +174,7 @@ export class ApiState {
   ): Promise<ApiState> {
     const { projection } = await loadProjection(log, dataDir);
     const tokens = await readTokens(log);
-    const state = new ApiState(log, projection, tokens, options.recentEvents ?? 4096);
+    const state = new ApiState(log, projection, tokens, options.recentEvents ?? 4096, dataDir, true);
     if (projection.position >= 0n) {
       const [last] = await log.readAll({ fromPosition: projection.position, maxCount: 1 });
       if (last) state.head = { position: last.position, hash: last.metadata.hash };
@@ -152,7 +188,7 @@ export class ApiState {
   }
 
   private apply(e: RecordedEvent): void {
-    this.projection.apply(e);
+    if (this.ownsProjection) this.projection.apply(e);
     this.tokens.apply(e);
     this.index.add(e);
     this.head = { position: e.position, hash: e.metadata.hash };
@@ -254,6 +290,7 @@ export class ApiState {
   }
 
   async close(): Promise<void> {
+    this.stopFeed?.();
     await this.sub?.close();
     for (const w of this.waiters) w();
     this.waiters = [];

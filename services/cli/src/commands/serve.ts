@@ -1,4 +1,4 @@
-import type { ApiServer, SchedulerHooks } from "@chronolog/api";
+import type { ApiServer, ApiServerOptions, SchedulerHooks } from "@chronolog/api";
 import { EventSchemas } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import { issueToken, readTokens, revokeToken } from "@chronolog/scheduler";
@@ -52,6 +52,7 @@ export async function startHttp(
   log: EventLog,
   writeLog: EventLog | null,
   hooks?: SchedulerHooks,
+  shared?: ApiServerOptions["shared"],
 ): Promise<ApiServer | null> {
   if (opts.http === "off") return null;
   if (!!opts.tlsCert !== !!opts.tlsKey) throw new CliError("--tls-cert and --tls-key go together", 2);
@@ -71,6 +72,7 @@ export async function startHttp(
       ...(opts.insecure ? { insecure: true } : {}),
       ...(opts.tlsCert && opts.tlsKey ? { tls: { certFile: opts.tlsCert, keyFile: opts.tlsKey } } : {}),
       ...(hooks ? { hooks } : {}),
+      ...(shared ? { shared } : {}),
     });
   } catch (error) {
     if (error instanceof Error && (error as { status?: number }).status === 400)

@@ -365,12 +365,18 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   const workerPrefix = membership ? membership.id : `w${process.pid}`;
   const isOwnWorker = (id: string) => id.startsWith(`${workerPrefix}-`);
   const pool = earlyPool ?? newPool(workerPrefix);
+  const progress = progressLogger(logger);
+  // The HTTP API reads the scheduler's projection, and hears each event as it applies it.
+  const appliedListeners = new Set<(e: RecordedEvent) => void>();
   const scheduler = new Scheduler({
     log,
     projection,
     dispatcher: pool,
     logger,
-    onApplied: progressLogger(logger),
+    onApplied: (e) => {
+      progress(e);
+      for (const l of appliedListeners) l(e);
+    },
     ...(membership ? { membership } : {}),
     ...schedulerFaults(),
   });
@@ -401,11 +407,24 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
         spec: workflow || !task ? { workflow } : (projection.tasks.get(formatTaskKey(task))?.spec ?? {}),
       }),
   });
-  // The HTTP API, on its own projection: it follows the same log and writes through it.
-  const api = await startHttp(globals, opts, log, log, {
-    onAppend: (listener) => log.onAppend(listener),
-    onReconcilePass: (listener) => reconciler.onPass((ms) => listener(ms)),
-  }).catch(async (error: unknown) => {
+  // The HTTP API: it reads the scheduler's projection and writes through the same log.
+  const api = await startHttp(
+    globals,
+    opts,
+    log,
+    log,
+    {
+      onAppend: (listener) => log.onAppend(listener),
+      onReconcilePass: (listener) => reconciler.onPass((ms) => listener(ms)),
+    },
+    {
+      projection,
+      feed: (listener) => {
+        appliedListeners.add(listener);
+        return () => appliedListeners.delete(listener);
+      },
+    },
+  ).catch(async (error: unknown) => {
     // Started before any dispatch: an API that cannot start (its port in use) stops it all.
     clearInterval(timer);
     await pool.close(0);
