@@ -103,17 +103,22 @@ describe.each(["sqlite", "kafka", "eventstore"] as const)("on the %s log", (back
 
   describe("a 90-day backfill with --downstream across two projects", () => {
     it("runs every day upstream-first, each task exactly once per day, then returns to the present", async () => {
-      const r = chronolog(dir, [
-        "backfill",
-        "ingest/acme/orders_raw",
-        "--from",
-        from.toISOString(),
-        "--to",
-        to.toISOString(),
-        "--downstream",
-        "--timeout",
-        "240",
-      ]);
+      const r = chronolog(
+        dir,
+        [
+          "backfill",
+          "ingest/acme/orders_raw",
+          "--from",
+          from.toISOString(),
+          "--to",
+          to.toISOString(),
+          "--downstream",
+          "--timeout",
+          "240",
+        ],
+        undefined,
+        250_000,
+      );
       expect(r.code, `${r.stdout}\n${r.stderr}\n${upLog.slice(-3000)}`).toBe(0);
       expect(r.stdout).toContain(`reset ${RAW}: 90 intervals`);
       expect(r.stdout).toContain(`reset ${ENRICHED}: 90 intervals`);

@@ -16,13 +16,13 @@ export function tempDataDir(label = "cli"): string {
   return mkdtempSync(join(tmpdir(), `chronolog-${label}-`));
 }
 
-/** Runs the built `chronolog` binary to completion. */
-export function chronolog(dataDir: string, args: string[], input?: string): CliResult {
+/** Runs the built `chronolog` binary to completion (killed after `timeoutMs`). */
+export function chronolog(dataDir: string, args: string[], input?: string, timeoutMs = 60_000): CliResult {
   const r = spawnSync(process.execPath, [CLI, "--data-dir", dataDir, ...args], {
     encoding: "utf8",
     input,
     env: { ...process.env, CHRONOLOG_LOG_FORMAT: "json", CHRONOLOG_LOG_LEVEL: "warn" },
-    timeout: 60_000,
+    timeout: timeoutMs,
   });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
