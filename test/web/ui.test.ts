@@ -188,20 +188,28 @@ describe("the web UI", () => {
   it("log page: the head, verify, paging and the live tail", async () => {
     const page = await loggedIn(b, p.url, ops);
     await open(page, p.url, "#/log", "head");
-    // The head as the API gives it (the example may still be catching up: both are read again).
+    // The head as the API gives it (the example may still be catching up: both are read again,
+    // until the page has caught up with a head that stands still long enough to be compared).
     await expect
-      .poll(async () => {
-        const head = (await call("/log/head", { token: ops })).body;
-        return (await page.getByTestId("head").textContent())?.includes(head.hash);
-      })
+      .poll(
+        async () => {
+          const head = (await call("/log/head", { token: ops })).body;
+          return (await page.getByTestId("head").textContent())?.includes(head.hash);
+        },
+        { timeout: 20_000 },
+      )
       .toBe(true);
     await page.getByTestId("verify").click();
-    await expect.poll(() => page.getByTestId("verify-result").textContent()).toContain("intact");
+    await expect
+      .poll(() => page.getByTestId("verify-result").textContent(), { timeout: 10_000 })
+      .toContain("intact");
     await open(page, p.url, "#/log?from=0", "log");
     // The page of the head's 50 events shows until the first 50 have loaded: wait for those.
     const first = (await call("/log?from=0&limit=1", { token: ops })).body.events[0].position;
     await expect
-      .poll(() => page.locator("[data-testid=log] tbody tr").last().getAttribute("data-position"))
+      .poll(() => page.locator("[data-testid=log] tbody tr").last().getAttribute("data-position"), {
+        timeout: 10_000,
+      })
       .toBe(first);
     expect(await page.locator("[data-testid=log] tbody tr").count()).toBe(50);
     // An event written now shows in the live tail.
