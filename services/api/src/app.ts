@@ -40,7 +40,7 @@ import { outputRoute } from "./output.js";
 import { HttpProblem, problemResponse } from "./problem.js";
 import * as S from "./schemas.js";
 import { eventsRoute } from "./sse.js";
-import { type ApiState, wireEvent } from "./state.js";
+import { type ApiState, toJson, wireEvent } from "./state.js";
 import { TaskIndex } from "./task-index.js";
 import { defaultWebRoot, uiRoutes, webFile } from "./ui.js";
 
@@ -322,7 +322,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       const outcome = check
         ? planned
         : await declare(writer(caller), await state.writeProjection(), [source], now(), options);
-      return jsonText(c, wire({ dryRun: check, ...outcome }));
+      return jsonText(c, toJson({ dryRun: check, ...outcome }));
     },
   );
   app.openapi(
@@ -334,7 +334,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
     }),
     async (c) => {
       await who(c, "read");
-      return jsonText(c, wire([...state.projection.connections.values()]));
+      return jsonText(c, toJson([...state.projection.connections.values()]));
     },
   );
   app.openapi(
@@ -346,7 +346,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
     }),
     async (c) => {
       await who(c, "read");
-      return jsonText(c, wire([...state.projection.workflows.values()]));
+      return jsonText(c, toJson([...state.projection.workflows.values()]));
     },
   );
 
@@ -382,7 +382,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
         ...(q.status !== undefined ? { status: q.status } : {}),
         ...(q.condition !== undefined ? { condition: q.condition } : {}),
       });
-      return jsonText(c, wire(page));
+      return jsonText(c, toJson(page));
     },
   );
   app.openapi(
@@ -402,7 +402,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       const instance = v.projection.currentInstance(task) ?? null;
       return jsonText(
         c,
-        wire({ task, condition: row.condition, reasons: row.reasons, decision: row.decision, instance }),
+        toJson({ task, condition: row.condition, reasons: row.reasons, decision: row.decision, instance }),
       );
     },
   );
@@ -460,7 +460,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       await who(c, "read");
       const id = taskIdOf(c.req.valid("param").key);
       const v = await readView(c, c.req.valid("query").at);
-      return jsonText(c, wire(await taskAttempts(v.log, v.projection, id)));
+      return jsonText(c, toJson(await taskAttempts(v.log, v.projection, id)));
     },
   );
   outputRoute(app, { state, dataDir: o.dataDir, who });
@@ -531,7 +531,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
         ...r,
         blockedBy: runBlockers(v.projection.tasks, r),
       }));
-      return jsonText(c, wire(runs));
+      return jsonText(c, toJson(runs));
     },
   );
   app.openapi(
@@ -567,7 +567,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       }
       const v = await readView(c, q.at);
       const view = await describeRun(v.log, v.projection, runId, q.try);
-      return jsonText(c, wire({ ...view, blockedBy: runBlockers(v.projection.tasks, view.run) }));
+      return jsonText(c, toJson({ ...view, blockedBy: runBlockers(v.projection.tasks, view.run) }));
     },
   );
   app.openapi(
@@ -591,7 +591,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       const v = await readView(c, q.at);
       const view = await describeRun(v.log, v.projection, runId, q.try);
       const parentsOf = (t: string) => (v.projection.tasks.get(t)?.spec.parents ?? []).map(formatTaskKey);
-      return jsonText(c, wire(criticalPath(view, parentsOf)));
+      return jsonText(c, toJson(criticalPath(view, parentsOf)));
     },
   );
   app.openapi(
@@ -638,7 +638,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
         body.params ?? {},
         now(),
       );
-      return jsonText(c, wire(r));
+      return jsonText(c, toJson(r));
     },
   );
   app.openapi(
@@ -666,7 +666,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       if (run)
         requireProjects(caller, [state.projection.workflows.get(run.workflow)?.project ?? ""], "rerun runs");
       const r = await rerun(writer(caller), await state.writeProjection(), runId, !!body.failedOnly);
-      return jsonText(c, wire({ runId, ...r }));
+      return jsonText(c, toJson({ runId, ...r }));
     },
   );
   const BackfillBody = z.object({
@@ -705,7 +705,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
           force: !!body.force,
         },
       );
-      return jsonText(c, wire(plan));
+      return jsonText(c, toJson(plan));
     },
   );
   app.openapi(
@@ -721,7 +721,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       const { id } = c.req.valid("param");
       const plan = await state.backfillPlan(id);
       if (!plan) throw new NotFoundError(`no backfill ${id} is in the log`);
-      return jsonText(c, wire({ ...plan, progress: backfillProgress(state.projection, plan) }));
+      return jsonText(c, toJson({ ...plan, progress: backfillProgress(state.projection, plan) }));
     },
   );
 
@@ -815,11 +815,6 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
 /** A JSON body already serialised (bigints as strings), for a route that declares its schema. */
 const jsonText = (c: Context, text: string) =>
   c.body(text, 200, { "content-type": "application/json" }) as never;
-
-/** JSON with bigints as strings. */
-function wire(value: unknown): string {
-  return JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? v.toString() : v));
-}
 
 async function headOf(log: EventLog): Promise<{ position: string; hash: string }> {
   const head = await log.headPosition();

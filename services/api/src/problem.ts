@@ -1,6 +1,7 @@
 import { ChronologError, type ChronologErrorType } from "@chronolog/core";
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { toJson } from "./state.js";
 
 /**
  * HTTP statuses by typed error: the one place they are mapped, over the whole union (a kind of
@@ -62,7 +63,7 @@ function fieldsOf(error: Error): Record<string, unknown> {
     if (k === "type" || k === "name" || k === "stack" || k === "message") continue;
     out[k] = v;
   }
-  return JSON.parse(JSON.stringify(out, (_k, v) => (typeof v === "bigint" ? v.toString() : v)));
+  return JSON.parse(toJson(out));
 }
 
 /** The RFC 9457 problem document for an error, and its status. */

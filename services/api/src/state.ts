@@ -149,16 +149,20 @@ export class ApiState {
   ): Promise<ApiState> {
     const tokens = await readTokens(log);
     const state = new ApiState(log, projection, tokens, options.recentEvents ?? 4096, dataDir, false);
-    if (projection.position >= 0n) {
-      const [last] = await log.readAll({ fromPosition: projection.position, maxCount: 1 });
-      if (last) state.head = { position: last.position, hash: last.metadata.hash };
-    }
+    await state.readHead();
     state.stopFeed = feed((e) => state.apply(e));
     state.caughtUp = true;
     return state;
   }
 
   private stopFeed: (() => void) | null = null;
+
+  /** The head as of the projection's position: that event's position and hash. */
+  private async readHead(): Promise<void> {
+    if (this.projection.position < 0n) return;
+    const [last] = await this.log.readAll({ fromPosition: this.projection.position, maxCount: 1 });
+    if (last) this.head = { position: last.position, hash: last.metadata.hash };
+  }
 
   /** The projection a write is decided on: this one, or (beside a scheduler) one of its own. */
   async writeProjection(): Promise<SchedulerProjection> {
@@ -175,10 +179,7 @@ export class ApiState {
     const { projection } = await loadProjection(log, dataDir);
     const tokens = await readTokens(log);
     const state = new ApiState(log, projection, tokens, options.recentEvents ?? 4096, dataDir, true);
-    if (projection.position >= 0n) {
-      const [last] = await log.readAll({ fromPosition: projection.position, maxCount: 1 });
-      if (last) state.head = { position: last.position, hash: last.metadata.hash };
-    }
+    await state.readHead();
     state.sub = log.subscribe((e) => state.apply(e), { fromPosition: projection.position + 1n });
     void state.sub.caughtUp.then(() => {
       state.caughtUp = true;
