@@ -40,7 +40,7 @@ import { outputRoute } from "./output.js";
 import { HttpProblem, problemResponse } from "./problem.js";
 import * as S from "./schemas.js";
 import { eventsRoute } from "./sse.js";
-import { type ApiState, toJson, wireEvent } from "./state.js";
+import { type ApiState, toJson, toJsonWithBigints, wireEvent } from "./state.js";
 import { TaskIndex } from "./task-index.js";
 import { defaultWebRoot, uiRoutes, webFile } from "./ui.js";
 
@@ -402,7 +402,13 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       const instance = v.projection.currentInstance(task) ?? null;
       return jsonText(
         c,
-        toJson({ task, condition: row.condition, reasons: row.reasons, decision: row.decision, instance }),
+        toJsonWithBigints({
+          task,
+          condition: row.condition,
+          reasons: row.reasons,
+          decision: row.decision,
+          instance,
+        }),
       );
     },
   );
@@ -460,7 +466,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       await who(c, "read");
       const id = taskIdOf(c.req.valid("param").key);
       const v = await readView(c, c.req.valid("query").at);
-      return jsonText(c, toJson(await taskAttempts(v.log, v.projection, id)));
+      return jsonText(c, toJsonWithBigints(await taskAttempts(v.log, v.projection, id)));
     },
   );
   outputRoute(app, { state, dataDir: o.dataDir, who });

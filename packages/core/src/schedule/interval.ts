@@ -40,9 +40,22 @@ export function toInstant(date: Date): string {
   return date.toISOString();
 }
 
+/**
+ * Compact forms already made. A listing of a thousand tasks asks for the same few logical dates
+ * over and over, and parsing and formatting each was a fifth of the time an API page took.
+ */
+const shortForms = new Map<string, string>();
+const SHORT_FORMS_KEPT = 4096;
+
 /** The compact form used in messages: `2026-11-28T02:00Z`, seconds and millis only when set. */
 export function shortInstant(iso: string): string {
-  return toInstant(parseInstant(iso)).replace(/(?::00)?\.000Z$/, "Z");
+  let short = shortForms.get(iso);
+  if (short === undefined) {
+    short = toInstant(parseInstant(iso)).replace(/(?::00)?\.000Z$/, "Z");
+    if (shortForms.size >= SHORT_FORMS_KEPT) shortForms.clear();
+    shortForms.set(iso, short);
+  }
+  return short;
 }
 
 export function dataInterval(logicalDate: string, cron: string, timezone: string): DataInterval {
