@@ -47,6 +47,42 @@ async function timed({ base, token, paths, concurrency, perClient }) {
   return { ms, bytes };
 }
 
+/**
+ * A bounded load: `count` requests due at `rate` per second in all, spread evenly and dealt in
+ * turn to `concurrency` keep-alive clients. A request its client could not send when due (still
+ * waiting for its previous answer) is timed from when it was due, so a slow answer that holds up
+ * the next request counts in both; one sent on time is timed from its send.
+ */
+async function paced({ base, token, paths, concurrency, rate, count }) {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  for (let i = 0; i < 50; i++) await get(agent, base + paths[i % paths.length], token);
+  const ms = [];
+  const t0 = performance.now() + 10;
+  let lateStarts = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, client) => {
+      for (let j = client; j < count; j += concurrency) {
+        const due = t0 + (j * 1000) / rate;
+        let wait = due - performance.now();
+        let from = due;
+        if (wait > 0) {
+          // A timer may fire a little early (its clock is in whole ms): never send before due.
+          while (wait > 0) {
+            await new Promise((r) => setTimeout(r, wait));
+            wait = due - performance.now();
+          }
+          // Sent when due, or late only by this thread's timer: timed from the send.
+          from = performance.now();
+        } else lateStarts += 1;
+        await get(agent, base + paths[j % paths.length], token);
+        ms.push(performance.now() - from);
+      }
+    }),
+  );
+  agent.destroy();
+  return { ms, lateStarts, secs: (performance.now() - t0) / 1000 };
+}
+
 /** Requests at `rate` per second, spread evenly, until told to stop. */
 function poll({ base, token, paths, rate }) {
   const agent = new Agent({ keepAlive: true, maxSockets: 4 });
@@ -124,6 +160,7 @@ let stopPoll = null;
 parentPort.on("message", async (m) => {
   try {
     if (m.kind === "timed") parentPort.postMessage(await timed(m));
+    else if (m.kind === "paced") parentPort.postMessage(await paced(m));
     else if (m.kind === "poll") {
       stopPoll = poll(m);
       parentPort.postMessage({ started: true });
