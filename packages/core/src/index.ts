@@ -5,6 +5,7 @@ export * from "./events/index.js";
 export * from "./gate.js";
 export * from "./input.js";
 export * from "./instance/index.js";
+export * from "./json.js";
 export * from "./keys.js";
 export * from "./projection/index.js";
 export * from "./reconcile/index.js";

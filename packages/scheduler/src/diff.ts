@@ -1,4 +1,10 @@
-import { foldInstance, type InstanceState, SchedulerProjection, streamCategory } from "@chronolog/core";
+import {
+  foldInstance,
+  type InstanceState,
+  jsonWithBigints,
+  SchedulerProjection,
+  streamCategory,
+} from "@chronolog/core";
 import { type EventLog, logAsOf, type RecordedEvent } from "@chronolog/log";
 import { catchUp, projectionAsOf } from "./checkpoint.js";
 import { readRun } from "./runs.js";
@@ -31,9 +37,7 @@ export interface StateDiff {
   readonly changes: readonly StateChange[];
 }
 
-const same = (a: unknown, b: unknown) =>
-  JSON.stringify(a, (_k, v) => (typeof v === "bigint" ? v.toString() : v)) ===
-  JSON.stringify(b, (_k, v) => (typeof v === "bigint" ? v.toString() : v));
+const same = (a: unknown, b: unknown) => jsonWithBigints(a) === jsonWithBigints(b);
 
 function fields(
   before: Record<string, unknown> | undefined,

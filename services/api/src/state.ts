@@ -1,4 +1,10 @@
-import { ACCESS_TOKEN_STREAM, formatTaskKey, type SchedulerProjection, slotsIn } from "@chronolog/core";
+import {
+  ACCESS_TOKEN_STREAM,
+  formatTaskKey,
+  jsonWithBigints,
+  type SchedulerProjection,
+  slotsIn,
+} from "@chronolog/core";
 import type { EventLog, RecordedEvent, Subscription } from "@chronolog/log";
 import { type BackfillPlan, loadProjection, readTokens, type TokenBook } from "@chronolog/scheduler";
 
@@ -9,12 +15,8 @@ export interface WireEvent {
   readonly json: string;
 }
 
-const bigintAsString = (_k: string, v: unknown) => (typeof v === "bigint" ? v.toString() : v);
-
 /** JSON with bigints as strings (positions, revisions): for values that hold some. */
-export function toJsonWithBigints(value: unknown): string {
-  return JSON.stringify(value, bigintAsString);
-}
+export const toJsonWithBigints = (value: unknown): string => jsonWithBigints(value);
 
 /**
  * The same JSON, for values that usually hold no bigint (task rows, connections, plans). A

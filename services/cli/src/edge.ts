@@ -1,4 +1,4 @@
-import { ChronologError, type ChronologErrorType } from "@chronolog/core";
+import { ChronologError, type ChronologErrorType, jsonWithBigints } from "@chronolog/core";
 
 /** An error meant for the person at the terminal: printed as is, with an exit code. */
 export class CliError extends Error {
@@ -67,6 +67,4 @@ export function messageOf(error: unknown): string {
 }
 
 /** JSON with bigints as strings. */
-export function toJson(value: unknown, indent?: number): string {
-  return JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? v.toString() : v), indent);
-}
+export const toJson = jsonWithBigints;
