@@ -17,3 +17,22 @@ export const fmt = (n, digits = 0) =>
   Number.isFinite(n)
     ? n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
     : "n/a";
+
+/** A logger for the scheduler under a bench: errors only. */
+export const silent = {
+  info() {},
+  warn() {},
+  debug() {},
+  error(o, m) {
+    console.error(m, o);
+  },
+};
+
+/** Resolves once `check()` holds, looking every millisecond; throws after `timeoutMs`. */
+export async function waitFor(check, timeoutMs = 600_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error("benchmark timed out");
+    await new Promise((r) => setTimeout(r, 1));
+  }
+}

@@ -11,7 +11,7 @@ import { openSqliteLog } from "@chronolog/log-sqlite";
 import { catchUp, declare, issueToken, Scheduler } from "@chronolog/scheduler";
 import { WorkerPool } from "@chronolog/worker";
 import { parse } from "yaml";
-import { fmt, percentile, printTable } from "../table.mjs";
+import { fmt, percentile, printTable, silent, waitFor } from "../table.mjs";
 
 const quick = process.env.BENCH_QUICK === "1";
 const TASKS = quick ? 2000 : 10_000;
@@ -27,14 +27,6 @@ const POLL_RATE = 100; // requests/s while the scheduler runs
 const PAIRS = quick ? 2 : 4; // rounds of each condition, alternated: A, B, A, B, ...
 
 const DAY = 86_400_000;
-const silent = {
-  info() {},
-  warn() {},
-  debug() {},
-  error(o, m) {
-    console.error(m, o);
-  },
-};
 const now = Date.now();
 // As bench/scheduler: a daily slot hour twelve hours away, so no run crosses its boundary.
 const SLOT_HOUR = (new Date(now).getUTCHours() + 12) % 24;
@@ -70,14 +62,6 @@ async function teardown({ dir, log, pool }, scheduler, api) {
   await api?.close();
   await log.close();
   rmSync(dir, { recursive: true, force: true });
-}
-
-async function waitFor(check, timeoutMs = 600_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("benchmark timed out");
-    await new Promise((r) => setTimeout(r, 1));
-  }
 }
 
 /** The clients' worker thread: send it a task, get its one answer. */

@@ -11,7 +11,7 @@ import { openSqliteLog } from "@chronolog/log-sqlite";
 import { criticalPath, declare, describeRun, Scheduler } from "@chronolog/scheduler";
 import { WorkerPool } from "@chronolog/worker";
 import { parse } from "yaml";
-import { fmt, printTable } from "../table.mjs";
+import { fmt, printTable, silent } from "../table.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const GRAPH = {
@@ -33,14 +33,6 @@ const DAY = 86_400_000;
 // 02:00 and 03:00 UTC).
 const SLOT_HOUR = (new Date().getUTCHours() + 12) % 24;
 const latest = lastSlotEndingBy(`0 ${SLOT_HOUR} * * *`, "UTC", new Date()).toISOString();
-const silent = {
-  info() {},
-  warn() {},
-  debug() {},
-  error(o, m) {
-    console.error(m, o);
-  },
-};
 
 // One long-lived scheduler, log and pool of two worker processes serve every run, as they would
 // in service: each run is a new workflow (its own project) declared while the scheduler runs. A

@@ -10,19 +10,11 @@ import { openSqliteLog } from "@chronolog/log-sqlite";
 import { catchUp, declare, loadProjection, Reconciler, Scheduler } from "@chronolog/scheduler";
 import { WorkerPool } from "@chronolog/worker";
 import { parse } from "yaml";
-import { fmt, percentile, printTable } from "../table.mjs";
+import { fmt, percentile, printTable, silent } from "../table.mjs";
 
 const quick = process.env.BENCH_QUICK === "1";
 const levels = quick ? [10_000, 50_000] : [10_000, 100_000, 1_000_000];
 const ACTIVE = 100;
-const silent = {
-  info() {},
-  warn() {},
-  debug() {},
-  error(o, m) {
-    console.error(m, o);
-  },
-};
 const key = (i) => ({ project: "bench", account: "b", name: `t${i % 1000}`, partition: "ALL" });
 const day = (n) => new Date(Date.UTC(2020, 0, 1) + n * 3_600_000).toISOString();
 

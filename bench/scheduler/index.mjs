@@ -8,18 +8,10 @@ import { openSqliteLog } from "@chronolog/log-sqlite";
 import { backfill, backfillProgress, catchUp, declare, Scheduler } from "@chronolog/scheduler";
 import { WorkerPool } from "@chronolog/worker";
 import { bullmqChain, bullmqIndependent, startRedis } from "../peers/bullmq.mjs";
-import { fmt, percentile, printTable } from "../table.mjs";
+import { fmt, percentile, printTable, silent, waitFor } from "../table.mjs";
 
 const quick = process.env.BENCH_QUICK === "1";
 const DAY = 86_400_000;
-const silent = {
-  info() {},
-  warn() {},
-  debug() {},
-  error(o, m) {
-    console.error(m, o);
-  },
-};
 const now = Date.now();
 // A daily slot hour twelve hours away from now, and the latest interval of that schedule that
 // has ended (the one a task with catch-up off jumps to): with the slot hour far from now, no run
@@ -54,14 +46,6 @@ async function teardown({ dir, log, pool }, scheduler) {
   await scheduler?.stop();
   await log.close();
   rmSync(dir, { recursive: true, force: true });
-}
-
-async function waitFor(check, timeoutMs = 600_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("benchmark timed out");
-    await new Promise((r) => setTimeout(r, 1));
-  }
 }
 
 // ---- 1. N independent due noop tasks -----------------------------------------------------------
