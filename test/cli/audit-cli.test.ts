@@ -10,7 +10,7 @@ import { waitUntil } from "../support/wait.js";
 const left = new Leftovers();
 afterAll(() => left.clear());
 
-/** A data directory whose log holds `n` notes (positions 1..n). */
+/** A data directory whose log holds `n` notes (positions 0..n-1). */
 async function logOf(n: number): Promise<string> {
   const dir = tempDataDir("audit");
   left.dirs.push(dir);
@@ -86,18 +86,18 @@ describe("log verify --expect and --anchors", () => {
     const dir = await logOf(3);
     const v = chronolog(dir, ["log", "verify"]);
     expect(v.code).toBe(0);
-    expect(v.stdout).toMatch(/^ok: 3 events verified, head at position 3, hash [0-9a-f]{64}\n$/);
+    expect(v.stdout).toMatch(/^ok: 3 events verified, head at position 2, hash [0-9a-f]{64}\n$/);
     const hash = /hash ([0-9a-f]{64})/.exec(v.stdout)?.[1];
-    expect(verifyJson(dir).out).toMatchObject({ checked: 3, headPosition: "3", headHash: hash, ok: true });
+    expect(verifyJson(dir).out).toMatchObject({ checked: 3, headPosition: "2", headHash: hash, ok: true });
     const a = chronolog(dir, ["log", "anchor"]);
     expect(a.stdout).toMatch(
-      new RegExp(`^3 ${hash} \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z\\n$`),
+      new RegExp(`^2 ${hash} \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z\\n$`),
     );
     const file = join(dir, "anchors");
-    expect(anchorNow(dir, file)).toMatch(new RegExp(`^3 ${hash} `));
-    const ok = chronolog(dir, ["log", "verify", "--anchors", file, "--expect", `2:${"0".repeat(64)}`]);
+    expect(anchorNow(dir, file)).toMatch(new RegExp(`^2 ${hash} `));
+    const ok = chronolog(dir, ["log", "verify", "--anchors", file, "--expect", `1:${"0".repeat(64)}`]);
     expect(ok.code).toBe(5);
-    expect(ok.stdout).toContain(`--expect: position 2: different hash: expected ${"0".repeat(64)}, found `);
+    expect(ok.stdout).toContain(`--expect: position 1: different hash: expected ${"0".repeat(64)}, found `);
     expect(ok.stdout).not.toContain("anchors line 1");
   });
 
@@ -106,24 +106,24 @@ describe("log verify --expect and --anchors", () => {
     const anchors = join(dir, "anchors");
     const line = anchorNow(dir, anchors);
     const [, hash] = line.split(" ");
-    tamper(dir, (db) => db.prepare("DELETE FROM events WHERE position > 70").run());
+    tamper(dir, (db) => db.prepare("DELETE FROM events WHERE position >= 70").run());
     // The chain alone cannot tell: what is left of it is intact.
     const plain = chronolog(dir, ["log", "verify"]);
     expect(plain.code).toBe(0);
-    expect(plain.stdout).toContain("ok: 70 events verified, head at position 70");
-    const expect120 = chronolog(dir, ["log", "verify", "--expect", `120:${hash}`]);
-    expect(expect120.code).toBe(5);
-    expect(expect120.stdout).toContain("--expect: position 120: missing: the log ends at position 70");
+    expect(plain.stdout).toContain("ok: 70 events verified, head at position 69");
+    const expect119 = chronolog(dir, ["log", "verify", "--expect", `119:${hash}`]);
+    expect(expect119.code).toBe(5);
+    expect(expect119.stdout).toContain("--expect: position 119: missing: the log ends at position 69");
     const byAnchor = verifyJson(dir, ["--anchors", anchors]);
     expect(byAnchor.code).toBe(5);
     expect(byAnchor.out.ok).toBe(false);
     expect(byAnchor.out.expectations).toEqual([
       {
-        position: "120",
+        position: "119",
         hash,
         source: `${anchors} line 1`,
         ok: false,
-        reason: "missing: the log ends at position 70",
+        reason: "missing: the log ends at position 69",
       },
     ]);
   });
@@ -144,7 +144,7 @@ describe("log verify --expect and --anchors", () => {
     const r = chronolog(dir, ["log", "verify", "--anchors", anchors]);
     expect(r.code).toBe(5);
     expect(r.stdout).toMatch(
-      new RegExp(`${anchors} line 1: position 60: different hash: expected ${hash}, found [0-9a-f]{64}`),
+      new RegExp(`${anchors} line 1: position 59: different hash: expected ${hash}, found [0-9a-f]{64}`),
     );
   });
 
@@ -171,7 +171,7 @@ describe("log verify --expect and --anchors", () => {
     });
     const plain = chronolog(dir, ["log", "verify"]);
     expect(plain.code).toBe(0);
-    expect(plain.stdout).toContain("ok: 81 events verified, head at position 81");
+    expect(plain.stdout).toContain("ok: 81 events verified, head at position 80");
     const r = verifyJson(dir, ["--anchors", anchors]);
     expect(r.code).toBe(5);
     expect(r.out.expectations.map((x: { source: string; ok: boolean }) => [x.source, x.ok])).toEqual([
@@ -179,7 +179,7 @@ describe("log verify --expect and --anchors", () => {
       [`${anchors} line 3`, false],
     ]);
     expect(r.out.expectations[1]).toMatchObject({
-      position: "80",
+      position: "79",
       reason: expect.stringContaining(`expected ${hash}`),
     });
   });
@@ -217,9 +217,9 @@ describe("log export and --file", () => {
     const ok = chronolog(elsewhere, ["log", "verify", "--file", file, "--anchors", anchors]);
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).toMatch(
-      /^ok: 30 events verified, head at position 30, hash [0-9a-f]{64}\nok: 1 expected event held\n$/,
+      /^ok: 30 events verified, head at position 29, hash [0-9a-f]{64}\nok: 1 expected event held\n$/,
     );
-    // One byte of event 17's data.
+    // One byte of the 17th event's data (at position 16).
     const lines = text.split("\n");
     const at = text.indexOf('n16\\"}');
     writeFileSync(file, `${text.slice(0, at)}m${text.slice(at + 1)}`);
@@ -227,14 +227,14 @@ describe("log export and --file", () => {
     expect(changed.code).toBe(5);
     expect(changed.out.break).toEqual({
       line: 17,
-      position: "17",
+      position: "16",
       reason: "the event's content does not match its hash",
     });
     // A line that does not parse.
     writeFileSync(file, [...lines.slice(0, 9), "{oops", ...lines.slice(10)].join("\n"));
     const broken = chronolog(elsewhere, ["log", "verify", "--file", file]);
     expect(broken.code).toBe(5);
-    expect(broken.stdout).toContain("chain broken at line 10, position 10: not JSON");
+    expect(broken.stdout).toContain("chain broken at line 10, position 9: not JSON");
     // Read commands refuse a damaged export, naming the line.
     const read = chronolog(elsewhere, ["log", "read", "--file", file]);
     expect(read.code).toBe(5);
@@ -263,13 +263,13 @@ describe("log export and --file", () => {
       "--file",
       file,
       "--expect",
-      `12:${"a".repeat(64)}`,
+      `11:${"a".repeat(64)}`,
       "--expect",
       `2:${"a".repeat(64)}`,
     ]);
     expect(x.code).toBe(5);
     expect(x.stdout).toContain(
-      "--expect: position 12: missing: the export's verified events end at position 9",
+      "--expect: position 11: missing: the export's verified events end at position 9",
     );
     expect(x.stdout).toContain("--expect: position 2: missing: the export starts at position 5");
   });

@@ -14,7 +14,7 @@ describe("chronolog log", () => {
   it("appends, reads and verifies from the command line", () => {
     const a = chronolog(dir, ["log", "append", "note-ops", "-t", "Note", "-d", '{"text":"hello"}', "--json"]);
     expect(a.code, a.stderr).toBe(0);
-    expect(JSON.parse(a.stdout)).toEqual({ stream: "note-ops", revision: "0", position: "1" });
+    expect(JSON.parse(a.stdout)).toEqual({ stream: "note-ops", revision: "0", position: "0" });
     const b = chronolog(dir, [
       "log",
       "append",
@@ -26,7 +26,7 @@ describe("chronolog log", () => {
       "-e",
       "0",
     ]);
-    expect(b.stdout).toContain("revision 1, position 2");
+    expect(b.stdout).toContain("revision 1, position 1");
     const read = chronolog(dir, ["log", "read", "--json"]);
     const events = read.stdout
       .trim()

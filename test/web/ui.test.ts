@@ -212,6 +212,10 @@ describe("the web UI", () => {
       })
       .toBe(first);
     expect(await page.locator("[data-testid=log] tbody tr").count()).toBe(50);
+    // The log starts at position 0: the first page is 0 to 49, with nothing older.
+    expect(first).toBe("0");
+    expect(await page.getByTestId("log-range").textContent()).toBe("positions 0–49");
+    expect(await page.getByRole("button", { name: "‹ Older" }).isDisabled()).toBe(true);
     // An event written now shows in the live tail.
     await call(`/tasks/${encodeURIComponent("ops/acme/orphan/ALL")}/pause`, { token: ops, body: {} });
     await expect

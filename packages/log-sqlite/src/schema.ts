@@ -13,7 +13,8 @@ CREATE TABLE IF NOT EXISTS streams (
   name TEXT NOT NULL UNIQUE
 );
 
--- The log. position is the rowid: strictly increasing in commit order, never reused.
+-- The log. position is the rowid: strictly increasing in commit order, never reused, dense from
+-- the file's first position (meta 'first_position').
 CREATE TABLE IF NOT EXISTS events (
   position       INTEGER PRIMARY KEY,
   sid            INTEGER NOT NULL REFERENCES streams(sid),
@@ -40,4 +41,17 @@ CREATE TRIGGER IF NOT EXISTS streams_no_update BEFORE UPDATE ON streams
 BEGIN SELECT RAISE(ABORT, 'chronolog: streams are append-only (UPDATE refused)'); END;
 CREATE TRIGGER IF NOT EXISTS streams_no_delete BEFORE DELETE ON streams
 BEGIN SELECT RAISE(ABORT, 'chronolog: streams are append-only (DELETE refused)'); END;
+`;
+
+/**
+ * Sets the position a file's first event takes, once: '0' for a file that holds no events yet;
+ * '1' for a file that already holds events but no such key, which was written when the
+ * embedded log numbered from 1 (its events' hashes cover those positions, and checkpoints and
+ * snapshots refer to them, so it keeps that numbering). One statement: nothing can append
+ * between the look at `events` and the insert.
+ */
+export const SET_FIRST_POSITION = `
+INSERT INTO meta(key, value)
+  SELECT 'first_position', CASE WHEN EXISTS (SELECT 1 FROM events) THEN '1' ELSE '0' END WHERE true
+  ON CONFLICT(key) DO NOTHING
 `;

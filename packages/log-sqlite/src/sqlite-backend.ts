@@ -19,7 +19,7 @@ import {
   WrongExpectedRevisionError,
 } from "@chronolog/log";
 import Database from "better-sqlite3";
-import { LAYOUT_VERSION, SCHEMA } from "./schema.js";
+import { LAYOUT_VERSION, SCHEMA, SET_FIRST_POSITION } from "./schema.js";
 
 export interface SqliteLogOptions {
   /** The log file. Its directory is created if missing. */
@@ -141,6 +141,11 @@ export class SqliteBackend implements LogBackend {
   private writtenRevisions = new Map<string, bigint>();
   private knownHead: bigint | null = null;
   /**
+   * The position the file's first event has or will have: 0, or 1 for a file written when the
+   * embedded log numbered from 1. Read once, at open.
+   */
+  readonly firstPosition: bigint;
+  /**
    * The events this connection committed most recently, contiguous in position, so that
    * subscribers in this process (the scheduler following its own writes) read them from memory.
    */
@@ -206,10 +211,35 @@ export class SqliteBackend implements LogBackend {
           `log layout version ${String(layout)} is not supported`,
         );
       }
+      this.db.exec(SET_FIRST_POSITION);
+    }
+    try {
+      this.firstPosition = this.readFirstPosition();
+    } catch (error) {
+      this.db.close();
+      throw error;
     }
     this.stmts = this.prepareStatements();
     this.writeBatch = this.db.transaction((batch: PendingAppend[]) => this.writeBatchInTransaction(batch));
     if (options.watchOtherProcesses ?? true) this.watchFile();
+  }
+
+  /**
+   * The file's first position, from `meta`. A reader may open a file no writer of this layout has
+   * opened yet (no key): one that holds events numbers them from 1, an empty one from 0.
+   */
+  private readFirstPosition(): bigint {
+    const value = this.db.prepare("SELECT value FROM meta WHERE key = 'first_position'").pluck().get();
+    if (value === undefined) {
+      const any = this.db.prepare("SELECT EXISTS (SELECT 1 FROM events)").pluck().get();
+      return BigInt(any as bigint) === 1n ? 1n : 0n;
+    }
+    if (typeof value !== "string" || !/^(0|[1-9][0-9]{0,17})$/.test(value))
+      throw new UnsupportedLogLayoutError(
+        this.options.path,
+        `the log's first position ${JSON.stringify(value)} is not a position`,
+      );
+    return BigInt(value);
   }
 
   private prepareStatements() {
@@ -375,10 +405,12 @@ export class SqliteBackend implements LogBackend {
     this.written = [];
     this.writtenRevisions = new Map();
     const head = this.stmts.head.get() as { position: bigint; hash: Buffer } | undefined;
+    // Before the first event, the chain stands just before the file's first position.
+    const beforeFirst = this.firstPosition - 1n;
     // Another process wrote since this connection's last commit: its cached revisions are stale.
-    if ((head?.position ?? 0n) !== this.knownHead) this.revisions.clear();
+    if ((head?.position ?? beforeFirst) !== this.knownHead) this.revisions.clear();
     const chain = {
-      position: head?.position ?? 0n,
+      position: head?.position ?? beforeFirst,
       prevHash: head ? head.hash.toString("hex") : GENESIS_HASH,
       prevHashBytes: head ? head.hash : Buffer.alloc(0),
     };
@@ -390,8 +422,8 @@ export class SqliteBackend implements LogBackend {
     if (!keep) this.recent = [];
     const results = batch.map((p) => {
       if (p.expectedHead !== undefined) {
-        // (Positions start at 1: 0 here is an empty log, whose head is -1.)
-        const actual = chain.position === 0n ? -1n : chain.position;
+        // An empty log's head is -1, whichever position its first event will take.
+        const actual = chain.position === beforeFirst ? -1n : chain.position;
         if (actual !== p.expectedHead) return new LogMovedError(p.expectedHead, actual);
       }
       // Every expected revision of the append is checked before any of its events is written.

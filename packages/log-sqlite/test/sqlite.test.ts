@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { EventLog } from "@chronolog/log";
+import { EventLog, GENESIS_HASH, UnsupportedLogLayoutError } from "@chronolog/log";
 import { openSqliteLog, SqliteBackend } from "@chronolog/log-sqlite";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -237,6 +237,150 @@ describe("sqlite log file", () => {
     // The log is writable again after the crash.
     await log.append("test-crash-s0", [note("after")], { expectedRevision: "exists" });
     await log.close();
+  });
+});
+
+describe("positions", () => {
+  const meta = (file: string): string | undefined => {
+    const db = new Database(file, { readonly: true });
+    try {
+      return db.prepare("SELECT value FROM meta WHERE key = 'first_position'").pluck().get() as
+        | string
+        | undefined;
+    } finally {
+      db.close();
+    }
+  };
+
+  it("a new file numbers its events from 0, like the other logs", async () => {
+    const backend = new SqliteBackend({ path });
+    const log = new EventLog(backend);
+    expect(backend.firstPosition).toBe(0n);
+    expect(await log.headPosition()).toBe(-1n);
+    // The first event of an empty log is made only while its head is -1.
+    await expect(
+      log.appendMany([{ streamId: "test-p", expectedRevision: "no_stream", events: [note("x")] }], {
+        expectedHead: 0n,
+      }),
+    ).rejects.toMatchObject({ expected: 0n, actual: -1n });
+    const [first] = await log.appendMany(
+      [{ streamId: "test-p", expectedRevision: "no_stream", events: [note("a")] }],
+      { expectedHead: -1n },
+    );
+    expect(first?.position).toBe(0n);
+    expect(await log.headPosition()).toBe(0n);
+    // Its head is now 0: an append expecting -1 is refused, one expecting 0 is made at 1.
+    await expect(
+      log.appendMany([{ streamId: "test-p", expectedRevision: 0n, events: [note("late")] }], {
+        expectedHead: -1n,
+      }),
+    ).rejects.toMatchObject({ expected: -1n, actual: 0n });
+    const [second] = await log.appendMany(
+      [{ streamId: "test-p", expectedRevision: 0n, events: [note("b")] }],
+      { expectedHead: 0n },
+    );
+    expect(second?.position).toBe(1n);
+    const all = await log.readAllStored({ fromPosition: 0n });
+    expect(all.map((e) => e.position)).toEqual([0n, 1n]);
+    expect(all[0]?.metadata.prevHash).toBe(GENESIS_HASH);
+    expect(await log.verify()).toEqual({ checked: 2, headPosition: 1n, break: null });
+    await log.close();
+    expect(meta(path)).toBe("0");
+    // Another connection, here a reader, finds the same numbering and the event at 0.
+    const reader = openSqliteLog({ path, readonly: true });
+    expect((await reader.readAll({ fromPosition: 0n, maxCount: 1 }))[0]?.position).toBe(0n);
+    await reader.close();
+  });
+
+  it("a subscription from the start receives the event at position 0", async () => {
+    const log = openSqliteLog({ path });
+    const seen: bigint[] = [];
+    const sub = log.subscribe((e) => void seen.push(e.position), { fromPosition: 0n });
+    await sub.caughtUp;
+    await log.append("test-s", [note("a"), note("b")], { expectedRevision: "no_stream" });
+    const start = Date.now();
+    while (seen.length < 2 && Date.now() - start < 2_000) await new Promise((r) => setTimeout(r, 5));
+    expect(seen).toEqual([0n, 1n]);
+    await sub.close();
+    await log.close();
+  });
+
+  /**
+   * A file as the embedded log wrote it when it numbered from 1: events at 1, 2, 3 whose
+   * hashes cover those positions, and no `first_position` in meta.
+   */
+  async function legacyFile(): Promise<string[]> {
+    openSqliteLog({ path }).close();
+    const db = new Database(path);
+    db.prepare("UPDATE meta SET value = '1' WHERE key = 'first_position'").run();
+    db.close();
+    const log = openSqliteLog({ path });
+    for (const text of ["a", "b", "c"])
+      await log.append("test-old", [note(text)], { expectedRevision: "any" });
+    const hashes = (await log.readAllStored({ fromPosition: 0n })).map((e) => e.metadata.hash);
+    await log.close();
+    const edit = new Database(path);
+    edit.prepare("DELETE FROM meta WHERE key = 'first_position'").run();
+    edit.close();
+    expect(meta(path)).toBeUndefined();
+    return hashes;
+  }
+
+  it("a file written when positions started at 1 keeps them, verifies, and appends at head+1", async () => {
+    const hashes = await legacyFile();
+    // A reader that opens it before any writer of this layout reads it as it is.
+    const reader = new SqliteBackend({ path, readonly: true });
+    expect(reader.firstPosition).toBe(1n);
+    await reader.close();
+    expect(meta(path)).toBeUndefined();
+
+    const backend = new SqliteBackend({ path });
+    const log = new EventLog(backend);
+    expect(backend.firstPosition).toBe(1n);
+    expect(meta(path)).toBe("1");
+    const before = await log.readAllStored({ fromPosition: 0n });
+    expect(before.map((e) => e.position)).toEqual([1n, 2n, 3n]);
+    expect(before.map((e) => e.metadata.hash)).toEqual(hashes);
+    expect(before[0]?.metadata.prevHash).toBe(GENESIS_HASH);
+    expect(await log.verify()).toEqual({ checked: 3, headPosition: 3n, break: null });
+    await expect(
+      log.appendMany([{ streamId: "test-old", expectedRevision: 2n, events: [note("x")] }], {
+        expectedHead: 2n,
+      }),
+    ).rejects.toMatchObject({ expected: 2n, actual: 3n });
+    const [next] = await log.appendMany(
+      [{ streamId: "test-old", expectedRevision: 2n, events: [note("d")] }],
+      { expectedHead: 3n },
+    );
+    expect(next).toEqual({ nextExpectedRevision: 3n, position: 4n });
+    expect(await log.verify()).toEqual({ checked: 4, headPosition: 4n, break: null });
+    await log.close();
+
+    // Opened again, it is still numbered from 1: the key is kept, not derived anew.
+    const again = new SqliteBackend({ path });
+    expect(again.firstPosition).toBe(1n);
+    await again.close();
+  });
+
+  it("an empty file written before the key existed numbers from 0", async () => {
+    openSqliteLog({ path }).close();
+    const db = new Database(path);
+    db.prepare("DELETE FROM meta WHERE key = 'first_position'").run();
+    db.close();
+    const log = openSqliteLog({ path });
+    expect((await log.append("test-e", [note("a")], { expectedRevision: "no_stream" })).position).toBe(0n);
+    await log.close();
+    expect(meta(path)).toBe("0");
+  });
+
+  it("refuses a file whose first position is not a position, and leaves it as it was", async () => {
+    openSqliteLog({ path }).close();
+    const db = new Database(path);
+    db.prepare("UPDATE meta SET value = 'one' WHERE key = 'first_position'").run();
+    db.close();
+    expect(() => new SqliteBackend({ path })).toThrow(UnsupportedLogLayoutError);
+    expect(() => new SqliteBackend({ path })).toThrow(/first position "one" is not a position/);
+    expect(meta(path)).toBe("one");
   });
 });
 

@@ -13,8 +13,8 @@ import {
   verifyExportText,
 } from "../src/index.js";
 
-/** A chain of `n` stored events over two streams, from position `first`. */
-function chain(n: number, first = 1n): StoredEvent[] {
+/** A chain of `n` stored events over two streams, from position `first` (the log's start: 0). */
+function chain(n: number, first = 0n): StoredEvent[] {
   const out: StoredEvent[] = [];
   let prev = GENESIS_HASH;
   const revisions = new Map<string, bigint>();
@@ -61,7 +61,7 @@ describe("export lines", () => {
     // The same event parsed from another spelling of the same JSON is refused.
     const spaced = line.slice(0, -1).replace('"position":', '"position": ');
     expect(() => parseExportLine(spaced, 4)).toThrow(
-      /line 4: position 1: not in the export's canonical form/,
+      /line 4: position 0: not in the export's canonical form/,
     );
     expect(() => parseExportLine("{nope", 2)).toThrow(ExportLineError);
     expect(() => parseExportLine('{"position":"1"}', 3)).toThrow(/line 3: not an exported event/);
@@ -70,11 +70,11 @@ describe("export lines", () => {
   it("an export verifies by itself, and says where its chain starts", () => {
     const all = chain(10);
     const whole = verifyExportText(text(all)).result;
-    expect(whole).toMatchObject({ checked: 10, firstPosition: 1n, startHash: GENESIS_HASH, break: null });
-    expect(whole.headPosition).toBe(10n);
+    expect(whole).toMatchObject({ checked: 10, firstPosition: 0n, startHash: GENESIS_HASH, break: null });
+    expect(whole.headPosition).toBe(9n);
     expect(whole.headHash).toBe(all[9]?.metadata.hash);
     const tail = verifyExportText(text(all.slice(4))).result;
-    expect(tail).toMatchObject({ checked: 6, firstPosition: 5n, break: null });
+    expect(tail).toMatchObject({ checked: 6, firstPosition: 4n, break: null });
     expect(tail.startHash).toBe(all[3]?.metadata.hash);
     expect(verifyExportText("").result).toMatchObject({ checked: 0, headPosition: -1n, break: null });
   });
@@ -94,7 +94,7 @@ describe("export lines", () => {
       expect(result.break?.line, `byte ${at}`).toBe(line);
       // (Only a first line too damaged to name its position has none.)
       if (result.break?.position !== null || line > 1)
-        expect(result.break?.position, `byte ${at}`).toBe(BigInt(line));
+        expect(result.break?.position, `byte ${at}`).toBe(BigInt(line - 1));
       expect(result.checked).toBe(line - 1);
     }
   });
@@ -104,10 +104,10 @@ describe("export lines", () => {
     const dropped = [...all.slice(0, 2), ...all.slice(3)];
     expect(verifyExportText(text(dropped)).result.break).toEqual({
       line: 3,
-      position: 4n,
-      reason: "positions are not dense: expected position 3",
+      position: 3n,
+      reason: "positions are not dense: expected position 2",
     });
-    expect(() => parseExport(text(dropped))).toThrow(/line 3: position 4: expected position 3/);
+    expect(() => parseExport(text(dropped))).toThrow(/line 3: position 3: expected position 2/);
     const cut = text(all).slice(0, -1);
     expect(verifyExportText(cut).result.break?.reason).toMatch(/not ended/);
   });
