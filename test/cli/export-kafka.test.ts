@@ -1,20 +1,26 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { EventLog } from "@chronolog/log";
+import { EventStoreBackend } from "@chronolog/log-eventstore";
 import { KafkaBackend } from "@chronolog/log-kafka";
 import { SqliteBackend } from "@chronolog/log-sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chronolog, Leftovers, tempDataDir } from "../support/cli.js";
+import { eventstoreForSuite } from "../support/eventstore.js";
 import { kafkaForSuite } from "../support/kafka.js";
 
 const left = new Leftovers();
 let kafka: { brokers: string; stop: () => Promise<void> };
+let eventstore: Awaited<ReturnType<typeof eventstoreForSuite>>;
 beforeAll(async () => {
+  // The CLI runs synchronously here: the EventStoreDB stand-in needs a process of its own.
+  eventstore = await eventstoreForSuite("export", { separate: true });
   kafka = await kafkaForSuite("export");
 }, 240_000);
 afterAll(async () => {
   await left.clear();
   await kafka?.stop();
+  await eventstore?.stop();
 });
 
 /** The same clock and ids for every log: each call one second after the last. */
@@ -54,14 +60,8 @@ async function history(log: EventLog): Promise<void> {
     );
 }
 
-/** Drops what the backend's numbering decides (position, and the hashes that cover it). */
-const content = (line: string) =>
-  line
-    .replace(/^\{"position":"\d+",/, "{")
-    .replace(/,"prevHash":"[0-9a-f]*","hash":"[0-9a-f]{64}"\}\}$/, "}}");
-
-describe("exports of the same history on the embedded and the Kafka log", () => {
-  it("hold the same events, data, metadata and times; only the positions (and so the hashes) differ", async () => {
+describe("exports of the same history on the embedded, the Kafka and the EventStoreDB log", () => {
+  it("are identical byte for byte: positions, hashes, data, metadata and times", async () => {
     const dir = tempDataDir("export-kafka");
     left.dirs.push(dir);
     const topic = `chronolog-export-${process.pid}-${Date.now()}`;
@@ -79,34 +79,39 @@ describe("exports of the same history on the embedded and the Kafka log", () => 
     });
     await history(onKafka);
     await onKafka.close();
+    const stream = eventstore.uniqueStream("export");
+    const e = deterministic();
+    const onEventStore = new EventLog(
+      await EventStoreBackend.open({ connectionString: eventstore.connectionString, stream, clock: e.clock }),
+      { actor: "test", newId: e.newId },
+    );
+    await history(onEventStore);
+    await onEventStore.close();
 
-    const a = chronolog(dir, ["log", "export"]);
-    const b = chronolog(dir, ["--log", `kafka://${kafka.brokers.split(",")[0]}/${topic}`, "log", "export"]);
-    expect(a.code, a.stderr).toBe(0);
-    expect(b.code, b.stderr).toBe(0);
-    const la = a.stdout.trimEnd().split("\n");
-    const lb = b.stdout.trimEnd().split("\n");
-    expect(la).toHaveLength(25);
-    expect(lb).toHaveLength(25);
-    // The embedded log numbers its events from 1 (SQLite rowids), the Kafka log from 0 (its
-    // decider's index); the hash covers the position, so every hash differs with it.
-    expect(la.map((l) => JSON.parse(l).position)).toEqual(la.map((_, i) => String(i + 1)));
-    expect(lb.map((l) => JSON.parse(l).position)).toEqual(lb.map((_, i) => String(i)));
-    // Everything else is the same, byte for byte: data text, metadata, times and ids.
-    expect(lb.map(content).join("\n")).toBe(la.map(content).join("\n"));
-    expect(la[0]).toContain('"recordedAt":"2026-01-01T00:00:00.000Z"');
-    expect(la.at(-1)).toContain('"recordedAt":"2026-01-01T00:00:22.000Z"');
+    const [base, query] = eventstore.connectionString.split("?");
+    const exports = {
+      sqlite: chronolog(dir, ["log", "export"]),
+      kafka: chronolog(dir, ["--log", `kafka://${kafka.brokers.split(",")[0]}/${topic}`, "log", "export"]),
+      eventstore: chronolog(dir, ["--log", `${base}/${stream}${query ? `?${query}` : ""}`, "log", "export"]),
+    };
+    for (const [name, r] of Object.entries(exports)) expect(r.code, `${name}: ${r.stderr}`).toBe(0);
+    const text = exports.sqlite.stdout;
+    const lines = text.trimEnd().split("\n");
+    expect(lines).toHaveLength(25);
+    // Every log numbers its events from 0, and the chain starts from no hash at all.
+    expect(lines.map((l) => JSON.parse(l).position)).toEqual(lines.map((_, i) => String(i)));
+    expect(JSON.parse(lines[0] as string).metadata.prevHash).toBe("");
+    expect(lines[0]).toContain('"recordedAt":"2026-01-01T00:00:00.000Z"');
+    expect(lines.at(-1)).toContain('"recordedAt":"2026-01-01T00:00:22.000Z"');
+    // The whole files, byte for byte: positions and the hashes that cover them included.
+    expect(exports.kafka.stdout).toBe(text);
+    expect(exports.eventstore.stdout).toBe(text);
     // Each export is a pure function of its log's stored events, and verifies by itself.
-    expect(chronolog(dir, ["log", "export"]).stdout).toBe(a.stdout);
-    for (const [name, text] of [
-      ["sqlite.jsonl", a.stdout],
-      ["kafka.jsonl", b.stdout],
-    ] as const) {
-      const file = join(dir, name);
-      writeFileSync(file, text);
-      const v = chronolog(dir, ["log", "verify", "--file", file, "--json"]);
-      expect(v.code, v.stdout).toBe(0);
-      expect(JSON.parse(v.stdout)).toMatchObject({ checked: 25, ok: true });
-    }
+    expect(chronolog(dir, ["log", "export"]).stdout).toBe(text);
+    const file = join(dir, "export.jsonl");
+    writeFileSync(file, text);
+    const v = chronolog(dir, ["log", "verify", "--file", file, "--json"]);
+    expect(v.code, v.stdout).toBe(0);
+    expect(JSON.parse(v.stdout)).toMatchObject({ checked: 25, headPosition: "24", ok: true });
   });
 });
