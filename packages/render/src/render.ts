@@ -278,6 +278,9 @@ export function renderOperator(
   context: RenderContext,
   limits?: RenderLimits,
 ): OperatorSpec {
+  // Nothing to render: the variables (zoned dates among them) would be made for nothing, once
+  // per task at declare and once per dispatch.
+  if (operator.type === "noop") return { ...operator };
   const variables = templateVariables(context);
   const deadline = performance.now() + (limits?.renderLimit ?? DEFAULT_LIMITS.renderLimit);
   const options = { timezone: context.timezone ?? "UTC", deadline, ...(limits ? { limits } : {}) };
@@ -306,8 +309,6 @@ export function renderOperator(
         ...operator,
         args: renderDeep(operator.args, "operator.args", render) as Record<string, unknown>,
       };
-    case "noop":
-      return { ...operator };
   }
 }
 

@@ -725,6 +725,21 @@ function toInstant(value: string): string {
 
 /** Undefined when the expression is a usable 5-field cron (or an allowed @alias). */
 export function cronProblem(expression: string): string | undefined {
+  // A catalogue repeats a few expressions over thousands of tasks, and parsing one is most of
+  // what checking a declaration costs: each expression's answer is kept.
+  const known = cronProblems.get(expression);
+  if (known !== undefined) return known === "" ? undefined : known;
+  const problem = findCronProblem(expression);
+  if (cronProblems.size >= CRON_PROBLEMS_KEPT) cronProblems.clear();
+  cronProblems.set(expression, problem ?? "");
+  return problem;
+}
+
+/** Expression -> its problem, or "" for none. */
+const cronProblems = new Map<string, string>();
+const CRON_PROBLEMS_KEPT = 1024;
+
+function findCronProblem(expression: string): string | undefined {
   const expr = expression.trim();
   if (expr.startsWith("@")) {
     if (!ALLOWED_CRON_ALIASES.has(expr)) {
