@@ -3,6 +3,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { cliNodeFlags } from "./table.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..");
@@ -28,7 +29,8 @@ const benches = readdirSync(here, { withFileTypes: true })
 let failed = 0;
 for (const name of benches) {
   console.log(`\n=== bench/${name} ===`);
-  const r = spawnSync(process.execPath, ["--expose-gc", join(here, name, "index.mjs")], {
+  // The scheduler runs in the bench's process: with the node flags the `chronolog` command uses.
+  const r = spawnSync(process.execPath, ["--expose-gc", ...cliNodeFlags(), join(here, name, "index.mjs")], {
     cwd: root,
     stdio: "inherit",
   });

@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+
 /** Prints rows as an aligned text table. */
 export function printTable(headers, rows) {
   const cells = [headers, ...rows.map((r) => r.map((c) => String(c)))];
@@ -35,4 +37,16 @@ export async function waitFor(check, timeoutMs = 600_000) {
     if (Date.now() > deadline) throw new Error("benchmark timed out");
     await new Promise((r) => setTimeout(r, 1));
   }
+}
+
+/**
+ * The flags the `chronolog` command gives node (on its first line), so that a bench running the
+ * scheduler in its own process, or starting the CLI with `process.execPath`, runs it as the
+ * command does.
+ */
+export function cliNodeFlags() {
+  const bin = new URL("../services/cli/bin/chronolog.mjs", import.meta.url);
+  const first = readFileSync(bin, "utf8").split("\n", 1)[0] ?? "";
+  const m = /^#!\/usr\/bin\/env -S node(.*)$/.exec(first);
+  return m ? m[1].trim().split(/\s+/).filter(Boolean) : [];
 }

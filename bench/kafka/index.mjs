@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { openKafkaLog } from "@chronolog/log-kafka";
-import { fmt, printTable } from "../table.mjs";
+import { cliNodeFlags, fmt, printTable } from "../table.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const CLI = join(root, "services/cli/bin/chronolog.mjs");
@@ -62,6 +62,7 @@ function startScheduler(logUrl, name) {
     [
       // BENCH_CPU_PROF=DIR: a CPU profile of each scheduler process, written when it stops.
       ...(process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+      ...cliNodeFlags(),
       CLI,
       "--data-dir",
       dataDir,

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { openSqliteLog } from "@chronolog/log-sqlite";
-import { fmt, percentile, printTable } from "../table.mjs";
+import { cliNodeFlags, fmt, percentile, printTable } from "../table.mjs";
 
 const quick = process.env.BENCH_QUICK === "1";
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (quick ? 3 : 10));
@@ -44,10 +44,14 @@ function declare(root, dir) {
 
 /** Starts `chronolog up`; resolves `up` with the time of its "chronolog is up" line. */
 function startUp(root, dir) {
-  const p = spawn(process.execPath, [cliOf(root), "--data-dir", dir, "up", "--workers", "2"], {
-    env,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const p = spawn(
+    process.execPath,
+    [...cliNodeFlags(), cliOf(root), "--data-dir", dir, "up", "--workers", "2"],
+    {
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   p.stdout.resume();
   let rest = "";
   let resolveUp;

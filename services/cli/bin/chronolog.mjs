@@ -1,7 +1,5 @@
-#!/usr/bin/env node
-// A larger young generation: the scheduler allocates many short-lived objects per event, and
-// fewer, larger scavenges cost less in all (set before anything is allocated in earnest).
-import v8 from "node:v8";
-
-v8.setFlagsFromString("--max-semi-space-size=32");
+#!/usr/bin/env -S node --max-semi-space-size=32
+// A larger young generation (32 MiB semi-spaces, twice Node's default): the scheduler allocates
+// many short-lived objects per event, and fewer, larger scavenges cost less in all. It has to be
+// given to node on its command line: set from inside the process, the heap is already sized.
 await import("../dist/main.js");
