@@ -1,7 +1,7 @@
 import { type AlertState, alertDone, evolveAlert } from "../alert/alert.js";
 import type { DomainEvent } from "../events/catalog.js";
 import { evolveInstance, type InstanceState, isTerminal } from "../instance/state.js";
-import { formatTaskKey } from "../keys.js";
+import { formatTaskKey, type TaskKey } from "../keys.js";
 import { evolveRun, type RunState, withOutcome } from "../run/state.js";
 import type { ConnectionSpec, WorkflowSpec } from "../spec.js";
 import { instanceStream, streamCategory } from "../streams.js";
@@ -99,9 +99,10 @@ export class SchedulerProjection {
   private applyTask(e: LoggedEvent): Touched {
     const id = e.streamId.slice("task-".length);
     const before = this.tasks.get(id);
-    const after = evolveTask(before, e, e);
-    if (!after) return {};
-    this.tasks.set(id, after);
+    const evolved = evolveTask(before, e, e);
+    if (!evolved) return {};
+    const after = this.compact(evolved, before);
+    this.tasks.set(after.id === id ? after.id : id, after);
     if (e.type === "TaskDeclared" || e.type === "TaskDeclarationChanged") this.indexParents(before, after);
     if (before && before.logicalDate !== after.logicalDate) this.prune(before.id, before.logicalDate);
     return { task: id };
@@ -229,6 +230,56 @@ export class SchedulerProjection {
     }
   }
 
+  // ---- memory per task ------------------------------------------------------------------------
+
+  /** Instants held by task states, one string for each value (see `compact`). */
+  private readonly instants = new Map<string, string>();
+
+  /** One string for an instant many tasks hold (their logical date, next run, start date). */
+  private instant(text: string): string {
+    const known = this.instants.get(text);
+    if (known !== undefined) return known;
+    // The instants in use move with the schedule: the table is started again before it grows
+    // past what a few hundred schedules' current slots need.
+    if (this.instants.size >= 4096) this.instants.clear();
+    this.instants.set(text, text);
+    return text;
+  }
+
+  /**
+   * The same state, holding less: every event's fold reads its strings afresh, so a hundred
+   * thousand tasks each held their own copy of the same instants, a second copy of their key
+   * (the event's `key` beside `spec.key`) and an id built by concatenation (a chain of string
+   * pieces) beside the stream's. Strings are immutable and keys are never changed, so the
+   * state is the same value; only the copies go.
+   */
+  private compact(task: TaskState, before: TaskState | undefined): TaskState {
+    let { key, id, spec } = task;
+    if (before && sameKey(before.key, key)) {
+      key = before.key;
+      id = before.id;
+    } else {
+      if (sameKey(spec.key, key)) key = spec.key;
+      id = flat(id);
+    }
+    // A declaration read afresh (declared or changed; other events keep the state's spec).
+    if (spec !== before?.spec)
+      spec = {
+        ...spec,
+        key: sameKey(spec.key, key) ? key : spec.key,
+        startDate: this.instant(spec.startDate),
+      };
+    return {
+      ...task,
+      key,
+      id,
+      spec,
+      logicalDate: this.instant(task.logicalDate),
+      nextRunDate: this.instant(task.nextRunDate),
+      prevIntervalStart: task.prevIntervalStart === null ? null : this.instant(task.prevIntervalStart),
+    };
+  }
+
   // ---- snapshots ----------------------------------------------------------------------------
 
   toSnapshot(): ProjectionSnapshot {
@@ -261,7 +312,17 @@ export class SchedulerProjection {
     const p = new SchedulerProjection();
     p.position = BigInt(s.position);
     for (const t of s.tasks) {
-      const task: TaskState = { ...t, revision: BigInt(t.revision), movedAt: BigInt(t.movedAt) };
+      // Read from one JSON text, the id is a flat string already; the key and the instants
+      // are shared as `compact` shares them (the declaration is kept as it was read).
+      const task: TaskState = {
+        ...t,
+        key: sameKey(t.spec.key, t.key) ? t.spec.key : t.key,
+        logicalDate: p.instant(t.logicalDate),
+        nextRunDate: p.instant(t.nextRunDate),
+        prevIntervalStart: t.prevIntervalStart === null ? null : p.instant(t.prevIntervalStart),
+        revision: BigInt(t.revision),
+        movedAt: BigInt(t.movedAt),
+      };
       p.tasks.set(task.id, task);
       p.indexParents(undefined, task);
     }
@@ -296,4 +357,20 @@ export interface ProjectionSnapshot {
   readonly runs: ReadonlyArray<Stringly<RunState, "revision">>;
   readonly alerts: ReadonlyArray<Stringly<AlertState, "revision">>;
   readonly cacheKeys: ReadonlyArray<readonly [string, readonly string[]]>;
+}
+
+function sameKey(a: TaskKey, b: TaskKey): boolean {
+  return (
+    a === b ||
+    (a.project === b.project && a.account === b.account && a.name === b.name && a.partition === b.partition)
+  );
+}
+
+/**
+ * The text as one flat string: a key of an object is kept flat and shared by the engine, where
+ * a concatenation keeps a chain of its pieces (about a hundred bytes for a task id).
+ */
+function flat(text: string): string {
+  for (const k in { [text]: 0 }) return k;
+  return text;
 }
