@@ -201,10 +201,12 @@ describe("the state as of a position", () => {
     const victim = rungs[Math.floor(rungs.length / 2)] as bigint;
     // The rung claims a position whose event is another: its recorded hash is not the log's.
     const path = join(other, LADDER_DIR, `${victim}.json`);
+    // The file's first line is its header, which holds the hash.
     const text = (await import("node:fs")).readFileSync(path, "utf8");
-    const body = JSON.parse(text) as { headHash: string };
-    body.headHash = "0".repeat(64);
-    writeFileSync(path, JSON.stringify(body));
+    const cut = text.indexOf("\n");
+    const header = JSON.parse(text.slice(0, cut)) as { headHash: string };
+    header.headHash = "0".repeat(64);
+    writeFileSync(path, JSON.stringify(header) + text.slice(cut));
     const asOf = await projectionAsOf(log, other, victim + 1n);
     expect(asOf.fromSnapshot).toBeLessThan(victim);
     expect(asOf.discarded.join()).toContain(

@@ -1,5 +1,5 @@
-import { existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
-import { copyFile, link, open, readFile, rename, rm } from "node:fs/promises";
+import { createReadStream, existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { copyFile, link, open, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { type ProjectionSnapshot, SchedulerProjection } from "@chronolog/core";
 import { type EventLog, logAsOf } from "@chronolog/log";
@@ -55,6 +55,116 @@ interface SnapshotFile {
   readonly headHash: string | null;
 }
 
+// ---- the snapshot file: a line of JSON per record --------------------------------------------
+
+/**
+ * The snapshot's lists, in the order the file holds them. The file's first line is the header:
+ * the snapshot without these lists, its `headHash`, and how many records of each list follow;
+ * then one line of JSON per record. A snapshot of a million tasks is most of a gigabyte of JSON,
+ * past the longest string the engine can make (about 512 MiB): as one text it could be neither
+ * written nor read.
+ */
+const SNAPSHOT_LISTS = [
+  "tasks",
+  "instances",
+  "connections",
+  "connectionRevisions",
+  "workflows",
+  "workflowRevisions",
+  "runs",
+  "alerts",
+  "cacheKeys",
+] as const satisfies ReadonlyArray<keyof ProjectionSnapshot>;
+
+type SnapshotList = (typeof SNAPSHOT_LISTS)[number];
+
+/** What the header says of the file: the format of its lines, and each list's count. */
+const LINES_FORMAT = "lines";
+
+/** Records are joined into pieces of about this many characters before they are written. */
+const PIECE_CHARS = 1 << 20;
+
+/**
+ * The snapshot as pieces of text, made at once (the projection keeps changing after): each a
+ * run of whole lines, so no piece approaches the engine's longest string.
+ */
+function snapshotPieces(body: SnapshotFile): string[] {
+  const { snapshot, headHash } = body;
+  const header: Record<string, unknown> = { ...snapshot, headHash, lines: LINES_FORMAT, counts: {} };
+  const counts: Record<string, number> = {};
+  for (const list of SNAPSHOT_LISTS) {
+    delete header[list];
+    counts[list] = snapshot[list].length;
+  }
+  header.counts = counts;
+  const pieces: string[] = [];
+  let lines: string[] = [JSON.stringify(header)];
+  let chars = 0;
+  for (const list of SNAPSHOT_LISTS)
+    for (const record of snapshot[list]) {
+      const line = JSON.stringify(record);
+      lines.push(line);
+      chars += line.length + 1;
+      if (chars >= PIECE_CHARS) {
+        pieces.push(`${lines.join("\n")}\n`);
+        lines = [];
+        chars = 0;
+      }
+    }
+  if (lines.length > 0) pieces.push(`${lines.join("\n")}\n`);
+  return pieces;
+}
+
+/** The lines of a file, read in pieces (never the whole file as one string). */
+async function* linesOf(path: string): AsyncGenerator<string> {
+  let rest = "";
+  for await (const piece of createReadStream(path, { encoding: "utf8", highWaterMark: 1 << 20 })) {
+    const text = rest + (piece as string);
+    let start = 0;
+    for (let nl = text.indexOf("\n"); nl >= 0; nl = text.indexOf("\n", start)) {
+      yield text.slice(start, nl);
+      start = nl + 1;
+    }
+    rest = text.slice(start);
+  }
+  if (rest !== "") yield rest;
+}
+
+/**
+ * Reads a snapshot file: lines of records after a header, or a file of one JSON document (as
+ * snapshots were written before). A file cut short, or with lines over or under its counts, is
+ * refused with the reason.
+ */
+async function parseSnapshotFile(path: string): Promise<SnapshotFile> {
+  const lines = linesOf(path);
+  const first = await lines.next();
+  if (first.done) throw new Error("the file is empty");
+  const header = JSON.parse(first.value) as Record<string, unknown>;
+  if (header.lines !== LINES_FORMAT) {
+    // One JSON document: the whole snapshot on its only line.
+    if ((await lines.next()).done !== true) throw new Error("text after the snapshot's document");
+    return header as unknown as SnapshotFile;
+  }
+  const counts = header.counts as Record<SnapshotList, number>;
+  const snapshot: Record<string, unknown> = { ...header };
+  delete snapshot.lines;
+  delete snapshot.counts;
+  delete snapshot.headHash;
+  for (const list of SNAPSHOT_LISTS) {
+    const n = counts?.[list];
+    if (!Number.isInteger(n) || n < 0) throw new Error(`the header has no count of ${list}`);
+    const records: unknown[] = [];
+    for (let i = 0; i < n; i++) {
+      const line = await lines.next();
+      if (line.done) throw new Error(`the file ends after ${i} of its ${n} ${list}`);
+      records.push(JSON.parse(line.value));
+    }
+    snapshot[list] = records;
+  }
+  if ((await lines.next()).done !== true) throw new Error("lines after the last record the header counts");
+  return { snapshot: snapshot as unknown as ProjectionSnapshot, headHash: header.headHash as string | null };
+}
+
 export interface LoadedProjection {
   readonly projection: SchedulerProjection;
   /** Position the snapshot started from (-1n: the whole log was replayed). */
@@ -87,10 +197,11 @@ export async function saveSnapshot(
   const body: SnapshotFile = { snapshot, headHash };
   const path = join(dir, SNAPSHOT_FILE);
   const tmp = snapshotTemp(path, process.pid);
-  const text = JSON.stringify(body);
+  const pieces = snapshotPieces(body);
   const file = await open(tmp, "w");
   try {
-    await file.writeFile(text);
+    // Each piece is written whole, after the one before (a handle writes on from where it is).
+    for (const piece of pieces) await file.writeFile(piece);
     await file.sync();
   } finally {
     await file.close();
@@ -276,7 +387,7 @@ async function readSnapshotFile(
   log: EventLog,
 ): Promise<{ projection?: SchedulerProjection; discarded: string | null }> {
   try {
-    const file = JSON.parse(await readFile(path, "utf8")) as SnapshotFile;
+    const file = await parseSnapshotFile(path);
     const projection = SchedulerProjection.fromSnapshot(file.snapshot);
     if (projection.position >= 0n) {
       const [at] = await log.readAllStored({ fromPosition: projection.position, maxCount: 1 });

@@ -1,0 +1,126 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { instanceStream, SchedulerProjection } from "@chronolog/core";
+import type { EventLog } from "@chronolog/log";
+import { openSqliteLog } from "@chronolog/log-sqlite";
+import { catchUp, declare, loadProjection, SNAPSHOT_FILE, saveSnapshot } from "@chronolog/scheduler";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+
+/**
+ * The checkpoint file: a header line, then a line of JSON per record, so that no snapshot has to
+ * be one string (a million tasks' would be longer than the engine's longest). Each case writes a
+ * real checkpoint of a real SQLite log and restores from it as `chronolog up` does.
+ */
+let dir: string;
+let log: EventLog;
+
+const TASKS = 40;
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), "chronolog-checkpoint-"));
+  log = openSqliteLog({ path: join(dir, "log.db"), actor: "test" });
+  const tasks = Array.from({ length: TASKS }, (_, i) => ({
+    project: `p${i % 4}`,
+    account: "acme",
+    name: `t${i}`,
+    cron: "0 * * * *",
+    startDate: "2026-11-30T00:00:00Z",
+    operator: { type: "noop" },
+    parents: i >= 4 ? [`p${(i - 1) % 4}/acme/t${i - 1}`] : [],
+  }));
+  const projection = new SchedulerProjection();
+  await declare(log, projection, [{ filename: "tasks.json", document: { tasks } }], Date.now());
+  // An instance too, so that more than one list has records.
+  await log.append(
+    instanceStream(
+      { project: "p0", account: "acme", name: "t0", partition: "ALL" },
+      "2026-11-30T00:00:00.000Z",
+    ),
+    [
+      {
+        type: "DispatchIntended",
+        data: {
+          key: { project: "p0", account: "acme", name: "t0", partition: "ALL" },
+          logicalDate: "2026-11-30T00:00:00.000Z",
+          attempt: 1,
+          token: "token-0001",
+          operator: { type: "noop" },
+          idempotent: true,
+          leaseSeconds: 30,
+        },
+      },
+    ],
+    { expectedRevision: "no_stream" },
+  );
+});
+
+afterEach(async () => {
+  await log?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function checkpointed(): Promise<SchedulerProjection> {
+  const projection = new SchedulerProjection();
+  await catchUp(log, projection);
+  await saveSnapshot(dir, log, projection);
+  return projection;
+}
+
+const snapshotPath = () => join(dir, SNAPSHOT_FILE);
+
+describe("the checkpoint file", () => {
+  it("is a header line and a line per record, and restores the projection it was written from", async () => {
+    const written = await checkpointed();
+    const lines = readFileSync(snapshotPath(), "utf8").split("\n");
+    expect(lines.at(-1)).toBe(""); // every line ends
+    const header = JSON.parse(lines[0] as string);
+    expect(header.counts.tasks).toBe(TASKS);
+    expect(header.counts.instances).toBe(1);
+    expect(header.position).toBe(written.position.toString());
+    const records = Object.values(header.counts as Record<string, number>).reduce((a, b) => a + b, 0);
+    expect(lines.length).toBe(1 + records + 1);
+
+    const loaded = await loadProjection(log, dir);
+    expect(loaded.discarded).toBeNull();
+    expect(loaded.snapshotPosition).toBe(written.position);
+    expect(loaded.replayed).toBe(0);
+    expect(loaded.projection.toSnapshot()).toEqual(written.toSnapshot());
+  });
+
+  it("reads a snapshot written as one JSON document, as earlier versions wrote it", async () => {
+    const written = await checkpointed();
+    const [at] = await log.readAllStored({ fromPosition: written.position, maxCount: 1 });
+    writeFileSync(
+      snapshotPath(),
+      JSON.stringify({ snapshot: written.toSnapshot(), headHash: at?.metadata.hash }),
+    );
+    const loaded = await loadProjection(log, dir);
+    expect(loaded.discarded).toBeNull();
+    expect(loaded.replayed).toBe(0);
+    expect(loaded.projection.toSnapshot()).toEqual(written.toSnapshot());
+  });
+
+  it("is refused when cut short or when it holds more than its header counts, and the log is replayed", async () => {
+    const written = await checkpointed();
+    const text = readFileSync(snapshotPath(), "utf8");
+    const lines = text.split("\n");
+
+    writeFileSync(snapshotPath(), `${lines.slice(0, 10).join("\n")}\n`);
+    const cut = await loadProjection(log, dir);
+    expect(cut.discarded).toBe(`unreadable snapshot: the file ends after 9 of its ${TASKS} tasks`);
+    expect(cut.snapshotPosition).toBe(-1n);
+    expect(cut.replayed).toBe(Number(written.position) + 1);
+    expect(cut.projection.toSnapshot()).toEqual(written.toSnapshot());
+
+    writeFileSync(snapshotPath(), `${text}${lines[1]}\n`);
+    const over = await loadProjection(log, dir);
+    expect(over.discarded).toBe("unreadable snapshot: lines after the last record the header counts");
+    expect(over.projection.toSnapshot()).toEqual(written.toSnapshot());
+
+    writeFileSync(snapshotPath(), text.slice(0, text.length - 20));
+    const torn = await loadProjection(log, dir);
+    expect(torn.discarded).toMatch(/^unreadable snapshot: /);
+    expect(torn.projection.toSnapshot()).toEqual(written.toSnapshot());
+  });
+});
