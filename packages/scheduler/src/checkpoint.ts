@@ -49,7 +49,7 @@ export function removeSnapshotLeftovers(dir: string): number {
   return removed;
 }
 
-interface SnapshotFile {
+export interface SnapshotFile {
   readonly snapshot: ProjectionSnapshot;
   /** Hash of the log's event at the snapshot's position: proves the snapshot belongs to this log. */
   readonly headHash: string | null;
@@ -88,7 +88,7 @@ const PIECE_CHARS = 1 << 20;
  * The snapshot as pieces of text, made at once (the projection keeps changing after): each a
  * run of whole lines, so no piece approaches the engine's longest string.
  */
-function snapshotPieces(body: SnapshotFile): string[] {
+export function snapshotPieces(body: SnapshotFile, pieceChars = PIECE_CHARS): string[] {
   const { snapshot, headHash } = body;
   const header: Record<string, unknown> = { ...snapshot, headHash, lines: LINES_FORMAT, counts: {} };
   const counts: Record<string, number> = {};
@@ -105,7 +105,7 @@ function snapshotPieces(body: SnapshotFile): string[] {
       const line = JSON.stringify(record);
       lines.push(line);
       chars += line.length + 1;
-      if (chars >= PIECE_CHARS) {
+      if (chars >= pieceChars) {
         pieces.push(`${lines.join("\n")}\n`);
         lines = [];
         chars = 0;
@@ -115,19 +115,34 @@ function snapshotPieces(body: SnapshotFile): string[] {
   return pieces;
 }
 
-/** The lines of a file, read in pieces (never the whole file as one string). */
-async function* linesOf(path: string): AsyncGenerator<string> {
-  let rest = "";
-  for await (const piece of createReadStream(path, { encoding: "utf8", highWaterMark: 1 << 20 })) {
-    const text = rest + (piece as string);
-    let start = 0;
-    for (let nl = text.indexOf("\n"); nl >= 0; nl = text.indexOf("\n", start)) {
-      yield text.slice(start, nl);
-      start = nl + 1;
+/**
+ * The lines of a file, read `chunkChars` at a time (never the whole file as one string unless it
+ * is one line). Each piece is searched once; a line longer than a piece is gathered from its
+ * parts and joined once, so a file of one long line (an older snapshot) costs its length, not
+ * its square. Stopping early (`return`, or an error in the reader) closes the file.
+ */
+export async function* linesOf(path: string, chunkChars = 1 << 20): AsyncGenerator<string> {
+  const stream = createReadStream(path, { encoding: "utf8", highWaterMark: chunkChars });
+  let parts: string[] = [];
+  try {
+    for await (const piece of stream) {
+      const text = piece as string;
+      let start = 0;
+      for (let nl = text.indexOf("\n"); nl >= 0; nl = text.indexOf("\n", start)) {
+        const end = text.slice(start, nl);
+        if (parts.length > 0) {
+          parts.push(end);
+          yield parts.join("");
+          parts = [];
+        } else yield end;
+        start = nl + 1;
+      }
+      if (start < text.length) parts.push(text.slice(start));
     }
-    rest = text.slice(start);
+    if (parts.length > 0) yield parts.join("");
+  } finally {
+    stream.destroy();
   }
-  if (rest !== "") yield rest;
 }
 
 /**
@@ -137,6 +152,15 @@ async function* linesOf(path: string): AsyncGenerator<string> {
  */
 async function parseSnapshotFile(path: string): Promise<SnapshotFile> {
   const lines = linesOf(path);
+  try {
+    return await parseSnapshotLines(lines);
+  } finally {
+    // A file refused before its end is closed here, not left open until the process ends.
+    await lines.return(undefined);
+  }
+}
+
+async function parseSnapshotLines(lines: AsyncGenerator<string>): Promise<SnapshotFile> {
   const first = await lines.next();
   if (first.done) throw new Error("the file is empty");
   const header = JSON.parse(first.value) as Record<string, unknown>;

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { instanceStream, SchedulerProjection } from "@chronolog/core";
@@ -6,6 +6,7 @@ import type { EventLog } from "@chronolog/log";
 import { openSqliteLog } from "@chronolog/log-sqlite";
 import { catchUp, declare, loadProjection, SNAPSHOT_FILE, saveSnapshot } from "@chronolog/scheduler";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { linesOf, snapshotPieces } from "../src/checkpoint.js";
 
 /**
  * The checkpoint file: a header line, then a line of JSON per record, so that no snapshot has to
@@ -121,6 +122,59 @@ describe("the checkpoint file", () => {
     writeFileSync(snapshotPath(), text.slice(0, text.length - 20));
     const torn = await loadProjection(log, dir);
     expect(torn.discarded).toMatch(/^unreadable snapshot: /);
+    expect(torn.snapshotPosition).toBe(-1n);
+    expect(torn.replayed).toBe(Number(written.position) + 1);
     expect(torn.projection.toSnapshot()).toEqual(written.toSnapshot());
+  });
+
+  it.runIf(existsSync("/proc/self/fd"))("closes a file it refuses before its end", async () => {
+    await checkpointed();
+    const lines = readFileSync(snapshotPath(), "utf8").split("\n");
+    // A bad record early on: the reader stops with most of the file unread.
+    writeFileSync(snapshotPath(), [lines[0], "{not json", ...lines.slice(2)].join("\n"));
+    const open = () => readdirSync("/proc/self/fd").length;
+    const before = open();
+    for (let i = 0; i < 20; i++) expect((await loadProjection(log, dir)).discarded).toMatch(/^unreadable/);
+    // A stream closes its file a moment after it is destroyed: the last one may still be closing.
+    await new Promise((r) => setTimeout(r, 100));
+    expect(open()).toBeLessThanOrEqual(before + 1);
+  });
+});
+
+describe("the checkpoint's pieces and lines", () => {
+  it("writes whole lines in pieces of the size asked, the same text as one piece", async () => {
+    const written = await checkpointed();
+    const body = { snapshot: written.toSnapshot(), headHash: "h" };
+    const whole = snapshotPieces(body);
+    expect(whole).toHaveLength(1);
+    const pieces = snapshotPieces(body, 200);
+    expect(pieces.length).toBeGreaterThan(TASKS / 2);
+    for (const p of pieces) expect(p.endsWith("\n")).toBe(true);
+    expect(pieces.join("")).toBe(whole[0]);
+  });
+
+  it("reads lines across chunks: split characters, lines longer than a chunk, one long line", async () => {
+    const path = join(dir, "lines.txt");
+    const lines = [
+      '{"a":"h\u00e9llo \u2603 \ud834\udd1e"}',
+      "x".repeat(50),
+      "",
+      '"\ud834\udd1e\ud834\udd1e"',
+      "end",
+    ];
+    writeFileSync(path, `${lines.join("\n")}\n`);
+    for (const chunk of [1, 2, 3, 7, 64, 1 << 20]) {
+      const read: string[] = [];
+      for await (const line of linesOf(path, chunk)) read.push(line);
+      expect(read, `chunks of ${chunk}`).toEqual(lines);
+    }
+    // An older snapshot: one document, no newline at its end, far longer than a chunk.
+    const document = JSON.stringify({
+      snapshot: { tasks: Array.from({ length: 200 }, (_, i) => `t\u00e9${i}`) },
+    });
+    writeFileSync(path, document);
+    const read: string[] = [];
+    for await (const line of linesOf(path, 16)) read.push(line);
+    expect(read).toEqual([document]);
   });
 });
