@@ -40,13 +40,15 @@ export async function waitFor(check, timeoutMs = 600_000) {
 }
 
 /**
- * The flags the `chronolog` command gives node (on its first line), so that a bench running the
- * scheduler in its own process, or starting the CLI with `process.execPath`, runs it as the
- * command does.
+ * The flags the `chronolog` command gives node (on the line of its file that starts node), so
+ * that a bench running the scheduler in its own process, or starting the CLI with
+ * `process.execPath`, runs it as the command does.
  */
 export function cliNodeFlags() {
   const bin = new URL("../services/cli/bin/chronolog.mjs", import.meta.url);
-  const first = readFileSync(bin, "utf8").split("\n", 1)[0] ?? "";
-  const m = /^#!\/usr\/bin\/env -S node(.*)$/.exec(first);
-  return m ? m[1].trim().split(/\s+/).filter(Boolean) : [];
+  for (const line of readFileSync(bin, "utf8").split("\n", 3)) {
+    const m = /exec node (.*) "\$0" "\$@"$/.exec(line);
+    if (m) return m[1].trim().split(/\s+/).filter(Boolean);
+  }
+  return [];
 }
