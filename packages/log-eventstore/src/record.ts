@@ -1,13 +1,11 @@
 import { ChronologError } from "@chronolog/core";
 import {
   type AppendResult,
-  GENESIS_HASH,
+  ChainedEvents,
   type PreparedEvent,
   type PreparedWrite,
   revisionMatches,
-  type StoredEvent,
   type StreamRevision,
-  storePrepared,
   WrongExpectedRevisionError,
 } from "@chronolog/log";
 
@@ -62,29 +60,13 @@ export function recordType(writes: readonly PreparedWrite[]): string {
  * server's compare-and-set saw to that), so applying them in order gives every client the
  * same positions, revisions and hash chain. It does no I/O.
  */
-export class LogState {
-  private readonly events: StoredEvent[] = [];
-  private readonly streams = new Map<string, StoredEvent[]>();
-  private hash = GENESIS_HASH;
+export class LogState extends ChainedEvents {
   /** How many records (events of the EventStoreDB stream) are applied. */
   private applied = 0n;
 
   /** The next record's revision in the EventStoreDB stream. */
   get nextRecord(): bigint {
     return this.applied;
-  }
-
-  get eventCount(): number {
-    return this.events.length;
-  }
-
-  get streamCount(): number {
-    return this.streams.size;
-  }
-
-  revision(streamId: string): StreamRevision {
-    const n = this.streams.get(streamId)?.length ?? 0;
-    return n === 0 ? "no_stream" : BigInt(n - 1);
   }
 
   /**
@@ -152,54 +134,23 @@ export class LogState {
       throw new Error(`record ${revision} arrived before record ${this.applied}: a gap in the stream`);
     const results: AppendResult[] = [];
     for (const [wi, w] of record.writes.entries()) {
-      let stream = this.streams.get(w.stream);
-      if (!stream) {
-        stream = [];
-        this.streams.set(w.stream, stream);
-      }
-      if (BigInt(w.from) !== BigInt(stream.length) - 1n)
+      const at = this.revision(w.stream);
+      const current = at === "no_stream" ? -1n : at;
+      if (BigInt(w.from) !== current)
         throw new ForeignEventError(
           revision,
-          `stream ${w.stream} was at ${stream.length - 1}, the append expected ${w.from}`,
+          `stream ${w.stream} was at ${current}, the append expected ${w.from}`,
         );
-      let last: StoredEvent | undefined;
-      for (const [ei, e] of w.events.entries()) {
-        const stored = storePrepared(
-          this.hash,
-          { ...e, dataJson: e.data, data: parsed?.[wi]?.events[ei]?.data },
-          {
-            streamId: w.stream,
-            revision: BigInt(stream.length),
-            position: BigInt(this.events.length),
-            recordedAt: record.recordedAt,
-          },
-        );
-        this.events.push(stored);
-        stream.push(stored);
-        this.hash = stored.metadata.hash;
-        last = stored;
-      }
-      if (last) results.push({ nextExpectedRevision: last.revision, position: last.position });
+      const events = w.events.map((e, ei) => ({
+        ...e,
+        dataJson: e.data,
+        data: parsed?.[wi]?.events[ei]?.data,
+      }));
+      const result = this.store(w.stream, events, record.recordedAt);
+      if (result) results.push(result);
     }
     this.applied = revision + 1n;
     return results;
-  }
-
-  readStream(streamId: string, fromRevision: bigint, maxCount: number): StoredEvent[] {
-    const stream = this.streams.get(streamId);
-    if (!stream || fromRevision >= BigInt(stream.length)) return [];
-    const from = Number(fromRevision < 0n ? 0n : fromRevision);
-    return stream.slice(from, from + maxCount);
-  }
-
-  readAll(fromPosition: bigint, maxCount: number): StoredEvent[] {
-    if (fromPosition >= BigInt(this.events.length)) return [];
-    const from = Number(fromPosition < 0n ? 0n : fromPosition);
-    return this.events.slice(from, from + maxCount);
-  }
-
-  headPosition(): bigint {
-    return BigInt(this.events.length) - 1n;
   }
 }
 

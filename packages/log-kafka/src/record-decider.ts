@@ -1,10 +1,8 @@
 import {
   type AppendResult,
-  GENESIS_HASH,
+  ChainedEvents,
   revisionMatches,
-  type StoredEvent,
   type StreamRevision,
-  storePrepared,
   WrongExpectedRevisionError,
 } from "@chronolog/log";
 import type { DecodedAppend } from "./record.js";
@@ -37,12 +35,7 @@ export type Decision =
  * positions, revisions and hashes, and makes the same decisions. That is what lets every
  * client of the topic decide for itself, with no owner and no lock.
  */
-export class RecordDecider {
-  /** Every accepted event, index = position. */
-  private readonly events: StoredEvent[] = [];
-  /** Each stream's events, index = revision. */
-  private readonly streams = new Map<string, StoredEvent[]>();
-  private hash = GENESIS_HASH;
+export class RecordDecider extends ChainedEvents {
   /** The next offset to decide: every record below it is decided. */
   private next = 0n;
   /** append id -> offset of its record, for the last `dedupeWindow` appends decided. */
@@ -52,24 +45,13 @@ export class RecordDecider {
   /** Appends refused (either way) and copies ignored, of any writer. */
   private readonly counts = { refused: 0, duplicates: 0 };
 
-  constructor(private readonly dedupeWindow: number = DEDUPE_WINDOW) {}
+  constructor(private readonly dedupeWindow: number = DEDUPE_WINDOW) {
+    super();
+  }
 
   /** The next offset to decide. */
   get nextOffset(): bigint {
     return this.next;
-  }
-
-  /** The hash of the last accepted event (GENESIS_HASH while the log is empty). */
-  get lastHash(): string {
-    return this.hash;
-  }
-
-  get eventCount(): number {
-    return this.events.length;
-  }
-
-  get streamCount(): number {
-    return this.streams.size;
   }
 
   get refused(): number {
@@ -135,52 +117,9 @@ export class RecordDecider {
     }
     const results: AppendResult[] = [];
     for (const w of a.writes) {
-      let stream = this.streams.get(w.stream);
-      if (!stream) {
-        stream = [];
-        this.streams.set(w.stream, stream);
-      }
-      let last: StoredEvent | undefined;
-      for (const e of w.events) {
-        const stored = storePrepared(this.hash, e, {
-          streamId: w.stream,
-          revision: BigInt(stream.length),
-          position: BigInt(this.events.length),
-          recordedAt: a.recordedAt,
-        });
-        this.events.push(stored);
-        stream.push(stored);
-        this.hash = stored.metadata.hash;
-        last = stored;
-      }
-      if (last) results.push({ nextExpectedRevision: last.revision, position: last.position });
+      const result = this.store(w.stream, w.events, a.recordedAt);
+      if (result) results.push(result);
     }
     return { kind: "accepted", id: a.id, results };
-  }
-
-  /** The stream's current revision: its last event's, or "no_stream". */
-  revision(streamId: string): StreamRevision {
-    const n = this.streams.get(streamId)?.length ?? 0;
-    return n === 0 ? "no_stream" : BigInt(n - 1);
-  }
-
-  /** Up to `maxCount` of the stream's events from `fromRevision` on. */
-  readStream(streamId: string, fromRevision: bigint, maxCount: number): StoredEvent[] {
-    const stream = this.streams.get(streamId);
-    if (!stream || fromRevision >= BigInt(stream.length)) return [];
-    const from = Number(fromRevision < 0n ? 0n : fromRevision);
-    return stream.slice(from, from + maxCount);
-  }
-
-  /** Up to `maxCount` events of the whole log from `fromPosition` on. */
-  readAll(fromPosition: bigint, maxCount: number): StoredEvent[] {
-    if (fromPosition >= BigInt(this.events.length)) return [];
-    const from = Number(fromPosition < 0n ? 0n : fromPosition);
-    return this.events.slice(from, from + maxCount);
-  }
-
-  /** The position of the last event, or -1n while the log is empty. */
-  headPosition(): bigint {
-    return BigInt(this.events.length) - 1n;
   }
 }

@@ -1,4 +1,5 @@
 export * from "./as-of.js";
+export * from "./chained-events.js";
 export * from "./errors.js";
 export * from "./event-log.js";
 export * from "./export.js";
