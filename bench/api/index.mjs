@@ -193,17 +193,17 @@ async function latency(c) {
   const sorted = (xs) => xs.sort((a, b) => a - b);
   await teardown(env, scheduler, api);
   const perSecond = (r) => r.ms.length / (r.ms.reduce((t, x) => t + x, 0) / CONCURRENCY / 1000);
+  // One endpoint: its bounded run, and its back-to-back run beside it.
+  const endpoint = (paced, full) => ({
+    ms: sorted(paced.ms),
+    late: paced.lateStarts,
+    busyMs: paced.busyMs,
+    full: sorted(full.ms),
+    fullRate: perSecond(full),
+  });
   return {
-    key: sorted(key.ms),
-    keyLate: key.lateStarts,
-    keyBusyMs: key.busyMs,
-    keyFull: sorted(keyFull.ms),
-    keyFullRate: perSecond(keyFull),
-    page: sorted(page.ms),
-    pageLate: page.lateStarts,
-    pageBusyMs: page.busyMs,
-    pageFull: sorted(pageFull.ms),
-    pageFullRate: perSecond(pageFull),
+    key: endpoint(key, keyFull),
+    page: endpoint(page, pageFull),
     pageBytes: pageFull.bytes / pageFull.ms.length,
     fromCall: sorted(fromCall),
     fromAck: sorted(fromAck),
@@ -256,36 +256,23 @@ console.log(
   `\nbench/api (embedded SQLite log, synchronous=FULL, ${fmt(TASKS)} tasks, ${CONCURRENCY} keep-alive loopback clients)\n`,
 );
 const bounded = `${fmt(PACED_RATE)} req/s in all, ${fmt(PACED_COUNT)} requests`;
-const full = (rate) => `back to back, ${fmt(PER_CLIENT)} each: ${fmt(rate)} req/s`;
+/** An endpoint's rows: its bounded run against the target, then its back-to-back run. */
+const endpointRows = (route, about, e) => [
+  [`${route} p50, ms (${[...about, bounded].join(", ")})`, fmt(percentile(e.ms, 50), 2), ""],
+  ["  ... p99, ms", fmt(percentile(e.ms, 99), 2), "< 5"],
+  ...(e.late ? [["  ... requests sent late (the client was still waiting)", fmt(e.late), ""]] : []),
+  ["  ... server event-loop time per request, ms", fmt(e.busyMs, 3), ""],
+  [
+    `  ... p50 / p99, ms (back to back, ${fmt(PER_CLIENT)} each: ${fmt(e.fullRate)} req/s)`,
+    `${fmt(percentile(e.full, 50), 2)} / ${fmt(percentile(e.full, 99), 2)}`,
+    "",
+  ],
+];
 printTable(
   ["measure", "chronolog", "target"],
   [
-    [`GET /tasks/{key} p50, ms (${bounded})`, fmt(percentile(lat.key, 50), 2), ""],
-    ["  ... p99, ms", fmt(percentile(lat.key, 99), 2), "< 5"],
-    ...(lat.keyLate
-      ? [["  ... requests sent late (the client was still waiting)", fmt(lat.keyLate), ""]]
-      : []),
-    ["  ... server event-loop time per request, ms", fmt(lat.keyBusyMs, 3), ""],
-    [
-      `  ... p50 / p99, ms (${full(lat.keyFullRate)})`,
-      `${fmt(percentile(lat.keyFull, 50), 2)} / ${fmt(percentile(lat.keyFull, 99), 2)}`,
-      "",
-    ],
-    [
-      `GET /tasks?limit=100 p50, ms (${fmt(lat.pageBytes / 1024)} KiB a page, ${bounded})`,
-      fmt(percentile(lat.page, 50), 2),
-      "",
-    ],
-    ["  ... p99, ms", fmt(percentile(lat.page, 99), 2), "< 5"],
-    ...(lat.pageLate
-      ? [["  ... requests sent late (the client was still waiting)", fmt(lat.pageLate), ""]]
-      : []),
-    ["  ... server event-loop time per request, ms", fmt(lat.pageBusyMs, 3), ""],
-    [
-      `  ... p50 / p99, ms (${full(lat.pageFullRate)})`,
-      `${fmt(percentile(lat.pageFull, 50), 2)} / ${fmt(percentile(lat.pageFull, 99), 2)}`,
-      "",
-    ],
+    ...endpointRows("GET /tasks/{key}", [], lat.key),
+    ...endpointRows("GET /tasks?limit=100", [`${fmt(lat.pageBytes / 1024)} KiB a page`], lat.page),
     [
       `SSE append -> receipt p50, ms (${SSE_READERS} readers, ${fmt(SSE_EVENTS)} appends)`,
       fmt(percentile(lat.fromCall, 50), 2),
