@@ -2,7 +2,7 @@ import type { ChildProcess } from "node:child_process";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chronolog, chronologSpawn, tempDataDir } from "../support/cli.js";
+import { chronolog, chronologAsync, chronologSpawn, tempDataDir } from "../support/cli.js";
 import { eventstoreForSuite } from "../support/eventstore.js";
 import { kafkaForSuite } from "../support/kafka.js";
 import { waitUntil } from "../support/wait.js";
@@ -103,7 +103,9 @@ describe.each(["sqlite", "kafka", "eventstore"] as const)("on the %s log", (back
 
   describe("a 90-day backfill with --downstream across two projects", () => {
     it("runs every day upstream-first, each task exactly once per day, then returns to the present", async () => {
-      const r = chronolog(
+      // (Asynchronously: `up` logs every interval it completes, and its output must be read
+      // meanwhile, or it blocks on a full pipe.)
+      const r = await chronologAsync(
         dir,
         [
           "backfill",
@@ -116,8 +118,7 @@ describe.each(["sqlite", "kafka", "eventstore"] as const)("on the %s log", (back
           "--timeout",
           "240",
         ],
-        undefined,
-        250_000,
+        { timeoutMs: 250_000 },
       );
       expect(r.code, `${r.stdout}\n${r.stderr}\n${upLog.slice(-3000)}`).toBe(0);
       expect(r.stdout).toContain(`reset ${RAW}: 90 intervals`);

@@ -16,7 +16,12 @@ export function tempDataDir(label = "cli"): string {
   return mkdtempSync(join(tmpdir(), `chronolog-${label}-`));
 }
 
-/** Runs the built `chronolog` binary to completion (killed after `timeoutMs`). */
+/**
+ * Runs the built `chronolog` binary to completion (killed after `timeoutMs`). The test process
+ * waits without running its event loop meanwhile: a process it started with piped output (see
+ * chronologSpawn) is not read from, and blocks once the pipe is full. For a long call beside
+ * such a process, use chronologAsync.
+ */
 export function chronolog(dataDir: string, args: string[], input?: string, timeoutMs = 60_000): CliResult {
   const r = spawnSync(process.execPath, [CLI, "--data-dir", dataDir, ...args], {
     encoding: "utf8",
@@ -25,6 +30,37 @@ export function chronolog(dataDir: string, args: string[], input?: string, timeo
     timeout: timeoutMs,
   });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/**
+ * Runs the built `chronolog` binary to completion (killed after `timeoutMs`) while the test
+ * process goes on reading the output of the processes it started.
+ */
+export function chronologAsync(
+  dataDir: string,
+  args: string[],
+  options: { input?: string; timeoutMs?: number } = {},
+): Promise<CliResult> {
+  const child = spawn(process.execPath, [CLI, "--data-dir", dataDir, ...args], {
+    stdio: ["pipe", "pipe", "pipe"],
+    env: { ...process.env, CHRONOLOG_LOG_FORMAT: "json", CHRONOLOG_LOG_LEVEL: "warn" },
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (c: Buffer) => {
+    stdout += c.toString();
+  });
+  child.stderr.on("data", (c: Buffer) => {
+    stderr += c.toString();
+  });
+  child.stdin.end(options.input ?? "");
+  const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 60_000);
+  return new Promise((resolve) => {
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
 }
 
 /**
