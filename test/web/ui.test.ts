@@ -116,7 +116,7 @@ describe("the web UI", () => {
     // Filters: the ops project's failed tasks.
     await page.selectOption("select[name=project]", "ops");
     await page.selectOption("select[name=state]", "failed");
-    await expect.poll(() => page.locator("table.grid tbody tr").count()).toBe(1);
+    await expect.poll(() => page.locator("table.grid tbody tr").count(), { timeout: 15_000 }).toBe(1);
     expect(await page.locator("table.grid tbody tr").getAttribute("data-task")).toBe(EXTRACT);
     expect(page.url()).toContain("project=ops");
     await page.close();
@@ -132,11 +132,11 @@ describe("the web UI", () => {
     expect(await node("ops/acme/downstream/ALL").getAttribute("data-state")).toBe("blocked");
     await node("ops/acme/downstream/ALL").hover();
     await expect
-      .poll(() => page.getByTestId("tooltip").textContent())
+      .poll(() => page.getByTestId("tooltip").textContent(), { timeout: 15_000 })
       .toContain("waiting for ops/acme/extract");
     // One workflow alone.
     await open(page, p.url, "#/graph?workflow=nightly", "graph");
-    await expect.poll(() => page.locator("g.node:not(.outside)").count()).toBe(2);
+    await expect.poll(() => page.locator("g.node:not(.outside)").count(), { timeout: 15_000 }).toBe(2);
     await page.close();
   });
 
@@ -151,7 +151,7 @@ describe("the web UI", () => {
       /^\/api\/v1\/attempts\/[^/]+\/output$/,
     );
     const history = page.locator("[data-testid=history] li");
-    await expect.poll(() => history.count()).toBeGreaterThan(3);
+    await expect.poll(() => history.count(), { timeout: 15_000 }).toBeGreaterThan(3);
     const types = await history.evaluateAll((els) => els.map((e) => e.getAttribute("data-type")));
     expect(types).toContain("TaskDeclared");
     expect(types).toContain("AttemptFailed");
@@ -180,7 +180,7 @@ describe("the web UI", () => {
     await open(page, p.url, `#/run/${encodeURIComponent(done.runId)}`, "gantt");
     expect(await page.locator("rect.bar[data-critical=yes]").count()).toBeGreaterThan(0);
     await expect
-      .poll(() => page.locator("[data-set=success]").textContent())
+      .poll(() => page.locator("[data-set=success]").textContent(), { timeout: 15_000 })
       .toContain("orders_daily_report");
     await page.close();
   });
@@ -230,7 +230,7 @@ describe("the web UI", () => {
     const port = new URL(serve.url).port;
     const page = await loggedIn(b, serve.url, viewer, "#/log");
     const live = page.getByTestId("live");
-    await expect.poll(() => live.getAttribute("data-status")).toBe("live");
+    await expect.poll(() => live.getAttribute("data-status"), { timeout: 15_000 }).toBe("live");
     serve.child.kill("SIGTERM");
     await new Promise((r) => serve.child.once("exit", r));
     await expect.poll(() => live.getAttribute("data-status"), { timeout: 10_000 }).toBe("lost");
