@@ -1,8 +1,15 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { CLI, type CliResult, chronolog, chronologSpawn, Leftovers, tempDataDir } from "../support/cli.js";
+import {
+  type CliResult,
+  chronolog,
+  chronologAsync,
+  chronologSpawn,
+  Leftovers,
+  tempDataDir,
+} from "../support/cli.js";
 import { waitUntil } from "../support/wait.js";
 
 /**
@@ -134,23 +141,7 @@ function idOf(r: CliResult): string {
 
 /** `chronolog backfill` as a process of its own, started at once; resolves when it exits. */
 function backfillProcess(dir: string, from: number, to: number): Promise<CliResult> {
-  const p = spawn(
-    process.execPath,
-    [CLI, "--data-dir", dir, "backfill", WORK, "--from", at(from), "--to", at(to), "--detach"],
-    {
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, CHRONOLOG_LOG_FORMAT: "json", CHRONOLOG_LOG_LEVEL: "warn" },
-    },
-  );
-  let stdout = "";
-  let stderr = "";
-  p.stdout.on("data", (c: Buffer) => {
-    stdout += c.toString();
-  });
-  p.stderr.on("data", (c: Buffer) => {
-    stderr += c.toString();
-  });
-  return new Promise((resolve) => p.once("close", (code) => resolve({ code, stdout, stderr })));
+  return chronologAsync(dir, ["backfill", WORK, "--from", at(from), "--to", at(to), "--detach"]);
 }
 
 describe("two backfills of one task queued before a scheduler runs", () => {
