@@ -224,6 +224,23 @@ describe("the web UI", () => {
     await page.close();
   });
 
+  it("live: the status shows the stream as open even when it opened before the page listened", async () => {
+    // Without animation frames, the page's effects run only after a 100 ms fallback, so the
+    // stream (on loopback) opens before the status line subscribes to it.
+    const page = await b.context.newPage();
+    await page.addInitScript(() => {
+      window.requestAnimationFrame = () => 0;
+    });
+    await page.goto(`${p.url}/#/log`);
+    await page.fill("input[name=token]", viewer);
+    await page.press("input[name=token]", "Enter");
+    await page.getByTestId("who").waitFor();
+    await expect
+      .poll(() => page.getByTestId("live").getAttribute("data-status"), { timeout: 15_000 })
+      .toBe("live");
+    await page.close();
+  });
+
   it("live: a lost connection is shown, and resumes from the last position seen", async () => {
     // A second, read-only server on the same log, stopped and started again on its port.
     const serve = await startApi(left, dir, ["serve"]);

@@ -122,6 +122,8 @@ export function useLiveStatus() {
   const [s, setS] = useState(live.status);
   useEffect(() => {
     live.statusListeners.add(setS);
+    // The status may have changed between the render and this effect: read it again.
+    setS(live.status);
     return () => live.statusListeners.delete(setS);
   }, []);
   return { status: s, last: live.last };
