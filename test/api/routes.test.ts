@@ -46,7 +46,9 @@ workflows:
     project: sales
     account: acme
     cron: "0 3 * * *"
-    startDate: "${dayAt(-1)}"
+    # One interval, over at any hour: from 03:00 two days ago to 03:00 yesterday.
+    startDate: "${dayAt(-2)}"
+    endDate: "${dayAt(-1)}"
     tasks:
       - name: fine
         operator: { type: shell, command: "echo fine" }
