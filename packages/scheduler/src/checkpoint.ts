@@ -1,7 +1,17 @@
 import { createReadStream, existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { copyFile, link, open, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { type ProjectionSnapshot, SchedulerProjection } from "@chronolog/core";
+import {
+  formatTaskKey,
+  type ProjectionSnapshot,
+  type RestoredSnapshot,
+  SchedulerProjection,
+  type SnapshotTask,
+  type TaskKey,
+  type TaskSpec,
+  type TaskState,
+  taskFromSnapshot,
+} from "@chronolog/core";
 import { type EventLog, logAsOf } from "@chronolog/log";
 
 export const SNAPSHOT_FILE = "projection.snapshot.json";
@@ -55,6 +65,13 @@ export interface SnapshotFile {
   readonly headHash: string | null;
 }
 
+/** A snapshot file as read: its tasks already restored, when its format allows. */
+interface ReadSnapshotFile {
+  readonly snapshot: ProjectionSnapshot | RestoredSnapshot;
+  /** Hash of the log's event at the snapshot's position: proves the snapshot belongs to this log. */
+  readonly headHash: string | null;
+}
+
 // ---- the snapshot file: a line of JSON per record --------------------------------------------
 
 /**
@@ -78,8 +95,222 @@ const SNAPSHOT_LISTS = [
 
 type SnapshotList = (typeof SNAPSHOT_LISTS)[number];
 
-/** What the header says of the file: the format of its lines, and each list's count. */
-const LINES_FORMAT = "lines";
+/**
+ * What the header says of the file: the format of its lines, and each list's count. In
+ * `lines/2` a task is a short array that names its declaration by its place in a table of the
+ * declarations' shared parts (below); `lines` (earlier versions) held every record whole, and is
+ * still read.
+ */
+const LINES_FORMAT = "lines/2";
+const WHOLE_LINES_FORMAT = "lines";
+
+// ---- tasks, written compactly --------------------------------------------------------------
+
+/** A task's fields after its key, id and declaration, in the order the fold makes them. */
+const TASK_FIELDS = [
+  "status",
+  "logicalDate",
+  "prevIntervalStart",
+  "nextRunDate",
+  "failure",
+  "backfill",
+  "revision",
+  "movedAt",
+] as const;
+
+const KEY_FIELDS = ["project", "account", "name", "partition"] as const;
+
+/** The key as `formatTaskKey` writes it, if it reads back as the same key (else null). */
+function keyText(key: TaskKey): string | null {
+  const names = Object.keys(key);
+  if (names.length !== KEY_FIELDS.length) return null;
+  for (const [i, f] of KEY_FIELDS.entries()) {
+    const part = key[f];
+    if (names[i] !== f || typeof part !== "string" || part.includes("/")) return null;
+  }
+  return formatTaskKey(key);
+}
+
+/**
+ * Writes task records. Tasks declared alike (a schedule, an operator, a retry policy in common)
+ * differ only in their key and parents, so a declaration is written once, with its key and
+ * parents left out, and each task as
+ * `[id, declaration's index, [parent ids], ...TASK_FIELDS, {other fields}?]`: about a quarter of
+ * its whole record, and parsed in about as much less time. A record that would not read back
+ * exactly (fields in another order, a key that is not its id) is written whole.
+ */
+class TaskLines {
+  private readonly index = new Map<string, number>();
+  /** The declarations' shared parts, as JSON, in the order of their indexes. */
+  readonly specs: string[] = [];
+
+  line(t: SnapshotTask): string {
+    const compact = this.compact(t);
+    return compact === null ? JSON.stringify(t) : JSON.stringify(compact);
+  }
+
+  private compact(t: SnapshotTask): unknown[] | null {
+    const names = Object.keys(t);
+    if (names[0] !== "key" || names[1] !== "id" || names[2] !== "spec") return null;
+    for (const [i, f] of TASK_FIELDS.entries()) if (names[3 + i] !== f || t[f] === undefined) return null;
+    if (keyText(t.key) !== t.id) return null;
+    const spec = t.spec as TaskSpec;
+    const specKey = spec.key;
+    if (specKey !== t.key && keyText(specKey) !== t.id) return null;
+    if (!Array.isArray(spec.parents)) return null;
+    const parents: string[] = [];
+    for (const p of spec.parents) {
+      const text = keyText(p);
+      if (text === null) return null;
+      parents.push(text);
+    }
+    // The declaration with its key and parents held in their places (a spread keeps the order).
+    const shared = JSON.stringify({ ...spec, key: null, parents: null });
+    let at = this.index.get(shared);
+    if (at === undefined) {
+      at = this.specs.length;
+      this.index.set(shared, at);
+      this.specs.push(shared);
+    }
+    const record: unknown[] = [t.id, at, parents];
+    for (const f of TASK_FIELDS) record.push(f === "revision" || f === "movedAt" ? counter(t[f]) : t[f]);
+    const rest: Record<string, unknown> = {};
+    let extra = false;
+    for (const name of names.slice(3 + TASK_FIELDS.length)) {
+      const value = (t as unknown as Record<string, unknown>)[name];
+      if (value === undefined) return null;
+      rest[name] = value;
+      extra = true;
+    }
+    if (extra) record.push(rest);
+    return record;
+  }
+}
+
+/** A revision or position (a bigint's digits) as a JSON number, when it is one exactly. */
+function counter(digits: string): number | string {
+  const n = Number(digits);
+  return Number.isSafeInteger(n) && String(n) === digits ? n : digits;
+}
+
+/** The parents of every task that has none: one list, never changed. */
+const NO_PARENTS: readonly TaskKey[] = Object.freeze([]);
+
+/** The key an id written by `keyText` names. */
+function keyOf(id: string): TaskKey {
+  const [project, account, name, partition] = id.split("/") as [string, string, string, string];
+  return { project, account, name, partition };
+}
+
+/**
+ * Restores the tasks of a checkpoint from their records, into the map the projection takes as
+ * it is. A task's key is shared with its declaration and with every task that names it as a
+ * parent, tasks declared alike share their declaration's parts (a retry policy, an operator,
+ * alerts: values never changed), and each instant is one string.
+ */
+class TaskReader {
+  readonly tasks = new Map<string, TaskState>();
+  /** parent id -> the ids of the tasks that name it, as the projection indexes them. */
+  readonly children = new Map<string, Set<string>>();
+  /** Whether the file's tasks have the fields this version writes, in its order. */
+  private readonly usual: boolean;
+  /** Keys named as parents before their task was read (or of tasks never declared). */
+  private readonly early = new Map<string, TaskKey>();
+  private readonly instants = new Map<string, string>();
+  private readonly instant = (text: string): string => {
+    const known = this.instants.get(text);
+    if (known !== undefined) return known;
+    if (this.instants.size >= 4096) this.instants.clear();
+    this.instants.set(text, text);
+    return text;
+  };
+
+  constructor(
+    private readonly specs: readonly Record<string, unknown>[],
+    private readonly fields: readonly string[],
+  ) {
+    this.usual = fields.length === TASK_FIELDS.length && TASK_FIELDS.every((f, i) => fields[i] === f);
+  }
+
+  private child(parent: string, id: string): void {
+    let set = this.children.get(parent);
+    if (set === undefined) {
+      set = new Set();
+      this.children.set(parent, set);
+    }
+    set.add(id);
+  }
+
+  /** A parent's key: its task's, if read already. */
+  private parent(id: string): TaskKey {
+    let key = this.tasks.get(id)?.key ?? this.early.get(id);
+    if (key === undefined) {
+      key = keyOf(id);
+      this.early.set(id, key);
+    }
+    return key;
+  }
+
+  /** A task's own key: the one its children named, if they came first. */
+  private own(id: string): TaskKey {
+    const key = this.early.get(id);
+    if (key === undefined) return keyOf(id);
+    this.early.delete(id);
+    return key;
+  }
+
+  read(line: string): void {
+    const value = JSON.parse(line) as unknown;
+    if (!Array.isArray(value)) {
+      const task = taskFromSnapshot(value as SnapshotTask, this.instant);
+      this.tasks.set(task.id, task);
+      for (const p of task.spec.parents) this.child(formatTaskKey(p), task.id);
+      return;
+    }
+    const [id, at, parents] = value as [string, number, string[]];
+    const shared = this.specs[at];
+    if (typeof id !== "string" || shared === undefined || !Array.isArray(parents))
+      throw new Error(`a task record names declaration ${String(at)}, which the file does not hold`);
+    const key = this.own(id);
+    const spec = { ...shared };
+    spec.key = key;
+    spec.parents = parents.length === 0 ? NO_PARENTS : parents.map((p) => this.parent(p));
+    for (const p of parents) this.child(p, id);
+    const rest = value[3 + this.fields.length];
+    if (this.usual && rest === undefined) {
+      // The fields this version writes, as one literal: the same shape for every task.
+      const v = value as [string, number, string[], ...unknown[]];
+      const prev = v[5] as string | null;
+      const task: TaskState = {
+        key,
+        id,
+        spec: spec as unknown as TaskSpec,
+        status: v[3] as TaskState["status"],
+        logicalDate: this.instant(v[4] as string),
+        prevIntervalStart: prev === null ? null : this.instant(prev),
+        nextRunDate: this.instant(v[6] as string),
+        failure: v[7] as TaskState["failure"],
+        backfill: v[8] as TaskState["backfill"],
+        revision: BigInt(v[9] as number | string),
+        movedAt: BigInt(v[10] as number | string),
+      };
+      this.tasks.set(id, task);
+      return;
+    }
+    const task: Record<string, unknown> = { key, id, spec };
+    for (const [i, f] of this.fields.entries()) {
+      const v = value[3 + i];
+      task[f] =
+        f === "revision" || f === "movedAt"
+          ? BigInt(v)
+          : f === "logicalDate" || f === "nextRunDate" || (f === "prevIntervalStart" && v !== null)
+            ? this.instant(v)
+            : v;
+    }
+    if (rest !== undefined) Object.assign(task, rest);
+    this.tasks.set(id, task as unknown as TaskState);
+  }
+}
 
 /** Records are joined into pieces of about this many characters before they are written. */
 const PIECE_CHARS = 1 << 20;
@@ -90,27 +321,38 @@ const PIECE_CHARS = 1 << 20;
  */
 export function snapshotPieces(body: SnapshotFile, pieceChars = PIECE_CHARS): string[] {
   const { snapshot, headHash } = body;
-  const header: Record<string, unknown> = { ...snapshot, headHash, lines: LINES_FORMAT, counts: {} };
   const counts: Record<string, number> = {};
-  for (const list of SNAPSHOT_LISTS) {
-    delete header[list];
-    counts[list] = snapshot[list].length;
-  }
-  header.counts = counts;
+  for (const list of SNAPSHOT_LISTS) counts[list] = snapshot[list].length;
+  // The tasks first, so that the table of their declarations is known for the header.
+  const tasks = new TaskLines();
+  const taskLines = snapshot.tasks.map((t) => tasks.line(t));
+  const header: Record<string, unknown> = {
+    ...snapshot,
+    headHash,
+    lines: LINES_FORMAT,
+    taskFields: TASK_FIELDS,
+    specs: tasks.specs.length,
+    counts,
+  };
+  for (const list of SNAPSHOT_LISTS) delete header[list];
   const pieces: string[] = [];
   let lines: string[] = [JSON.stringify(header)];
   let chars = 0;
-  for (const list of SNAPSHOT_LISTS)
-    for (const record of snapshot[list]) {
-      const line = JSON.stringify(record);
-      lines.push(line);
-      chars += line.length + 1;
-      if (chars >= pieceChars) {
-        pieces.push(`${lines.join("\n")}\n`);
-        lines = [];
-        chars = 0;
-      }
+  const add = (line: string) => {
+    lines.push(line);
+    chars += line.length + 1;
+    if (chars >= pieceChars) {
+      pieces.push(`${lines.join("\n")}\n`);
+      lines = [];
+      chars = 0;
     }
+  };
+  for (const spec of tasks.specs) add(spec);
+  for (const line of taskLines) add(line);
+  for (const list of SNAPSHOT_LISTS) {
+    if (list === "tasks") continue;
+    for (const record of snapshot[list]) add(JSON.stringify(record));
+  }
   if (lines.length > 0) pieces.push(`${lines.join("\n")}\n`);
   return pieces;
 }
@@ -150,7 +392,7 @@ export async function* linesOf(path: string, chunkChars = 1 << 20): AsyncGenerat
  * snapshots were written before). A file cut short, or with lines over or under its counts, is
  * refused with the reason.
  */
-async function parseSnapshotFile(path: string): Promise<SnapshotFile> {
+async function parseSnapshotFile(path: string): Promise<ReadSnapshotFile> {
   const lines = linesOf(path);
   try {
     return await parseSnapshotLines(lines);
@@ -160,33 +402,50 @@ async function parseSnapshotFile(path: string): Promise<SnapshotFile> {
   }
 }
 
-async function parseSnapshotLines(lines: AsyncGenerator<string>): Promise<SnapshotFile> {
+async function parseSnapshotLines(lines: AsyncGenerator<string>): Promise<ReadSnapshotFile> {
   const first = await lines.next();
   if (first.done) throw new Error("the file is empty");
   const header = JSON.parse(first.value) as Record<string, unknown>;
-  if (header.lines !== LINES_FORMAT) {
+  if (header.lines !== LINES_FORMAT && header.lines !== WHOLE_LINES_FORMAT) {
     // One JSON document: the whole snapshot on its only line.
     if ((await lines.next()).done !== true) throw new Error("text after the snapshot's document");
     return header as unknown as SnapshotFile;
   }
   const counts = header.counts as Record<SnapshotList, number>;
   const snapshot: Record<string, unknown> = { ...header };
-  delete snapshot.lines;
-  delete snapshot.counts;
-  delete snapshot.headHash;
+  for (const name of ["lines", "counts", "headHash", "taskFields", "specs"]) delete snapshot[name];
+  const count = (n: unknown, what: string): number => {
+    if (!Number.isInteger(n) || (n as number) < 0) throw new Error(`the header has no count of ${what}`);
+    return n as number;
+  };
+  const specs: Record<string, unknown>[] = [];
+  let fields: readonly string[] = TASK_FIELDS;
+  if (header.lines === LINES_FORMAT) {
+    const n = count(header.specs, "declarations");
+    if (!Array.isArray(header.taskFields) || !header.taskFields.every((f) => typeof f === "string"))
+      throw new Error("the header does not name the tasks' fields");
+    fields = header.taskFields as string[];
+    for (let i = 0; i < n; i++) {
+      const line = await lines.next();
+      if (line.done) throw new Error(`the file ends after ${i} of its ${n} declarations`);
+      specs.push(JSON.parse(line.value));
+    }
+  }
+  const tasks = new TaskReader(specs, fields);
   for (const list of SNAPSHOT_LISTS) {
-    const n = counts?.[list];
-    if (!Number.isInteger(n) || n < 0) throw new Error(`the header has no count of ${list}`);
+    const n = count(counts?.[list], list);
     const records: unknown[] = [];
     for (let i = 0; i < n; i++) {
       const line = await lines.next();
       if (line.done) throw new Error(`the file ends after ${i} of its ${n} ${list}`);
-      records.push(JSON.parse(line.value));
+      if (list === "tasks") tasks.read(line.value);
+      else records.push(JSON.parse(line.value));
     }
-    snapshot[list] = records;
+    snapshot[list] = list === "tasks" ? tasks.tasks : records;
   }
+  snapshot.children = tasks.children;
   if ((await lines.next()).done !== true) throw new Error("lines after the last record the header counts");
-  return { snapshot: snapshot as unknown as ProjectionSnapshot, headHash: header.headHash as string | null };
+  return { snapshot: snapshot as unknown as RestoredSnapshot, headHash: header.headHash as string | null };
 }
 
 export interface LoadedProjection {

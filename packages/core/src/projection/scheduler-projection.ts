@@ -40,7 +40,7 @@ export const CACHE_KEYS_PER_TASK = 1000;
  * A pure fold: the same events in the same order give the same state.
  */
 export class SchedulerProjection {
-  readonly tasks = new Map<string, TaskState>();
+  readonly tasks: Map<string, TaskState>;
   readonly instances = new Map<string, InstanceState>();
   readonly connections = new Map<string, ConnectionSpec>();
   /** connection -> revision of its stream (the expected revision of the next slot taken). */
@@ -55,11 +55,21 @@ export class SchedulerProjection {
   /** Alerts being delivered, and the most recent done ones (insertion order: oldest first). */
   readonly alerts = new Map<string, AlertState>();
   /** parent task id -> ids of tasks that name it as a parent. */
-  readonly children = new Map<string, Set<string>>();
+  readonly children: Map<string, Set<string>>;
   /** Position of the last event applied (-1n: none). */
   position = -1n;
   /** Events applied since the projection was created or restored. */
   applied = 0;
+
+  /**
+   * `restored`: the tasks to start from, restored from a snapshot, and the index of their
+   * parents if the reader built it (else it is built here). The maps are taken as they are.
+   */
+  constructor(restored?: Pick<RestoredSnapshot, "tasks" | "children">) {
+    this.tasks = restored?.tasks ?? new Map();
+    this.children = restored?.children ?? new Map();
+    if (restored && !restored.children) for (const t of this.tasks.values()) this.indexParents(undefined, t);
+  }
 
   apply(e: LoggedEvent): Touched {
     if (e.position <= this.position) return {};
@@ -306,26 +316,27 @@ export class SchedulerProjection {
     };
   }
 
-  static fromSnapshot(s: ProjectionSnapshot): SchedulerProjection {
+  /**
+   * The projection a snapshot holds. Its tasks are either the snapshot's records, or a map of
+   * task states a reader of the snapshot has already restored (see `taskFromSnapshot`), taken
+   * as it is: a million tasks are then built once, not twice.
+   */
+  static fromSnapshot(s: ProjectionSnapshot | RestoredSnapshot): SchedulerProjection {
     if (s.format !== SNAPSHOT_FORMAT)
       throw new Error(`snapshot format ${String(s.format)} is not ${SNAPSHOT_FORMAT}`);
-    const p = new SchedulerProjection();
-    p.position = BigInt(s.position);
-    for (const t of s.tasks) {
-      // Read from one JSON text, the id is a flat string already; the key and the instants
-      // are shared as `compact` shares them (the declaration is kept as it was read).
-      const task: TaskState = {
-        ...t,
-        key: sameKey(t.spec.key, t.key) ? t.spec.key : t.key,
-        logicalDate: p.instant(t.logicalDate),
-        nextRunDate: p.instant(t.nextRunDate),
-        prevIntervalStart: t.prevIntervalStart === null ? null : p.instant(t.prevIntervalStart),
-        revision: BigInt(t.revision),
-        movedAt: BigInt(t.movedAt),
-      };
-      p.tasks.set(task.id, task);
-      p.indexParents(undefined, task);
+    let p: SchedulerProjection;
+    if (s.tasks instanceof Map)
+      p = new SchedulerProjection({ tasks: s.tasks, children: (s as RestoredSnapshot).children });
+    else {
+      p = new SchedulerProjection();
+      const instant = (text: string) => p.instant(text);
+      for (const t of s.tasks) {
+        const task = taskFromSnapshot(t, instant);
+        p.tasks.set(task.id, task);
+        p.indexParents(undefined, task);
+      }
     }
+    p.position = BigInt(s.position);
     for (const i of s.instances) {
       p.instances.set(i.stream, { ...i, revision: BigInt(i.revision), dispatchedAt: BigInt(i.dispatchedAt) });
     }
@@ -345,10 +356,37 @@ export const SNAPSHOT_FORMAT = 7;
 
 type Stringly<T, K extends keyof T> = Omit<T, K> & { [P in K]: string };
 
+/** A task as a snapshot holds it. */
+export type SnapshotTask = Stringly<TaskState, "revision" | "movedAt">;
+
+/** A snapshot whose tasks a reader has restored already, by id, in the projection's order. */
+export type RestoredSnapshot = Omit<ProjectionSnapshot, "tasks"> & {
+  readonly tasks: Map<string, TaskState>;
+  /** parent task id -> ids of the tasks that name it, if the reader built it. */
+  readonly children?: Map<string, Set<string>>;
+};
+
+/**
+ * A task state from its snapshot record. Read from one JSON text, the id is a flat string
+ * already; the key is shared with its declaration's and the instants through `instant` (one
+ * string for each value), as the fold's `compact` shares them.
+ */
+export function taskFromSnapshot(t: SnapshotTask, instant: (text: string) => string): TaskState {
+  return {
+    ...t,
+    key: sameKey(t.spec.key, t.key) ? t.spec.key : t.key,
+    logicalDate: instant(t.logicalDate),
+    nextRunDate: instant(t.nextRunDate),
+    prevIntervalStart: t.prevIntervalStart === null ? null : instant(t.prevIntervalStart),
+    revision: BigInt(t.revision),
+    movedAt: BigInt(t.movedAt),
+  };
+}
+
 export interface ProjectionSnapshot {
   readonly format: number;
   readonly position: string;
-  readonly tasks: ReadonlyArray<Stringly<TaskState, "revision" | "movedAt">>;
+  readonly tasks: ReadonlyArray<SnapshotTask>;
   readonly instances: ReadonlyArray<Stringly<InstanceState, "revision" | "dispatchedAt">>;
   readonly connections: readonly ConnectionSpec[];
   readonly connectionRevisions: ReadonlyArray<readonly [string, string]>;
