@@ -240,6 +240,44 @@ describe("the checkpoint file", () => {
   });
 });
 
+describe("the projection's memory", () => {
+  it("holds once what tasks declared alike hold alike, and a parent's key once", async () => {
+    const folded = await checkpointed();
+    const t = (n: number, p: number) => folded.tasks.get(`p${p}/acme/t${n}/ALL`);
+    const [t0, t1, t4, t5] = [t(0, 0), t(1, 1), t(4, 0), t(5, 1)];
+    expect(t5?.spec.parents[0]).toBe(t4?.key);
+    expect(t5?.spec.retry).toBe(t4?.spec.retry);
+    expect(t5?.spec.operator).toBe(t0?.spec.operator);
+    expect(t5?.spec.config).toBe(t1?.spec.config);
+    expect(t0?.spec.parents).toBe(t1?.spec.parents);
+    // A task declared again with a policy of its own holds its own; the others keep theirs.
+    const changed = {
+      tasks: [
+        {
+          project: "p1",
+          account: "acme",
+          name: "t5",
+          cron: "0 * * * *",
+          startDate: "2026-11-30T00:00:00Z",
+          operator: { type: "noop" },
+          parents: ["p0/acme/t4"],
+          retry: { maxAttempts: 4 },
+        },
+      ],
+    };
+    await declare(log, folded, [{ filename: "again.json", document: changed }], Date.now());
+    await catchUp(log, folded);
+    expect(t(5, 1)?.spec.retry.maxAttempts).toBe(4);
+    expect(t(4, 0)?.spec.retry.maxAttempts).toBe(1);
+    expect(t(5, 1)?.spec.retry).not.toBe(t(4, 0)?.spec.retry);
+    expect(t(5, 1)?.spec.parents[0]).toBe(t(4, 0)?.key);
+    // What the fold holds is the declared value, as a fold from the log's start gives it.
+    const fresh = new SchedulerProjection();
+    await catchUp(log, fresh);
+    expect(JSON.stringify(fresh.toSnapshot())).toBe(JSON.stringify(folded.toSnapshot()));
+  });
+});
+
 describe("the checkpoint's pieces and lines", () => {
   it("writes whole lines in pieces of the size asked, the same text as one piece", async () => {
     const written = await checkpointed();

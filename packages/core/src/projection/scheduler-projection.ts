@@ -3,7 +3,7 @@ import type { DomainEvent } from "../events/catalog.js";
 import { evolveInstance, type InstanceState, isTerminal } from "../instance/state.js";
 import { formatTaskKey, type TaskKey } from "../keys.js";
 import { evolveRun, type RunState, withOutcome } from "../run/state.js";
-import type { ConnectionSpec, WorkflowSpec } from "../spec.js";
+import type { ConnectionSpec, TaskSpec, WorkflowSpec } from "../spec.js";
 import { instanceStream, streamCategory } from "../streams.js";
 import { evolveTask, type TaskState } from "../task/state.js";
 
@@ -273,12 +273,7 @@ export class SchedulerProjection {
       id = flat(id);
     }
     // A declaration read afresh (declared or changed; other events keep the state's spec).
-    if (spec !== before?.spec)
-      spec = {
-        ...spec,
-        key: sameKey(spec.key, key) ? key : spec.key,
-        startDate: this.instant(spec.startDate),
-      };
+    if (spec !== before?.spec) spec = this.shareSpec(spec, key);
     return {
       ...task,
       key,
@@ -288,6 +283,42 @@ export class SchedulerProjection {
       nextRunDate: this.instant(task.nextRunDate),
       prevIntervalStart: task.prevIntervalStart === null ? null : this.instant(task.prevIntervalStart),
     };
+  }
+
+  /** Parts of declarations many tasks hold alike, one object for each value (see `shareSpec`). */
+  private readonly parts = new Map<string, unknown[]>();
+
+  /**
+   * The declaration, holding less: its key is the task's, a parent's key is that task's own,
+   * and the parts that tasks declared alike hold alike (the operator, the retry policy, the
+   * config, the alert sinks) are one object for each value. A declaration's parts are never
+   * changed (a change declares a new spec), so sharing them keeps the same value.
+   */
+  private shareSpec(spec: TaskSpec, key: TaskKey): TaskSpec {
+    const parents =
+      spec.parents.length === 0
+        ? NO_PARENTS
+        : spec.parents.map((p) => {
+            // Not `formatTaskKey`, which would remember the text for this copy of the key.
+            const held = this.tasks.get(`${p.project}/${p.account}/${p.name}/${p.partition}`)?.key;
+            return held && sameKey(held, p) ? held : p;
+          });
+    const shared: Record<string, unknown> = {
+      ...spec,
+      key: sameKey(spec.key, key) ? key : spec.key,
+      startDate: this.instant(spec.startDate),
+      parents,
+    };
+    // The parts together, as one text: one look-up for all of them.
+    const values = SHARED_PARTS.map((part) => shared[part]);
+    const text = JSON.stringify(values);
+    const known = this.parts.get(text);
+    if (known === undefined) {
+      // Bounded as the instants are: a table of the values in use, started again when full.
+      if (this.parts.size >= 4096) this.parts.clear();
+      this.parts.set(text, values);
+    } else for (const [i, part] of SHARED_PARTS.entries()) if (part in shared) shared[part] = known[i];
+    return shared as TaskSpec;
   }
 
   // ---- snapshots ----------------------------------------------------------------------------
@@ -396,6 +427,12 @@ export interface ProjectionSnapshot {
   readonly alerts: ReadonlyArray<Stringly<AlertState, "revision">>;
   readonly cacheKeys: ReadonlyArray<readonly [string, readonly string[]]>;
 }
+
+/** The parents of every task that has none: one list, never changed. */
+const NO_PARENTS = Object.freeze([]) as readonly TaskKey[] as TaskKey[];
+
+/** The parts of a declaration that tasks declared alike hold alike. */
+const SHARED_PARTS = ["operator", "retry", "config", "alerts"] as const;
 
 function sameKey(a: TaskKey, b: TaskKey): boolean {
   return (
