@@ -82,10 +82,19 @@ describe("the checkpoint file", () => {
     const records = Object.values(header.counts as Record<string, number>).reduce((a, b) => a + b, 0);
     // The tasks are declared alike: their declaration's shared parts are written once.
     expect(header.specs).toBe(1);
-    expect(lines.length).toBe(1 + header.specs + records + 1);
-    // A task is a short array naming that declaration, its parents by id.
-    const task = JSON.parse(lines[1 + header.specs + 5] as string);
+    // And the instants they hold, a table of the few values.
+    expect(header.instants).toBeGreaterThan(0);
+    expect(header.instants).toBeLessThan(5);
+    expect(lines.length).toBe(1 + header.specs + header.instants + records + 1);
+    // A task is a short array naming that declaration, its parents by id, its instants by place.
+    const task = JSON.parse(lines[1 + header.specs + header.instants + 5] as string);
     expect(task.slice(0, 3)).toEqual(["p1/acme/t5/ALL", 0, ["p0/acme/t4/ALL"]]);
+    const instants = lines
+      .slice(1 + header.specs, 1 + header.specs + header.instants)
+      .map((l) => JSON.parse(l));
+    const t5 = written.tasks.get("p1/acme/t5/ALL");
+    expect(instants[task[4]]).toBe(t5?.logicalDate);
+    expect(instants[task[6]]).toBe(t5?.nextRunDate);
 
     const loaded = await loadProjection(log, dir);
     expect(loaded.discarded).toBeNull();
@@ -132,7 +141,8 @@ describe("the checkpoint file", () => {
     const lines = readFileSync(snapshotPath(), "utf8").split("\n");
     const header = JSON.parse(lines[0] as string);
     expect(header.specs).toBe(2);
-    const taskLines = lines.slice(1 + header.specs, 1 + header.specs + header.counts.tasks);
+    const first = 1 + header.specs + header.instants;
+    const taskLines = lines.slice(first, first + header.counts.tasks);
     expect(taskLines.filter((l) => l.startsWith("{"))).toHaveLength(1);
     const paused = taskLines.map((l) => JSON.parse(l)).find((t) => t[0] === "p2/acme/t6/ALL");
     expect(paused.at(-1)).toEqual({ pausedReason: "held" });
@@ -208,7 +218,9 @@ describe("the checkpoint file", () => {
 
     writeFileSync(snapshotPath(), `${lines.slice(0, 10).join("\n")}\n`);
     const cut = await loadProjection(log, dir);
-    expect(cut.discarded).toBe(`unreadable snapshot: the file ends after 8 of its ${TASKS} tasks`);
+    const header = JSON.parse(lines[0] as string);
+    const kept = 10 - 1 - header.specs - header.instants;
+    expect(cut.discarded).toBe(`unreadable snapshot: the file ends after ${kept} of its ${TASKS} tasks`);
     expect(cut.snapshotPosition).toBe(-1n);
     expect(cut.replayed).toBe(Number(written.position) + 1);
     expect(cut.projection.toSnapshot()).toEqual(written.toSnapshot());
@@ -284,7 +296,7 @@ describe("the checkpoint's pieces and lines", () => {
     const body = { snapshot: written.toSnapshot(), headHash: "h" };
     const whole = snapshotPieces(body);
     expect(whole).toHaveLength(1);
-    const pieces = snapshotPieces(body, 200);
+    const pieces = snapshotPieces(body, 100);
     expect(pieces.length).toBeGreaterThan(TASKS / 2);
     for (const p of pieces) expect(p.endsWith("\n")).toBe(true);
     expect(pieces.join("")).toBe(whole[0]);
