@@ -194,7 +194,7 @@ class TaskLines {
       const value = t[f];
       if (INSTANT_FIELDS.has(f)) {
         if (typeof value === "string") record.push(this.instant(value));
-        else if (value === null) record.push(null);
+        else if (value === null && f === "prevIntervalStart") record.push(null);
         else return null;
       } else record.push(f === "revision" || f === "movedAt" ? counter(value as string) : value);
     }
@@ -215,6 +215,10 @@ class TaskLines {
 function counter(digits: string): number | string {
   const n = Number(digits);
   return Number.isSafeInteger(n) && String(n) === digits ? n : digits;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** The parents of every task that has none: one list, never changed. */
@@ -265,7 +269,7 @@ class TaskReader {
 
   /** A parent's key: its task's, if read already. */
   private parent(id: string): TaskKey {
-    let key = this.tasks.get(id)?.key ?? this.early.get(id);
+    let key = this.early.get(id) ?? this.tasks.get(id)?.key;
     if (key === undefined) {
       key = this.keyOf(id);
       this.early.set(id, key);
@@ -283,7 +287,9 @@ class TaskReader {
 
   /** The key an id written by `keyText` names. */
   private keyOf(id: string): TaskKey {
-    const [project, account, name, partition] = id.split("/") as [string, string, string, string];
+    const parts = id.split("/");
+    if (parts.length !== KEY_FIELDS.length) throw new Error(`"${id}" is not a task id`);
+    const [project, account, name, partition] = parts as [string, string, string, string];
     return {
       project: this.keyPart(project),
       account: this.keyPart(account),
@@ -302,7 +308,7 @@ class TaskReader {
 
   /** The instant at a place in the file's table. */
   private at(place: unknown): string {
-    const text = this.instants[place as number];
+    const text = Number.isInteger(place) ? this.instants[place as number] : undefined;
     if (text === undefined)
       throw new Error(`a task record names instant ${String(place)}, which the file does not hold`);
     return text;
@@ -313,13 +319,25 @@ class TaskReader {
     if (!Array.isArray(value)) {
       const task = taskFromSnapshot(value as SnapshotTask, this.instant);
       this.tasks.set(task.id, task);
+      // A key that is not what its id says is not lent to the tasks that name the id.
+      if (keyText(task.key) !== task.id && task.id.split("/").length === 4 && !this.early.has(task.id))
+        this.early.set(task.id, this.keyOf(task.id));
       for (const p of task.spec.parents) this.child(formatTaskKey(p), task.id);
       return;
     }
     const [id, at, parents] = value as [string, number, string[]];
-    const shared = this.specs[at];
+    const shared = Number.isInteger(at) ? this.specs[at] : undefined;
     if (typeof id !== "string" || shared === undefined || !Array.isArray(parents))
       throw new Error(`a task record names declaration ${String(at)}, which the file does not hold`);
+    const length = 3 + this.fields.length;
+    const extras = value[length];
+    if (
+      value.length < length ||
+      value.length > length + 1 ||
+      (value.length === length + 1 && !isPlainObject(extras)) ||
+      parents.some((p) => typeof p !== "string")
+    )
+      throw new Error(`the task record of ${id} is not one this version writes`);
     const key = this.own(id);
     const spec = { ...shared };
     spec.key = key;
@@ -480,10 +498,14 @@ async function parseSnapshotLines(lines: AsyncGenerator<string>): Promise<ReadSn
     if (!Array.isArray(header.taskFields) || !header.taskFields.every((f) => typeof f === "string"))
       throw new Error("the header does not name the tasks' fields");
     fields = header.taskFields as string[];
+    if (fields.length !== TASK_FIELDS.length || fields.some((f, i) => f !== TASK_FIELDS[i]))
+      throw new Error(`the tasks' fields (${fields.join(", ")}) are not the ones this version reads`);
     for (let i = 0; i < n; i++) {
       const line = await lines.next();
       if (line.done) throw new Error(`the file ends after ${i} of its ${n} declarations`);
-      specs.push(JSON.parse(line.value));
+      const spec = JSON.parse(line.value) as unknown;
+      if (!isPlainObject(spec)) throw new Error(`declaration ${i} is not an object`);
+      specs.push(spec);
     }
     const m = count(header.instants, "instants");
     for (let i = 0; i < m; i++) {

@@ -238,6 +238,41 @@ describe("the checkpoint file", () => {
     expect(torn.projection.toSnapshot()).toEqual(written.toSnapshot());
   });
 
+  it("is refused when a task record or the header's tables are not what this version writes", async () => {
+    const written = await checkpointed();
+    const lines = readFileSync(snapshotPath(), "utf8").split("\n");
+    const header = JSON.parse(lines[0] as string);
+    const at = 1 + header.specs + header.instants;
+    const record = JSON.parse(lines[at] as string);
+    const variants: Array<[string, (l: string[]) => void]> = [
+      [
+        "a declaration's place past the table",
+        (l) => (l[at] = JSON.stringify([record[0], 7, ...record.slice(2)])),
+      ],
+      [
+        "an instant's place that is not a number",
+        (l) => (l[at] = JSON.stringify([...record.slice(0, 4), "length", ...record.slice(5)])),
+      ],
+      ["extras that are not an object", (l) => (l[at] = JSON.stringify([...record, "ab"]))],
+      ["a field too few", (l) => (l[at] = JSON.stringify(record.slice(0, -1)))],
+      [
+        "a parent that is not a task id",
+        (l) => (l[at] = JSON.stringify([record[0], record[1], ["nope"], ...record.slice(3)])),
+      ],
+      ["other fields", (l) => (l[0] = JSON.stringify({ ...header, taskFields: ["status"] }))],
+      ["a declaration that is not an object", (l) => (l[1] = '"x"')],
+    ];
+    for (const [what, change] of variants) {
+      const copy = [...lines];
+      change(copy);
+      writeFileSync(snapshotPath(), copy.join("\n"));
+      const loaded = await loadProjection(log, dir);
+      expect(loaded.discarded, what).toMatch(/^unreadable snapshot: /);
+      expect(loaded.snapshotPosition, what).toBe(-1n);
+      expect(loaded.projection.toSnapshot(), what).toEqual(written.toSnapshot());
+    }
+  });
+
   it.runIf(existsSync("/proc/self/fd"))("closes a file it refuses before its end", async () => {
     await checkpointed();
     const lines = readFileSync(snapshotPath(), "utf8").split("\n");
