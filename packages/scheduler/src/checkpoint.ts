@@ -2,7 +2,10 @@ import { createReadStream, existsSync, mkdirSync, readdirSync, rmSync } from "no
 import { copyFile, link, open, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import {
+  addChild,
   formatTaskKey,
+  Interned,
+  NO_PARENTS,
   type ProjectionSnapshot,
   type RestoredSnapshot,
   SchedulerProjection,
@@ -221,9 +224,6 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** The parents of every task that has none: one list, never changed. */
-const NO_PARENTS: readonly TaskKey[] = Object.freeze([]);
-
 /**
  * Restores the tasks of a checkpoint from their records, into the map the projection takes as
  * it is. A task's key is shared with its declaration and with every task that names it as a
@@ -234,38 +234,19 @@ class TaskReader {
   readonly tasks = new Map<string, TaskState>();
   /** parent id -> the ids of the tasks that name it, as the projection indexes them. */
   readonly children = new Map<string, Set<string>>();
-  /** Whether the file's tasks have the fields this version writes, in its order. */
-  private readonly usual: boolean;
   /** Keys named as parents before their task was read (or of tasks never declared). */
   private readonly early = new Map<string, TaskKey>();
   /** For whole records: one string for each instant. */
-  private readonly held = new Map<string, string>();
-  private readonly instant = (text: string): string => {
-    const known = this.held.get(text);
-    if (known !== undefined) return known;
-    if (this.held.size >= 4096) this.held.clear();
-    this.held.set(text, text);
-    return text;
-  };
+  private readonly held = new Interned<string>();
+  private readonly instant = (text: string): string => this.held.of(text, text);
   /** Parts of keys that many tasks share: a project, an account, a partition. */
-  private readonly keyParts = new Map<string, string>();
+  private readonly keyParts = new Interned<string>();
 
+  /** The file's tables: its declarations' shared parts and its instants. */
   constructor(
     private readonly specs: readonly Record<string, unknown>[],
     private readonly instants: readonly string[],
-    private readonly fields: readonly string[],
-  ) {
-    this.usual = fields.length === TASK_FIELDS.length && TASK_FIELDS.every((f, i) => fields[i] === f);
-  }
-
-  private child(parent: string, id: string): void {
-    let set = this.children.get(parent);
-    if (set === undefined) {
-      set = new Set();
-      this.children.set(parent, set);
-    }
-    set.add(id);
-  }
+  ) {}
 
   /** A parent's key: its task's, if read already. */
   private parent(id: string): TaskKey {
@@ -299,11 +280,7 @@ class TaskReader {
   }
 
   private keyPart(text: string): string {
-    const known = this.keyParts.get(text);
-    if (known !== undefined) return known;
-    if (this.keyParts.size >= 4096) this.keyParts.clear();
-    this.keyParts.set(text, text);
-    return text;
+    return this.keyParts.of(text, text);
   }
 
   /** The instant at a place in the file's table. */
@@ -322,14 +299,14 @@ class TaskReader {
       // A key that is not what its id says is not lent to the tasks that name the id.
       if (keyText(task.key) !== task.id && task.id.split("/").length === 4 && !this.early.has(task.id))
         this.early.set(task.id, this.keyOf(task.id));
-      for (const p of task.spec.parents) this.child(formatTaskKey(p), task.id);
+      for (const p of task.spec.parents) addChild(this.children, formatTaskKey(p), task.id);
       return;
     }
     const [id, at, parents] = value as [string, number, string[]];
     const shared = Number.isInteger(at) ? this.specs[at] : undefined;
     if (typeof id !== "string" || shared === undefined || !Array.isArray(parents))
       throw new Error(`a task record names declaration ${String(at)}, which the file does not hold`);
-    const length = 3 + this.fields.length;
+    const length = 3 + TASK_FIELDS.length;
     const extras = value[length];
     if (
       value.length < length ||
@@ -342,42 +319,25 @@ class TaskReader {
     const spec = { ...shared };
     spec.key = key;
     spec.parents = parents.length === 0 ? NO_PARENTS : parents.map((p) => this.parent(p));
-    for (const p of parents) this.child(p, id);
-    const rest = value[3 + this.fields.length];
-    if (this.usual && rest === undefined) {
-      // The fields this version writes, as one literal: the same shape for every task.
-      const v = value as [string, number, string[], ...unknown[]];
-      const prev = v[5];
-      const task: TaskState = {
-        key,
-        id,
-        spec: spec as unknown as TaskSpec,
-        status: v[3] as TaskState["status"],
-        logicalDate: this.at(v[4]),
-        prevIntervalStart: prev === null ? null : this.at(prev),
-        nextRunDate: this.at(v[6]),
-        failure: v[7] as TaskState["failure"],
-        backfill: v[8] as TaskState["backfill"],
-        revision: BigInt(v[9] as number | string),
-        movedAt: BigInt(v[10] as number | string),
-      };
-      this.tasks.set(id, task);
-      return;
-    }
-    const task: Record<string, unknown> = { key, id, spec };
-    for (const [i, f] of this.fields.entries()) {
-      const v = value[3 + i];
-      task[f] =
-        f === "revision" || f === "movedAt"
-          ? BigInt(v)
-          : INSTANT_FIELDS.has(f)
-            ? v === null
-              ? null
-              : this.at(v)
-            : v;
-    }
-    if (rest !== undefined) Object.assign(task, rest);
-    this.tasks.set(id, task as unknown as TaskState);
+    for (const p of parents) addChild(this.children, p, id);
+    // The fields of TASK_FIELDS as one literal, the same shape for every task, then any others.
+    const v = value as [string, number, string[], ...unknown[]];
+    const prev = v[5];
+    const task: TaskState = {
+      key,
+      id,
+      spec: spec as unknown as TaskSpec,
+      status: v[3] as TaskState["status"],
+      logicalDate: this.at(v[4]),
+      prevIntervalStart: prev === null ? null : this.at(prev),
+      nextRunDate: this.at(v[6]),
+      failure: v[7] as TaskState["failure"],
+      backfill: v[8] as TaskState["backfill"],
+      revision: BigInt(v[9] as number | string),
+      movedAt: BigInt(v[10] as number | string),
+    };
+    if (extras !== undefined) Object.assign(task, extras);
+    this.tasks.set(id, task);
   }
 }
 
@@ -492,12 +452,11 @@ async function parseSnapshotLines(lines: AsyncGenerator<string>): Promise<ReadSn
   };
   const specs: Record<string, unknown>[] = [];
   const instants: string[] = [];
-  let fields: readonly string[] = TASK_FIELDS;
   if (header.lines === LINES_FORMAT) {
     const n = count(header.specs, "declarations");
     if (!Array.isArray(header.taskFields) || !header.taskFields.every((f) => typeof f === "string"))
       throw new Error("the header does not name the tasks' fields");
-    fields = header.taskFields as string[];
+    const fields = header.taskFields as string[];
     if (fields.length !== TASK_FIELDS.length || fields.some((f, i) => f !== TASK_FIELDS[i]))
       throw new Error(`the tasks' fields (${fields.join(", ")}) are not the ones this version reads`);
     for (let i = 0; i < n; i++) {
@@ -516,7 +475,7 @@ async function parseSnapshotLines(lines: AsyncGenerator<string>): Promise<ReadSn
       instants.push(instant);
     }
   }
-  const tasks = new TaskReader(specs, instants, fields);
+  const tasks = new TaskReader(specs, instants);
   for (const list of SNAPSHOT_LISTS) {
     const n = count(counts?.[list], list);
     const records: unknown[] = [];

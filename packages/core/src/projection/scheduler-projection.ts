@@ -229,31 +229,17 @@ export class SchedulerProjection {
 
   private indexParents(before: TaskState | undefined, after: TaskState): void {
     for (const p of before?.spec.parents ?? []) this.children.get(formatTaskKey(p))?.delete(after.id);
-    for (const p of after.spec.parents) {
-      const pid = formatTaskKey(p);
-      let set = this.children.get(pid);
-      if (!set) {
-        set = new Set();
-        this.children.set(pid, set);
-      }
-      set.add(after.id);
-    }
+    for (const p of after.spec.parents) addChild(this.children, formatTaskKey(p), after.id);
   }
 
   // ---- memory per task ------------------------------------------------------------------------
 
   /** Instants held by task states, one string for each value (see `compact`). */
-  private readonly instants = new Map<string, string>();
+  private readonly instants = new Interned<string>();
 
   /** One string for an instant many tasks hold (their logical date, next run, start date). */
   private instant(text: string): string {
-    const known = this.instants.get(text);
-    if (known !== undefined) return known;
-    // The instants in use move with the schedule: the table is started again before it grows
-    // past what a few hundred schedules' current slots need.
-    if (this.instants.size >= 4096) this.instants.clear();
-    this.instants.set(text, text);
-    return text;
+    return this.instants.of(text, text);
   }
 
   /**
@@ -286,7 +272,7 @@ export class SchedulerProjection {
   }
 
   /** Parts of declarations many tasks hold alike, one object for each value (see `shareSpec`). */
-  private readonly parts = new Map<string, unknown[]>();
+  private readonly parts = new Interned<unknown[]>();
 
   /**
    * The declaration, holding less: its key is the task's, a parent's key is that task's own,
@@ -311,13 +297,9 @@ export class SchedulerProjection {
     };
     // The parts together, as one text: one look-up for all of them.
     const values = SHARED_PARTS.map((part) => shared[part]);
-    const text = JSON.stringify(values);
-    const known = this.parts.get(text);
-    if (known === undefined) {
-      // Bounded as the instants are: a table of the values in use, started again when full.
-      if (this.parts.size >= 4096) this.parts.clear();
-      this.parts.set(text, values);
-    } else for (const [i, part] of SHARED_PARTS.entries()) if (part in shared) shared[part] = known[i];
+    const known = this.parts.of(JSON.stringify(values), values);
+    if (known !== values)
+      for (const [i, part] of SHARED_PARTS.entries()) if (part in shared) shared[part] = known[i];
     return shared as TaskSpec;
   }
 
@@ -429,7 +411,36 @@ export interface ProjectionSnapshot {
 }
 
 /** The parents of every task that has none: one list, never changed. */
-const NO_PARENTS = Object.freeze([]) as readonly TaskKey[] as TaskKey[];
+export const NO_PARENTS = Object.freeze([]) as readonly TaskKey[] as TaskKey[];
+
+/** Adds `id` to the tasks that name `parent` in an index of children. */
+export function addChild(children: Map<string, Set<string>>, parent: string, id: string): void {
+  let set = children.get(parent);
+  if (set === undefined) {
+    set = new Set();
+    children.set(parent, set);
+  }
+  set.add(id);
+}
+
+/**
+ * A bounded table of values many states hold alike, by a text that names each: `of` gives the
+ * value held for the text, or keeps and gives the one passed. The values in use move with the
+ * schedule and the declarations: the table is started again before it grows past `max`.
+ */
+export class Interned<V> {
+  private readonly table = new Map<string, V>();
+
+  constructor(private readonly max = 4096) {}
+
+  of(text: string, value: V): V {
+    const known = this.table.get(text);
+    if (known !== undefined) return known;
+    if (this.table.size >= this.max) this.table.clear();
+    this.table.set(text, value);
+    return value;
+  }
+}
 
 /** The parts of a declaration that tasks declared alike hold alike. */
 const SHARED_PARTS = ["operator", "retry", "config", "alerts"] as const;
