@@ -35,39 +35,25 @@ function tamper(dir: string, fn: (db: Database.Database) => void): void {
   db.close();
 }
 
-/** Rewrites every hash from `from` on, as a tamperer who knows the hash function would. */
-function rechain(db: Database.Database, from: number): void {
-  const rows = db
-    .prepare(
-      `SELECT e.position, s.name, e.revision, e.type, e.version, e.data, e.event_id, e.actor,
-        e.causation_id, e.correlation_id, e.recorded_at, e.prev_hash, e.hash
-        FROM events e JOIN streams s ON s.sid = e.sid WHERE e.position >= ? - 1 ORDER BY e.position`,
-    )
-    .all(from) as Array<Record<string, unknown>>;
-  let prev = (rows[0] as { hash: Buffer }).hash.toString("hex");
-  const update = db.prepare("UPDATE events SET prev_hash = ?, hash = ? WHERE position = ?");
-  for (const r of rows.slice(1)) {
-    const e: StoredEvent = {
-      streamId: r.name as string,
-      revision: BigInt(r.revision as number),
-      position: BigInt(r.position as number),
-      type: r.type as string,
-      dataJson: r.data as string,
-      metadata: {
-        eventId: r.event_id as string,
-        actor: r.actor as string,
-        causationId: r.causation_id as string | null,
-        correlationId: r.correlation_id as string | null,
-        schemaVersion: Number(r.version),
-        recordedAt: r.recorded_at as string,
-        prevHash: prev,
-        hash: "",
-      },
-    };
-    const hash = hashStored(prev, e);
-    update.run(Buffer.from(prev, "hex"), Buffer.from(hash, "hex"), r.position);
+/**
+ * Rewrites every hash from `from` on, as a tamperer who knows the hash function would: the
+ * events read back as the log reads them, each hash recomputed from the one before.
+ */
+async function rechain(dir: string, from: number): Promise<void> {
+  const log = openSqliteLog({ path: join(dir, "log.db"), readonly: true, watchOtherProcesses: false });
+  const events = await log.readAllStored({ fromPosition: BigInt(from - 1), maxCount: 1_000_000 });
+  await log.close();
+  let prev = (events[0] as StoredEvent).metadata.hash;
+  const hashes: Array<[bigint, string]> = [];
+  for (const e of events.slice(1)) {
+    const hash = hashStored(prev, { ...e, metadata: { ...e.metadata, prevHash: prev } });
+    hashes.push([e.position, hash]);
     prev = hash;
   }
+  tamper(dir, (db) => {
+    const update = db.prepare("UPDATE events SET hash = ? WHERE position = ?");
+    for (const [position, hash] of hashes) update.run(Buffer.from(hash, "hex"), position);
+  });
 }
 
 function verifyJson(dir: string, args: string[] = []) {
@@ -139,7 +125,7 @@ describe("log verify --expect and --anchors", () => {
       position: "30",
       reason: "the event's content does not match its hash",
     });
-    tamper(dir, (db) => rechain(db, 30));
+    await rechain(dir, 30);
     expect(verifyJson(dir).code).toBe(0);
     const r = chronolog(dir, ["log", "verify", "--anchors", anchors]);
     expect(r.code).toBe(5);
@@ -163,12 +149,12 @@ describe("log verify --expect and --anchors", () => {
       const sid = db.prepare("INSERT INTO streams(name) VALUES ('note-forged')").run().lastInsertRowid;
       db.prepare(
         `INSERT INTO events(position, sid, revision, type, version, data, event_id, actor, causation_id,
-          correlation_id, recorded_at, prev_hash, hash)
-         SELECT 40, ?, 0, type, version, '{"text":"forged"}', 'forged', actor, NULL, NULL, recorded_at, prev_hash, hash
+          correlation_id, recorded_at, hash)
+         SELECT 40, ?, 0, type, version, '{"text":"forged"}', 'forged', actor, NULL, NULL, recorded_at, hash
          FROM events WHERE position = 39`,
       ).run(sid);
-      rechain(db, 40);
     });
+    await rechain(dir, 40);
     const plain = chronolog(dir, ["log", "verify"]);
     expect(plain.code).toBe(0);
     expect(plain.stdout).toContain("ok: 81 events verified, head at position 80");

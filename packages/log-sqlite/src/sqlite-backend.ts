@@ -19,7 +19,10 @@ import {
   WrongExpectedRevisionError,
 } from "@chronolog/log";
 import Database from "better-sqlite3";
-import { LAYOUT_VERSION, SCHEMA, SET_FIRST_POSITION } from "./schema.js";
+import type { EventRows } from "./rows.js";
+import { RowsV1 } from "./rows-v1.js";
+import { RowsV2 } from "./rows-v2.js";
+import { LATEST_LAYOUT, LAYOUT_VERSIONS, type LayoutVersion, SCHEMAS, SET_FIRST_POSITION } from "./schema.js";
 
 export interface SqliteLogOptions {
   /** The log file. Its directory is created if missing. */
@@ -48,6 +51,12 @@ export interface SqliteLogOptions {
   readonly recentEvents?: number;
   /** Watch the file for commits by other processes (for subscriptions). Default true. */
   readonly watchOtherProcesses?: boolean;
+  /**
+   * The layout a new file is made in (default: the latest, 2). A file that exists keeps the
+   * layout it was made in. Layout 1 is what Chronolog wrote before layout 2 existed, for a file
+   * that older versions must still read.
+   */
+  readonly layout?: LayoutVersion;
   /** The time each commit records as its events' `recordedAt`. Default: the real time. */
   readonly clock?: () => Date;
 }
@@ -71,46 +80,6 @@ interface PendingAppend {
   readonly events: number;
   readonly resolve: (r: AppendResult[]) => void;
   readonly reject: (e: unknown) => void;
-}
-
-interface EventRow {
-  position: bigint;
-  name: string;
-  revision: bigint;
-  type: string;
-  version: bigint;
-  data: string;
-  event_id: string;
-  actor: string;
-  causation_id: string | null;
-  correlation_id: string | null;
-  recorded_at: string;
-  prev_hash: Buffer;
-  hash: Buffer;
-}
-
-const SELECT_EVENT = `SELECT e.position, s.name, e.revision, e.type, e.version, e.data, e.event_id, e.actor,
-  e.causation_id, e.correlation_id, e.recorded_at, e.prev_hash, e.hash
-  FROM events e JOIN streams s ON s.sid = e.sid`;
-
-function toStored(row: EventRow): StoredEvent {
-  return {
-    streamId: row.name,
-    revision: row.revision,
-    position: row.position,
-    type: row.type,
-    dataJson: row.data,
-    metadata: {
-      eventId: row.event_id,
-      actor: row.actor,
-      causationId: row.causation_id,
-      correlationId: row.correlation_id,
-      schemaVersion: Number(row.version),
-      recordedAt: row.recorded_at,
-      prevHash: row.prev_hash.toString("hex"),
-      hash: row.hash.toString("hex"),
-    },
-  };
 }
 
 /**
@@ -166,6 +135,8 @@ export class SqliteBackend implements LogBackend {
   private walIdle: NodeJS.Timeout | null = null;
   private readonly maxBatchEvents: number;
   private readonly stmts: ReturnType<SqliteBackend["prepareStatements"]>;
+  /** How this file's layout stores events and streams. */
+  private readonly rows: EventRows;
   private readonly writeBatch: Database.Transaction<
     (batch: PendingAppend[]) => Array<AppendResult[] | Error>
   >;
@@ -188,6 +159,15 @@ export class SqliteBackend implements LogBackend {
     // would only repeat what the transaction already guarantees.
     this.db.pragma("foreign_keys = OFF");
     this.db.pragma("mmap_size = 268435456");
+    const layout = this.layoutOf();
+    if (layout === null) {
+      const value = this.layoutValue();
+      this.db.close();
+      throw new UnsupportedLogLayoutError(
+        options.path,
+        `log layout version ${String(value)} is not supported`,
+      );
+    }
     if (!options.readonly) {
       // Pages of 8 KiB, measured here on a million events over 1,000 streams: about 1.3x
       // faster than 4 KiB, and 5% faster than 16 KiB, whose commits write twice the bytes for
@@ -199,29 +179,50 @@ export class SqliteBackend implements LogBackend {
       this.db.pragma(`wal_autocheckpoint = ${options.walAutocheckpointPages ?? 16_384}`);
       // A WAL that was reset is also cut back to this size (it is otherwise kept at its largest).
       this.db.pragma(`journal_size_limit = ${options.walLimitBytes ?? WAL_LIMIT_BYTES}`);
-      this.db.exec(SCHEMA);
+      this.db.exec(SCHEMAS[layout]);
       this.db
         .prepare("INSERT INTO meta(key, value) VALUES ('layout_version', ?) ON CONFLICT(key) DO NOTHING")
-        .run(String(LAYOUT_VERSION));
-      const layout = this.db.prepare("SELECT value FROM meta WHERE key = 'layout_version'").pluck().get();
-      if (layout !== String(LAYOUT_VERSION)) {
-        this.db.close();
-        throw new UnsupportedLogLayoutError(
-          options.path,
-          `log layout version ${String(layout)} is not supported`,
-        );
-      }
+        .run(String(layout));
       this.db.exec(SET_FIRST_POSITION);
     }
     try {
       this.firstPosition = this.readFirstPosition();
+      this.rows = layout === 1 ? new RowsV1(this.db) : new RowsV2(this.db);
     } catch (error) {
       this.db.close();
       throw error;
     }
+    this.layout = layout;
     this.stmts = this.prepareStatements();
     this.writeBatch = this.db.transaction((batch: PendingAppend[]) => this.writeBatchInTransaction(batch));
     if (options.watchOtherProcesses ?? true) this.watchFile();
+  }
+
+  /** The file's layout version (see schema.ts). */
+  readonly layout: LayoutVersion;
+
+  /**
+   * The layout the file is in: the latest for a new file, layout 1 for one written before the
+   * layout was recorded (an `events` table and no `layout_version`), null for a version this
+   * code does not know.
+   */
+  private layoutOf(): LayoutVersion | null {
+    const value = this.layoutValue();
+    if (value === undefined) return this.hasTable("events") ? 1 : (this.options.layout ?? LATEST_LAYOUT);
+    return LAYOUT_VERSIONS.find((v) => String(v) === value) ?? null;
+  }
+
+  /** The `layout_version` key of `meta`, if the file has one. */
+  private layoutValue(): unknown {
+    if (!this.hasTable("meta")) return undefined;
+    return this.db.prepare("SELECT value FROM meta WHERE key = 'layout_version'").pluck().get();
+  }
+
+  private hasTable(name: string): boolean {
+    return (
+      this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").pluck().get(name) !==
+      undefined
+    );
   }
 
   /**
@@ -229,7 +230,9 @@ export class SqliteBackend implements LogBackend {
    * opened yet (no key): one that holds events numbers them from 1, an empty one from 0.
    */
   private readFirstPosition(): bigint {
-    const value = this.db.prepare("SELECT value FROM meta WHERE key = 'first_position'").pluck().get();
+    const value = this.hasTable("meta")
+      ? this.db.prepare("SELECT value FROM meta WHERE key = 'first_position'").pluck().get()
+      : undefined;
     if (value === undefined) {
       const any = this.db.prepare("SELECT EXISTS (SELECT 1 FROM events)").pluck().get();
       return BigInt(any as bigint) === 1n ? 1n : 0n;
@@ -245,20 +248,11 @@ export class SqliteBackend implements LogBackend {
   private prepareStatements() {
     const db = this.db;
     return {
-      sidOf: db.prepare("SELECT sid FROM streams WHERE name = ?").pluck(),
-      insertStream: db.prepare("INSERT INTO streams(name) VALUES (?)"),
       revisionOf: db.prepare("SELECT max(revision) FROM events WHERE sid = ?").pluck(),
       head: db.prepare("SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"),
       headPosition: db.prepare("SELECT max(position) FROM events").pluck(),
       // Changes whenever another connection (in this process or another) commits.
       dataVersion: db.prepare("PRAGMA data_version").pluck(),
-      insertEvent:
-        db.prepare(`INSERT INTO events(position, sid, revision, type, version, data, event_id, actor,
-        causation_id, correlation_id, recorded_at, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`),
-      readStream: db.prepare(
-        `${SELECT_EVENT} WHERE e.sid = (SELECT sid FROM streams WHERE name = ?) AND e.revision >= ? ORDER BY e.revision LIMIT ?`,
-      ),
-      readAll: db.prepare(`${SELECT_EVENT} WHERE e.position >= ? ORDER BY e.position LIMIT ?`),
     };
   }
 
@@ -332,6 +326,7 @@ export class SqliteBackend implements LogBackend {
     } catch (error) {
       // The transaction rolled back: ids cached during it may name streams that were not kept.
       this.sids.clear();
+      this.rows.rolledBack();
       this.revisions.clear();
       this.knownHead = null;
       for (const p of batch) p.reject(error);
@@ -415,6 +410,7 @@ export class SqliteBackend implements LogBackend {
       prevHashBytes: head ? head.hash : Buffer.alloc(0),
     };
     const recordedAt = (this.options.clock?.() ?? new Date()).toISOString();
+    const storedAt = this.rows.commitTime(recordedAt);
     // The stored form of each event is kept only while someone in this process watches the log
     // (a subscription): it is what that reads next. Without one, keeping it costs a writer about
     // a fifth of its speed in garbage collection, for reads that rarely come.
@@ -429,7 +425,7 @@ export class SqliteBackend implements LogBackend {
       // Every expected revision of the append is checked before any of its events is written.
       const targets: Array<{ w: PreparedWrite; sid: bigint | undefined; last: bigint | null }> = [];
       for (const w of p.writes) {
-        const sid = this.sids.get(w.streamId) ?? (this.stmts.sidOf.get(w.streamId) as bigint | undefined);
+        const sid = this.sids.get(w.streamId) ?? this.rows.sidOf(w.streamId);
         const last =
           sid === undefined
             ? null
@@ -441,7 +437,9 @@ export class SqliteBackend implements LogBackend {
           return new WrongExpectedRevisionError(w.streamId, w.expected, actual);
         targets.push({ w, sid, last });
       }
-      return targets.map(({ w, sid, last }) => this.insertEvents(w, sid, last, chain, recordedAt, keep));
+      return targets.map(({ w, sid, last }) =>
+        this.insertEvents(w, sid, last, chain, recordedAt, storedAt, keep),
+      );
     });
     this.knownHead = chain.position;
     return results;
@@ -453,11 +451,13 @@ export class SqliteBackend implements LogBackend {
     last: bigint | null,
     chain: { position: bigint; prevHash: string; prevHashBytes: Buffer },
     recordedAt: string,
+    /** `recordedAt` as the layout stores it. */
+    storedAt: unknown,
     /** Whether to keep each event's stored form for readers in this process. */
     keep: boolean,
   ): AppendResult {
     let sid = knownSid;
-    if (sid === undefined) sid = this.stmts.insertStream.run(w.streamId).lastInsertRowid as bigint;
+    if (sid === undefined) sid = this.rows.insertStream(w.streamId);
     else this.sids.set(w.streamId, sid);
     let revision = last ?? -1n;
     for (const e of w.events) {
@@ -468,21 +468,15 @@ export class SqliteBackend implements LogBackend {
       const stored = keep ? storePrepared(chain.prevHash, e, at) : null;
       const hash = stored ? stored.metadata.hash : hashPrepared(chain.prevHash, e, at);
       const hashBytes = Buffer.from(hash, "hex");
-      this.stmts.insertEvent.run(
+      this.rows.insertEvent({
         position,
         sid,
         revision,
-        e.type,
-        e.schemaVersion,
-        e.dataJson,
-        e.eventId,
-        e.actor,
-        e.causationId,
-        e.correlationId,
-        recordedAt,
-        chain.prevHashBytes,
-        hashBytes,
-      );
+        event: e,
+        recordedAt: storedAt,
+        hash: hashBytes,
+        prevHash: chain.prevHashBytes,
+      });
       if (stored) this.written.push(stored);
       chain.prevHash = hash;
       chain.prevHashBytes = hashBytes;
@@ -493,7 +487,7 @@ export class SqliteBackend implements LogBackend {
 
   async readStream(streamId: string, fromRevision: bigint, maxCount: number): Promise<StoredEvent[]> {
     this.ensureOpen();
-    return (this.stmts.readStream.all(streamId, fromRevision, BigInt(maxCount)) as EventRow[]).map(toStored);
+    return this.rows.readStream(streamId, fromRevision, maxCount);
   }
 
   /** Keeps committed events in memory while they extend the remembered run without a gap. */
@@ -512,12 +506,12 @@ export class SqliteBackend implements LogBackend {
       const offset = Number(fromPosition - first.position);
       if (offset < this.recent.length) return this.recent.slice(offset, offset + maxCount);
     }
-    return (this.stmts.readAll.all(fromPosition, BigInt(maxCount)) as EventRow[]).map(toStored);
+    return this.rows.readAll(fromPosition, maxCount);
   }
 
   async streamRevision(streamId: string): Promise<StreamRevision> {
     this.ensureOpen();
-    const sid = this.stmts.sidOf.get(streamId) as bigint | undefined;
+    const sid = this.rows.sidOf(streamId);
     if (sid === undefined) return "no_stream";
     return (this.stmts.revisionOf.get(sid) as bigint | null) ?? "no_stream";
   }

@@ -306,11 +306,11 @@ describe("positions", () => {
   });
 
   /**
-   * A file as the embedded log wrote it when it numbered from 1: events at 1, 2, 3 whose
-   * hashes cover those positions, and no `first_position` in meta.
+   * A file as the embedded log wrote it when it numbered from 1 (in layout 1, the only one then):
+   * events at 1, 2, 3 whose hashes cover those positions, and no `first_position` in meta.
    */
   async function legacyFile(): Promise<string[]> {
-    openSqliteLog({ path }).close();
+    openSqliteLog({ path, layout: 1 }).close();
     const db = new Database(path);
     db.prepare("UPDATE meta SET value = '1' WHERE key = 'first_position'").run();
     db.close();

@@ -1,0 +1,148 @@
+/*
+ * The compact forms the embedded log's layout 2 stores an event's fields in. Each one reads back
+ * to exactly the text the writer gave (the hash chain covers that text), and each falls back to
+ * the text itself when a value does not have the usual shape.
+ */
+
+/**
+ * Dictionary 1: JSON fragments that event data and stream names repeat, each stored as one
+ * control character (0x01 for the first, 0x02 for the second, ...). JSON text never holds a raw
+ * control character (JSON.stringify escapes them) and stream names are printable ASCII, so a
+ * control character in a coded text is always a code. Files depend on this list: it never
+ * changes. A better one is a new dictionary with a marker of its own.
+ */
+const DICTIONARY_1: readonly string[] = [
+  '{"key":{"project":"',
+  '","account":"',
+  '","name":"',
+  '","partition":"ALL"}',
+  '","partition":"',
+  ',"logicalDate":"',
+  ":00:00.000Z",
+  "/ALL@",
+  '{"attempt":1,"token":"',
+  ',"attempt":1,"token":"',
+  ',"attempt":',
+  ',"token":"',
+  ',"operator":{"type":"noop"}',
+  ',"operator":{"type":"',
+  ',"idempotent":true,"leaseSeconds":30}',
+  ',"idempotent":false,"leaseSeconds":30}',
+  ',"durationMs":',
+  ',"exitCode":null,"output":{"stdoutTail":"","stderrTail":""},"cacheHit":false',
+  ',"exitCode":0,"output":{"stdoutTail":"',
+  '","stderrTail":"',
+  ',"workerId":"worker-',
+  ',"nextLogicalDate":"',
+  ',"nextRunDate":"',
+  ',"spec":{"key":{"project":"',
+  ',"cron":"',
+  '","timezone":"UTC","startDate":"',
+  ',"catchup":',
+  ',"parents":[{"project":"',
+  ',"retry":{"maxAttempts":1,"initialDelayMs":1000,"factor":2,"maxDelayMs":300000,"jitter":0.1}',
+  ',"config":{},"leaseSeconds":30,"alerts":[]},"logicalDate":"',
+  "instance-",
+];
+
+/** The first character of a text coded with dictionary 1. */
+const MARKER_1 = 1;
+
+/** Each entry and its code, by the entry's first two characters, longest entries first. */
+const byPrefix = new Map<number, Array<{ readonly text: string; readonly code: string }>>();
+/** Which characters start an entry (ASCII only: every entry is ASCII). */
+const STARTS = new Uint8Array(128);
+DICTIONARY_1.forEach((text, i) => {
+  const prefix = (text.charCodeAt(0) << 7) | text.charCodeAt(1);
+  STARTS[text.charCodeAt(0)] = 1;
+  let list = byPrefix.get(prefix);
+  if (!list) {
+    list = [];
+    byPrefix.set(prefix, list);
+  }
+  list.push({ text, code: String.fromCharCode(i + 1) });
+  list.sort((a, b) => b.text.length - a.text.length);
+});
+
+/**
+ * The coded form of `text`: the marker, then the text with each dictionary entry (the longest
+ * that starts at each place) replaced by its code. `text` itself when nothing matches, and null
+ * when it holds a control character (it cannot be coded; the caller stores its bytes).
+ */
+export function encodeText(text: string): string | null {
+  let out = "";
+  let from = 0;
+  const n = text.length - 1;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20) return null;
+    if (c >= 128 || STARTS[c] === 0) continue;
+    const candidates = byPrefix.get((c << 7) | (text.charCodeAt(i + 1) & 127));
+    if (candidates === undefined) continue;
+    for (let k = 0; k < candidates.length; k++) {
+      const e = candidates[k] as { readonly text: string; readonly code: string };
+      if (text.startsWith(e.text, i)) {
+        out += text.slice(from, i) + e.code;
+        i += e.text.length - 1;
+        from = i + 1;
+        break;
+      }
+    }
+  }
+  if (text.length > 0 && text.charCodeAt(n) < 0x20) return null;
+  if (from === 0) return text;
+  return `\u0001${out}${text.slice(from)}`;
+}
+
+/** The text `stored` was coded from (see encodeText); a text that starts with no marker is as written. */
+export function decodeText(stored: string): string {
+  const marker = stored.charCodeAt(0);
+  if (marker >= 0x20 || stored.length === 0) return stored;
+  if (marker !== MARKER_1) throw new CodedTextError(marker);
+  let out = "";
+  let from = 1;
+  const n = stored.length;
+  for (let i = 1; i < n; i++) {
+    const c = stored.charCodeAt(i);
+    if (c >= 0x20) continue;
+    const entry = DICTIONARY_1[c - 1];
+    if (entry === undefined) throw new CodedTextError(c);
+    out += stored.slice(from, i) + entry;
+    from = i + 1;
+  }
+  return out + stored.slice(from);
+}
+
+/** A stored text coded with a dictionary this version does not have. */
+export class CodedTextError extends Error {
+  readonly type = "coded_text";
+  constructor(readonly code: number) {
+    super(`a stored text uses code ${code}, which no dictionary of this version has`);
+    this.name = "CodedTextError";
+  }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** A lower-case UUID as its 16 bytes; any other id as its text. */
+export function packId(id: string): Buffer | string {
+  return UUID.test(id) ? Buffer.from(id.replaceAll("-", ""), "hex") : id;
+}
+
+/** The id packId was given. */
+export function unpackId(stored: Buffer | string): string {
+  if (typeof stored === "string") return stored;
+  const h = stored.toString("hex");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/** An ISO-8601 instant as its milliseconds when they print back to the same text; else the text. */
+export function packInstant(iso: string): number | string {
+  const ms = Date.parse(iso);
+  return Number.isFinite(ms) && new Date(ms).toISOString() === iso ? ms : iso;
+}
+
+/** The instant packInstant was given. */
+export function unpackInstant(stored: bigint | number | string): string {
+  return typeof stored === "string" ? stored : new Date(Number(stored)).toISOString();
+}
