@@ -99,16 +99,17 @@ interface At {
   readonly streamId: string;
 }
 
-/** Who ran an attempt whose start was folded into its outcome, and when it began. */
-function impliedStart(
-  state: InstanceState,
-  token: string,
+/**
+ * Who ran an attempt whose start was folded into its outcome, and when it began: the outcome's
+ * worker, and its end less its duration, when the attempt has no worker yet.
+ */
+function startOf(
+  a: AttemptView,
   workerId: string | undefined,
   durationMs: number | undefined,
   endedAt: string,
-): Partial<AttemptView> {
-  const a = state.attempts.find((x) => x.token === token);
-  if (!a || a.workerId !== null || workerId === undefined) return {};
+): { readonly workerId: string | null; readonly startedAt: string | null } {
+  if (a.workerId !== null || workerId === undefined) return a;
   return { workerId, startedAt: new Date(Date.parse(endedAt) - (durationMs ?? 0)).toISOString() };
 }
 
@@ -119,12 +120,17 @@ const CLOSED_STATUS = {
   InstanceCancelled: "cancelled",
 } as const satisfies Record<string, InstanceStatus>;
 
+/**
+ * The attempts with the one of `token` changed. Each change spreads the attempt once and names
+ * the fields it sets: an attempt view keeps one shape (a spread inside a spread, or of an empty
+ * object, leaves V8 an object of no fixed shape, many times slower to make and to read).
+ */
 function updateAttempt(
   state: InstanceState,
   token: string,
-  patch: Partial<AttemptView>,
+  change: (a: AttemptView) => AttemptView,
 ): readonly AttemptView[] {
-  return state.attempts.map((a) => (a.token === token ? { ...a, ...patch } : a));
+  return state.attempts.map((a) => (a.token === token ? change(a) : a));
 }
 
 function failureText(d: EventDataOf<"AttemptFailed">): string {
@@ -209,48 +215,62 @@ export function evolveInstance(
         ...state,
         revision,
         status: "running",
-        attempts: updateAttempt(state, event.data.token, {
+        attempts: updateAttempt(state, event.data.token, (a) => ({
+          ...a,
           status: "running",
           workerId: event.data.workerId,
           startedAt: at.recordedAt,
           leaseExpiresAt: event.data.leaseExpiresAt,
-          ...(event.data.outputPath ? { outputPath: event.data.outputPath } : {}),
-        }),
+          outputPath: event.data.outputPath ? event.data.outputPath : a.outputPath,
+        })),
       };
     case "AttemptLeaseExtended":
       return {
         ...state,
         revision,
-        attempts: updateAttempt(state, event.data.token, { leaseExpiresAt: event.data.leaseExpiresAt }),
+        attempts: updateAttempt(state, event.data.token, (a) => ({
+          ...a,
+          leaseExpiresAt: event.data.leaseExpiresAt,
+        })),
       };
     case "AttemptHeartbeatExpired":
       return {
         ...state,
         revision,
-        attempts: updateAttempt(state, event.data.token, {
+        attempts: updateAttempt(state, event.data.token, (a) => ({
+          ...a,
           status: "lease_expired",
           endReason: "lease expired",
-        }),
+        })),
       };
-    case "AttemptSucceeded":
+    case "AttemptSucceeded": {
+      const d = event.data;
+      const file = d.output?.file;
       return {
         ...state,
         revision,
         status: "success",
         reason: null,
-        attempts: updateAttempt(state, event.data.token, {
-          ...impliedStart(state, event.data.token, event.data.workerId, event.data.durationMs, at.recordedAt),
-          status: "success",
-          endedAt: at.recordedAt,
-          durationMs: event.data.durationMs,
-          exitCode: event.data.exitCode,
-          endReason: event.data.cacheHit ? "cache hit" : "succeeded",
-          stdoutTail: event.data.output?.stdoutTail ?? "",
-          stderrTail: event.data.output?.stderrTail ?? "",
-          cacheHit: event.data.cacheHit,
-          ...fileOf(event.data.output?.file),
+        attempts: updateAttempt(state, d.token, (a) => {
+          const start = startOf(a, d.workerId, d.durationMs, at.recordedAt);
+          return {
+            ...a,
+            workerId: start.workerId,
+            startedAt: start.startedAt,
+            status: "success",
+            endedAt: at.recordedAt,
+            durationMs: d.durationMs,
+            exitCode: d.exitCode,
+            endReason: d.cacheHit ? "cache hit" : "succeeded",
+            stdoutTail: d.output?.stdoutTail ?? "",
+            stderrTail: d.output?.stderrTail ?? "",
+            cacheHit: d.cacheHit,
+            outputFile: file ?? a.outputFile,
+            outputPath: file ? file.path : a.outputPath,
+          };
         }),
       };
+    }
     case "AttemptFailed": {
       const d = event.data;
       const reason = failureText(d);
@@ -260,16 +280,23 @@ export function evolveInstance(
         status: d.retryAt ? "retry_wait" : "failed",
         retryAt: d.retryAt ?? null,
         reason: d.retryAt ? null : reason,
-        attempts: updateAttempt(state, d.token, {
-          ...impliedStart(state, d.token, d.workerId, d.durationMs, at.recordedAt),
-          status: "failed",
-          endedAt: at.recordedAt,
-          durationMs: d.durationMs ?? null,
-          exitCode: d.exitCode,
-          endReason: reason,
-          stdoutTail: d.output?.stdoutTail ?? "",
-          stderrTail: d.output?.stderrTail ?? "",
-          ...fileOf(d.output?.file),
+        attempts: updateAttempt(state, d.token, (a) => {
+          const start = startOf(a, d.workerId, d.durationMs, at.recordedAt);
+          const file = d.output?.file;
+          return {
+            ...a,
+            workerId: start.workerId,
+            startedAt: start.startedAt,
+            status: "failed",
+            endedAt: at.recordedAt,
+            durationMs: d.durationMs ?? null,
+            exitCode: d.exitCode,
+            endReason: reason,
+            stdoutTail: d.output?.stdoutTail ?? "",
+            stderrTail: d.output?.stderrTail ?? "",
+            outputFile: file ?? a.outputFile,
+            outputPath: file ? file.path : a.outputPath,
+          };
         }),
       };
     }
@@ -280,11 +307,12 @@ export function evolveInstance(
         status: event.data.retry ? "retry_wait" : "abandoned",
         retryAt: event.data.retry ? at.recordedAt : null,
         reason: event.data.retry ? null : `abandoned: ${event.data.reason}`,
-        attempts: updateAttempt(state, event.data.token, {
+        attempts: updateAttempt(state, event.data.token, (a) => ({
+          ...a,
           status: "abandoned",
           endedAt: at.recordedAt,
           endReason: `abandoned by ${event.data.by}: ${event.data.reason}`,
-        }),
+        })),
       };
     case "AttemptCancelled":
       return {
@@ -292,11 +320,12 @@ export function evolveInstance(
         revision,
         status: "cancelled",
         reason: `cancelled: ${event.data.reason}`,
-        attempts: updateAttempt(state, event.data.token, {
+        attempts: updateAttempt(state, event.data.token, (a) => ({
+          ...a,
           status: "cancelled",
           endedAt: at.recordedAt,
           endReason: `cancelled: ${event.data.reason}`,
-        }),
+        })),
       };
     case "InstanceSkipped":
     case "InstanceUpstreamFailed":
@@ -345,9 +374,4 @@ export function lastLineOf(text: string): string | undefined {
     .map((l) => l.trimEnd())
     .filter((l) => l !== "")
     .at(-1);
-}
-
-/** The output file an attempt's end recorded (its path too, for a start that was not recorded). */
-function fileOf(file: OutputFileRecord | undefined): Partial<AttemptView> {
-  return file ? { outputFile: file, outputPath: file.path } : {};
 }
