@@ -24,24 +24,18 @@ export const GENESIS_HASH = "";
  */
 export function chainHash(prevHash: string, e: HashedFields): string {
   // Each field is written as its length, a colon, then its text: an unambiguous framing that
-  // costs far less than JSON-escaping the event's data a second time.
-  const fields = [
-    prevHash,
-    e.position.toString(),
-    e.streamId,
-    e.revision.toString(),
-    e.type,
-    String(e.schemaVersion),
-    e.dataJson,
-    e.eventId,
-    e.actor,
-    e.causationId ?? "\u0000",
-    e.correlationId ?? "\u0000",
-    e.recordedAt,
-  ];
-  let text = "";
-  for (const f of fields) text += `${f.length}:${f}`;
-  return hash("sha256", text, "hex");
+  // costs far less than JSON-escaping the event's data a second time. One template, not a loop
+  // over an array of the fields: an event's hash leaves that much less garbage behind.
+  const position = e.position.toString();
+  const revision = e.revision.toString();
+  const version = String(e.schemaVersion);
+  const causation = e.causationId ?? "\u0000";
+  const correlation = e.correlationId ?? "\u0000";
+  return hash(
+    "sha256",
+    `${prevHash.length}:${prevHash}${position.length}:${position}${e.streamId.length}:${e.streamId}${revision.length}:${revision}${e.type.length}:${e.type}${version.length}:${version}${e.dataJson.length}:${e.dataJson}${e.eventId.length}:${e.eventId}${e.actor.length}:${e.actor}${causation.length}:${causation}${correlation.length}:${correlation}${e.recordedAt.length}:${e.recordedAt}`,
+    "hex",
+  );
 }
 
 /** Where an event is stored: what a backend decides for it beside what the writer gave. */
