@@ -1,28 +1,27 @@
-import { type FSWatcher, mkdirSync, statSync, watch as watchFs } from "node:fs";
+import { type FSWatcher, mkdirSync, watch as watchFs } from "node:fs";
 import { basename, dirname } from "node:path";
 import {
   type AppendResult,
   type ExpectedRevision,
-  GENESIS_HASH,
-  hashPrepared,
   type LogBackend,
   LogClosedError,
   LogMovedError,
   LogReadOnlyError,
   type PreparedEvent,
   type PreparedWrite,
-  revisionMatches,
   type StoredEvent,
   type StreamRevision,
-  storePrepared,
   UnsupportedLogLayoutError,
   WrongExpectedRevisionError,
 } from "@chronolog/log";
-import Database from "better-sqlite3";
+import type Database from "better-sqlite3";
+import { type BatchOutcome, BatchWriter, type WriteItem } from "./batch-writer.js";
+import { type ConnectionSettings, openConnection } from "./connection.js";
 import type { EventRows } from "./rows.js";
 import { RowsV1 } from "./rows-v1.js";
 import { RowsV2 } from "./rows-v2.js";
 import { LATEST_LAYOUT, LAYOUT_VERSIONS, type LayoutVersion, SCHEMAS, SET_FIRST_POSITION } from "./schema.js";
+import { ThreadWriter } from "./thread-writer.js";
 
 export interface SqliteLogOptions {
   /** The log file. Its directory is created if missing. */
@@ -57,20 +56,18 @@ export interface SqliteLogOptions {
    * that older versions must still read.
    */
   readonly layout?: LayoutVersion;
+  /**
+   * Make the commits in a thread of the log's own (default false): the inserts, the hash chain
+   * and the wait for the disk then leave this thread free. For a process that writes much
+   * (a scheduler); a short-lived one pays the thread's start.
+   */
+  readonly writerThread?: boolean;
   /** The time each commit records as its events' `recordedAt`. Default: the real time. */
   readonly clock?: () => Date;
 }
 
 /** Default for `walLimitBytes`. */
 const WAL_LIMIT_BYTES = 8 * 1024 * 1024;
-/** Shortest time between two looks at the WAL's size while appends come. */
-const WAL_LOOK_EVERY_MS = 200;
-/** How long after the last commit the WAL is looked at once more, when appends stop. */
-const WAL_IDLE_MS = 1000;
-/** How soon the WAL is looked at again after a checkpoint a reader was in the way of. */
-const WAL_LOOK_AGAIN_MS = 50;
-/** How long a checkpoint waits for readers in other processes before giving up. */
-const WAL_CHECKPOINT_WAIT_MS = 50;
 
 /** One queued append: one stream, or several written atomically. */
 interface PendingAppend {
@@ -82,83 +79,81 @@ interface PendingAppend {
   readonly reject: (e: unknown) => void;
 }
 
+/** An append as the writer takes it: each event's fields, without its parsed data. */
+function writeItemOf(p: PendingAppend): WriteItem {
+  const writes = p.writes.map((w) => ({
+    streamId: w.streamId,
+    expected: w.expected,
+    events: w.events.map((e) => ({
+      type: e.type,
+      dataJson: e.dataJson,
+      schemaVersion: e.schemaVersion,
+      eventId: e.eventId,
+      actor: e.actor,
+      causationId: e.causationId,
+      correlationId: e.correlationId,
+    })),
+  }));
+  return p.expectedHead === undefined ? { writes } : { writes, expectedHead: p.expectedHead };
+}
+
 /**
  * The embedded log: one SQLite file in WAL mode. Appends from one process are grouped so
  * that many concurrent appenders share one commit (one fsync). Appends from several
  * processes are serialised by SQLite's write lock, and every check (expected revision,
- * chain head) is made inside the write transaction, so they stay correct.
+ * chain head) is made inside the write transaction, so they stay correct. The commits are made
+ * by a BatchWriter: on this connection, or on a connection of its own in a thread of its own
+ * (`writerThread`), while this one reads.
  */
 export class SqliteBackend implements LogBackend {
   readonly name = "sqlite";
   private readonly db: Database.Database;
   private readonly queue: PendingAppend[] = [];
   private flushScheduled = false;
+  /** A group commit handed to the writer thread and not answered yet: the next one waits for it. */
+  private inFlight: Promise<void> | null = null;
   private closed = false;
   private readonly listeners = new Set<() => void>();
   private fsWatcher: FSWatcher | null = null;
-  /**
-   * Stream name -> interned id, for streams known to be committed. Safe to keep across
-   * transactions and processes: a stream's id never changes and streams are never removed.
-   */
-  private readonly sids = new Map<string, bigint>();
-  /**
-   * Stream name -> last revision, as of `knownHead`: trusted only while the log's head is still
-   * the one this connection last committed (no other process has written since).
-   */
-  private readonly revisions = new Map<string, bigint>();
-  /** Revisions written by the transaction under way, kept in `revisions` once it commits. */
-  private writtenRevisions = new Map<string, bigint>();
-  private knownHead: bigint | null = null;
   /**
    * The position the file's first event has or will have: 0, or 1 for a file written when the
    * embedded log numbered from 1. Read once, at open.
    */
   readonly firstPosition: bigint;
+  /** The file's layout version (see schema.ts). */
+  readonly layout: LayoutVersion;
   /**
-   * The events this connection committed most recently, contiguous in position, so that
+   * The events this process committed most recently, contiguous in position, so that
    * subscribers in this process (the scheduler following its own writes) read them from memory.
    */
   private recent: StoredEvent[] = [];
-  /** Events inserted by the transaction under way. */
-  private written: StoredEvent[] = [];
   private readonly recentLimit: number;
   private trailingNotify: NodeJS.Timeout | null = null;
   private lastFileChange = 0;
   /** `PRAGMA data_version` when last looked at: another connection's commit changes it. */
   private dataVersion: unknown;
   private fileCheckScheduled = false;
-  /** Group commits made by this connection (each one transaction, one fsync). */
-  commits = 0;
-  /** Truncating checkpoints made by this connection, and those that found a reader in the way. */
-  readonly walCheckpoints = { done: 0, busy: 0 };
-  private lastWalLook = 0;
-  private walIdle: NodeJS.Timeout | null = null;
   private readonly maxBatchEvents: number;
   private readonly stmts: ReturnType<SqliteBackend["prepareStatements"]>;
   /** How this file's layout stores events and streams. */
   private readonly rows: EventRows;
-  private readonly writeBatch: Database.Transaction<
-    (batch: PendingAppend[]) => Array<AppendResult[] | Error>
-  >;
+  /** What makes the commits (none for a reader). */
+  private readonly writer: BatchWriter | ThreadWriter | null;
 
   constructor(readonly options: SqliteLogOptions) {
     if (!options.readonly) mkdirSync(dirname(options.path), { recursive: true });
-    this.db = new Database(options.path, {
+    const settings: ConnectionSettings = {
+      path: options.path,
       readonly: options.readonly ?? false,
-      fileMustExist: options.readonly ?? false,
-      timeout: options.busyTimeoutMs ?? 10_000,
-    });
-    this.db.defaultSafeIntegers(true);
+      synchronous: options.synchronous ?? "FULL",
+      busyTimeoutMs: options.busyTimeoutMs ?? 10_000,
+      walAutocheckpointPages: options.walAutocheckpointPages ?? 16_384,
+      walLimitBytes: options.walLimitBytes ?? WAL_LIMIT_BYTES,
+      cacheMiB: options.cacheMiB ?? 64,
+    };
+    this.db = openConnection(settings);
     this.maxBatchEvents = options.maxBatchEvents ?? 20_000;
     this.recentLimit = options.recentEvents ?? 50_000;
-    this.db.pragma(`cache_size = -${(options.cacheMiB ?? 64) * 1024}`);
-    this.db.pragma("temp_store = MEMORY");
-    // Each event names its stream by id (events.sid REFERENCES streams). The writer inserts the
-    // stream's row first, in the same transaction, and triggers refuse removing one, so checking
-    // the reference on every insert (a lookup in streams per event, about 7% of an append here)
-    // would only repeat what the transaction already guarantees.
-    this.db.pragma("foreign_keys = OFF");
-    this.db.pragma("mmap_size = 268435456");
     const layout = this.layoutOf();
     if (layout === null) {
       const value = this.layoutValue();
@@ -169,16 +164,6 @@ export class SqliteBackend implements LogBackend {
       );
     }
     if (!options.readonly) {
-      // Pages of 8 KiB, measured here on a million events over 1,000 streams: about 1.3x
-      // faster than 4 KiB, and 5% faster than 16 KiB, whose commits write twice the bytes for
-      // each (stream, revision) index page they touch. It only takes effect on a new file,
-      // before the first table exists; a file keeps the page size it was made with.
-      this.db.pragma("page_size = 8192");
-      this.db.pragma("journal_mode = WAL");
-      this.db.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
-      this.db.pragma(`wal_autocheckpoint = ${options.walAutocheckpointPages ?? 16_384}`);
-      // A WAL that was reset is also cut back to this size (it is otherwise kept at its largest).
-      this.db.pragma(`journal_size_limit = ${options.walLimitBytes ?? WAL_LIMIT_BYTES}`);
       this.db.exec(SCHEMAS[layout]);
       this.db
         .prepare("INSERT INTO meta(key, value) VALUES ('layout_version', ?) ON CONFLICT(key) DO NOTHING")
@@ -194,12 +179,26 @@ export class SqliteBackend implements LogBackend {
     }
     this.layout = layout;
     this.stmts = this.prepareStatements();
-    this.writeBatch = this.db.transaction((batch: PendingAppend[]) => this.writeBatchInTransaction(batch));
+    if (options.readonly) this.writer = null;
+    else if (options.writerThread) this.writer = new ThreadWriter(settings, layout, this.firstPosition);
+    else
+      this.writer = new BatchWriter(this.db, this.rows, this.firstPosition, {
+        path: options.path,
+        limitBytes: settings.walLimitBytes,
+        busyTimeoutMs: settings.busyTimeoutMs,
+      });
     if (options.watchOtherProcesses ?? true) this.watchFile();
   }
 
-  /** The file's layout version (see schema.ts). */
-  readonly layout: LayoutVersion;
+  /** Group commits made by this log's writer (each one transaction, one fsync). */
+  get commits(): number {
+    return this.writer?.commits ?? 0;
+  }
+
+  /** Truncating checkpoints made by this log's writer, and those that found a reader in the way. */
+  get walCheckpoints(): { readonly done: number; readonly busy: number } {
+    return this.writer?.walCheckpoints ?? { done: 0, busy: 0 };
+  }
 
   /**
    * The layout the file is in: the latest for a new file, layout 1 for one written before the
@@ -249,7 +248,6 @@ export class SqliteBackend implements LogBackend {
     const db = this.db;
     return {
       revisionOf: db.prepare("SELECT max(revision) FROM events WHERE sid = ?").pluck(),
-      head: db.prepare("SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"),
       headPosition: db.prepare("SELECT max(position) FROM events").pluck(),
       // Changes whenever another connection (in this process or another) commits.
       dataVersion: db.prepare("PRAGMA data_version").pluck(),
@@ -284,27 +282,28 @@ export class SqliteBackend implements LogBackend {
 
   private enqueue(writes: readonly PreparedWrite[], expectedHead?: bigint): Promise<AppendResult[]> {
     return new Promise((resolve, reject) => {
-      const events = writes.reduce((n, w) => n + w.events.length, 0);
-      this.queue.push({
-        writes,
-        events,
-        resolve,
-        reject,
-        ...(expectedHead !== undefined ? { expectedHead } : {}),
-      });
+      let events = 0;
+      for (const w of writes) events += w.events.length;
+      this.queue.push(
+        expectedHead === undefined
+          ? { writes, events, resolve, reject }
+          : { writes, events, resolve, reject, expectedHead },
+      );
       this.scheduleFlush();
     });
   }
 
   private scheduleFlush(): void {
-    if (this.flushScheduled) return;
+    if (this.flushScheduled || this.inFlight) return;
     this.flushScheduled = true;
-    setImmediate(() => this.flush());
+    setImmediate(() => {
+      this.flushScheduled = false;
+      this.flush();
+    });
   }
 
-  /** One group commit: every append queued so far (up to the batch limit) in one transaction. */
-  private flush(): void {
-    this.flushScheduled = false;
+  /** The appends of the next group commit: every one queued so far, up to the batch limit. */
+  private takeBatch(): PendingAppend[] {
     let count = 0;
     let take = 0;
     while (
@@ -314,175 +313,102 @@ export class SqliteBackend implements LogBackend {
       count += this.queue[take]?.events ?? 0;
       take += 1;
     }
-    const batch = this.queue.splice(0, take);
+    return this.queue.splice(0, take);
+  }
+
+  /** One group commit: made here, or handed to the writer thread (one at a time). */
+  private flush(): void {
+    const writer = this.writer;
+    if (!writer || this.inFlight) return;
+    const batch = this.takeBatch();
     if (batch.length === 0) return;
-    let results: Array<AppendResult[] | Error>;
-    try {
-      results = this.writeBatch.immediate(batch);
-      this.commits += 1;
-      this.remember(this.written);
-      for (const [stream, revision] of this.writtenRevisions) this.revisions.set(stream, revision);
-      this.written = [];
-    } catch (error) {
-      // The transaction rolled back: ids cached during it may name streams that were not kept.
-      this.sids.clear();
-      this.rows.rolledBack();
-      this.revisions.clear();
-      this.knownHead = null;
-      for (const p of batch) p.reject(error);
+    const recordedAt = (this.options.clock?.() ?? new Date()).toISOString();
+    const items = batch.map(writeItemOf);
+    if (writer instanceof BatchWriter) {
+      let outcome: BatchOutcome;
+      try {
+        outcome = writer.write(items, recordedAt);
+      } catch (error) {
+        for (const p of batch) p.reject(error);
+        if (this.queue.length > 0) this.scheduleFlush();
+        return;
+      }
+      this.settle(batch, outcome, recordedAt);
       if (this.queue.length > 0) this.scheduleFlush();
       return;
     }
-    let committed = false;
-    batch.forEach((p, i) => {
-      const r = results[i];
-      if (r instanceof Error) p.reject(r);
-      else if (r) {
-        committed = true;
-        p.resolve(r);
-      }
-    });
-    if (this.queue.length > 0) this.scheduleFlush();
-    if (committed) this.notify();
-    this.keepWalSmall(false);
+    this.inFlight = writer.write(items, recordedAt).then(
+      (outcome) => {
+        this.inFlight = null;
+        // This process's own commit, made on the writer's connection, changes the file's data
+        // version too: taken as seen here, so that the file watcher does not wake the
+        // subscribers a second time for it (they hear of it below).
+        this.dataVersion = this.dataVersionNow();
+        this.settle(batch, outcome, recordedAt);
+        if (this.queue.length > 0) this.flush();
+      },
+      (error) => {
+        this.inFlight = null;
+        for (const p of batch) p.reject(error);
+        if (this.queue.length > 0) this.flush();
+      },
+    );
   }
 
-  /**
-   * Bounds the WAL file. SQLite's own checkpoints are passive: a reader in another process (a
-   * `chronolog tail`, a `why`) that holds an old snapshot keeps them from finishing, and the WAL
-   * is only ever reused from its start, never shrunk, until the last connection closes. So
-   * while appends come (at most every WAL_LOOK_EVERY_MS), and once more when they stop, the
-   * writer looks at the WAL's size and, past the limit, makes a TRUNCATE checkpoint: it copies
-   * every frame into the database, waits a little (WAL_CHECKPOINT_WAIT_MS) for readers to move
-   * off the WAL, and truncates it to nothing. A reader still in the way makes it give up
-   * (SQLITE_BUSY) with the frames copied so far; a look WAL_LOOK_AGAIN_MS later tries again.
-   * (A RESTART checkpoint, which leaves the file at `journal_size_limit` to be overwritten,
-   * let the WAL grow to 25 MiB with a 2 MiB limit beside a reader holding read transactions
-   * 20 ms out of every 25, where TRUNCATE kept it near 11 MiB: test/wal.test.ts.)
-   */
-  private keepWalSmall(idle: boolean): void {
-    if (this.closed || this.options.readonly) return;
-    const now = Date.now();
-    if (!idle) {
-      if (this.walIdle) clearTimeout(this.walIdle);
-      this.walIdle = setTimeout(() => {
-        this.walIdle = null;
-        this.keepWalSmall(true);
-      }, WAL_IDLE_MS);
-      this.walIdle.unref();
-      if (now - this.lastWalLook < WAL_LOOK_EVERY_MS) return;
-    }
-    this.lastWalLook = now;
-    let size: number;
-    try {
-      size = statSync(`${this.options.path}-wal`).size;
-    } catch {
-      return; // no WAL file
-    }
-    if (size <= (this.options.walLimitBytes ?? WAL_LIMIT_BYTES)) return;
-    this.db.pragma(`busy_timeout = ${WAL_CHECKPOINT_WAIT_MS}`);
-    try {
-      const [r] = this.db.pragma("wal_checkpoint(TRUNCATE)") as Array<{ busy: bigint | number }>;
-      if (r && Number(r.busy) !== 0) {
-        this.walCheckpoints.busy += 1;
-        // Sooner than usual: a reader that was in the way is usually gone a moment later.
-        this.lastWalLook = now - WAL_LOOK_EVERY_MS + WAL_LOOK_AGAIN_MS;
-      } else this.walCheckpoints.done += 1;
-    } catch {
-      // A statement of this connection is still reading: the next look tries again.
-      this.walCheckpoints.busy += 1;
-    } finally {
-      this.db.pragma(`busy_timeout = ${this.options.busyTimeoutMs ?? 10_000}`);
-    }
-  }
-
-  private writeBatchInTransaction(batch: PendingAppend[]): Array<AppendResult[] | Error> {
-    this.written = [];
-    this.writtenRevisions = new Map();
-    const head = this.stmts.head.get() as { position: bigint; hash: Buffer } | undefined;
-    // Before the first event, the chain stands just before the file's first position.
-    const beforeFirst = this.firstPosition - 1n;
-    // Another process wrote since this connection's last commit: its cached revisions are stale.
-    if ((head?.position ?? beforeFirst) !== this.knownHead) this.revisions.clear();
-    const chain = {
-      position: head?.position ?? beforeFirst,
-      prevHash: head ? head.hash.toString("hex") : GENESIS_HASH,
-      prevHashBytes: head ? head.hash : Buffer.alloc(0),
-    };
-    const recordedAt = (this.options.clock?.() ?? new Date()).toISOString();
-    const storedAt = this.rows.commitTime(recordedAt);
+  /** Answers each append of a group commit, keeps what it wrote for readers here, wakes subscribers. */
+  private settle(batch: readonly PendingAppend[], outcome: BatchOutcome, recordedAt: string): void {
     // The stored form of each event is kept only while someone in this process watches the log
     // (a subscription): it is what that reads next. Without one, keeping it costs a writer about
     // a fifth of its speed in garbage collection, for reads that rarely come.
     const keep = this.recentLimit > 0 && this.listeners.size > 0;
     if (!keep) this.recent = [];
-    const results = batch.map((p) => {
-      if (p.expectedHead !== undefined) {
-        // An empty log's head is -1, whichever position its first event will take.
-        const actual = chain.position === beforeFirst ? -1n : chain.position;
-        if (actual !== p.expectedHead) return new LogMovedError(p.expectedHead, actual);
+    const written: StoredEvent[] = [];
+    let hashAt = 0;
+    let prevHash = outcome.startHash;
+    let committed = false;
+    batch.forEach((p, i) => {
+      const r = outcome.items[i];
+      if (r === undefined) return;
+      if (!Array.isArray(r)) {
+        p.reject(
+          r.kind === "log_moved"
+            ? new LogMovedError(r.expected, r.actual)
+            : new WrongExpectedRevisionError(r.streamId, r.expected, r.actual),
+        );
+        return;
       }
-      // Every expected revision of the append is checked before any of its events is written.
-      const targets: Array<{ w: PreparedWrite; sid: bigint | undefined; last: bigint | null }> = [];
-      for (const w of p.writes) {
-        const sid = this.sids.get(w.streamId) ?? this.rows.sidOf(w.streamId);
-        const last =
-          sid === undefined
-            ? null
-            : (this.writtenRevisions.get(w.streamId) ??
-              this.revisions.get(w.streamId) ??
-              (this.stmts.revisionOf.get(sid) as bigint | null));
-        const actual: StreamRevision = last ?? "no_stream";
-        if (!revisionMatches(w.expected, actual))
-          return new WrongExpectedRevisionError(w.streamId, w.expected, actual);
-        targets.push({ w, sid, last });
-      }
-      return targets.map(({ w, sid, last }) =>
-        this.insertEvents(w, sid, last, chain, recordedAt, storedAt, keep),
-      );
-    });
-    this.knownHead = chain.position;
-    return results;
-  }
-
-  private insertEvents(
-    w: PreparedWrite,
-    knownSid: bigint | undefined,
-    last: bigint | null,
-    chain: { position: bigint; prevHash: string; prevHashBytes: Buffer },
-    recordedAt: string,
-    /** `recordedAt` as the layout stores it. */
-    storedAt: unknown,
-    /** Whether to keep each event's stored form for readers in this process. */
-    keep: boolean,
-  ): AppendResult {
-    let sid = knownSid;
-    if (sid === undefined) sid = this.rows.insertStream(w.streamId);
-    else this.sids.set(w.streamId, sid);
-    let revision = last ?? -1n;
-    for (const e of w.events) {
-      chain.position += 1n;
-      revision += 1n;
-      const position = chain.position;
-      const at = { streamId: w.streamId, revision, position, recordedAt };
-      const stored = keep ? storePrepared(chain.prevHash, e, at) : null;
-      const hash = stored ? stored.metadata.hash : hashPrepared(chain.prevHash, e, at);
-      const hashBytes = Buffer.from(hash, "hex");
-      this.rows.insertEvent({
-        position,
-        sid,
-        revision,
-        event: e,
-        recordedAt: storedAt,
-        hash: hashBytes,
-        prevHash: chain.prevHashBytes,
+      committed = true;
+      p.writes.forEach((w, j) => {
+        const last = r[j] as AppendResult;
+        const n = w.events.length;
+        w.events.forEach((e, k) => {
+          const hash = outcome.hashes[hashAt++] as string;
+          if (keep)
+            written.push({
+              streamId: w.streamId,
+              revision: last.nextExpectedRevision - BigInt(n - 1 - k),
+              position: last.position - BigInt(n - 1 - k),
+              type: e.type,
+              dataJson: e.dataJson,
+              metadata: {
+                eventId: e.eventId,
+                actor: e.actor,
+                causationId: e.causationId,
+                correlationId: e.correlationId,
+                schemaVersion: e.schemaVersion,
+                recordedAt,
+                prevHash,
+                hash,
+              },
+              parsed: e.data,
+            });
+          prevHash = hash;
+        });
       });
-      if (stored) this.written.push(stored);
-      chain.prevHash = hash;
-      chain.prevHashBytes = hashBytes;
-    }
-    this.writtenRevisions.set(w.streamId, revision);
-    return { nextExpectedRevision: revision, position: chain.position };
+      p.resolve(r);
+    });
+    if (keep) this.remember(written);
+    if (committed) this.notify();
   }
 
   async readStream(streamId: string, fromRevision: bigint, maxCount: number): Promise<StoredEvent[]> {
@@ -516,7 +442,14 @@ export class SqliteBackend implements LogBackend {
     return (this.stmts.revisionOf.get(sid) as bigint | null) ?? "no_stream";
   }
 
+  /**
+   * The log's head. With a writer thread, read once no commit of this process is under way: the
+   * head then never counts one of this process's own commits before its answer is in (and its
+   * subscribers woken), so a caller that waits for them to reach the head waits for no more.
+   */
   async headPosition(): Promise<bigint> {
+    this.ensureOpen();
+    while (this.inFlight) await this.inFlight;
     this.ensureOpen();
     return (this.stmts.headPosition.get() as bigint | null) ?? -1n;
   }
@@ -537,15 +470,25 @@ export class SqliteBackend implements LogBackend {
     };
   }
 
+  /** Makes every append queued so far, then closes. */
   async close(): Promise<void> {
     if (this.closed) return;
-    while (this.queue.length > 0) this.flush();
+    for (;;) {
+      if (this.inFlight) await this.inFlight;
+      else if (this.queue.length > 0) this.flush();
+      else break;
+    }
     this.closed = true;
-    if (this.walIdle) clearTimeout(this.walIdle);
+    if (this.writer instanceof ThreadWriter) await this.writer.close();
+    else this.writer?.close();
     this.fsWatcher?.close();
     if (this.trailingNotify) clearTimeout(this.trailingNotify);
     this.listeners.clear();
     this.db.close();
+  }
+
+  private dataVersionNow(): unknown {
+    return this.stmts.dataVersion.get();
   }
 
   private notify(): void {
@@ -582,10 +525,12 @@ export class SqliteBackend implements LogBackend {
   }
 
   private notifyIfOthersCommitted(): void {
-    if (this.closed || this.listeners.size === 0) return;
+    // A commit of this process's writer thread under way changes the file too: its answer wakes
+    // the subscribers (and they then read whatever another process wrote meanwhile as well).
+    if (this.closed || this.listeners.size === 0 || this.inFlight) return;
     let version: unknown;
     try {
-      version = this.stmts.dataVersion.get();
+      version = this.dataVersionNow();
     } catch {
       this.notify(); // cannot tell (the file is busy): let the subscribers look
       return;
