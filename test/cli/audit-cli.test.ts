@@ -296,7 +296,8 @@ describe("log export and --file", () => {
     expect(w.stderr).toContain(`log_read_only: the export ${file} is open read-only`);
     const missing = chronolog(elsewhere, ["--file", join(elsewhere, "nope.jsonl"), "tasks"]);
     expect(missing.code).toBe(2);
-  });
+    // Eighteen runs of the CLI, each a process of its own: more than the default allows on a busy machine.
+  }, 120_000);
 });
 
 describe("chronolog up --anchor-file", () => {

@@ -89,8 +89,15 @@ function kafkaClientLog(): { logLevel?: "error" | "warn" | "info" | "debug" } {
   return { logLevel: level };
 }
 
-/** Opens the log for writing (the embedded file is created if missing). */
-export async function openLogForWrite(options: DataDirOptions, actor: string): Promise<EventLog> {
+/**
+ * Opens the log for writing (the embedded file is created if missing). A process that writes
+ * much (a scheduler) asks for the embedded log's writer thread.
+ */
+export async function openLogForWrite(
+  options: DataDirOptions,
+  actor: string,
+  use: { readonly writerThread?: boolean } = {},
+): Promise<EventLog> {
   if (options.file !== undefined) throw new LogReadOnlyError(`the export ${options.file}`);
   const target = parseLogUrl(logUrlOf(options));
   // A network log's client loads only when that log is asked for.
@@ -102,7 +109,7 @@ export async function openLogForWrite(options: DataDirOptions, actor: string): P
       ...kafkaClientLog(),
     });
   if (target?.kind === "esdb") return openEventStore(target, actor);
-  return openSqliteLog({ path: logFileOf(options), actor });
+  return openSqliteLog({ path: logFileOf(options), actor, writerThread: use.writerThread ?? false });
 }
 
 /** Opens the log for reading only; a missing embedded log is a clear error, not an empty one. */
