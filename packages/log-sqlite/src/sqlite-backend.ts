@@ -128,6 +128,8 @@ export class SqliteBackend implements LogBackend {
    */
   private recent: StoredEvent[] = [];
   private readonly recentLimit: number;
+  /** The last position this process knows to be committed: its own commits', and what it read. */
+  private seenHead = -1n;
   private trailingNotify: NodeJS.Timeout | null = null;
   private lastFileChange = 0;
   /** `PRAGMA data_version` when last looked at: another connection's commit changes it. */
@@ -405,6 +407,8 @@ export class SqliteBackend implements LogBackend {
           prevHash = hash;
         });
       });
+      const end = (r.at(-1) as AppendResult).position;
+      if (end > this.seenHead) this.seenHead = end;
       p.resolve(r);
     });
     if (keep) this.remember(written);
@@ -427,12 +431,37 @@ export class SqliteBackend implements LogBackend {
 
   async readAll(fromPosition: bigint, maxCount: number): Promise<StoredEvent[]> {
     this.ensureOpen();
+    return this.fromRecent(fromPosition, maxCount) ?? this.readRows(fromPosition, maxCount);
+  }
+
+  /**
+   * What a subscription reads next. While a commit of the writer thread is under way, the file
+   * may already hold it before its answer is in: events past the last position this process has
+   * seen are then left for a moment, to be read from memory once the answer wakes the
+   * subscriptions, rather than read back from the file now.
+   */
+  async readAllSeen(fromPosition: bigint, maxCount: number): Promise<StoredEvent[]> {
+    this.ensureOpen();
+    const hit = this.fromRecent(fromPosition, maxCount);
+    if (hit) return hit;
+    if (!this.inFlight) return this.readRows(fromPosition, maxCount);
+    if (fromPosition > this.seenHead) return [];
+    return this.readRows(fromPosition, Math.min(maxCount, Number(this.seenHead - fromPosition + 1n)));
+  }
+
+  /** Events kept in memory from `fromPosition` on, when the run kept starts at or before it. */
+  private fromRecent(fromPosition: bigint, maxCount: number): StoredEvent[] | null {
     const first = this.recent[0];
-    if (first && fromPosition >= first.position) {
-      const offset = Number(fromPosition - first.position);
-      if (offset < this.recent.length) return this.recent.slice(offset, offset + maxCount);
-    }
-    return this.rows.readAll(fromPosition, maxCount);
+    if (!first || fromPosition < first.position) return null;
+    const offset = Number(fromPosition - first.position);
+    return offset < this.recent.length ? this.recent.slice(offset, offset + maxCount) : null;
+  }
+
+  private readRows(fromPosition: bigint, maxCount: number): StoredEvent[] {
+    const rows = this.rows.readAll(fromPosition, maxCount);
+    const last = rows.at(-1);
+    if (last && last.position > this.seenHead) this.seenHead = last.position;
+    return rows;
   }
 
   async streamRevision(streamId: string): Promise<StreamRevision> {
