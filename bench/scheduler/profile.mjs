@@ -1,0 +1,196 @@
+// Where the scheduler's time goes on N independent no-op tasks (bench/scheduler's first row):
+//
+//   node --expose-gc --max-semi-space-size=32 bench/scheduler/profile.mjs [N] [--no-writer-thread]
+//
+// Runs the work twice on a fresh log each time (the first round warms the code up), profiles
+// the scheduler's thread through the second with the inspector, and prints each part's share of
+// that thread's time and its time per task, each sample counted under the innermost part it was
+// in. Beside it, the CPU per task of the process's other threads (the log's writer thread, the
+// engine's garbage collection helpers) and of the worker processes, read from /proc.
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { lastSlotEndingBy, SchedulerProjection } from "@chronolog/core";
+import { openSqliteLog } from "@chronolog/log-sqlite";
+import { catchUp, declare, Scheduler } from "@chronolog/scheduler";
+import { WorkerPool } from "@chronolog/worker";
+import { fmt, printTable, silent, waitFor } from "../table.mjs";
+
+const N = Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 10_000);
+const writerThread = !process.argv.includes("--no-writer-thread");
+/** With --alloc: where the scheduler's thread allocates, from the engine's sampling heap profiler. */
+const alloc = process.argv.includes("--alloc");
+const DAY = 86_400_000;
+const SLOT_HOUR = (new Date().getUTCHours() + 12) % 24;
+const latest = lastSlotEndingBy(`0 ${SLOT_HOUR} * * *`, "UTC", new Date());
+const start = new Date(latest.getTime() - 400 * DAY).toISOString();
+const tasks = Array.from({ length: N }, (_, i) => ({
+  project: "bench",
+  account: "b",
+  name: `t${i}`,
+  cron: `0 ${SLOT_HOUR} * * *`,
+  startDate: start,
+  catchup: false,
+  idempotent: true,
+  operator: { type: "noop" },
+}));
+
+/** CPU seconds of a thread or process, from its stat line (utime and stime, in clock ticks). */
+const cpuOf = (statFile) => {
+  const stat = readFileSync(statFile, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) / 100;
+};
+const threads = () => readdirSync("/proc/self/task");
+const threadCpu = (ids) => ids.reduce((s, t) => s + cpuOf(`/proc/self/task/${t}/stat`), 0);
+
+/** The part of the scheduler a frame belongs to, if it marks one. */
+const PARTS = [
+  ["garbage collection", (f) => f.functionName === "(garbage collector)"],
+  ["waiting (idle)", (f) => f.functionName === "(idle)"],
+  ["validating events against the catalog", (f) => /\/zod\/|\/log\/dist\/validate\.js/.test(f.url)],
+  ["the hash chain", (f) => /\/log\/dist\/hash\.js/.test(f.url)],
+  ["the embedded log (commits, reads)", (f) => /\/log-sqlite\/|better-sqlite3/.test(f.url)],
+  ["deciding the workers' reports", (f) => /\/scheduler\/dist\/reports\.js/.test(f.url)],
+  [
+    "applying events to the projection",
+    (f) => /\/log\/dist\/subscription\.js|\/projection\/scheduler-projection\.js/.test(f.url),
+  ],
+  [
+    "the pass (decisions, intents, successes)",
+    (f) => /\/scheduler\/dist\/(scheduler|intent-writer|success-commit|command)\.js/.test(f.url),
+  ],
+  ["IPC with the workers", (f) => /\/worker\/dist\/pool\.js|child_process/.test(f.url)],
+];
+
+function breakdown(profile) {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const partOf = new Map();
+  const part = (id) => {
+    if (partOf.has(id)) return partOf.get(id);
+    const f = byId.get(id).callFrame;
+    const own = PARTS.find(([, match]) => match(f))?.[0];
+    const p = own ?? (parent.has(id) ? part(parent.get(id)) : "the rest");
+    partOf.set(id, p);
+    return p;
+  };
+  const us = new Map();
+  let total = 0;
+  profile.samples.forEach((id, i) => {
+    const dt = profile.timeDeltas[i] ?? 0;
+    total += dt;
+    us.set(part(id), (us.get(part(id)) ?? 0) + dt);
+  });
+  return { us, total };
+}
+
+async function round(profiled) {
+  const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), "chronolog-profile-"));
+  const before = threads();
+  const log = openSqliteLog({ path: join(dir, "log.db"), actor: "bench", writerThread });
+  const writer = threads().filter((t) => !before.includes(t));
+  const projection = new SchedulerProjection();
+  await declare(log, projection, [{ filename: "tasks.json", document: { tasks } }], Date.now());
+  await catchUp(log, projection);
+  const pool = new WorkerPool({ size: 2, capacity: 5000 });
+  await pool.ready();
+  const session = new Session();
+  if (profiled) {
+    session.connect();
+    await session.post("Profiler.enable");
+    await session.post("Profiler.setSamplingInterval", { interval: 250 });
+    await session.post("Profiler.start");
+    if (alloc) {
+      await session.post("HeapProfiler.enable");
+      await session.post("HeapProfiler.startSampling", {
+        samplingInterval: 8192,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      });
+    }
+  }
+  const workers = () => pool.stats().reduce((s, w) => s + cpuOf(`/proc/${w.pid}/stat`), 0);
+  const all = threads();
+  const cpu0 = {
+    main: threadCpu([String(process.pid)]),
+    writer: threadCpu(writer),
+    all: threadCpu(all),
+    workers: workers(),
+  };
+  const t0 = performance.now();
+  const scheduler = new Scheduler({ log, projection, dispatcher: pool, logger: silent });
+  await scheduler.start();
+  await waitFor(() => scheduler.stats.completed >= N);
+  const secs = (performance.now() - t0) / 1000;
+  const live = all.filter((t) => readdirSync("/proc/self/task").includes(t));
+  const cpu = {
+    main: threadCpu([String(process.pid)]) - cpu0.main,
+    writer: threadCpu(writer) - cpu0.writer,
+    all: threadCpu(live) - cpu0.all,
+    workers: workers() - cpu0.workers,
+  };
+  let profile = null;
+  let heap = null;
+  if (profiled && alloc) heap = (await session.post("HeapProfiler.stopSampling")).profile;
+  if (profiled) {
+    profile = (await session.post("Profiler.stop")).profile;
+    session.disconnect();
+    if (process.env.PROFILE_OUT) writeFileSync(process.env.PROFILE_OUT, JSON.stringify(profile));
+  }
+  await pool.close(1000);
+  await scheduler.stop();
+  await log.close();
+  rmSync(dir, { recursive: true, force: true });
+  return { secs, cpu, profile, heap };
+}
+
+await round(false);
+const { secs, cpu, profile, heap } = await round(true);
+const { us, total } = breakdown(profile);
+const perTask = (s) => fmt((s * 1e6) / N, 1);
+console.log(
+  `\nbench/scheduler/profile: ${fmt(N)} independent no-op tasks, embedded log${writerThread ? " with its writer thread" : ""}, 2 worker processes: ${fmt(N / secs)} tasks/s\n`,
+);
+printTable(
+  ["the scheduler's thread", "share", "us per task"],
+  [...us].sort((a, b) => b[1] - a[1]).map(([p, t]) => [p, `${fmt((100 * t) / total, 1)}%`, fmt(t / N, 1)]),
+);
+console.log("");
+printTable(
+  ["CPU per task", "us"],
+  [
+    ["the scheduler's thread", perTask(cpu.main)],
+    ["the log's writer thread", writerThread ? perTask(cpu.writer) : "-"],
+    [
+      "the process's other threads (garbage collection helpers, ...)",
+      perTask(cpu.all - cpu.main - cpu.writer),
+    ],
+    ["the two worker processes", perTask(cpu.workers)],
+  ],
+);
+
+if (heap) {
+  const bytes = new Map();
+  let total = 0;
+  const walk = (n) => {
+    const f = n.callFrame;
+    const at = `${f.functionName || "(anonymous)"} ${f.url.replace(/^.*\/(packages|services|node_modules)\//, "$1/")}:${f.lineNumber + 1}`;
+    total += n.selfSize;
+    bytes.set(at, (bytes.get(at) ?? 0) + n.selfSize);
+    for (const c of n.children) walk(c);
+  };
+  walk(heap.head);
+  console.log(
+    `\nallocated on the scheduler's thread: ${fmt(total / N)} bytes per task; the largest sites:\n`,
+  );
+  printTable(
+    ["function", "bytes per task", "share"],
+    [...bytes]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 25)
+      .map(([at, b]) => [at, fmt(b / N), `${fmt((100 * b) / total, 1)}%`]),
+  );
+}
