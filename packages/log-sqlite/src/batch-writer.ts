@@ -52,6 +52,11 @@ export interface WalOptions {
   readonly busyTimeoutMs: number;
 }
 
+/**
+ * Most streams each of the writer's caches holds. They only spare lookups, and a scheduler writes
+ * a stream per task instance, most of them never again: past this they are emptied.
+ */
+const CACHE_LIMIT = 65_536;
 /** Shortest time between two looks at the WAL's size while appends come. */
 const WAL_LOOK_EVERY_MS = 200;
 /** How long after the last commit the WAL is looked at once more, when appends stop. */
@@ -127,6 +132,8 @@ export class BatchWriter {
       throw error;
     }
     this.commits += 1;
+    if (this.revisions.size + this.writtenRevisions.size > CACHE_LIMIT) this.revisions.clear();
+    if (this.sids.size > CACHE_LIMIT) this.sids.clear();
     for (const [stream, revision] of this.writtenRevisions) this.revisions.set(stream, revision);
     this.keepWalSmall(false);
     return outcome;
