@@ -8,7 +8,11 @@ export type BatchSender<M> = (batch: Batch<M>) => void | Promise<void>;
  */
 export class TickBatcher<M> {
   private pending: M[] = [];
+  /** Messages taken back before their batch left (see withdraw). */
+  private readonly withdrawn = new Set<M>();
   private scheduled: NodeJS.Immediate | undefined;
+  /** Batches sent so far: a message pushed when this read n is still pending while it reads n. */
+  sent = 0;
   private lastSend: Promise<void> = Promise.resolve();
 
   constructor(
@@ -22,16 +26,25 @@ export class TickBatcher<M> {
   }
 
   get size(): number {
-    return this.pending.length;
+    return this.pending.length - this.withdrawn.size;
+  }
+
+  /** Leaves out of the next batch a message pushed since the last one left (said by the caller). */
+  withdraw(message: M): void {
+    this.withdrawn.add(message);
   }
 
   /** Sends what is pending now; resolves when the sender has taken it (and every earlier batch). */
   flush(): Promise<void> {
     if (this.scheduled) clearImmediate(this.scheduled);
     this.scheduled = undefined;
-    if (this.pending.length === 0) return this.lastSend;
-    const batch: Batch<M> = { kind: "batch", messages: this.pending };
+    const messages =
+      this.withdrawn.size === 0 ? this.pending : this.pending.filter((m) => !this.withdrawn.has(m));
     this.pending = [];
+    this.withdrawn.clear();
+    if (messages.length === 0) return this.lastSend;
+    this.sent += 1;
+    const batch: Batch<M> = { kind: "batch", messages };
     let sent: Promise<void>;
     try {
       sent = Promise.resolve(this.send(batch)).catch(this.onError);

@@ -78,6 +78,8 @@ export class WorkerRuntime {
   /** Recently finished tokens, oldest first (a Set iterates in insertion order). */
   private readonly finished = new Set<string>();
   private readonly batcher: TickBatcher<WorkerReport>;
+  /** Starts of attempts that may end before they are sent, and the batch each went into. */
+  private readonly unsentStarts = new Map<string, { report: WorkerReport; batch: number }>();
   private readonly stagingRoot: string | undefined;
   private readonly outputRoot: string | undefined;
   private readonly outputMaxBytes: number;
@@ -317,7 +319,7 @@ export class WorkerRuntime {
     // A noop prints nothing: it gets no file.
     const keepsOutput = this.outputRoot !== undefined && cmd.operator.type !== "noop";
     const outputPath = keepsOutput ? outputPathFor(this.outputRoot as string, token) : undefined;
-    this.batcher.push({
+    const started: WorkerReport = {
       kind: "started",
       token,
       attempt,
@@ -326,7 +328,10 @@ export class WorkerRuntime {
       at: this.at(),
       pid: process.pid,
       ...(outputPath ? { outputPath } : {}),
-    });
+    };
+    this.batcher.push(started);
+    if (cmd.awaitProceed !== true)
+      this.unsentStarts.set(token, { report: started, batch: this.batcher.sent });
 
     let outcome: OperatorOutcome;
     let stagingDir: string | undefined;
@@ -419,6 +424,14 @@ export class WorkerRuntime {
 
   private finish(cmd: RunCommand, outcome: OperatorOutcome, outputFile?: OutputFileInfo): void {
     const { token, attempt, instanceStream } = cmd;
+    // A success in the batch of its own start says it all (it names the worker, and the start is
+    // its end less its duration): the start is left out, half the messages of a quick task. Not
+    // for a failure, which must say whether the attempt started, nor a gated attempt's start.
+    const start = this.unsentStarts.get(token);
+    if (start) {
+      this.unsentStarts.delete(token);
+      if (outcome.ok && start.batch === this.batcher.sent) this.batcher.withdraw(start.report);
+    }
     this.finished.add(token);
     if (this.finished.size > REMEMBER_FINISHED)
       this.finished.delete(this.finished.values().next().value as string);
