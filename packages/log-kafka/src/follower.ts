@@ -44,6 +44,7 @@ export class Follower {
   private readonly waiters = new Set<Waiter>();
   private readonly listeners = new Set<() => void>();
   private failed: Error | null = null;
+  private rereadCount = 0;
 
   constructor(
     kafka: Kafka,
@@ -61,6 +62,11 @@ export class Follower {
       allowAutoTopicCreation: false,
       retry: { initialRetryTime: 50, maxRetryTime: 2000, retries: 10 },
     });
+  }
+
+  /** Records handed to the follower that were decided already (read again after a seek). */
+  get reread(): number {
+    return this.rereadCount;
   }
 
   /** The error the log failed with, or null while it can be trusted. */
@@ -103,7 +109,10 @@ export class Follower {
     const before = this.decider.eventCount;
     for (const m of messages) {
       const offset = BigInt(m.offset);
-      if (this.decider.has(offset)) continue;
+      if (this.decider.has(offset)) {
+        this.rereadCount += 1;
+        continue;
+      }
       // This client's own record: its appends are still in memory, parsed data and all, so
       // the record need not be decoded (the header names them; the value holds the same).
       const header = m.headers?.ids;

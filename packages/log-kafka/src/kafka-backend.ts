@@ -8,10 +8,13 @@ import {
   type StoredEvent,
   type StreamRevision,
 } from "@chronolog/log";
+import { BodyCache, DEFAULT_CACHE_EVENTS } from "./body-cache.js";
 import { createKafka, TopicAdmin } from "./client.js";
+import { EventReader } from "./event-reader.js";
 import { Follower } from "./follower.js";
 import { type KafkaLogOptions, RECORD_OVERHEAD } from "./options.js";
-import { RecordDecider } from "./record-decider.js";
+import { DEDUPE_WINDOW, RecordDecider } from "./record-decider.js";
+import { RecordFetcher } from "./record-fetcher.js";
 import { AppendWriter } from "./writer.js";
 
 export { brokerList } from "./client.js";
@@ -35,18 +38,25 @@ export type { KafkaLogOptions } from "./options.js";
  *   began is refused, so a forgotten copy can never be applied.
  * - Reads ask the partition's end offset and wait until the reader has applied that far, so a
  *   read sees every append that completed before it began, in any process.
+ * - A client keeps an index of the log, not the log: where each stream's events are, which
+ *   record holds which positions, the hash chain's head, and the newest events whole. An older
+ *   event is read back from the brokers by its record's offset and made again exactly as it
+ *   was decided.
  *
  * This class puts the parts together: the admin client (TopicAdmin), the writer
- * (AppendWriter), the follower that reads the topic (Follower) and the decider that holds the
- * log and decides each record (RecordDecider).
+ * (AppendWriter), the follower that reads the topic (Follower), the decider that keeps the
+ * index and decides each record (RecordDecider), the reader of older events (EventReader over
+ * a RecordFetcher).
  */
 export class KafkaBackend implements LogBackend {
   readonly name = "kafka";
   readonly topic: string;
   private readonly admin: TopicAdmin;
-  private readonly decider = new RecordDecider();
+  private readonly decider: RecordDecider;
   private readonly writer: AppendWriter;
   private readonly follower: Follower;
+  private readonly fetcher: RecordFetcher;
+  private readonly reader: EventReader;
   private closing = false;
   private closed = false;
 
@@ -56,6 +66,12 @@ export class KafkaBackend implements LogBackend {
     const closing = () => this.closing;
     const kafka = createKafka(options, timeoutMs);
     this.admin = new TopicAdmin(kafka, this.topic, timeoutMs, closing);
+    this.decider = new RecordDecider(
+      DEDUPE_WINDOW,
+      new BodyCache(options.cacheEvents ?? DEFAULT_CACHE_EVENTS),
+    );
+    this.fetcher = new RecordFetcher(kafka, this.topic, timeoutMs, closing);
+    this.reader = new EventReader(() => this.decider.index, this.decider.cache, this.fetcher);
     this.writer = new AppendWriter(kafka, {
       topic: this.topic,
       maxAppendBytes: options.maxAppendBytes ?? 1_000_000 - RECORD_OVERHEAD,
@@ -115,7 +131,7 @@ export class KafkaBackend implements LogBackend {
 
   async readStream(streamId: string, fromRevision: bigint, maxCount: number): Promise<StoredEvent[]> {
     await this.follower.ready();
-    return this.decider.readStream(streamId, fromRevision, maxCount);
+    return this.reader.readStream(streamId, fromRevision, maxCount);
   }
 
   async readAll(fromPosition: bigint, maxCount: number): Promise<StoredEvent[]> {
@@ -126,7 +142,7 @@ export class KafkaBackend implements LogBackend {
   /** What this client has read so far: a subscription is woken (`watch`) as it reads more. */
   async readAllSeen(fromPosition: bigint, maxCount: number): Promise<StoredEvent[]> {
     this.follower.usable();
-    return this.decider.readAll(fromPosition, maxCount);
+    return this.reader.readAll(fromPosition, maxCount);
   }
 
   async streamRevision(streamId: string): Promise<StreamRevision> {
@@ -152,6 +168,8 @@ export class KafkaBackend implements LogBackend {
     refused: number;
     duplicates: number;
     offset: bigint;
+    /** Records the follower was handed that were decided already (read again after a seek). */
+    reread: number;
   } {
     return {
       events: this.decider.eventCount,
@@ -161,6 +179,7 @@ export class KafkaBackend implements LogBackend {
       refused: this.decider.refused,
       duplicates: this.decider.duplicates,
       offset: this.decider.nextOffset,
+      reread: this.follower.reread,
     };
   }
 
@@ -177,6 +196,11 @@ export class KafkaBackend implements LogBackend {
     this.closed = true;
     this.follower.close();
     this.writer.closePending();
-    await Promise.allSettled([this.follower.disconnect(), this.writer.close(), this.admin.disconnect()]);
+    await Promise.allSettled([
+      this.follower.disconnect(),
+      this.writer.close(),
+      this.admin.disconnect(),
+      this.fetcher.disconnect(),
+    ]);
   }
 }

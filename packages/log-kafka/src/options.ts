@@ -28,6 +28,11 @@ export interface KafkaLogOptions {
   readonly fetch?: { readonly minBytes?: number; readonly maxWaitMs?: number };
   /** The time each append records as its events' `recordedAt`. Default: the real time. */
   readonly clock?: () => Date;
+  /**
+   * How many of the newest events the client keeps whole (a following subscription reads
+   * them next); older events are read back from the brokers. Default 20,000.
+   */
+  readonly cacheEvents?: number;
 }
 
 /** Room the record framing and headers take beside key and value, in bytes (generous). */

@@ -1,10 +1,12 @@
 import {
   type AppendResult,
-  ChainedEvents,
   revisionMatches,
+  type StoredEvent,
   type StreamRevision,
   WrongExpectedRevisionError,
 } from "@chronolog/log";
+import { BodyCache } from "./body-cache.js";
+import { LogIndex } from "./log-index.js";
 import type { DecodedAppend } from "./record.js";
 
 /**
@@ -27,15 +29,27 @@ export type Decision =
   /** A copy of an append already decided: ignored. */
   | { readonly kind: "duplicate"; readonly id: string };
 
+/** The decider's state beside its index: what a checkpoint holds besides the index. */
+export interface DeciderState {
+  readonly next: bigint;
+  /** append id -> offset of its record, oldest first. */
+  readonly decided: ReadonlyArray<readonly [string, bigint]>;
+  readonly dedupeFloor: bigint;
+  readonly refused: number;
+  readonly duplicates: number;
+}
+
 /**
- * The log as the partition's records make it, decided in offset order. It holds the events
- * (by position and by stream) and the hash chain, and makes each append's compare-and-set
- * against the streams as the records before it left them. It does no I/O and reads no clock:
- * given the same records in the same order, every decider holds the same log, with the same
- * positions, revisions and hashes, and makes the same decisions. That is what lets every
- * client of the topic decide for itself, with no owner and no lock.
+ * The log as the partition's records make it, decided in offset order. It keeps the log's
+ * index (LogIndex: where each stream's events are, which record holds which positions, the
+ * hash chain's head) and the newest events whole (BodyCache), and makes each append's
+ * compare-and-set against the streams as the records before it left them. It does no I/O and
+ * reads no clock: given the same records in the same order, every decider holds the same log,
+ * with the same positions, revisions and hashes, and makes the same decisions. That is what
+ * lets every client of the topic decide for itself, with no owner and no lock.
  */
-export class RecordDecider extends ChainedEvents {
+export class RecordDecider {
+  private log = new LogIndex();
   /** The next offset to decide: every record below it is decided. */
   private next = 0n;
   /** append id -> offset of its record, for the last `dedupeWindow` appends decided. */
@@ -44,9 +58,62 @@ export class RecordDecider extends ChainedEvents {
   private dedupeFloor = 0n;
   /** Appends refused (either way) and copies ignored, of any writer. */
   private readonly counts = { refused: 0, duplicates: 0 };
+  private readonly keep: (e: StoredEvent) => void;
 
-  constructor(private readonly dedupeWindow: number = DEDUPE_WINDOW) {
-    super();
+  constructor(
+    private readonly dedupeWindow: number = DEDUPE_WINDOW,
+    /** Where the events this decider stores are kept whole, while they are new. */
+    readonly cache: BodyCache = new BodyCache(),
+  ) {
+    this.keep = (e) => cache.put(e);
+  }
+
+  /** The index of the log as decided so far. */
+  get index(): LogIndex {
+    return this.log;
+  }
+
+  get eventCount(): number {
+    return this.log.eventCount;
+  }
+
+  get streamCount(): number {
+    return this.log.streamCount;
+  }
+
+  get lastHash(): string {
+    return this.log.lastHash;
+  }
+
+  revision(streamId: string): StreamRevision {
+    return this.log.revision(streamId);
+  }
+
+  headPosition(): bigint {
+    return this.log.headPosition();
+  }
+
+  /** Everything but the index, as a checkpoint keeps it. */
+  state(): DeciderState {
+    return {
+      next: this.next,
+      decided: [...this.decided],
+      dedupeFloor: this.dedupeFloor,
+      refused: this.counts.refused,
+      duplicates: this.counts.duplicates,
+    };
+  }
+
+  /** Takes up where a checkpoint left off: its index and state. Only before the first record. */
+  restore(index: LogIndex, state: DeciderState): void {
+    if (this.next !== 0n) throw new Error("a decider is restored before it decides anything");
+    this.log = index;
+    this.next = state.next;
+    this.decided.clear();
+    for (const [id, offset] of state.decided) this.decided.set(id, offset);
+    this.dedupeFloor = state.dedupeFloor;
+    this.counts.refused = state.refused;
+    this.counts.duplicates = state.duplicates;
   }
 
   /** The next offset to decide. */
@@ -73,7 +140,13 @@ export class RecordDecider extends ChainedEvents {
    */
   decideRecord(offset: bigint, appends: readonly DecodedAppend[]): Decision[] {
     if (this.has(offset)) return [];
-    const decisions = appends.map((a) => this.decide(a, offset));
+    this.log.beginRecord(offset);
+    const decisions = appends.map((a) => {
+      const d = this.decide(a, offset);
+      this.log.decided(d.kind === "accepted");
+      return d;
+    });
+    this.log.endRecord();
     this.next = offset + 1n;
     return decisions;
   }
@@ -104,7 +177,7 @@ export class RecordDecider extends ChainedEvents {
     }
     const local = new Map<string, StreamRevision>();
     for (const w of a.writes) {
-      const actual = local.get(w.stream) ?? this.revision(w.stream);
+      const actual = local.get(w.stream) ?? this.log.revision(w.stream);
       if (!revisionMatches(w.expected, actual)) {
         this.counts.refused += 1;
         return {
@@ -117,7 +190,7 @@ export class RecordDecider extends ChainedEvents {
     }
     const results: AppendResult[] = [];
     for (const w of a.writes) {
-      const result = this.store(w.stream, w.events, a.recordedAt);
+      const result = this.log.store(w.stream, w.events, a.recordedAt, this.keep);
       if (result) results.push(result);
     }
     return { kind: "accepted", id: a.id, results };
