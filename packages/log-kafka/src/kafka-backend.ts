@@ -9,6 +9,7 @@ import {
   type StreamRevision,
 } from "@chronolog/log";
 import { BodyCache, DEFAULT_CACHE_EVENTS } from "./body-cache.js";
+import { IndexCheckpoints, stderrNotice } from "./checkpoints.js";
 import { createKafka, TopicAdmin } from "./client.js";
 import { EventReader } from "./event-reader.js";
 import { Follower } from "./follower.js";
@@ -41,12 +42,13 @@ export type { KafkaLogOptions } from "./options.js";
  * - A client keeps an index of the log, not the log: where each stream's events are, which
  *   record holds which positions, the hash chain's head, and the newest events whole. An older
  *   event is read back from the brokers by its record's offset and made again exactly as it
- *   was decided.
+ *   was decided. A checkpoint of the index (`indexPath`) lets a new client read only the topic
+ *   past it.
  *
  * This class puts the parts together: the admin client (TopicAdmin), the writer
  * (AppendWriter), the follower that reads the topic (Follower), the decider that keeps the
  * index and decides each record (RecordDecider), the reader of older events (EventReader over
- * a RecordFetcher).
+ * a RecordFetcher) and the checkpoints (IndexCheckpoints).
  */
 export class KafkaBackend implements LogBackend {
   readonly name = "kafka";
@@ -57,6 +59,7 @@ export class KafkaBackend implements LogBackend {
   private readonly follower: Follower;
   private readonly fetcher: RecordFetcher;
   private readonly reader: EventReader;
+  private readonly checkpoints: IndexCheckpoints | null;
   private closing = false;
   private closed = false;
 
@@ -72,6 +75,17 @@ export class KafkaBackend implements LogBackend {
     );
     this.fetcher = new RecordFetcher(kafka, this.topic, timeoutMs, closing);
     this.reader = new EventReader(() => this.decider.index, this.decider.cache, this.fetcher);
+    this.checkpoints = options.indexPath
+      ? new IndexCheckpoints({
+          path: options.indexPath,
+          topic: this.topic,
+          decider: this.decider,
+          offsets: () => this.admin.offsets(),
+          source: this.fetcher,
+          notice: options.notice ?? stderrNotice,
+          saveMs: options.indexSaveMs ?? 300_000,
+        })
+      : null;
     this.writer = new AppendWriter(kafka, {
       topic: this.topic,
       maxAppendBytes: options.maxAppendBytes ?? 1_000_000 - RECORD_OVERHEAD,
@@ -104,8 +118,10 @@ export class KafkaBackend implements LogBackend {
     await this.admin.connect();
     if (this.options.createTopic ?? true) await this.admin.createTopic(this.options.replicationFactor);
     await this.admin.checkOnePartition();
+    await this.checkpoints?.resume();
     await this.follower.start();
     await this.follower.sync();
+    this.checkpoints?.start();
   }
 
   async append(
@@ -159,6 +175,12 @@ export class KafkaBackend implements LogBackend {
     return this.follower.watch(listener);
   }
 
+  /** Writes a checkpoint of the index now, to `indexPath` (for tools, benchmarks and tests). */
+  async saveIndex(): Promise<void> {
+    if (!this.checkpoints) throw new Error(`kafka log ${this.topic}: no indexPath to write a checkpoint to`);
+    await this.checkpoints.save();
+  }
+
   /** Counts, for benchmarks and tests. */
   stats(): {
     events: number;
@@ -170,6 +192,8 @@ export class KafkaBackend implements LogBackend {
     offset: bigint;
     /** Records the follower was handed that were decided already (read again after a seek). */
     reread: number;
+    /** Fetch requests made to read events back from the brokers. */
+    readBack: number;
   } {
     return {
       events: this.decider.eventCount,
@@ -180,6 +204,7 @@ export class KafkaBackend implements LogBackend {
       duplicates: this.decider.duplicates,
       offset: this.decider.nextOffset,
       reread: this.follower.reread,
+      readBack: this.fetcher.reads,
     };
   }
 
@@ -202,5 +227,7 @@ export class KafkaBackend implements LogBackend {
       this.admin.disconnect(),
       this.fetcher.disconnect(),
     ]);
+    // Written once the follower has stopped: the checkpoint is the log as this client left it.
+    if (!this.follower.failure) await this.checkpoints?.close();
   }
 }

@@ -30,6 +30,7 @@ interface FetchResponse {
 export class RecordFetcher implements RecordSource {
   private readonly cluster: Cluster;
   private connected: Promise<void> | null = null;
+  private fetches = 0;
 
   constructor(
     kafka: Kafka,
@@ -55,6 +56,11 @@ export class RecordFetcher implements RecordSource {
     });
     if (!cluster) throw new Error("the Kafka client did not hand over its cluster");
     this.cluster = cluster;
+  }
+
+  /** Fetch requests made so far. */
+  get reads(): number {
+    return this.fetches;
   }
 
   private connect(): Promise<void> {
@@ -94,6 +100,7 @@ export class RecordFetcher implements RecordSource {
     const nodeId = Object.keys(leaders)[0];
     if (nodeId === undefined) throw new Error("the partition has no leader");
     const broker = await this.cluster.findBroker({ nodeId });
+    this.fetches += 1;
     const response = (await broker.fetch({
       isolationLevel: READ_COMMITTED,
       maxWaitTime: 0,
