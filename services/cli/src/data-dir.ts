@@ -89,8 +89,28 @@ function kafkaClientLog(): { logLevel?: "error" | "warn" | "info" | "debug" } {
   return { logLevel: level };
 }
 
+/** Where a Kafka client keeps checkpoints of its index of the topic, in the data directory. */
+export function kafkaIndexPathOf(options: DataDirOptions, topic: string): string {
+  return join(dataDirOf(options), "kafka", `${topic}.index`);
+}
+
+/** What a long-running process (the scheduler) asks of the log beside the defaults. */
+export interface FollowOptions {
+  /**
+   * On a Kafka log: start from the checkpoint of the client's index in the data directory
+   * and keep it written (see kafkaIndexPathOf); what the client says of it goes to `notice`.
+   */
+  readonly indexCheckpoints?: {
+    readonly notice: (level: "info" | "warn", message: string, fields: Record<string, unknown>) => void;
+  };
+}
+
 /** Opens the log for writing (the embedded file is created if missing). */
-export async function openLogForWrite(options: DataDirOptions, actor: string): Promise<EventLog> {
+export async function openLogForWrite(
+  options: DataDirOptions,
+  actor: string,
+  follow: FollowOptions = {},
+): Promise<EventLog> {
   if (options.file !== undefined) throw new LogReadOnlyError(`the export ${options.file}`);
   const target = parseLogUrl(logUrlOf(options));
   // A network log's client loads only when that log is asked for.
@@ -100,6 +120,9 @@ export async function openLogForWrite(options: DataDirOptions, actor: string): P
       topic: target.topic,
       actor,
       ...kafkaClientLog(),
+      ...(follow.indexCheckpoints
+        ? { indexPath: kafkaIndexPathOf(options, target.topic), notice: follow.indexCheckpoints.notice }
+        : {}),
     });
   if (target?.kind === "esdb") return openEventStore(target, actor);
   return openSqliteLog({ path: logFileOf(options), actor });
