@@ -20,7 +20,9 @@ interface Waiter {
   readonly ready: () => boolean;
   readonly resolve: () => void;
   readonly reject: (e: unknown) => void;
-  readonly timer: NodeJS.Timeout;
+  /** Armed again each time the reader moves on: it fires once the reader stood still that long. */
+  timer: NodeJS.Timeout;
+  readonly expire: () => void;
 }
 
 export interface FollowerOptions {
@@ -45,6 +47,8 @@ export class Follower {
   private readonly listeners = new Set<() => void>();
   private failed: Error | null = null;
   private rereadCount = 0;
+  /** How far the reader had read when waiters last heard of it. */
+  private seen = 0n;
 
   constructor(
     kafka: Kafka,
@@ -126,29 +130,39 @@ export class Follower {
 
   private advance(next: bigint): void {
     this.decider.advanceTo(next);
+    const moved = this.decider.nextOffset > this.seen;
+    this.seen = this.decider.nextOffset;
     for (const w of this.waiters) {
       if (w.ready()) {
         clearTimeout(w.timer);
         this.waiters.delete(w);
         w.resolve();
+      } else if (moved) {
+        // Still reading (a long log from its start): the wait goes on while the reader moves.
+        clearTimeout(w.timer);
+        w.timer = setTimeout(w.expire, this.options.timeoutMs);
       }
     }
   }
 
-  /** Resolves once `ready()` holds, checked each time the follower reads more. */
+  /**
+   * Resolves once `ready()` holds, checked each time the follower reads more; rejects once the
+   * follower has read nothing for the timeout (not after the timeout in all: reading a long log
+   * from its start takes longer, and is no failure while it goes on).
+   */
   waitFor(ready: () => boolean, what: string): Promise<void> {
     if (this.failed) return Promise.reject(this.failed);
     if (ready()) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      const w: Waiter = {
-        ready,
-        resolve,
-        reject,
-        timer: setTimeout(() => {
-          this.waiters.delete(w);
-          reject(new LogUnavailableError(`kafka log ${this.options.topic}: timed out waiting for ${what}`));
-        }, this.options.timeoutMs),
+      const expire = () => {
+        this.waiters.delete(w);
+        reject(
+          new LogUnavailableError(
+            `kafka log ${this.options.topic}: timed out waiting for ${what} (read up to offset ${this.decider.nextOffset})`,
+          ),
+        );
       };
+      const w: Waiter = { ready, resolve, reject, expire, timer: setTimeout(expire, this.options.timeoutMs) };
       this.waiters.add(w);
     });
   }
