@@ -90,6 +90,7 @@ export class EventReader {
     const want = (end - index.records.first(i)) * this.bytesPerEvent * 1.25;
     const bytes = Math.min(MAX_RUN_BYTES, Math.max(ONE_BYTES, Math.ceil(want)));
     const batch = await this.source.read(index.records.offset(i), bytes);
+    const start = p;
     for (const record of batch) {
       if (p >= end || i >= index.records.size) break;
       const want = index.records.offset(i);
@@ -103,6 +104,8 @@ export class EventReader {
       p = Math.min(end, this.endOf(i));
       i += 1;
     }
+    if (p === start)
+      throw new IndexMismatchError(index.records.offset(i), "the brokers hold no record there");
     return p;
   }
 

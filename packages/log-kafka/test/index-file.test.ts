@@ -144,4 +144,18 @@ describe("index checkpoints", () => {
     expect(all).toEqual(await d.readAll(0n, 100_000));
     expect(all.map((e) => e.position)).toEqual(all.map((_, i) => BigInt(i)));
   });
+
+  it("refuses to read where the records are gone, rather than serve a log with a hole", async () => {
+    const d = sample();
+    const reader = new EventReader(() => d.decider.index, new BodyCache(0), d.source);
+    const middle = d.decider.index.records.offset(40);
+    d.source.records.delete(middle);
+    const position = BigInt(d.decider.index.records.first(40));
+    await expect(reader.readAll(position, 10)).rejects.toThrow(
+      /offset \d+ .*the brokers hold no record there/,
+    );
+    await expect(reader.readAll(0n, 100_000)).rejects.toThrow(/no record there/);
+    d.source.records.clear();
+    await expect(reader.readAll(0n, 10)).rejects.toThrow(/no record there/);
+  });
 });
