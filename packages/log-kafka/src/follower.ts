@@ -16,6 +16,9 @@ export interface OwnAppends {
   failPending(error: unknown): void;
 }
 
+/** Records this close to the partition's end have their events kept whole as they are decided. */
+const KEEP_WITHIN_RECORDS = 1000n;
+
 interface Waiter {
   readonly ready: () => boolean;
   readonly resolve: () => void;
@@ -100,7 +103,7 @@ export class Follower {
       eachBatch: async ({ batch }) => {
         if (this.failed) return;
         try {
-          this.apply(batch.messages, BigInt(batch.lastOffset()) + 1n);
+          this.apply(batch.messages, BigInt(batch.lastOffset()) + 1n, BigInt(batch.highWatermark));
         } catch (error) {
           this.fail(error as Error);
         }
@@ -108,8 +111,13 @@ export class Follower {
     });
   }
 
-  /** Decides records in offset order. */
-  private apply(messages: readonly KafkaMessage[], next: bigint): void {
+  /**
+   * Decides records in offset order. A record far behind the partition's end (`end`) is
+   * decided without keeping its events whole: nothing reads them before they would leave the
+   * cache, and keeping each for a while only moves it to the old generation of the heap, to be
+   * collected there (reading a long log from its start, that made the collections grow with it).
+   */
+  private apply(messages: readonly KafkaMessage[], next: bigint, end: bigint): void {
     const before = this.decider.eventCount;
     for (const m of messages) {
       const offset = BigInt(m.offset);
@@ -122,7 +130,8 @@ export class Follower {
       const header = m.headers?.ids;
       const ids = header ? header.toString().split(",") : [];
       const appends = this.own.ownAppends(ids) ?? decodeRecord(m.value, m.offset);
-      for (const d of this.decider.decideRecord(offset, appends)) this.own.settle(d);
+      const keep = end - offset <= KEEP_WITHIN_RECORDS;
+      for (const d of this.decider.decideRecord(offset, appends, keep)) this.own.settle(d);
     }
     this.advance(next);
     if (this.decider.eventCount > before) this.notify();

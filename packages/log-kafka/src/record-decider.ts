@@ -29,6 +29,8 @@ export type Decision =
   /** A copy of an append already decided: ignored. */
   | { readonly kind: "duplicate"; readonly id: string };
 
+const skip = () => {};
+
 /** The decider's state beside its index: what a checkpoint holds besides the index. */
 export interface DeciderState {
   readonly next: bigint;
@@ -136,13 +138,14 @@ export class RecordDecider {
 
   /**
    * Decides the appends of the record at `offset`, in order, each on its own, and moves past
-   * the record. A record already decided changes nothing and yields no decisions.
+   * the record. A record already decided changes nothing and yields no decisions. With `keep`
+   * false, the events it stores are not put in the cache (they are read back when asked for).
    */
-  decideRecord(offset: bigint, appends: readonly DecodedAppend[]): Decision[] {
+  decideRecord(offset: bigint, appends: readonly DecodedAppend[], keep = true): Decision[] {
     if (this.has(offset)) return [];
     this.log.beginRecord(offset);
     const decisions = appends.map((a) => {
-      const d = this.decide(a, offset);
+      const d = this.decide(a, offset, keep ? this.keep : skip);
       this.log.decided(d.kind === "accepted");
       return d;
     });
@@ -160,7 +163,7 @@ export class RecordDecider {
   }
 
   /** The compare-and-set every reader makes the same way for the record at `offset`. */
-  private decide(a: DecodedAppend, offset: bigint): Decision {
+  private decide(a: DecodedAppend, offset: bigint, keep: (e: StoredEvent) => void): Decision {
     if (this.decided.has(a.id)) {
       this.counts.duplicates += 1; // a copy of a record already decided
       return { kind: "duplicate", id: a.id };
@@ -190,7 +193,7 @@ export class RecordDecider {
     }
     const results: AppendResult[] = [];
     for (const w of a.writes) {
-      const result = this.log.store(w.stream, w.events, a.recordedAt, this.keep);
+      const result = this.log.store(w.stream, w.events, a.recordedAt, keep);
       if (result) results.push(result);
     }
     return { kind: "accepted", id: a.id, results };
