@@ -6,6 +6,7 @@ import {
   WrongExpectedRevisionError,
 } from "@chronolog/log";
 import { BodyCache } from "./body-cache.js";
+import { DedupeWindow } from "./dedupe-window.js";
 import { LogIndex } from "./log-index.js";
 import type { DecodedAppend } from "./record.js";
 
@@ -55,7 +56,7 @@ export class RecordDecider {
   /** The next offset to decide: every record below it is decided. */
   private next = 0n;
   /** append id -> offset of its record, for the last `dedupeWindow` appends decided. */
-  private readonly decided = new Map<string, bigint>();
+  private readonly decided: DedupeWindow;
   /** An append made (per its `base`) before this offset may have a forgotten copy: refused. */
   private dedupeFloor = 0n;
   /** Appends refused (either way) and copies ignored, of any writer. */
@@ -63,11 +64,12 @@ export class RecordDecider {
   private readonly keep: (e: StoredEvent) => void;
 
   constructor(
-    private readonly dedupeWindow: number = DEDUPE_WINDOW,
+    dedupeWindow: number = DEDUPE_WINDOW,
     /** Where the events this decider stores are kept whole, while they are new. */
     readonly cache: BodyCache = new BodyCache(),
   ) {
     this.keep = (e) => cache.put(e);
+    this.decided = new DedupeWindow(dedupeWindow);
   }
 
   /** The index of the log as decided so far. */
@@ -99,7 +101,7 @@ export class RecordDecider {
   state(): DeciderState {
     return {
       next: this.next,
-      decided: [...this.decided],
+      decided: this.decided.entries(),
       dedupeFloor: this.dedupeFloor,
       refused: this.counts.refused,
       duplicates: this.counts.duplicates,
@@ -111,8 +113,8 @@ export class RecordDecider {
     if (this.next !== 0n) throw new Error("a decider is restored before it decides anything");
     this.log = index;
     this.next = state.next;
-    this.decided.clear();
-    for (const [id, offset] of state.decided) this.decided.set(id, offset);
+    if (this.decided.count > 0) throw new Error("a decider is restored before it decides anything");
+    for (const [id, offset] of state.decided.slice(-this.decided.size)) this.decided.add(id, offset);
     this.dedupeFloor = state.dedupeFloor;
     this.counts.refused = state.refused;
     this.counts.duplicates = state.duplicates;
@@ -168,12 +170,8 @@ export class RecordDecider {
       this.counts.duplicates += 1; // a copy of a record already decided
       return { kind: "duplicate", id: a.id };
     }
-    this.decided.set(a.id, offset);
-    if (this.decided.size > this.dedupeWindow) {
-      const [oldest, at] = this.decided.entries().next().value as [string, bigint];
-      this.decided.delete(oldest);
-      this.dedupeFloor = at + 1n;
-    }
+    const forgotten = this.decided.add(a.id, offset);
+    if (forgotten !== null) this.dedupeFloor = forgotten + 1n;
     if (a.base < this.dedupeFloor) {
       this.counts.refused += 1;
       return { kind: "too_old", id: a.id, base: a.base, offset };
