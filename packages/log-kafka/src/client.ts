@@ -130,6 +130,14 @@ export class TopicAdmin {
     return this.lsoNext;
   }
 
+  /** The partition's first offset still held and its end offset. */
+  async offsets(): Promise<{ low: bigint; high: bigint }> {
+    const offsets = await this.admin.fetchTopicOffsets(this.topic);
+    const p = offsets.find((o) => o.partition === 0);
+    if (!p) throw new LogUnavailableError(`kafka log ${this.topic}: partition 0 not found`);
+    return { low: BigInt(p.low), high: BigInt(p.high) };
+  }
+
   private async fetchLastStableOffset(): Promise<bigint> {
     const deadline = performance.now() + this.timeoutMs;
     for (let attempt = 1; ; attempt++) {

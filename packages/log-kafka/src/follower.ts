@@ -16,11 +16,16 @@ export interface OwnAppends {
   failPending(error: unknown): void;
 }
 
+/** Records this close to the partition's end have their events kept whole as they are decided. */
+const KEEP_WITHIN_RECORDS = 1000n;
+
 interface Waiter {
   readonly ready: () => boolean;
   readonly resolve: () => void;
   readonly reject: (e: unknown) => void;
-  readonly timer: NodeJS.Timeout;
+  /** Armed again each time the reader moves on: it fires once the reader stood still that long. */
+  timer: NodeJS.Timeout;
+  readonly expire: () => void;
 }
 
 export interface FollowerOptions {
@@ -44,6 +49,9 @@ export class Follower {
   private readonly waiters = new Set<Waiter>();
   private readonly listeners = new Set<() => void>();
   private failed: Error | null = null;
+  private rereadCount = 0;
+  /** How far the reader had read when waiters last heard of it. */
+  private seen = 0n;
 
   constructor(
     kafka: Kafka,
@@ -61,6 +69,11 @@ export class Follower {
       allowAutoTopicCreation: false,
       retry: { initialRetryTime: 50, maxRetryTime: 2000, retries: 10 },
     });
+  }
+
+  /** Records handed to the follower that were decided already (read again after a seek). */
+  get reread(): number {
+    return this.rereadCount;
   }
 
   /** The error the log failed with, or null while it can be trusted. */
@@ -90,7 +103,7 @@ export class Follower {
       eachBatch: async ({ batch }) => {
         if (this.failed) return;
         try {
-          this.apply(batch.messages, BigInt(batch.lastOffset()) + 1n);
+          this.apply(batch.messages, BigInt(batch.lastOffset()) + 1n, BigInt(batch.highWatermark));
         } catch (error) {
           this.fail(error as Error);
         }
@@ -98,18 +111,27 @@ export class Follower {
     });
   }
 
-  /** Decides records in offset order. */
-  private apply(messages: readonly KafkaMessage[], next: bigint): void {
+  /**
+   * Decides records in offset order. A record far behind the partition's end (`end`) is
+   * decided without keeping its events whole: nothing reads them before they would leave the
+   * cache, and keeping each for a while only moves it to the old generation of the heap, to be
+   * collected there (reading a long log from its start, that made the collections grow with it).
+   */
+  private apply(messages: readonly KafkaMessage[], next: bigint, end: bigint): void {
     const before = this.decider.eventCount;
     for (const m of messages) {
       const offset = BigInt(m.offset);
-      if (this.decider.has(offset)) continue;
+      if (this.decider.has(offset)) {
+        this.rereadCount += 1;
+        continue;
+      }
       // This client's own record: its appends are still in memory, parsed data and all, so
       // the record need not be decoded (the header names them; the value holds the same).
       const header = m.headers?.ids;
       const ids = header ? header.toString().split(",") : [];
       const appends = this.own.ownAppends(ids) ?? decodeRecord(m.value, m.offset);
-      for (const d of this.decider.decideRecord(offset, appends)) this.own.settle(d);
+      const keep = end - offset <= KEEP_WITHIN_RECORDS;
+      for (const d of this.decider.decideRecord(offset, appends, keep)) this.own.settle(d);
     }
     this.advance(next);
     if (this.decider.eventCount > before) this.notify();
@@ -117,29 +139,39 @@ export class Follower {
 
   private advance(next: bigint): void {
     this.decider.advanceTo(next);
+    const moved = this.decider.nextOffset > this.seen;
+    this.seen = this.decider.nextOffset;
     for (const w of this.waiters) {
       if (w.ready()) {
         clearTimeout(w.timer);
         this.waiters.delete(w);
         w.resolve();
+      } else if (moved) {
+        // Still reading (a long log from its start): the wait goes on while the reader moves.
+        clearTimeout(w.timer);
+        w.timer = setTimeout(w.expire, this.options.timeoutMs);
       }
     }
   }
 
-  /** Resolves once `ready()` holds, checked each time the follower reads more. */
+  /**
+   * Resolves once `ready()` holds, checked each time the follower reads more; rejects once the
+   * follower has read nothing for the timeout (not after the timeout in all: reading a long log
+   * from its start takes longer, and is no failure while it goes on).
+   */
   waitFor(ready: () => boolean, what: string): Promise<void> {
     if (this.failed) return Promise.reject(this.failed);
     if (ready()) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      const w: Waiter = {
-        ready,
-        resolve,
-        reject,
-        timer: setTimeout(() => {
-          this.waiters.delete(w);
-          reject(new LogUnavailableError(`kafka log ${this.options.topic}: timed out waiting for ${what}`));
-        }, this.options.timeoutMs),
+      const expire = () => {
+        this.waiters.delete(w);
+        reject(
+          new LogUnavailableError(
+            `kafka log ${this.options.topic}: timed out waiting for ${what} (read up to offset ${this.decider.nextOffset})`,
+          ),
+        );
       };
+      const w: Waiter = { ready, resolve, reject, expire, timer: setTimeout(expire, this.options.timeoutMs) };
       this.waiters.add(w);
     });
   }

@@ -8,10 +8,14 @@ import {
   type StoredEvent,
   type StreamRevision,
 } from "@chronolog/log";
+import { BodyCache, DEFAULT_CACHE_EVENTS } from "./body-cache.js";
+import { IndexCheckpoints, stderrNotice } from "./checkpoints.js";
 import { createKafka, TopicAdmin } from "./client.js";
+import { EventReader } from "./event-reader.js";
 import { Follower } from "./follower.js";
 import { type KafkaLogOptions, RECORD_OVERHEAD } from "./options.js";
-import { RecordDecider } from "./record-decider.js";
+import { DEDUPE_WINDOW, RecordDecider } from "./record-decider.js";
+import { RecordFetcher } from "./record-fetcher.js";
 import { AppendWriter } from "./writer.js";
 
 export { brokerList } from "./client.js";
@@ -35,18 +39,27 @@ export type { KafkaLogOptions } from "./options.js";
  *   began is refused, so a forgotten copy can never be applied.
  * - Reads ask the partition's end offset and wait until the reader has applied that far, so a
  *   read sees every append that completed before it began, in any process.
+ * - A client keeps an index of the log, not the log: where each stream's events are, which
+ *   record holds which positions, the hash chain's head, and the newest events whole. An older
+ *   event is read back from the brokers by its record's offset and made again exactly as it
+ *   was decided. A checkpoint of the index (`indexPath`) lets a new client read only the topic
+ *   past it.
  *
  * This class puts the parts together: the admin client (TopicAdmin), the writer
- * (AppendWriter), the follower that reads the topic (Follower) and the decider that holds the
- * log and decides each record (RecordDecider).
+ * (AppendWriter), the follower that reads the topic (Follower), the decider that keeps the
+ * index and decides each record (RecordDecider), the reader of older events (EventReader over
+ * a RecordFetcher) and the checkpoints (IndexCheckpoints).
  */
 export class KafkaBackend implements LogBackend {
   readonly name = "kafka";
   readonly topic: string;
   private readonly admin: TopicAdmin;
-  private readonly decider = new RecordDecider();
+  private readonly decider: RecordDecider;
   private readonly writer: AppendWriter;
   private readonly follower: Follower;
+  private readonly fetcher: RecordFetcher;
+  private readonly reader: EventReader;
+  private readonly checkpoints: IndexCheckpoints | null;
   private closing = false;
   private closed = false;
 
@@ -56,6 +69,23 @@ export class KafkaBackend implements LogBackend {
     const closing = () => this.closing;
     const kafka = createKafka(options, timeoutMs);
     this.admin = new TopicAdmin(kafka, this.topic, timeoutMs, closing);
+    this.decider = new RecordDecider(
+      DEDUPE_WINDOW,
+      new BodyCache(options.cacheEvents ?? DEFAULT_CACHE_EVENTS),
+    );
+    this.fetcher = new RecordFetcher(kafka, this.topic, timeoutMs, closing);
+    this.reader = new EventReader(() => this.decider.index, this.decider.cache, this.fetcher);
+    this.checkpoints = options.indexPath
+      ? new IndexCheckpoints({
+          path: options.indexPath,
+          topic: this.topic,
+          decider: this.decider,
+          offsets: () => this.admin.offsets(),
+          source: this.fetcher,
+          notice: options.notice ?? stderrNotice,
+          saveMs: options.indexSaveMs ?? 300_000,
+        })
+      : null;
     this.writer = new AppendWriter(kafka, {
       topic: this.topic,
       maxAppendBytes: options.maxAppendBytes ?? 1_000_000 - RECORD_OVERHEAD,
@@ -88,8 +118,10 @@ export class KafkaBackend implements LogBackend {
     await this.admin.connect();
     if (this.options.createTopic ?? true) await this.admin.createTopic(this.options.replicationFactor);
     await this.admin.checkOnePartition();
+    await this.checkpoints?.resume();
     await this.follower.start();
     await this.follower.sync();
+    this.checkpoints?.start();
   }
 
   async append(
@@ -115,7 +147,7 @@ export class KafkaBackend implements LogBackend {
 
   async readStream(streamId: string, fromRevision: bigint, maxCount: number): Promise<StoredEvent[]> {
     await this.follower.ready();
-    return this.decider.readStream(streamId, fromRevision, maxCount);
+    return this.reader.readStream(streamId, fromRevision, maxCount);
   }
 
   async readAll(fromPosition: bigint, maxCount: number): Promise<StoredEvent[]> {
@@ -126,7 +158,7 @@ export class KafkaBackend implements LogBackend {
   /** What this client has read so far: a subscription is woken (`watch`) as it reads more. */
   async readAllSeen(fromPosition: bigint, maxCount: number): Promise<StoredEvent[]> {
     this.follower.usable();
-    return this.decider.readAll(fromPosition, maxCount);
+    return this.reader.readAll(fromPosition, maxCount);
   }
 
   async streamRevision(streamId: string): Promise<StreamRevision> {
@@ -143,6 +175,12 @@ export class KafkaBackend implements LogBackend {
     return this.follower.watch(listener);
   }
 
+  /** Writes a checkpoint of the index now, to `indexPath` (for tools, benchmarks and tests). */
+  async saveIndex(): Promise<void> {
+    if (!this.checkpoints) throw new Error(`kafka log ${this.topic}: no indexPath to write a checkpoint to`);
+    await this.checkpoints.save();
+  }
+
   /** Counts, for benchmarks and tests. */
   stats(): {
     events: number;
@@ -152,6 +190,10 @@ export class KafkaBackend implements LogBackend {
     refused: number;
     duplicates: number;
     offset: bigint;
+    /** Records the follower was handed that were decided already (read again after a seek). */
+    reread: number;
+    /** Fetch requests made to read events back from the brokers. */
+    readBack: number;
   } {
     return {
       events: this.decider.eventCount,
@@ -161,6 +203,8 @@ export class KafkaBackend implements LogBackend {
       refused: this.decider.refused,
       duplicates: this.decider.duplicates,
       offset: this.decider.nextOffset,
+      reread: this.follower.reread,
+      readBack: this.fetcher.reads,
     };
   }
 
@@ -177,6 +221,13 @@ export class KafkaBackend implements LogBackend {
     this.closed = true;
     this.follower.close();
     this.writer.closePending();
-    await Promise.allSettled([this.follower.disconnect(), this.writer.close(), this.admin.disconnect()]);
+    await Promise.allSettled([
+      this.follower.disconnect(),
+      this.writer.close(),
+      this.admin.disconnect(),
+      this.fetcher.disconnect(),
+    ]);
+    // Written once the follower has stopped: the checkpoint is the log as this client left it.
+    if (!this.follower.failure) await this.checkpoints?.close();
   }
 }

@@ -28,6 +28,23 @@ export interface KafkaLogOptions {
   readonly fetch?: { readonly minBytes?: number; readonly maxWaitMs?: number };
   /** The time each append records as its events' `recordedAt`. Default: the real time. */
   readonly clock?: () => Date;
+  /**
+   * A file for checkpoints of this client's index of the log. When it holds one that fits the
+   * topic, the client starts from it and reads only the topic past it; one that does not fit is
+   * refused (the reason goes to `notice`) and the client reads the topic from offset 0. The
+   * client writes a checkpoint there every `indexSaveMs` while the log moves on, and when it
+   * closes. Default: none (the topic is read from offset 0 each time).
+   */
+  readonly indexPath?: string;
+  /** How often a checkpoint of the index is written while the log moves on. Default 5 min. */
+  readonly indexSaveMs?: number;
+  /**
+   * How many of the newest events the client keeps whole (a following subscription reads
+   * them next); older events are read back from the brokers. Default 20,000.
+   */
+  readonly cacheEvents?: number;
+  /** What the client has to say about its checkpoints. Default: a line on stderr. */
+  readonly notice?: (level: "info" | "warn", message: string, fields: Record<string, unknown>) => void;
 }
 
 /** Room the record framing and headers take beside key and value, in bytes (generous). */

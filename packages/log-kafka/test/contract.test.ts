@@ -1,57 +1,24 @@
-import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { randomUUID } from "node:crypto";
-import { join } from "node:path";
+import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { EventLog } from "@chronolog/log";
 import { logContractSuite } from "@chronolog/log/contract";
 import { ForeignRecordError, KafkaBackend, openKafkaLog } from "@chronolog/log-kafka";
 import { Kafka, logLevel } from "kafkajs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { useCluster } from "./support/cluster.js";
 
 /**
- * Runs against the cluster named by CHRONOLOG_KAFKA_BROKERS, or else starts a one-broker
- * cluster with infra/kafka/start for this file (in a directory and on ports of its own, so
- * that runs side by side do not meet) and stops it afterwards.
+ * Runs against the cluster named by CHRONOLOG_KAFKA_BROKERS, or else a one-broker cluster of
+ * this file's own (see support/cluster.ts).
  */
-const root = fileURLToPath(new URL("../../..", import.meta.url));
-const run = promisify(execFile);
 const appender = fileURLToPath(new URL("./fixtures/appender.mjs", import.meta.url));
+const testCluster = useCluster();
 const cluster = {
-  brokers: process.env.CHRONOLOG_KAFKA_BROKERS ?? "",
-  env: null as NodeJS.ProcessEnv | null,
+  get brokers() {
+    return testCluster.brokers;
+  },
 };
-const runId = `${Date.now().toString(36)}-${randomUUID().slice(0, 6)}`;
-const topics: string[] = [];
-const uniqueTopic = (label: string) => {
-  const topic = `chronolog-test.${runId}.${label}.${topics.length}`;
-  topics.push(topic);
-  return topic;
-};
-
-beforeAll(async () => {
-  if (cluster.brokers) return;
-  const env = {
-    ...process.env,
-    CHRONOLOG_KAFKA_DIR: join(root, "infra/kafka/.data", `test-${process.pid}`),
-    CHRONOLOG_KAFKA_PORT: String(20_000 + (process.pid % 400) * 20),
-  };
-  cluster.env = env;
-  const { stdout } = await run(join(root, "infra/kafka/start"), [], { env, timeout: 180_000 });
-  cluster.brokers = stdout.trim().split("\n").at(-1) ?? "";
-}, 180_000);
-
-afterAll(async () => {
-  if (cluster.env) {
-    await run(join(root, "infra/kafka/stop"), [], { env: cluster.env, timeout: 60_000 });
-  } else if (cluster.brokers && topics.length > 0) {
-    // A cluster shared with others: take away what this run made.
-    const admin = new Kafka({ brokers: cluster.brokers.split(","), logLevel: logLevel.NOTHING }).admin();
-    await admin.connect();
-    await admin.deleteTopics({ topics }).catch(() => {});
-    await admin.disconnect();
-  }
-}, 60_000);
+const uniqueTopic = (label: string) => testCluster.topic(label);
 
 logContractSuite("kafka", async () => {
   const topic = uniqueTopic("contract");

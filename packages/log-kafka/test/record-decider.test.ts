@@ -1,11 +1,14 @@
 import { type ExpectedRevision, GENESIS_HASH, hashStored, WrongExpectedRevisionError } from "@chronolog/log";
 import { describe, expect, it } from "vitest";
 import type { DecodedAppend } from "../src/record.js";
-import { type Decision, RecordDecider } from "../src/record-decider.js";
+import type { Decision } from "../src/record-decider.js";
+import { FedDecider } from "./support/memory-records.js";
 
 /**
  * The decider alone, with no broker: records are handed to it as the follower would, in
- * offset order, already decoded.
+ * offset order, already decoded, and kept in memory as a partition would keep them, so that
+ * every read makes the events again from the records (as a client reads evicted events back
+ * from the brokers).
  */
 
 const RECORDED_AT = "2024-01-01T00:00:00.000Z";
@@ -31,9 +34,12 @@ function append(id: string, writes: DecodedAppend["writes"], base = 0n): Decoded
 }
 
 /** Every event's hash recomputed from the one before it: the chain holds. */
-function expectChain(d: RecordDecider): void {
+async function expectChain(d: FedDecider): Promise<void> {
   let prev = GENESIS_HASH;
-  for (const e of d.readAll(0n, Number.MAX_SAFE_INTEGER)) {
+  const all = await d.readAll(0n, Number.MAX_SAFE_INTEGER);
+  // Read back from the records, every event is the one the decider made and kept.
+  expect(all).toEqual((await d.cached(0n, Number.MAX_SAFE_INTEGER)).map(({ parsed: _p, ...e }) => e));
+  for (const e of all) {
     expect(e.metadata.prevHash).toBe(prev);
     expect(hashStored(prev, e)).toBe(e.metadata.hash);
     prev = e.metadata.hash;
@@ -42,8 +48,8 @@ function expectChain(d: RecordDecider): void {
 }
 
 describe("RecordDecider", () => {
-  it("accepts appends in order: dense positions, revisions per stream, one hash chain", () => {
-    const d = new RecordDecider();
+  it("accepts appends in order: dense positions, revisions per stream, one hash chain", async () => {
+    const d = new FedDecider();
     const first = d.decideRecord(0n, [append("a1", [write("task-1", "no_stream", "one", "two")])]);
     const second = d.decideRecord(1n, [
       append("a2", [write("task-2", "no_stream", "three")]),
@@ -63,20 +69,20 @@ describe("RecordDecider", () => {
     expect(d.revision("task-1")).toBe(2n);
     expect(d.revision("task-2")).toBe(0n);
     expect(d.revision("task-3")).toBe("no_stream");
-    expect(d.readStream("task-1", 0n, 10).map((e) => [e.revision, e.position, e.dataJson])).toEqual([
+    expect((await d.readStream("task-1", 0n, 10)).map((e) => [e.revision, e.position, e.dataJson])).toEqual([
       [0n, 0n, '{"text":"one"}'],
       [1n, 1n, '{"text":"two"}'],
       [2n, 3n, '{"text":"four"}'],
     ]);
-    expect(d.readStream("task-1", 1n, 1).map((e) => e.position)).toEqual([1n]);
-    expect(d.readAll(2n, 10).map((e) => e.streamId)).toEqual(["task-2", "task-1"]);
-    expect(d.readAll(4n, 10)).toEqual([]);
-    expect(d.readAll(0n, 1)[0]?.metadata.recordedAt).toBe(RECORDED_AT);
-    expectChain(d);
+    expect((await d.readStream("task-1", 1n, 1)).map((e) => e.position)).toEqual([1n]);
+    expect((await d.readAll(2n, 10)).map((e) => e.streamId)).toEqual(["task-2", "task-1"]);
+    expect(await d.readAll(4n, 10)).toEqual([]);
+    expect((await d.readAll(0n, 1))[0]?.metadata.recordedAt).toBe(RECORDED_AT);
+    await expectChain(d);
   });
 
   it("refuses a compare-and-set that does not match, naming the stream, expected and actual", () => {
-    const d = new RecordDecider();
+    const d = new FedDecider();
     d.decideRecord(0n, [append("a1", [write("task-1", "no_stream", "one")])]);
     const [refused, again, exists] = d.decideRecord(1n, [
       append("a2", [write("task-1", "no_stream", "two")]),
@@ -105,7 +111,7 @@ describe("RecordDecider", () => {
   });
 
   it("decides a record delivered twice once", () => {
-    const d = new RecordDecider();
+    const d = new FedDecider();
     const a = append("a1", [write("task-1", "no_stream", "one")]);
     expect(d.decideRecord(0n, [a])[0]?.kind).toBe("accepted");
     // The same record read again (after a rebalance seeks back): already decided, no decisions.
@@ -121,7 +127,7 @@ describe("RecordDecider", () => {
   });
 
   it("refuses an append made before the dedupe window began, since its copy may be forgotten", () => {
-    const d = new RecordDecider(2);
+    const d = new FedDecider(2);
     d.decideRecord(0n, [append("a1", [write("task-1", "any", "one")])]);
     d.decideRecord(1n, [append("a2", [write("task-1", "any", "two")])]);
     // The window holds two ids: a third forgets a1 (decided at offset 0), so the floor is 1.
@@ -138,8 +144,8 @@ describe("RecordDecider", () => {
     expect(d.revision("task-1")).toBe(3n);
   });
 
-  it("applies a multi-stream append all or nothing", () => {
-    const d = new RecordDecider();
+  it("applies a multi-stream append all or nothing", async () => {
+    const d = new FedDecider();
     d.decideRecord(0n, [append("a1", [write("task-1", "no_stream", "one")])]);
     const [refused] = d.decideRecord(1n, [
       append("a2", [write("task-2", "no_stream", "two"), write("task-1", "no_stream", "three")]),
@@ -169,11 +175,11 @@ describe("RecordDecider", () => {
     const [stale] = d.decideRecord(4n, [append("a5", [write("task-3", 1n, "x"), write("task-3", 1n, "y")])]);
     expect(stale?.kind).toBe("refused");
     expect(d.revision("task-3")).toBe(1n);
-    expectChain(d);
+    await expectChain(d);
   });
 
   it("moves past offsets with nothing to decide, never backwards", () => {
-    const d = new RecordDecider();
+    const d = new FedDecider();
     d.advanceTo(5n);
     expect(d.nextOffset).toBe(5n);
     d.advanceTo(3n);
@@ -184,7 +190,7 @@ describe("RecordDecider", () => {
     expect(d.nextOffset).toBe(6n);
   });
 
-  it("two deciders fed the same records in the same order hold the same log", () => {
+  it("two deciders fed the same records in the same order hold the same log", async () => {
     const records: Array<[bigint, DecodedAppend[]]> = [];
     for (let i = 0; i < 200; i++) {
       const stream = `task-${i % 7}`;
@@ -198,7 +204,7 @@ describe("RecordDecider", () => {
       records.push([BigInt(i * 2), appends]);
     }
     const run = () => {
-      const d = new RecordDecider(50);
+      const d = new FedDecider(50);
       const decisions = records.flatMap(([offset, appends]) => d.decideRecord(offset, appends));
       return { d, decisions };
     };
@@ -207,10 +213,10 @@ describe("RecordDecider", () => {
     expect(two.decisions).toEqual(one.decisions);
     const kinds = new Set(one.decisions.map((x) => x.kind));
     expect(kinds).toEqual(new Set(["accepted", "refused", "duplicate", "too_old"]));
-    expect(two.d.readAll(0n, 10_000)).toEqual(one.d.readAll(0n, 10_000));
+    expect(await two.d.readAll(0n, 10_000)).toEqual(await one.d.readAll(0n, 10_000));
     expect(two.d.lastHash).toBe(one.d.lastHash);
     expect(two.d.lastHash).not.toBe(GENESIS_HASH);
-    for (const d of [one.d, two.d]) expectChain(d);
+    for (const d of [one.d, two.d]) await expectChain(d);
     for (let s = 0; s < 11; s++) expect(two.d.revision(`task-${s}`)).toEqual(one.d.revision(`task-${s}`));
     expect([two.d.refused, two.d.duplicates, two.d.nextOffset]).toEqual([
       one.d.refused,

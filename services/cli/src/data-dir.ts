@@ -89,14 +89,29 @@ function kafkaClientLog(): { logLevel?: "error" | "warn" | "info" | "debug" } {
   return { logLevel: level };
 }
 
-/**
- * Opens the log for writing (the embedded file is created if missing). A process that writes
- * much (a scheduler) asks for the embedded log's writer thread.
- */
+/** Where a Kafka client keeps checkpoints of its index of the topic, in the data directory. */
+export function kafkaIndexPathOf(options: DataDirOptions, topic: string): string {
+  return join(dataDirOf(options), "kafka", `${topic}.index`);
+}
+
+/** What a long-running process (the scheduler) asks of the log beside the defaults. */
+export interface FollowOptions {
+  /**
+   * On a Kafka log: start from the checkpoint of the client's index in the data directory
+   * and keep it written (see kafkaIndexPathOf); what the client says of it goes to `notice`.
+   */
+  readonly indexCheckpoints?: {
+    readonly notice: (level: "info" | "warn", message: string, fields: Record<string, unknown>) => void;
+  };
+  /** On the embedded log: make the commits in a writer thread (a process that writes much). */
+  readonly writerThread?: boolean;
+}
+
+/** Opens the log for writing (the embedded file is created if missing). */
 export async function openLogForWrite(
   options: DataDirOptions,
   actor: string,
-  use: { readonly writerThread?: boolean } = {},
+  follow: FollowOptions = {},
 ): Promise<EventLog> {
   if (options.file !== undefined) throw new LogReadOnlyError(`the export ${options.file}`);
   const target = parseLogUrl(logUrlOf(options));
@@ -107,9 +122,12 @@ export async function openLogForWrite(
       topic: target.topic,
       actor,
       ...kafkaClientLog(),
+      ...(follow.indexCheckpoints
+        ? { indexPath: kafkaIndexPathOf(options, target.topic), notice: follow.indexCheckpoints.notice }
+        : {}),
     });
   if (target?.kind === "esdb") return openEventStore(target, actor);
-  return openSqliteLog({ path: logFileOf(options), actor, writerThread: use.writerThread ?? false });
+  return openSqliteLog({ path: logFileOf(options), actor, writerThread: follow.writerThread ?? false });
 }
 
 /** Opens the log for reading only; a missing embedded log is a clear error, not an empty one. */
