@@ -13,7 +13,7 @@ import {
   type TaskState,
   taskStream,
 } from "@chronolog/core";
-import { type AppendResult, type EventLog, WrongExpectedRevisionError } from "@chronolog/log";
+import { type AppendResult, type EventLog, LogMovedError, WrongExpectedRevisionError } from "@chronolog/log";
 import type { AttemptReport } from "@chronolog/worker";
 import type { Alongside } from "./success-commit.js";
 
@@ -25,6 +25,8 @@ const DEFAULT_RETRY: RetryPolicy = {
   jitter: 0.1,
 };
 const MAX_CONFLICT_RETRIES = 8;
+/** Times the children of a success are decided again when the log moved on meanwhile. */
+const MAX_MOVED_RETRIES = 2;
 
 /** (The fold of an attempt stream read from the log, for callers that import it from here.) */
 export { foldInstance } from "@chronolog/core";
@@ -111,6 +113,7 @@ export class ReportApplier {
     let state = this.latest(stream);
     let withSuccessPath = this.o.log.supportsAppendMany;
     let withAlongside = withSuccessPath;
+    let moved = 0;
     for (let tries = 0; ; tries++) {
       if (!state) state = foldInstance(await this.o.log.readStream(stream));
       const { events, after } = this.decideAll(state, reports);
@@ -151,6 +154,13 @@ export class ReportApplier {
       } catch (error) {
         const refused = alongside;
         refused?.settle(null);
+        if (refused && error instanceof LogMovedError && moved < MAX_MOVED_RETRIES) {
+          // The log moved on after the children were decided (most often: another success in the
+          // same group commit): they are decided again on what it holds now, so that they still
+          // start in their parent's commit, before they are left to the pass.
+          moved += 1;
+          continue;
+        }
         const conflict = error instanceof WrongExpectedRevisionError ? error : null;
         if (refused && (!conflict || refused.writes.some((w) => w.streamId === conflict.streamId))) {
           // The children's intents could not be written with the success (the log moved on

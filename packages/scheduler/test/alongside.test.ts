@@ -71,12 +71,13 @@ afterEach(async () => {
 });
 
 /**
- * Applies the parent's success, asking for `writes` alongside, decided at `expectedHead` (by
- * default the log's head as it is now); returns what settle was given.
+ * Applies the parent's success, asking for `writes` alongside, decided at `decidedAt` (by
+ * default the log's head as it is then; a list gives the position of each decision in turn);
+ * returns what settle was given.
  */
 async function succeedParent(
   writes: StreamWrite[],
-  decidedAt?: bigint,
+  decidedAt?: bigint | readonly (bigint | undefined)[],
 ): Promise<{
   settled: Array<readonly AppendResult[] | null>;
   asked: Array<DomainEventOf<"IntervalCompleted">>;
@@ -85,16 +86,18 @@ async function succeedParent(
   const settled: Array<readonly AppendResult[] | null> = [];
   const asked: Array<DomainEventOf<"IntervalCompleted">> = [];
   const errors: unknown[] = [];
-  const expectedHead = decidedAt ?? (await log.headPosition());
+  const positions = Array.isArray(decidedAt) ? [...decidedAt] : [decidedAt];
   const applier = new ReportApplier({
     log,
     projection,
     now: Date.now,
     random: Math.random,
     onError: (error) => errors.push(error),
-    alongside: (task, completed): Alongside => {
+    alongside: async (task, completed): Promise<Alongside> => {
       expect(task.id).toBe(parent.id);
       asked.push(completed);
+      const at = positions.length > 1 ? positions.shift() : positions[0];
+      const expectedHead = at ?? (await log.headPosition());
       return { writes, expectedHead, settle: (results) => settled.push(results) };
     },
   });
@@ -174,12 +177,39 @@ describe("a success and what is written alongside it", () => {
     await log.append(taskStream(child.key), [{ type: "TaskPaused", data: { key: child.key } }], {
       expectedRevision: child.revision,
     });
-    const { settled } = await succeedParent(
+    const { settled, asked } = await succeedParent(
       [{ streamId: childStream, events: [intent(child, "child-token-1")], expectedRevision: "no_stream" }],
       decidedAt,
     );
-    expect(settled).toEqual([null]);
+    // Decided again twice (here on the same old position each time), then left to the pass.
+    expect(asked).toHaveLength(3);
+    expect(settled).toEqual([null, null, null]);
     await expectSuccessAlone(childStream);
+  });
+
+  it("when the log moved on since the children were decided, they are decided again and go with it", async () => {
+    const child = projection.tasks.get("p/a/child/ALL") as TaskState;
+    const childStream = instanceStream(child.key, child.logicalDate);
+    const decidedAt = projection.position;
+    // Written after the first decision: another success of the same group commit, say.
+    await log.append("note-meanwhile", [{ type: "Note", data: { text: "meanwhile" } }], {
+      expectedRevision: "no_stream",
+    });
+    const { settled, asked } = await succeedParent(
+      [{ streamId: childStream, events: [intent(child, "child-token-1")], expectedRevision: "no_stream" }],
+      [decidedAt, undefined],
+    );
+    expect(asked).toHaveLength(2);
+    expect(settled).toHaveLength(2);
+    expect(settled[0]).toBeNull();
+    expect(settled[1]).toHaveLength(1);
+    // The child's intent is in the commit of its parent's success.
+    const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
+    const [ended] = (await log.readStream(instanceStream(parent.key, parent.logicalDate))).slice(-1);
+    const [intended] = await log.readStream(childStream);
+    expect(ended?.type).toBe("AttemptSucceeded");
+    expect(intended?.type).toBe("DispatchIntended");
+    expect(intended?.metadata.recordedAt).toBe(ended?.metadata.recordedAt);
   });
 
   it("when the log refuses what goes alongside, the success is written without it and the scheduler is told", async () => {
