@@ -209,6 +209,33 @@ describe("sqlite log file", () => {
     expect(seen.length).toBe(20);
   });
 
+  it("with a writer thread, a subscriber gets its own appends and another process's, each once, in order", async () => {
+    const log = openSqliteLog({ path, writerThread: true });
+    const seen: bigint[] = [];
+    const sub = log.subscribe((e) => void seen.push(e.position), { fromPosition: 0n, pollMs: 5_000 });
+    await sub.caughtUp;
+    const child = runChild([path, "test-other", "3", "1", "300"]);
+    // This process appends all the while, a few appends at a time, as a scheduler does.
+    let own = 0;
+    while (child.child.exitCode === null && own < 3000) {
+      await Promise.all(
+        Array.from({ length: 5 }, () =>
+          log.append(`test-own-${own++ % 7}`, [note("x")], { expectedRevision: "any" }),
+        ),
+      );
+    }
+    expect(await child.exited).toBe(0);
+    const head = await log.headPosition();
+    const start = Date.now();
+    while (seen.length < Number(head) + 1 && Date.now() - start < 4_000)
+      await new Promise((r) => setTimeout(r, 5));
+    await sub.close();
+    expect(seen).toEqual(Array.from({ length: Number(head) + 1 }, (_, i) => BigInt(i)));
+    expect(head + 1n).toBe(BigInt(own + 300));
+    expect((await log.verify()).break).toBeNull();
+    await log.close();
+  });
+
   it("survives SIGKILL of an appending process: no acknowledged append lost, no torn event", async () => {
     openSqliteLog({ path }).close();
     const run = runChild([path, "test-crash", "10", "7"]);
