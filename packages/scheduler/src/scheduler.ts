@@ -60,6 +60,8 @@ export interface SchedulerOptions {
 /** A task the pass found free to start, before the limits are applied. */
 /** How often a task whose schedule could not be computed is looked at again. */
 const STUCK_RECHECK_MS = 60_000;
+/** Most tasks that share no limit one pass decides (see takeDirty). */
+const PASS_TASKS = 1000;
 
 interface Free {
   readonly task: TaskState;
@@ -403,8 +405,7 @@ export class Scheduler implements ReconciledScheduler {
     }
     if (this.dirty.size === 0) return;
     this.stats.passes += 1;
-    const ids = [...this.dirty];
-    this.dirty.clear();
+    const ids = this.takeDirty();
     const now = this.now();
     const writes: Array<Promise<void>> = [];
     const free: Free[] = [];
@@ -424,6 +425,35 @@ export class Scheduler implements ReconciledScheduler {
     }
     if (free.length > 0) writes.push(this.dispatchAll(free));
     await Promise.all(writes);
+  }
+
+  /**
+   * The tasks this pass decides: every dirty one, but of a large burst of tasks that share no
+   * limit (no connection, no workflow) at most PASS_TASKS, the rest left dirty for the pass
+   * right after. Deciding such a burst in pieces keeps what is in flight at once small (every
+   * intent of a piece is written in one commit, and the garbage collector copies less of it)
+   * and hands the first attempts to the workers sooner; tasks that share a limit are all decided
+   * together, so that its free slots still go to the oldest interval first.
+   */
+  private takeDirty(): string[] {
+    if (this.dirty.size <= PASS_TASKS) {
+      const all = [...this.dirty];
+      this.dirty.clear();
+      return all;
+    }
+    const ids: string[] = [];
+    let free = 0;
+    for (const id of this.dirty) {
+      const spec = this.projection.tasks.get(id)?.spec;
+      if (spec?.connection === undefined && spec?.workflow === undefined) {
+        if (free === PASS_TASKS) continue;
+        free += 1;
+      }
+      ids.push(id);
+    }
+    for (const id of ids) this.dirty.delete(id);
+    if (this.dirty.size > 0) this.schedulePass();
+    return ids;
   }
 
   /** Acts on a task's standing: its event written, a timer set, or free to start. */
