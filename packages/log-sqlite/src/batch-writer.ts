@@ -198,9 +198,9 @@ export class BatchWriter {
     storedAt: unknown,
     hashes: string[],
   ): AppendResult {
-    let sid = knownSid;
-    if (sid === undefined) sid = this.rows.insertStream(w.streamId);
-    else this.sids.set(w.streamId, sid);
+    // (A stream made by a transaction that rolls back is forgotten with every other cached id.)
+    const sid = knownSid ?? this.rows.insertStream(w.streamId);
+    this.sids.set(w.streamId, sid);
     let revision = last ?? -1n;
     for (const e of w.events) {
       chain.position += 1n;
