@@ -11,9 +11,6 @@ import { bullmqChain, bullmqIndependent, startRedis } from "../peers/bullmq.mjs"
 import { fmt, percentile, printTable, silent, waitFor } from "../table.mjs";
 
 const quick = process.env.BENCH_QUICK === "1";
-// The log as `chronolog up` opens it: its commits made in a writer thread (BENCH_WRITER_THREAD=0:
-// on the scheduler's own thread, for a comparison).
-const writerThread = process.env.BENCH_WRITER_THREAD !== "0";
 const DAY = 86_400_000;
 const now = Date.now();
 // A daily slot hour twelve hours away from now, and the latest interval of that schedule that
@@ -30,7 +27,7 @@ function taskYaml(name, parents = [], project = "bench") {
 
 async function setup(label, yaml) {
   const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), `chronolog-bench-${label}-`));
-  const log = openSqliteLog({ path: join(dir, "log.db"), actor: "bench", writerThread });
+  const log = openSqliteLog({ path: join(dir, "log.db"), actor: "bench" });
   const projection = new SchedulerProjection();
   await declare(
     log,

@@ -1,12 +1,12 @@
 // Where the scheduler's time goes on N independent no-op tasks (bench/scheduler's first row):
 //
-//   node --expose-gc --max-semi-space-size=32 bench/scheduler/profile.mjs [N] [--no-writer-thread]
+//   node --expose-gc --max-semi-space-size=32 bench/scheduler/profile.mjs [N] [--alloc]
 //
 // Runs the work twice on a fresh log each time (the first round warms the code up), profiles
 // the scheduler's thread through the second with the inspector, and prints each part's share of
 // that thread's time and its time per task, each sample counted under the innermost part it was
-// in. Beside it, the CPU per task of the process's other threads (the log's writer thread, the
-// engine's garbage collection helpers) and of the worker processes, read from /proc.
+// in. Beside it, the CPU per task of the process's other threads (the engine's garbage collection
+// helpers and compilers) and of the worker processes, read from /proc.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { tmpdir } from "node:os";
@@ -18,7 +18,6 @@ import { WorkerPool } from "@chronolog/worker";
 import { fmt, printTable, silent, waitFor } from "../table.mjs";
 
 const N = Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 10_000);
-const writerThread = !process.argv.includes("--no-writer-thread");
 /** With --alloc: where the scheduler's thread allocates, from the engine's sampling heap profiler. */
 const alloc = process.argv.includes("--alloc");
 const DAY = 86_400_000;
@@ -47,6 +46,8 @@ const threadCpu = (ids) => ids.reduce((s, t) => s + cpuOf(`/proc/self/task/${t}/
 
 /** The part of the scheduler a frame belongs to, if it marks one. */
 const PARTS = [
+  // Stopping the profiler: not the scheduler's (left out of the shares below).
+  ["the profiler itself", (f) => f.url === "node:inspector"],
   ["garbage collection", (f) => f.functionName === "(garbage collector)"],
   ["waiting (idle)", (f) => f.functionName === "(idle)"],
   ["validating events against the catalog", (f) => /\/zod\/|\/log\/dist\/validate\.js/.test(f.url)],
@@ -81,6 +82,7 @@ function breakdown(profile) {
   let total = 0;
   profile.samples.forEach((id, i) => {
     const dt = profile.timeDeltas[i] ?? 0;
+    if (part(id) === "the profiler itself") return;
     total += dt;
     us.set(part(id), (us.get(part(id)) ?? 0) + dt);
   });
@@ -89,9 +91,7 @@ function breakdown(profile) {
 
 async function round(profiled) {
   const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), "chronolog-profile-"));
-  const before = threads();
-  const log = openSqliteLog({ path: join(dir, "log.db"), actor: "bench", writerThread });
-  const writer = threads().filter((t) => !before.includes(t));
+  const log = openSqliteLog({ path: join(dir, "log.db"), actor: "bench" });
   const projection = new SchedulerProjection();
   await declare(log, projection, [{ filename: "tasks.json", document: { tasks } }], Date.now());
   await catchUp(log, projection);
@@ -114,12 +114,7 @@ async function round(profiled) {
   }
   const workers = () => pool.stats().reduce((s, w) => s + cpuOf(`/proc/${w.pid}/stat`), 0);
   const all = threads();
-  const cpu0 = {
-    main: threadCpu([String(process.pid)]),
-    writer: threadCpu(writer),
-    all: threadCpu(all),
-    workers: workers(),
-  };
+  const cpu0 = { main: threadCpu([String(process.pid)]), all: threadCpu(all), workers: workers() };
   const t0 = performance.now();
   const scheduler = new Scheduler({ log, projection, dispatcher: pool, logger: silent });
   await scheduler.start();
@@ -128,7 +123,6 @@ async function round(profiled) {
   const live = all.filter((t) => readdirSync("/proc/self/task").includes(t));
   const cpu = {
     main: threadCpu([String(process.pid)]) - cpu0.main,
-    writer: threadCpu(writer) - cpu0.writer,
     all: threadCpu(live) - cpu0.all,
     workers: workers() - cpu0.workers,
   };
@@ -140,19 +134,20 @@ async function round(profiled) {
     session.disconnect();
     if (process.env.PROFILE_OUT) writeFileSync(process.env.PROFILE_OUT, JSON.stringify(profile));
   }
+  const commits = log.backend.commits;
   await pool.close(1000);
   await scheduler.stop();
   await log.close();
   rmSync(dir, { recursive: true, force: true });
-  return { secs, cpu, profile, heap };
+  return { secs, cpu, profile, heap, commits };
 }
 
 await round(false);
-const { secs, cpu, profile, heap } = await round(true);
+const { secs, cpu, profile, heap, commits } = await round(true);
 const { us, total } = breakdown(profile);
 const perTask = (s) => fmt((s * 1e6) / N, 1);
 console.log(
-  `\nbench/scheduler/profile: ${fmt(N)} independent no-op tasks, embedded log${writerThread ? " with its writer thread" : ""}, 2 worker processes: ${fmt(N / secs)} tasks/s\n`,
+  `\nbench/scheduler/profile: ${fmt(N)} independent no-op tasks, embedded log, 2 worker processes: ${fmt(N / secs)} tasks/s\n`,
 );
 printTable(
   ["the scheduler's thread", "share", "us per task"],
@@ -163,13 +158,12 @@ printTable(
   ["CPU per task", "us"],
   [
     ["the scheduler's thread", perTask(cpu.main)],
-    ["the log's writer thread", writerThread ? perTask(cpu.writer) : "-"],
-    [
-      "the process's other threads (garbage collection helpers, ...)",
-      perTask(cpu.all - cpu.main - cpu.writer),
-    ],
+    ["the process's other threads (garbage collection, compilers)", perTask(cpu.all - cpu.main)],
     ["the two worker processes", perTask(cpu.workers)],
   ],
+);
+console.log(
+  `\ngroup commits: ${fmt(commits)} (the declaration's included), ${fmt((N * 3) / commits, 1)} events a commit`,
 );
 
 if (heap) {

@@ -11,7 +11,7 @@ import {
 import type Database from "better-sqlite3";
 import type { EventRows } from "./rows.js";
 
-/** One stream's part of an append, as the writer needs it (an event's fields, not its parsed data). */
+/** One stream's part of an append, as the writer needs it. */
 export interface ItemWrite {
   readonly streamId: string;
   readonly expected: ExpectedRevision;
@@ -69,8 +69,7 @@ const WAL_CHECKPOINT_WAIT_MS = 50;
 /**
  * The write side of the embedded log: one connection that makes each group commit in one
  * transaction, every check (expected revision, chain head) inside it, so that appends from
- * several processes to one file stay correct. It runs where the backend puts it: in the
- * backend's own thread, or in a thread of its own (see writer-thread.ts).
+ * several processes to one file stay correct.
  */
 export class BatchWriter {
   /** Group commits made (each one transaction, one fsync). */

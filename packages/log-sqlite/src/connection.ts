@@ -1,6 +1,6 @@
 import Database from "better-sqlite3";
 
-/** How a connection to the log file is set up: plain data, so that a writer thread gets the same. */
+/** How a connection to the log file is set up. */
 export interface ConnectionSettings {
   readonly path: string;
   readonly readonly: boolean;

@@ -15,13 +15,12 @@ import {
   WrongExpectedRevisionError,
 } from "@chronolog/log";
 import type Database from "better-sqlite3";
-import { type BatchOutcome, BatchWriter, type WriteItem } from "./batch-writer.js";
+import { type BatchOutcome, BatchWriter } from "./batch-writer.js";
 import { type ConnectionSettings, openConnection } from "./connection.js";
 import type { EventRows } from "./rows.js";
 import { RowsV1 } from "./rows-v1.js";
 import { RowsV2 } from "./rows-v2.js";
 import { LATEST_LAYOUT, LAYOUT_VERSIONS, type LayoutVersion, SCHEMAS, SET_FIRST_POSITION } from "./schema.js";
-import { ThreadWriter } from "./thread-writer.js";
 
 export interface SqliteLogOptions {
   /** The log file. Its directory is created if missing. */
@@ -56,12 +55,6 @@ export interface SqliteLogOptions {
    * that older versions must still read.
    */
   readonly layout?: LayoutVersion;
-  /**
-   * Make the commits in a thread of the log's own (default false): the inserts, the hash chain
-   * and the wait for the disk then leave this thread free. For a process that writes much
-   * (a scheduler); a short-lived one pays the thread's start.
-   */
-  readonly writerThread?: boolean;
   /** The time each commit records as its events' `recordedAt`. Default: the real time. */
   readonly clock?: () => Date;
 }
@@ -79,39 +72,18 @@ interface PendingAppend {
   readonly reject: (e: unknown) => void;
 }
 
-/** An append as the writer takes it: each event's fields, without its parsed data. */
-function writeItemOf(p: PendingAppend): WriteItem {
-  const writes = p.writes.map((w) => ({
-    streamId: w.streamId,
-    expected: w.expected,
-    events: w.events.map((e) => ({
-      type: e.type,
-      dataJson: e.dataJson,
-      schemaVersion: e.schemaVersion,
-      eventId: e.eventId,
-      actor: e.actor,
-      causationId: e.causationId,
-      correlationId: e.correlationId,
-    })),
-  }));
-  return p.expectedHead === undefined ? { writes } : { writes, expectedHead: p.expectedHead };
-}
-
 /**
  * The embedded log: one SQLite file in WAL mode. Appends from one process are grouped so
- * that many concurrent appenders share one commit (one fsync). Appends from several
- * processes are serialised by SQLite's write lock, and every check (expected revision,
- * chain head) is made inside the write transaction, so they stay correct. The commits are made
- * by a BatchWriter: on this connection, or on a connection of its own in a thread of its own
- * (`writerThread`), while this one reads.
+ * that many concurrent appenders share one commit (one fsync), made by a BatchWriter on this
+ * connection. Appends from several processes are serialised by SQLite's write lock, and every
+ * check (expected revision, chain head) is made inside the write transaction, so they stay
+ * correct.
  */
 export class SqliteBackend implements LogBackend {
   readonly name = "sqlite";
   private readonly db: Database.Database;
   private readonly queue: PendingAppend[] = [];
   private flushScheduled = false;
-  /** A group commit handed to the writer thread and not answered yet: the next one waits for it. */
-  private inFlight: Promise<void> | null = null;
   private closed = false;
   private readonly listeners = new Set<() => void>();
   private fsWatcher: FSWatcher | null = null;
@@ -128,8 +100,6 @@ export class SqliteBackend implements LogBackend {
    */
   private recent: StoredEvent[] = [];
   private readonly recentLimit: number;
-  /** The last position this process knows to be committed: its own commits', and what it read. */
-  private seenHead = -1n;
   private trailingNotify: NodeJS.Timeout | null = null;
   private lastFileChange = 0;
   /** `PRAGMA data_version` when last looked at: another connection's commit changes it. */
@@ -140,7 +110,7 @@ export class SqliteBackend implements LogBackend {
   /** How this file's layout stores events and streams. */
   private readonly rows: EventRows;
   /** What makes the commits (none for a reader). */
-  private readonly writer: BatchWriter | ThreadWriter | null;
+  private readonly writer: BatchWriter | null;
 
   constructor(readonly options: SqliteLogOptions) {
     if (!options.readonly) mkdirSync(dirname(options.path), { recursive: true });
@@ -181,14 +151,13 @@ export class SqliteBackend implements LogBackend {
     }
     this.layout = layout;
     this.stmts = this.prepareStatements();
-    if (options.readonly) this.writer = null;
-    else if (options.writerThread) this.writer = new ThreadWriter(settings, layout, this.firstPosition);
-    else
-      this.writer = new BatchWriter(this.db, this.rows, this.firstPosition, {
-        path: options.path,
-        limitBytes: settings.walLimitBytes,
-        busyTimeoutMs: settings.busyTimeoutMs,
-      });
+    this.writer = options.readonly
+      ? null
+      : new BatchWriter(this.db, this.rows, this.firstPosition, {
+          path: options.path,
+          limitBytes: settings.walLimitBytes,
+          busyTimeoutMs: settings.busyTimeoutMs,
+        });
     if (options.watchOtherProcesses ?? true) this.watchFile();
   }
 
@@ -296,7 +265,7 @@ export class SqliteBackend implements LogBackend {
   }
 
   private scheduleFlush(): void {
-    if (this.flushScheduled || this.inFlight) return;
+    if (this.flushScheduled) return;
     this.flushScheduled = true;
     setImmediate(() => {
       this.flushScheduled = false;
@@ -318,43 +287,23 @@ export class SqliteBackend implements LogBackend {
     return this.queue.splice(0, take);
   }
 
-  /** One group commit: made here, or handed to the writer thread (one at a time). */
+  /** One group commit of the appends queued so far. */
   private flush(): void {
     const writer = this.writer;
-    if (!writer || this.inFlight) return;
+    if (!writer) return;
     const batch = this.takeBatch();
     if (batch.length === 0) return;
     const recordedAt = (this.options.clock?.() ?? new Date()).toISOString();
-    const items = batch.map(writeItemOf);
-    if (writer instanceof BatchWriter) {
-      let outcome: BatchOutcome;
-      try {
-        outcome = writer.write(items, recordedAt);
-      } catch (error) {
-        for (const p of batch) p.reject(error);
-        if (this.queue.length > 0) this.scheduleFlush();
-        return;
-      }
-      this.settle(batch, outcome, recordedAt);
+    let outcome: BatchOutcome;
+    try {
+      outcome = writer.write(batch, recordedAt);
+    } catch (error) {
+      for (const p of batch) p.reject(error);
       if (this.queue.length > 0) this.scheduleFlush();
       return;
     }
-    this.inFlight = writer.write(items, recordedAt).then(
-      (outcome) => {
-        this.inFlight = null;
-        // This process's own commit, made on the writer's connection, changes the file's data
-        // version too: taken as seen here, so that the file watcher does not wake the
-        // subscribers a second time for it (they hear of it below).
-        this.dataVersion = this.dataVersionNow();
-        this.settle(batch, outcome, recordedAt);
-        if (this.queue.length > 0) this.flush();
-      },
-      (error) => {
-        this.inFlight = null;
-        for (const p of batch) p.reject(error);
-        if (this.queue.length > 0) this.flush();
-      },
-    );
+    this.settle(batch, outcome, recordedAt);
+    if (this.queue.length > 0) this.scheduleFlush();
   }
 
   /** Answers each append of a group commit, keeps what it wrote for readers here, wakes subscribers. */
@@ -407,8 +356,6 @@ export class SqliteBackend implements LogBackend {
           prevHash = hash;
         });
       });
-      const end = (r.at(-1) as AppendResult).position;
-      if (end > this.seenHead) this.seenHead = end;
       p.resolve(r);
     });
     if (keep) this.remember(written);
@@ -431,37 +378,12 @@ export class SqliteBackend implements LogBackend {
 
   async readAll(fromPosition: bigint, maxCount: number): Promise<StoredEvent[]> {
     this.ensureOpen();
-    return this.fromRecent(fromPosition, maxCount) ?? this.readRows(fromPosition, maxCount);
-  }
-
-  /**
-   * What a subscription reads next. While a commit of the writer thread is under way, the file
-   * may already hold it before its answer is in: events past the last position this process has
-   * seen are then left for a moment, to be read from memory once the answer wakes the
-   * subscriptions, rather than read back from the file now.
-   */
-  async readAllSeen(fromPosition: bigint, maxCount: number): Promise<StoredEvent[]> {
-    this.ensureOpen();
-    const hit = this.fromRecent(fromPosition, maxCount);
-    if (hit) return hit;
-    if (!this.inFlight) return this.readRows(fromPosition, maxCount);
-    if (fromPosition > this.seenHead) return [];
-    return this.readRows(fromPosition, Math.min(maxCount, Number(this.seenHead - fromPosition + 1n)));
-  }
-
-  /** Events kept in memory from `fromPosition` on, when the run kept starts at or before it. */
-  private fromRecent(fromPosition: bigint, maxCount: number): StoredEvent[] | null {
     const first = this.recent[0];
-    if (!first || fromPosition < first.position) return null;
-    const offset = Number(fromPosition - first.position);
-    return offset < this.recent.length ? this.recent.slice(offset, offset + maxCount) : null;
-  }
-
-  private readRows(fromPosition: bigint, maxCount: number): StoredEvent[] {
-    const rows = this.rows.readAll(fromPosition, maxCount);
-    const last = rows.at(-1);
-    if (last && last.position > this.seenHead) this.seenHead = last.position;
-    return rows;
+    if (first && fromPosition >= first.position) {
+      const offset = Number(fromPosition - first.position);
+      if (offset < this.recent.length) return this.recent.slice(offset, offset + maxCount);
+    }
+    return this.rows.readAll(fromPosition, maxCount);
   }
 
   async streamRevision(streamId: string): Promise<StreamRevision> {
@@ -471,14 +393,7 @@ export class SqliteBackend implements LogBackend {
     return (this.stmts.revisionOf.get(sid) as bigint | null) ?? "no_stream";
   }
 
-  /**
-   * The log's head. With a writer thread, read once no commit of this process is under way: the
-   * head then never counts one of this process's own commits before its answer is in (and its
-   * subscribers woken), so a caller that waits for them to reach the head waits for no more.
-   */
   async headPosition(): Promise<bigint> {
-    this.ensureOpen();
-    while (this.inFlight) await this.inFlight;
     this.ensureOpen();
     return (this.stmts.headPosition.get() as bigint | null) ?? -1n;
   }
@@ -502,22 +417,13 @@ export class SqliteBackend implements LogBackend {
   /** Makes every append queued so far, then closes. */
   async close(): Promise<void> {
     if (this.closed) return;
-    for (;;) {
-      if (this.inFlight) await this.inFlight;
-      else if (this.queue.length > 0) this.flush();
-      else break;
-    }
+    while (this.queue.length > 0) this.flush();
     this.closed = true;
-    if (this.writer instanceof ThreadWriter) await this.writer.close();
-    else this.writer?.close();
+    this.writer?.close();
     this.fsWatcher?.close();
     if (this.trailingNotify) clearTimeout(this.trailingNotify);
     this.listeners.clear();
     this.db.close();
-  }
-
-  private dataVersionNow(): unknown {
-    return this.stmts.dataVersion.get();
   }
 
   private notify(): void {
@@ -554,12 +460,10 @@ export class SqliteBackend implements LogBackend {
   }
 
   private notifyIfOthersCommitted(): void {
-    // A commit of this process's writer thread under way changes the file too: its answer wakes
-    // the subscribers (and they then read whatever another process wrote meanwhile as well).
-    if (this.closed || this.listeners.size === 0 || this.inFlight) return;
+    if (this.closed || this.listeners.size === 0) return;
     let version: unknown;
     try {
-      version = this.dataVersionNow();
+      version = this.stmts.dataVersion.get();
     } catch {
       this.notify(); // cannot tell (the file is busy): let the subscribers look
       return;

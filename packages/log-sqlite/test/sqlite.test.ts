@@ -209,8 +209,8 @@ describe("sqlite log file", () => {
     expect(seen.length).toBe(20);
   });
 
-  it("with a writer thread, a subscriber gets its own appends and another process's, each once, in order", async () => {
-    const log = openSqliteLog({ path, writerThread: true });
+  it("a subscriber gets its own process's appends and another process's, each once, in order", async () => {
+    const log = openSqliteLog({ path });
     const seen: bigint[] = [];
     const sub = log.subscribe((e) => void seen.push(e.position), { fromPosition: 0n, pollMs: 5_000 });
     await sub.caughtUp;

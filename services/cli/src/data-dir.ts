@@ -103,8 +103,6 @@ export interface FollowOptions {
   readonly indexCheckpoints?: {
     readonly notice: (level: "info" | "warn", message: string, fields: Record<string, unknown>) => void;
   };
-  /** On the embedded log: make the commits in a writer thread (a process that writes much). */
-  readonly writerThread?: boolean;
 }
 
 /** Opens the log for writing (the embedded file is created if missing). */
@@ -127,7 +125,7 @@ export async function openLogForWrite(
         : {}),
     });
   if (target?.kind === "esdb") return openEventStore(target, actor);
-  return openSqliteLog({ path: logFileOf(options), actor, writerThread: follow.writerThread ?? false });
+  return openSqliteLog({ path: logFileOf(options), actor });
 }
 
 /** Opens the log for reading only; a missing embedded log is a clear error, not an empty one. */

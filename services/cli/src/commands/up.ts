@@ -308,11 +308,9 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   // Alone, the workers' ids are known now: they start while the log is opened and the
   // projection loaded, and are ready sooner for what the start-up hands them.
   const earlyPool = lock ? newPool(`w${process.pid}`) : null;
-  // On a Kafka log the scheduler's client starts from its checkpoint of the topic's index; on
-  // the embedded log its commits are made in a writer thread.
+  // On a Kafka log the scheduler's client starts from its checkpoint of the topic's index.
   const log = await openLogForWrite(globals, defaultActor("scheduler"), {
     indexCheckpoints: { notice: (level, message, fields) => logger[level](fields, message) },
-    writerThread: true,
   });
   const loaded = await loadProjection(log, dir);
   if (loaded.discarded) logger.warn({ reason: loaded.discarded }, "snapshot not used; replayed the log");
