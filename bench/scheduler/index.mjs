@@ -36,13 +36,19 @@ async function setup(label, yaml) {
     Date.now(),
   );
   await catchUp(log, projection);
-  const pool = new WorkerPool({ size: 2, capacity: 5000 });
-  await pool.ready();
-  return { dir, log, projection, pool };
+  sharedPool ??= new WorkerPool({ size: 2, capacity: 5000 });
+  await sharedPool.ready();
+  return { dir, log, projection, pool: sharedPool };
 }
 
-async function teardown({ dir, log, pool }, scheduler) {
-  await pool.close(1000);
+/**
+ * The worker processes, one pool for every run (a pool outlives its scheduler): they stay up
+ * and warm from one run to the next, as a running scheduler's do and as BullMQ's worker, in this
+ * process, does.
+ */
+let sharedPool = null;
+
+async function teardown({ dir, log }, scheduler) {
   await scheduler?.stop();
   await log.close();
   rmSync(dir, { recursive: true, force: true });
@@ -77,7 +83,7 @@ async function chain(n) {
   const succeededAt = new Map(); // task name -> time the worker's success report reached the scheduler
   const dispatchedAt = new Map(); // task name -> time its RunCommand left for a worker
   const nameOf = (s) => /bench\/b\/(c\d+)\//.exec(s)?.[1];
-  env.pool.onReport((r) => {
+  const stopHearing = env.pool.onReport((r) => {
     if (r.kind === "succeeded") succeededAt.set(nameOf(r.instanceStream), performance.now());
   });
   const dispatch = env.pool.dispatch.bind(env.pool);
@@ -99,6 +105,8 @@ async function chain(n) {
   const hops = [];
   for (let i = 1; i < n; i++) hops.push(dispatchedAt.get(`c${i}`) - succeededAt.get(`c${i - 1}`));
   hops.sort((a, b) => a - b);
+  stopHearing();
+  delete env.pool.dispatch;
   await teardown(env, scheduler);
   return { n, p50: percentile(hops, 50), p99: percentile(hops, 99), wall };
 }
@@ -137,10 +145,16 @@ async function backfill90() {
 // speed moves with its host's load, so only a ratio measured side by side says anything.
 const N = quick ? 2000 : 10_000;
 const CHAIN = quick ? 200 : 1000;
-const PAIRS = quick ? 1 : 2;
+const PAIRS = Number(process.env.BENCH_PAIRS ?? (quick ? 1 : 3));
 const redis = await startRedis();
 const pairs = [];
 try {
+  // One round of each at a fifth of the size first, not counted: both start with their code
+  // compiled, as a scheduler or a queue that has been running does.
+  await independent(N / 5);
+  await bullmqIndependent(redis, N / 5);
+  await chain(CHAIN / 5);
+  await bullmqChain(redis, CHAIN / 5);
   for (let i = 0; i < PAIRS; i++) {
     const ind = await independent(N);
     const bInd = await bullmqIndependent(redis, N);
@@ -152,6 +166,7 @@ try {
   await redis.stop();
 }
 const bf = await backfill90();
+await sharedPool?.close(1000);
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
@@ -168,7 +183,7 @@ const p50 = ratios((p) => p.ch.p50 / p.bCh.p50);
 const p99 = ratios((p) => p.ch.p99 / p.bCh.p99);
 
 console.log(
-  `\nbench/scheduler (embedded SQLite log, synchronous=FULL, 2 worker processes, noop tasks), beside BullMQ ${"6.7"} on its own redis-server (appendonly yes, appendfsync always; one worker, concurrency 50), ${PAIRS} pair${PAIRS === 1 ? "" : "s"} in turn; median (range)\n`,
+  `\nbench/scheduler (embedded SQLite log, synchronous=FULL, 2 worker processes, noop tasks), beside BullMQ ${"6.7"} on its own redis-server (appendonly yes, appendfsync always; one worker, concurrency 50), ${PAIRS} pair${PAIRS === 1 ? "" : "s"} in turn after a warm-up round of each; median (range)\n`,
 );
 printTable(
   ["measure", "chronolog", "BullMQ-durable", "ratio", "target"],
