@@ -75,8 +75,10 @@ export class WorkerRuntime {
 
   private readonly attempts = new Map<string, Attempt>();
   private readonly queue = new Fifo<Attempt>();
-  /** Recently finished tokens, oldest first (a Set iterates in insertion order). */
+  /** Recently finished tokens, and the same in the order they finished (a ring, oldest next). */
   private readonly finished = new Set<string>();
+  private readonly finishedRing: Array<string | undefined> = new Array(REMEMBER_FINISHED);
+  private finishedAt = 0;
   private readonly batcher: TickBatcher<WorkerReport>;
   /** Starts of attempts that may end before they are sent, and the batch each went into. */
   private readonly unsentStarts = new Map<string, { report: WorkerReport; batch: number }>();
@@ -432,9 +434,13 @@ export class WorkerRuntime {
       this.unsentStarts.delete(token);
       if (outcome.ok && start.batch === this.batcher.sent) this.batcher.withdraw(start.report);
     }
+    // The oldest is forgotten by its place in the ring: asking a set for its first entry walks
+    // past every entry deleted since it last grew, thousands of steps when it churns like this.
+    const oldest = this.finishedRing[this.finishedAt];
+    if (oldest !== undefined) this.finished.delete(oldest);
+    this.finishedRing[this.finishedAt] = token;
+    this.finishedAt = (this.finishedAt + 1) % REMEMBER_FINISHED;
     this.finished.add(token);
-    if (this.finished.size > REMEMBER_FINISHED)
-      this.finished.delete(this.finished.values().next().value as string);
     const { durationMs, exitCode, stdoutTail, stderrTail } = outcome;
     const at = this.at();
     const workerId = this.workerId;
