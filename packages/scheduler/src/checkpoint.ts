@@ -2,7 +2,7 @@ import { createReadStream, existsSync, mkdirSync, readdirSync, rmSync } from "no
 import { copyFile, link, open, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import {
-  addChild,
+  ChildIndex,
   formatTaskKey,
   Interned,
   NO_PARENTS,
@@ -100,12 +100,17 @@ type SnapshotList = (typeof SNAPSHOT_LISTS)[number];
 
 /**
  * What the header says of the file: the format of its lines, and each list's count. In
- * `lines/2` a task is a short array that names its declaration by its place in a table of the
- * declarations' shared parts (below); `lines` (earlier versions) held every record whole, and is
- * still read.
+ * `lines/3` the tasks are written in blocks of columns (below), a task naming its declaration by
+ * its place in a table of the declarations' shared parts; `lines/2` (the version before) wrote a
+ * short array per task, and `lines` (earlier) every record whole: both are still read.
  */
+const BLOCK_FORMAT = "lines/3";
 const LINES_FORMAT = "lines/2";
 const WHOLE_LINES_FORMAT = "lines";
+const FORMATS: ReadonlySet<unknown> = new Set([BLOCK_FORMAT, LINES_FORMAT, WHOLE_LINES_FORMAT]);
+
+/** Tasks in one block line of a `lines/3` file. */
+const TASK_BLOCK = 4096;
 
 // ---- tasks, written compactly --------------------------------------------------------------
 
@@ -123,9 +128,6 @@ const TASK_FIELDS = [
 
 const KEY_FIELDS = ["project", "account", "name", "partition"] as const;
 
-/** The fields that hold an instant: written as their place in the file's table of instants. */
-const INSTANT_FIELDS: ReadonlySet<string> = new Set(["logicalDate", "prevIntervalStart", "nextRunDate"]);
-
 /** The key as `formatTaskKey` writes it, if it reads back as the same key (else null). */
 function keyText(key: TaskKey): string | null {
   const names = Object.keys(key);
@@ -138,21 +140,89 @@ function keyText(key: TaskKey): string | null {
 }
 
 /**
- * Writes task records. Tasks declared alike (a schedule, an operator, a retry policy in common)
- * differ only in their key and parents, so a declaration is written once, with its key and
- * parents left out, and each task as
- * `[id, declaration's index, [parent ids], ...TASK_FIELDS, {other fields}?]`, its instants (the
- * same few for most tasks) as their places in a table of them: a fifth of its whole record, and
- * parsed in less than half the time. A record that would not read back exactly (fields in
- * another order, a key that is not its id) is written whole.
+ * A block of tasks as its line holds it: a column per field, each as long as `id`. `decl` is
+ * the place of a task's declaration in the file's table (-1: the task is in `whole`, by its
+ * place in the block, written whole); `parents` how many parents each names, their references
+ * one after another in `parentRefs`: a number is the place in the file of a task written before
+ * (its key is that task's), a string a task id. The instant fields hold places in the file's
+ * table of instants; `extras` holds a task's fields past the usual ones, by its place. `key`
+ * holds three numbers a task, the places of its key's project, account and partition in the
+ * block's `keyParts` (the name is what its id has between them; -1 for a task written whole):
+ * a key is then made without cutting its id into parts and looking each one up.
  */
-class TaskLines {
+interface TaskBlock {
+  id: string[];
+  keyParts: string[];
+  key: number[];
+  decl: number[];
+  parents: number[];
+  parentRefs: Array<number | string>;
+  status: string[];
+  logicalDate: number[];
+  prevIntervalStart: Array<number | null>;
+  nextRunDate: number[];
+  failure: unknown[];
+  backfill: unknown[];
+  revision: Array<number | string>;
+  movedAt: Array<number | string>;
+  extras: Record<string, Record<string, unknown>>;
+  whole: Record<string, SnapshotTask>;
+}
+
+/** The columns of a block, each as long as its `id`. */
+const BLOCK_COLUMNS = ["id", "decl", "parents", ...TASK_FIELDS] as const;
+
+/** The key part at a place in a block's table. */
+function keyPart(parts: readonly string[], at: unknown, id: string): string {
+  const part = typeof at === "number" ? parts[at] : undefined;
+  if (part === undefined) throw new Error(`the key of ${id} names a part the block does not hold`);
+  return part;
+}
+
+const emptyBlock = (): TaskBlock => ({
+  id: [],
+  keyParts: [],
+  key: [],
+  decl: [],
+  parents: [],
+  parentRefs: [],
+  status: [],
+  logicalDate: [],
+  prevIntervalStart: [],
+  nextRunDate: [],
+  failure: [],
+  backfill: [],
+  revision: [],
+  movedAt: [],
+  extras: {},
+  whole: {},
+});
+
+/**
+ * Writes the tasks. Tasks declared alike (a schedule, an operator, a retry policy in common)
+ * differ only in their key and parents, so a declaration is written once, with its key and
+ * parents left out; its tasks name it by its place. Their instants (the same few for most
+ * tasks) are places in a table of them, and a parent written before its child is its place in
+ * the file. The tasks go in blocks of columns: a block is read with one parse, where a line per
+ * task cost a parse, an array and a string per task. A record that would not read back exactly
+ * (fields in another order, a key that is not its id) is written whole.
+ */
+class TaskBlocks {
   private readonly index = new Map<string, number>();
   /** The declarations' shared parts, as JSON, in the order of their indexes. */
   readonly specs: string[] = [];
   private readonly instantIndex = new Map<string, number>();
   /** The instants the tasks hold, in the order of their indexes. */
   readonly instants: string[] = [];
+  /** Each task written compactly (its key is what its id says): its place in the file. */
+  private readonly places = new Map<string, number>();
+  private written = 0;
+  readonly lines: string[] = [];
+  private block = emptyBlock();
+  /** The block's key parts, by their text. */
+  private parts = new Map<string, number>();
+
+  constructor(private readonly blockSize = TASK_BLOCK) {}
 
   private instant(text: string): number {
     let at = this.instantIndex.get(text);
@@ -164,53 +234,95 @@ class TaskLines {
     return at;
   }
 
-  line(t: SnapshotTask): string {
-    const compact = this.compact(t);
-    return compact === null ? JSON.stringify(t) : JSON.stringify(compact);
+  add(t: SnapshotTask): void {
+    const b = this.block;
+    const at = b.id.length;
+    if (!this.compact(t, b)) {
+      b.id.push(t.id);
+      b.key.push(-1, -1, -1);
+      b.decl.push(-1);
+      b.parents.push(0);
+      b.status.push(t.status);
+      b.logicalDate.push(0);
+      b.prevIntervalStart.push(null);
+      b.nextRunDate.push(0);
+      b.failure.push(null);
+      b.backfill.push(null);
+      b.revision.push(0);
+      b.movedAt.push(0);
+      b.whole[at] = t;
+    } else this.places.set(t.id, this.written);
+    this.written += 1;
+    if (b.id.length >= this.blockSize) this.flush();
   }
 
-  private compact(t: SnapshotTask): unknown[] | null {
+  /** Ends the last block. */
+  flush(): void {
+    if (this.block.id.length === 0) return;
+    this.lines.push(JSON.stringify(this.block));
+    this.block = emptyBlock();
+    this.parts = new Map();
+  }
+
+  /** The place of a key's part in the block's table. */
+  private part(text: string): number {
+    let at = this.parts.get(text);
+    if (at === undefined) {
+      at = this.block.keyParts.length;
+      this.parts.set(text, at);
+      this.block.keyParts.push(text);
+    }
+    return at;
+  }
+
+  /** Adds the task to the block in its compact form, if it reads back exactly from it. */
+  private compact(t: SnapshotTask, b: TaskBlock): boolean {
     const names = Object.keys(t);
-    if (names[0] !== "key" || names[1] !== "id" || names[2] !== "spec") return null;
-    for (const [i, f] of TASK_FIELDS.entries()) if (names[3 + i] !== f || t[f] === undefined) return null;
-    if (keyText(t.key) !== t.id) return null;
+    if (names[0] !== "key" || names[1] !== "id" || names[2] !== "spec") return false;
+    for (const [i, f] of TASK_FIELDS.entries()) if (names[3 + i] !== f || t[f] === undefined) return false;
+    if (keyText(t.key) !== t.id) return false;
+    if (typeof t.logicalDate !== "string" || typeof t.nextRunDate !== "string") return false;
+    if (t.prevIntervalStart !== null && typeof t.prevIntervalStart !== "string") return false;
     const spec = t.spec as TaskSpec;
     const specKey = spec.key;
-    if (specKey !== t.key && keyText(specKey) !== t.id) return null;
-    if (!Array.isArray(spec.parents)) return null;
-    const parents: string[] = [];
+    if (specKey !== t.key && keyText(specKey) !== t.id) return false;
+    if (!Array.isArray(spec.parents)) return false;
+    const refs: Array<number | string> = [];
     for (const p of spec.parents) {
       const text = keyText(p);
-      if (text === null) return null;
-      parents.push(text);
+      if (text === null) return false;
+      refs.push(this.places.get(text) ?? text);
+    }
+    let extras: Record<string, unknown> | null = null;
+    for (const name of names.slice(3 + TASK_FIELDS.length)) {
+      const value = (t as unknown as Record<string, unknown>)[name];
+      if (value === undefined) return false;
+      extras ??= {};
+      extras[name] = value;
     }
     // The declaration with its key and parents held in their places (a spread keeps the order).
     const shared = JSON.stringify({ ...spec, key: null, parents: null });
-    let at = this.index.get(shared);
-    if (at === undefined) {
-      at = this.specs.length;
-      this.index.set(shared, at);
+    let decl = this.index.get(shared);
+    if (decl === undefined) {
+      decl = this.specs.length;
+      this.index.set(shared, decl);
       this.specs.push(shared);
     }
-    const record: unknown[] = [t.id, at, parents];
-    for (const f of TASK_FIELDS) {
-      const value = t[f];
-      if (INSTANT_FIELDS.has(f)) {
-        if (typeof value === "string") record.push(this.instant(value));
-        else if (value === null && f === "prevIntervalStart") record.push(null);
-        else return null;
-      } else record.push(f === "revision" || f === "movedAt" ? counter(value as string) : value);
-    }
-    const rest: Record<string, unknown> = {};
-    let extra = false;
-    for (const name of names.slice(3 + TASK_FIELDS.length)) {
-      const value = (t as unknown as Record<string, unknown>)[name];
-      if (value === undefined) return null;
-      rest[name] = value;
-      extra = true;
-    }
-    if (extra) record.push(rest);
-    return record;
+    if (extras !== null) b.extras[b.id.length] = extras;
+    b.id.push(t.id);
+    b.key.push(this.part(t.key.project), this.part(t.key.account), this.part(t.key.partition));
+    b.decl.push(decl);
+    b.parents.push(refs.length);
+    for (const r of refs) b.parentRefs.push(r);
+    b.status.push(t.status);
+    b.logicalDate.push(this.instant(t.logicalDate));
+    b.prevIntervalStart.push(t.prevIntervalStart === null ? null : this.instant(t.prevIntervalStart));
+    b.nextRunDate.push(this.instant(t.nextRunDate));
+    b.failure.push(t.failure);
+    b.backfill.push(t.backfill);
+    b.revision.push(counter(t.revision));
+    b.movedAt.push(counter(t.movedAt));
+    return true;
   }
 }
 
@@ -219,6 +331,21 @@ function counter(digits: string): number | string {
   const n = Number(digits);
   return Number.isSafeInteger(n) && String(n) === digits ? n : digits;
 }
+
+/** Small counters as one bigint each: most tasks' revisions are a few values. */
+const SMALL_COUNTERS = Array.from({ length: 256 }, (_, i) => BigInt(i));
+
+function bigCounter(value: unknown, what: string): bigint {
+  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0)
+    return value < SMALL_COUNTERS.length ? (SMALL_COUNTERS[value] as bigint) : BigInt(value);
+  if (typeof value === "string" && /^\d+$/.test(value)) return BigInt(value);
+  throw new Error(`${what} is not a revision or position`);
+}
+
+/** A task's status as one string for each value. */
+const STATUSES = new Map<unknown, TaskState["status"]>(
+  (["active", "paused", "retired"] as const).map((s) => [s, s]),
+);
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -233,7 +360,7 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 class TaskReader {
   readonly tasks = new Map<string, TaskState>();
   /** parent id -> the ids of the tasks that name it, as the projection indexes them. */
-  readonly children = new Map<string, Set<string>>();
+  readonly children = new ChildIndex();
   /** Keys named as parents before their task was read (or of tasks never declared). */
   private readonly early = new Map<string, TaskKey>();
   /** For whole records: one string for each instant. */
@@ -241,6 +368,14 @@ class TaskReader {
   private readonly instant = (text: string): string => this.held.of(text, text);
   /** Parts of keys that many tasks share: a project, an account, a partition. */
   private readonly keyParts = new Interned<string>();
+  /** In a `lines/3` file, the tasks read so far by their place: their ids and keys. */
+  private readonly ids: string[] = [];
+  private readonly keys: TaskKey[] = [];
+  /**
+   * The children of the tasks read so far, by the parent's place, gathered here and put into
+   * the index at the end (`finish`): one look-up of the index a parent, not one a child.
+   */
+  private readonly childrenByPlace: Array<string | string[] | undefined> = [];
 
   /** The file's tables: its declarations' shared parts and its instants. */
   constructor(
@@ -268,14 +403,15 @@ class TaskReader {
 
   /** The key an id written by `keyText` names. */
   private keyOf(id: string): TaskKey {
-    const parts = id.split("/");
-    if (parts.length !== KEY_FIELDS.length) throw new Error(`"${id}" is not a task id`);
-    const [project, account, name, partition] = parts as [string, string, string, string];
+    const a = id.indexOf("/");
+    const b = id.indexOf("/", a + 1);
+    const c = id.indexOf("/", b + 1);
+    if (a < 0 || b < 0 || c < 0 || id.includes("/", c + 1)) throw new Error(`"${id}" is not a task id`);
     return {
-      project: this.keyPart(project),
-      account: this.keyPart(account),
-      name,
-      partition: this.keyPart(partition),
+      project: this.keyPart(id.slice(0, a)),
+      account: this.keyPart(id.slice(a + 1, b)),
+      name: id.slice(b + 1, c),
+      partition: this.keyPart(id.slice(c + 1)),
     };
   }
 
@@ -285,42 +421,57 @@ class TaskReader {
 
   /** The instant at a place in the file's table. */
   private at(place: unknown): string {
-    const text = Number.isInteger(place) ? this.instants[place as number] : undefined;
+    const text = typeof place === "number" ? this.instants[place] : undefined;
     if (text === undefined)
       throw new Error(`a task record names instant ${String(place)}, which the file does not hold`);
     return text;
   }
 
+  /** The declaration's shared parts at a place in the file's table. */
+  private declaration(at: unknown): Record<string, unknown> {
+    const shared = typeof at === "number" ? this.specs[at] : undefined;
+    if (shared === undefined)
+      throw new Error(`a task record names declaration ${String(at)}, which the file does not hold`);
+    return shared;
+  }
+
+  /** A task record written whole. */
+  private readWhole(value: SnapshotTask): TaskState {
+    if (!isPlainObject(value)) throw new Error("a task record written whole is not an object");
+    const task = taskFromSnapshot(value, this.instant);
+    this.tasks.set(task.id, task);
+    // A key that is not what its id says is not lent to the tasks that name the id.
+    if (keyText(task.key) !== task.id && task.id.split("/").length === 4 && !this.early.has(task.id))
+      this.early.set(task.id, this.keyOf(task.id));
+    for (const p of task.spec.parents) this.children.add(formatTaskKey(p), task.id);
+    return task;
+  }
+
+  /** A task of a `lines/2` file: a line of its own. */
   read(line: string): void {
     const value = JSON.parse(line) as unknown;
     if (!Array.isArray(value)) {
-      const task = taskFromSnapshot(value as SnapshotTask, this.instant);
-      this.tasks.set(task.id, task);
-      // A key that is not what its id says is not lent to the tasks that name the id.
-      if (keyText(task.key) !== task.id && task.id.split("/").length === 4 && !this.early.has(task.id))
-        this.early.set(task.id, this.keyOf(task.id));
-      for (const p of task.spec.parents) addChild(this.children, formatTaskKey(p), task.id);
+      this.readWhole(value as SnapshotTask);
       return;
     }
     const [id, at, parents] = value as [string, number, string[]];
-    const shared = Number.isInteger(at) ? this.specs[at] : undefined;
-    if (typeof id !== "string" || shared === undefined || !Array.isArray(parents))
-      throw new Error(`a task record names declaration ${String(at)}, which the file does not hold`);
+    const shared = this.declaration(at);
     const length = 3 + TASK_FIELDS.length;
     const extras = value[length];
     if (
+      typeof id !== "string" ||
+      !Array.isArray(parents) ||
       value.length < length ||
       value.length > length + 1 ||
       (value.length === length + 1 && !isPlainObject(extras)) ||
       parents.some((p) => typeof p !== "string")
     )
-      throw new Error(`the task record of ${id} is not one this version writes`);
+      throw new Error(`the task record of ${String(id)} is not one this version writes`);
     const key = this.own(id);
     const spec = { ...shared };
     spec.key = key;
     spec.parents = parents.length === 0 ? NO_PARENTS : parents.map((p) => this.parent(p));
-    for (const p of parents) addChild(this.children, p, id);
-    // The fields of TASK_FIELDS as one literal, the same shape for every task, then any others.
+    for (const p of parents) this.children.add(p, id);
     const v = value as [string, number, string[], ...unknown[]];
     const prev = v[5];
     const task: TaskState = {
@@ -333,11 +484,132 @@ class TaskReader {
       nextRunDate: this.at(v[6]),
       failure: v[7] as TaskState["failure"],
       backfill: v[8] as TaskState["backfill"],
-      revision: BigInt(v[9] as number | string),
-      movedAt: BigInt(v[10] as number | string),
+      revision: bigCounter(v[9], `the revision of ${id}`),
+      movedAt: bigCounter(v[10], `the position of ${id}`),
     };
     if (extras !== undefined) Object.assign(task, extras);
     this.tasks.set(id, task);
+  }
+
+  /**
+   * The key of the task at place `i` in a block: its project, account and partition from the
+   * block's table, its name what its id holds between them (the id must be exactly the four).
+   */
+  private blockKey(b: TaskBlock, i: number, id: string): TaskKey {
+    const project = keyPart(b.keyParts, b.key[3 * i], id);
+    const account = keyPart(b.keyParts, b.key[3 * i + 1], id);
+    const partition = keyPart(b.keyParts, b.key[3 * i + 2], id);
+    const nameAt = project.length + account.length + 2;
+    const nameEnd = id.length - partition.length - 1;
+    if (
+      nameEnd <= nameAt ||
+      !id.startsWith(project) ||
+      id.charCodeAt(project.length) !== 47 ||
+      !id.startsWith(account, project.length + 1) ||
+      id.charCodeAt(nameAt - 1) !== 47 ||
+      id.charCodeAt(nameEnd) !== 47 ||
+      !id.endsWith(partition)
+    )
+      throw new Error(`${id} is not the key its block names`);
+    const name = id.slice(nameAt, nameEnd);
+    if (name.includes("/")) throw new Error(`${id} is not the key its block names`);
+    return { project, account, name, partition };
+  }
+
+  /** Puts the children gathered by place into the index, after those named by id. */
+  finish(): void {
+    const { ids, childrenByPlace } = this;
+    for (let r = 0; r < childrenByPlace.length; r++) {
+      const held = childrenByPlace[r];
+      if (held === undefined) continue;
+      const parent = ids[r] as string;
+      if (typeof held === "string") this.children.add(parent, held);
+      else for (const id of held) this.children.add(parent, id);
+    }
+    childrenByPlace.length = 0;
+  }
+
+  /** A block of tasks of a `lines/3` file; returns how many it held. */
+  readBlock(line: string): number {
+    const b = JSON.parse(line) as TaskBlock;
+    if (!isPlainObject(b)) throw new Error("a block of tasks is not an object");
+    const n = Array.isArray(b.id) ? b.id.length : -1;
+    for (const column of BLOCK_COLUMNS)
+      if (!Array.isArray(b[column]) || b[column].length !== n)
+        throw new Error(`a block of tasks has no column "${column}" as long as its ids`);
+    if (!Array.isArray(b.parentRefs) || !isPlainObject(b.extras) || !isPlainObject(b.whole))
+      throw new Error("a block of tasks lacks its parents, extras or whole records");
+    if (!Array.isArray(b.keyParts) || !Array.isArray(b.key) || b.key.length !== 3 * n)
+      throw new Error("a block of tasks lacks its keys' parts");
+    if (b.keyParts.some((p) => typeof p !== "string" || p.includes("/")))
+      throw new Error("a block of tasks holds a key part that is not one");
+    const { id: ids, decl, parents, parentRefs: refs, extras, whole } = b;
+    let ref = 0;
+    for (let i = 0; i < n; i++) {
+      if (decl[i] === -1) {
+        const task = this.readWhole(whole[i] as SnapshotTask);
+        this.ids.push(task.id);
+        this.keys.push(task.key);
+        continue;
+      }
+      const id = ids[i];
+      if (typeof id !== "string") throw new Error(`a block of tasks holds an id that is not a string`);
+      const shared = this.declaration(decl[i]);
+      const count = parents[i];
+      if (typeof count !== "number" || count < 0 || ref + count > refs.length)
+        throw new Error(`the parents of ${id} are not in its block`);
+      const key = this.early.size > 0 && this.early.has(id) ? this.own(id) : this.blockKey(b, i, id);
+      let taskParents: TaskKey[] = NO_PARENTS;
+      if (count > 0) {
+        taskParents = new Array(count);
+        for (let j = 0; j < count; j++) {
+          const r = refs[ref++];
+          if (typeof r === "number") {
+            const parentKey = this.keys[r];
+            if (!Number.isInteger(r) || r < 0 || parentKey === undefined)
+              throw new Error(`${id} names as a parent task ${r}, which was not written before it`);
+            taskParents[j] = parentKey;
+            const held = this.childrenByPlace[r];
+            if (held === undefined) this.childrenByPlace[r] = id;
+            else if (typeof held === "string") this.childrenByPlace[r] = [held, id];
+            else held.push(id);
+          } else if (typeof r === "string") {
+            taskParents[j] = this.parent(r);
+            this.children.add(r, id);
+          } else throw new Error(`${id} names a parent that is not a task`);
+        }
+      }
+      const spec = { ...shared };
+      spec.key = key;
+      spec.parents = taskParents;
+      const prev = b.prevIntervalStart[i];
+      const status = STATUSES.get(b.status[i]);
+      if (status === undefined) throw new Error(`${id} has the status ${String(b.status[i])}`);
+      const task: TaskState = {
+        key,
+        id,
+        spec: spec as unknown as TaskSpec,
+        status,
+        logicalDate: this.at(b.logicalDate[i]),
+        prevIntervalStart: prev === null ? null : this.at(prev),
+        nextRunDate: this.at(b.nextRunDate[i]),
+        failure: b.failure[i] as TaskState["failure"],
+        backfill: b.backfill[i] as TaskState["backfill"],
+        revision: bigCounter(b.revision[i], `the revision of ${id}`),
+        movedAt: bigCounter(b.movedAt[i], `the position of ${id}`),
+      };
+      const more = extras[i];
+      if (more !== undefined) {
+        if (!isPlainObject(more))
+          throw new Error(`the fields of ${id} past the usual ones are not an object`);
+        Object.assign(task, more);
+      }
+      this.tasks.set(id, task);
+      this.ids.push(id);
+      this.keys.push(key);
+    }
+    if (ref !== refs.length) throw new Error("a block of tasks holds more parents than its tasks name");
+    return n;
   }
 }
 
@@ -348,20 +620,27 @@ const PIECE_CHARS = 1 << 20;
  * The snapshot as pieces of text, made at once (the projection keeps changing after): each a
  * run of whole lines, so no piece approaches the engine's longest string.
  */
-export function snapshotPieces(body: SnapshotFile, pieceChars = PIECE_CHARS): string[] {
+export function snapshotPieces(
+  body: SnapshotFile,
+  pieceChars = PIECE_CHARS,
+  blockSize = TASK_BLOCK,
+): string[] {
   const { snapshot, headHash } = body;
   const counts: Record<string, number> = {};
   for (const list of SNAPSHOT_LISTS) counts[list] = snapshot[list].length;
-  // The tasks first, so that the table of their declarations is known for the header.
-  const tasks = new TaskLines();
-  const taskLines = snapshot.tasks.map((t) => tasks.line(t));
+  // The tasks first, so that the tables of their declarations and instants are known for the
+  // header.
+  const tasks = new TaskBlocks(blockSize);
+  for (const t of snapshot.tasks) tasks.add(t);
+  tasks.flush();
   const header: Record<string, unknown> = {
     ...snapshot,
     headHash,
-    lines: LINES_FORMAT,
+    lines: BLOCK_FORMAT,
     taskFields: TASK_FIELDS,
     specs: tasks.specs.length,
     instants: tasks.instants.length,
+    blocks: tasks.lines.length,
     counts,
   };
   for (const list of SNAPSHOT_LISTS) delete header[list];
@@ -379,7 +658,7 @@ export function snapshotPieces(body: SnapshotFile, pieceChars = PIECE_CHARS): st
   };
   for (const spec of tasks.specs) add(spec);
   for (const instant of tasks.instants) add(JSON.stringify(instant));
-  for (const line of taskLines) add(line);
+  for (const line of tasks.lines) add(line);
   for (const list of SNAPSHOT_LISTS) {
     if (list === "tasks") continue;
     for (const record of snapshot[list]) add(JSON.stringify(record));
@@ -437,14 +716,14 @@ async function parseSnapshotLines(lines: AsyncGenerator<string>): Promise<ReadSn
   const first = await lines.next();
   if (first.done) throw new Error("the file is empty");
   const header = JSON.parse(first.value) as Record<string, unknown>;
-  if (header.lines !== LINES_FORMAT && header.lines !== WHOLE_LINES_FORMAT) {
+  if (!FORMATS.has(header.lines)) {
     // One JSON document: the whole snapshot on its only line.
     if ((await lines.next()).done !== true) throw new Error("text after the snapshot's document");
     return header as unknown as SnapshotFile;
   }
   const counts = header.counts as Record<SnapshotList, number>;
   const snapshot: Record<string, unknown> = { ...header };
-  for (const name of ["lines", "counts", "headHash", "taskFields", "specs", "instants"])
+  for (const name of ["lines", "counts", "headHash", "taskFields", "specs", "instants", "blocks"])
     delete snapshot[name];
   const count = (n: unknown, what: string): number => {
     if (!Number.isInteger(n) || (n as number) < 0) throw new Error(`the header has no count of ${what}`);
@@ -452,7 +731,7 @@ async function parseSnapshotLines(lines: AsyncGenerator<string>): Promise<ReadSn
   };
   const specs: Record<string, unknown>[] = [];
   const instants: string[] = [];
-  if (header.lines === LINES_FORMAT) {
+  if (header.lines !== WHOLE_LINES_FORMAT) {
     const n = count(header.specs, "declarations");
     if (!Array.isArray(header.taskFields) || !header.taskFields.every((f) => typeof f === "string"))
       throw new Error("the header does not name the tasks' fields");
@@ -479,6 +758,19 @@ async function parseSnapshotLines(lines: AsyncGenerator<string>): Promise<ReadSn
   for (const list of SNAPSHOT_LISTS) {
     const n = count(counts?.[list], list);
     const records: unknown[] = [];
+    if (list === "tasks" && header.lines === BLOCK_FORMAT) {
+      const blocks = count(header.blocks, "blocks of tasks");
+      let read = 0;
+      for (let i = 0; i < blocks; i++) {
+        const line = await lines.next();
+        if (line.done) throw new Error(`the file ends after ${read} of its ${n} tasks`);
+        read += tasks.readBlock(line.value);
+      }
+      if (read !== n) throw new Error(`the file holds ${read} tasks where its header counts ${n}`);
+      tasks.finish();
+      snapshot.tasks = tasks.tasks;
+      continue;
+    }
     for (let i = 0; i < n; i++) {
       const line = await lines.next();
       if (line.done) throw new Error(`the file ends after ${i} of its ${n} ${list}`);

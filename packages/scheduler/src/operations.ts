@@ -100,7 +100,7 @@ export function subtree(projection: SchedulerProjection, id: string, downstream:
   if (!downstream) return order;
   const seen = new Set(order);
   for (let i = 0; i < order.length; i++) {
-    for (const child of projection.children.get(order[i] as string) ?? []) {
+    for (const child of projection.children.of(order[i] as string)) {
       if (!seen.has(child) && projection.tasks.has(child)) {
         seen.add(child);
         order.push(child);

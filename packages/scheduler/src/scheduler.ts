@@ -260,7 +260,7 @@ export class Scheduler implements ReconciledScheduler {
         e.type === "TaskDeclared"
       ) {
         if (e.type === "IntervalCompleted") this.stats.completed += 1;
-        for (const child of this.projection.children.get(touched.task) ?? []) this.markDirty(child);
+        for (const child of this.projection.children.of(touched.task)) this.markDirty(child);
       }
     }
     if (touched.connection) this.wakeWaiters(touched.connection);

@@ -76,14 +76,14 @@ export class SuccessCommit {
     task: TaskState,
     completed: DomainEventOf<"IntervalCompleted">,
   ): Promise<Alongside | null> {
-    if (!this.projection.children.get(task.id)?.size || !this.log.supportsExpectedHead) return null;
+    if (this.projection.children.count(task.id) === 0 || !this.log.supportsExpectedHead) return null;
     // Decided on everything committed so far: this process's latest commits may not have
     // reached the projection yet (its subscription hears of them a moment later).
     const head = await this.log.headPosition();
     for (let turns = 0; this.projection.position < head && turns < 3; turns++)
       await new Promise((resolve) => setImmediate(resolve));
-    const children = this.projection.children.get(task.id);
-    if (this.host.halted || !children || this.projection.position < head) return null;
+    const children = this.projection.children.of(task.id);
+    if (this.host.halted || this.projection.position < head) return null;
     const after = evolveTask(task, completed, { revision: task.revision + 1n, position: -1n });
     if (!after) return null;
     const ahead = new Map([[task.id, after]]);

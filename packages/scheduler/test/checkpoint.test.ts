@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { instanceStream, SchedulerProjection } from "@chronolog/core";
+import { formatTaskKey, instanceStream, SchedulerProjection } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import { openSqliteLog } from "@chronolog/log-sqlite";
 import { catchUp, declare, loadProjection, SNAPSHOT_FILE, saveSnapshot } from "@chronolog/scheduler";
@@ -9,9 +9,11 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { linesOf, snapshotPieces } from "../src/checkpoint.js";
 
 /**
- * The checkpoint file: a header line, then a line of JSON per record, so that no snapshot has to
- * be one string (a million tasks' would be longer than the engine's longest). Each case writes a
- * real checkpoint of a real SQLite log and restores from it as `chronolog up` does.
+ * The checkpoint file (`lines/3`): a header line, the table of the declarations' shared parts
+ * and the table of instants (a line each), the tasks in blocks of columns (a line per block of
+ * up to 4096 tasks), then a line of JSON per other record, so that no snapshot has to be one
+ * string (a million tasks' would be longer than the engine's longest). Each case writes a real
+ * checkpoint of a real SQLite log and restores from it as `chronolog up` does.
  */
 let dir: string;
 let log: EventLog;
@@ -70,12 +72,82 @@ async function checkpointed(): Promise<SchedulerProjection> {
 
 const snapshotPath = () => join(dir, SNAPSHOT_FILE);
 
+/** A block of tasks as its line holds it: a column per field, each as long as `id`. */
+interface Block {
+  id: string[];
+  decl: number[];
+  parents: number[];
+  parentRefs: Array<number | string>;
+  status: string[];
+  logicalDate: Array<number | string>;
+  prevIntervalStart: Array<number | null>;
+  nextRunDate: number[];
+  failure: unknown[];
+  backfill: unknown[];
+  revision: Array<number | string>;
+  movedAt: Array<number | string>;
+  extras: Record<string, unknown>;
+  whole: Record<string, unknown>;
+}
+
+/** The columns as long as the ids. */
+const COLUMNS = [
+  "id",
+  "decl",
+  "parents",
+  "status",
+  "logicalDate",
+  "prevIntervalStart",
+  "nextRunDate",
+  "failure",
+  "backfill",
+  "revision",
+  "movedAt",
+] as const;
+
+/** The file's lines, its header, where its blocks of tasks start, and the blocks. */
+function layout(text: string) {
+  const lines = text.split("\n");
+  const header = JSON.parse(lines[0] as string);
+  const first = 1 + header.specs + header.instants;
+  const blocks = lines.slice(first, first + header.blocks).map((l) => JSON.parse(l) as Block);
+  const instants = lines.slice(1 + header.specs, first).map((l) => JSON.parse(l) as string);
+  return { lines, header, first, blocks, instants };
+}
+
+/**
+ * Where a task is in the blocks: its block, its place in it (`i`), its place in the file's task
+ * order, and its parents' references (from `refAt` in its block's `parentRefs`).
+ */
+function placeOf(blocks: Block[], id: string) {
+  let before = 0;
+  for (const [n, b] of blocks.entries()) {
+    const i = b.id.indexOf(id);
+    if (i >= 0) {
+      const refAt = b.parents.slice(0, i).reduce((a, c) => a + c, 0);
+      const refs = b.parentRefs.slice(refAt, refAt + (b.parents[i] as number));
+      return { block: n, b, i, place: before + i, refAt, refs };
+    }
+    before += b.id.length;
+  }
+  throw new Error(`no task ${id} in the blocks`);
+}
+
+/** Writes the checkpoint of `written` in blocks of `blockSize` tasks, as `saveSnapshot` would. */
+async function writeInBlocks(written: SchedulerProjection, blockSize: number): Promise<string> {
+  const [at] = await log.readAllStored({ fromPosition: written.position, maxCount: 1 });
+  const body = { snapshot: written.toSnapshot(), headHash: at?.metadata.hash ?? null };
+  const text = snapshotPieces(body, 1 << 20, blockSize).join("");
+  writeFileSync(snapshotPath(), text);
+  return text;
+}
+
 describe("the checkpoint file", () => {
-  it("is a header line and a line per record, and restores the projection it was written from", async () => {
+  it("is a header line, the tables of declarations and instants, the tasks in blocks of columns and a line per other record, and restores the projection it was written from", async () => {
     const written = await checkpointed();
-    const lines = readFileSync(snapshotPath(), "utf8").split("\n");
+    const { lines, header, first, blocks, instants } = layout(readFileSync(snapshotPath(), "utf8"));
     expect(lines.at(-1)).toBe(""); // every line ends
-    const header = JSON.parse(lines[0] as string);
+    expect(header.lines).toBe("lines/3");
     expect(header.counts.tasks).toBe(TASKS);
     expect(header.counts.instances).toBe(1);
     expect(header.position).toBe(written.position.toString());
@@ -85,22 +157,61 @@ describe("the checkpoint file", () => {
     // And the instants they hold, a table of the few values.
     expect(header.instants).toBeGreaterThan(0);
     expect(header.instants).toBeLessThan(5);
-    expect(lines.length).toBe(1 + header.specs + header.instants + records + 1);
-    // A task is a short array naming that declaration, its parents by id, its instants by place.
-    const task = JSON.parse(lines[1 + header.specs + header.instants + 5] as string);
-    expect(task.slice(0, 3)).toEqual(["p1/acme/t5/ALL", 0, ["p0/acme/t4/ALL"]]);
-    const instants = lines
-      .slice(1 + header.specs, 1 + header.specs + header.instants)
-      .map((l) => JSON.parse(l));
-    const t5 = written.tasks.get("p1/acme/t5/ALL");
-    expect(instants[task[4]]).toBe(t5?.logicalDate);
-    expect(instants[task[6]]).toBe(t5?.nextRunDate);
+    // 40 tasks are one block (a block holds up to 4096); the other lists a line per record.
+    expect(header.blocks).toBe(1);
+    expect(lines.length).toBe(first + header.blocks + (records - TASKS) + 1);
+    const [block] = blocks as [Block];
+    for (const c of COLUMNS) expect(block[c], c).toHaveLength(TASKS);
+    // None written whole, none with fields past the usual ones: all name declaration 0.
+    expect(new Set(block.decl)).toEqual(new Set([0]));
+    expect(block.whole).toEqual({});
+    expect(block.extras).toEqual({});
+    // Each parent is written before its child, so each is named by its number: t0..t3 have none.
+    expect(block.parentRefs).toHaveLength(TASKS - 4);
+    for (const r of block.parentRefs) expect(typeof r).toBe("number");
+    // A task names its declaration by place, its parent by its place in the file, its instants
+    // by their places in the table.
+    const t4 = placeOf(blocks, "p0/acme/t4/ALL");
+    const t5 = placeOf(blocks, "p1/acme/t5/ALL");
+    expect(block.decl[t5.i]).toBe(0);
+    expect(t5.refs).toEqual([t4.place]);
+    expect(block.id[t4.place]).toBe("p0/acme/t4/ALL");
+    const task = written.toSnapshot().tasks.find((t) => t.id === "p1/acme/t5/ALL");
+    if (!task) throw new Error("no task t5");
+    expect(instants[block.logicalDate[t5.i] as number]).toBe(task.logicalDate);
+    expect(instants[block.nextRunDate[t5.i] as number]).toBe(task.nextRunDate);
+    const prev = block.prevIntervalStart[t5.i];
+    expect(prev === null || prev === undefined ? prev : instants[prev]).toBe(task.prevIntervalStart);
+    expect(block.status[t5.i]).toBe(task.status);
+    expect(block.failure[t5.i]).toEqual(task.failure);
+    expect(block.backfill[t5.i]).toEqual(task.backfill);
+    expect(block.revision[t5.i]).toBe(Number(task.revision));
+    expect(block.movedAt[t5.i]).toBe(Number(task.movedAt));
 
     const loaded = await loadProjection(log, dir);
     expect(loaded.discarded).toBeNull();
     expect(loaded.snapshotPosition).toBe(written.position);
     expect(loaded.replayed).toBe(0);
     expect(loaded.projection.toSnapshot()).toEqual(written.toSnapshot());
+
+    // In blocks of 16: three (16, 16 and 8 tasks), a parent in the block before still named by
+    // its number, its place in the file.
+    const small = layout(await writeInBlocks(written, 16));
+    expect(small.header.lines).toBe("lines/3");
+    expect(small.header.blocks).toBe(3);
+    expect(small.blocks.map((b) => b.id.length)).toEqual([16, 16, 8]);
+    for (const b of small.blocks) for (const c of COLUMNS) expect(b[c], c).toHaveLength(b.id.length);
+    expect(small.lines.length).toBe(small.first + 3 + (records - TASKS) + 1);
+    const t15 = placeOf(small.blocks, "p3/acme/t15/ALL");
+    const t16 = placeOf(small.blocks, "p0/acme/t16/ALL");
+    expect([t15.block, t15.place, t16.block, t16.place]).toEqual([0, 15, 1, 16]);
+    expect(t16.refs).toEqual([15]);
+    const again = await loadProjection(log, dir);
+    expect(again.discarded).toBeNull();
+    expect(again.snapshotPosition).toBe(written.position);
+    expect(again.replayed).toBe(0);
+    expect(again.projection.toSnapshot()).toEqual(written.toSnapshot());
+    expect(JSON.stringify(again.projection.toSnapshot())).toBe(JSON.stringify(written.toSnapshot()));
   });
 
   it("restores tasks that share a declaration's parts, and writes whole the records it cannot shorten", async () => {
@@ -138,14 +249,28 @@ describe("the checkpoint file", () => {
     const { status, ...rest } = odd;
     written.tasks.set(odd.id, { ...rest, status });
     await saveSnapshot(dir, log, written);
-    const lines = readFileSync(snapshotPath(), "utf8").split("\n");
-    const header = JSON.parse(lines[0] as string);
+    const { header, blocks } = layout(readFileSync(snapshotPath(), "utf8"));
     expect(header.specs).toBe(2);
-    const first = 1 + header.specs + header.instants;
-    const taskLines = lines.slice(first, first + header.counts.tasks);
-    expect(taskLines.filter((l) => l.startsWith("{"))).toHaveLength(1);
-    const paused = taskLines.map((l) => JSON.parse(l)).find((t) => t[0] === "p2/acme/t6/ALL");
-    expect(paused.at(-1)).toEqual({ pausedReason: "held" });
+    expect(header.blocks).toBe(1);
+    const [block] = blocks as [Block];
+    // The odd record alone is written whole, in `whole` at its place in the block, with -1 for
+    // its declaration.
+    const t7 = placeOf(blocks, "p3/acme/t7/ALL");
+    expect(block.decl.filter((d) => d === -1)).toHaveLength(1);
+    expect(block.decl[t7.i]).toBe(-1);
+    expect(Object.keys(block.whole)).toEqual([String(t7.i)]);
+    expect(block.whole[t7.i]).toEqual(written.toSnapshot().tasks.find((t) => t.id === odd.id));
+    expect(Object.keys(block.whole[t7.i] as object)).toEqual(Object.keys(written.tasks.get(odd.id) ?? {}));
+    // Its child names it by its id, not by a place: its key need not be what its id says.
+    expect(placeOf(blocks, "p0/acme/t8/ALL").refs).toEqual(["p3/acme/t7/ALL"]);
+    // The pause's reason, a field past the usual ones, is in the paused task's extras alone.
+    const paused = placeOf(blocks, "p2/acme/t6/ALL");
+    expect(block.status[paused.i]).toBe("paused");
+    expect(block.extras).toEqual({ [paused.i]: { pausedReason: "held" } });
+    // The second declaration is the table's second; its undeclared parent is named by its id.
+    const other = placeOf(blocks, "q/acme/other/ALL");
+    expect(block.decl[other.i]).toBe(1);
+    expect(other.refs).toEqual(["nowhere/acme/missing/ALL"]);
 
     const loaded = await loadProjection(log, dir);
     expect(loaded.discarded).toBeNull();
@@ -161,10 +286,113 @@ describe("the checkpoint file", () => {
     expect(t4?.spec.key).toBe(t4?.key);
     expect(t5?.spec.parents[0]).toBe(t4?.key);
     expect(t5?.spec.retry).toBe(t4?.spec.retry);
-    expect(restored.children.get("p0/acme/t4/ALL")).toEqual(new Set(["p1/acme/t5/ALL"]));
+    expect([...restored.children.of("p0/acme/t4/ALL")]).toEqual(["p1/acme/t5/ALL"]);
     expect(restored.tasks.get("q/acme/other/ALL")?.spec.parents).toEqual([
       { project: "nowhere", account: "acme", name: "missing", partition: "ALL" },
     ]);
+  });
+
+  it("reads a checkpoint of a task per line, as the version before wrote it (lines/2)", async () => {
+    // A pause with a reason: a field past the usual ones, written after them in its line.
+    await log.append(
+      "task-p2/acme/t6/ALL",
+      [
+        {
+          type: "TaskPaused",
+          data: { key: { project: "p2", account: "acme", name: "t6", partition: "ALL" }, reason: "held" },
+        },
+      ],
+      { expectedRevision: "exists" },
+    );
+    const written = await checkpointed();
+    const [at] = await log.readAllStored({ fromPosition: written.position, maxCount: 1 });
+    const { tasks, ...others } = written.toSnapshot();
+    const { instances, connections, connectionRevisions, workflows, ...tail } = others;
+    const { workflowRevisions, runs, alerts, cacheKeys, ...head } = tail;
+    const all = {
+      instances,
+      connections,
+      connectionRevisions,
+      workflows,
+      workflowRevisions,
+      runs,
+      alerts,
+      cacheKeys,
+    };
+    const lists = Object.keys(all) as Array<keyof typeof all>;
+    const specs: string[] = [];
+    const instants: string[] = [];
+    const placeIn = (table: string[], text: string): number => {
+      const i = table.indexOf(text);
+      return i >= 0 ? i : table.push(text) - 1;
+    };
+    // `[id, declaration's place, [parent ids], ...taskFields, {other fields}?]`, its instants by
+    // their places in the table.
+    const taskLines = tasks.map((t) => {
+      const { key, id, spec, status, logicalDate, prevIntervalStart, nextRunDate, ...rest } = t;
+      const { failure, backfill, revision, movedAt, ...extras } = rest;
+      const record: unknown[] = [
+        id,
+        placeIn(specs, JSON.stringify({ ...spec, key: null, parents: null })),
+        spec.parents.map(formatTaskKey),
+        status,
+        placeIn(instants, logicalDate),
+        prevIntervalStart === null ? null : placeIn(instants, prevIntervalStart),
+        placeIn(instants, nextRunDate),
+        failure,
+        backfill,
+        Number(revision),
+        Number(movedAt),
+      ];
+      expect(formatTaskKey(key)).toBe(id);
+      if (Object.keys(extras).length > 0) record.push(extras);
+      return JSON.stringify(record);
+    });
+    expect(specs).toHaveLength(1);
+    expect(taskLines.filter((l) => l.endsWith('{"pausedReason":"held"}]'))).toHaveLength(1);
+    const header = {
+      ...head,
+      headHash: at?.metadata.hash,
+      lines: "lines/2",
+      taskFields: [
+        "status",
+        "logicalDate",
+        "prevIntervalStart",
+        "nextRunDate",
+        "failure",
+        "backfill",
+        "revision",
+        "movedAt",
+      ],
+      specs: specs.length,
+      instants: instants.length,
+      counts: { tasks: tasks.length, ...Object.fromEntries(lists.map((l) => [l, all[l].length])) },
+    };
+    const text = [
+      JSON.stringify(header),
+      ...specs,
+      ...instants.map((i) => JSON.stringify(i)),
+      ...taskLines,
+      ...lists.flatMap((l) => (all[l] as unknown[]).map((r) => JSON.stringify(r))),
+    ].join("\n");
+    writeFileSync(snapshotPath(), `${text}\n`);
+    const loaded = await loadProjection(log, dir);
+    expect(loaded.discarded).toBeNull();
+    expect(loaded.snapshotPosition).toBe(written.position);
+    expect(loaded.replayed).toBe(0);
+    const restored = loaded.projection;
+    expect(restored.toSnapshot()).toEqual(written.toSnapshot());
+    expect(JSON.stringify(restored.toSnapshot())).toBe(JSON.stringify(written.toSnapshot()));
+    expect(restored.tasks.get("p2/acme/t6/ALL")?.pausedReason).toBe("held");
+    // The children index as the fold makes it, and a parent's key shared with its children's.
+    for (const id of written.tasks.keys()) {
+      expect([...restored.children.of(id)], id).toEqual([...written.children.of(id)]);
+      expect(restored.children.count(id), id).toBe(written.children.count(id));
+    }
+    expect([...restored.children.of("p0/acme/t4/ALL")]).toEqual(["p1/acme/t5/ALL"]);
+    expect(restored.tasks.get("p1/acme/t5/ALL")?.spec.parents[0]).toBe(
+      restored.tasks.get("p0/acme/t4/ALL")?.key,
+    );
   });
 
   it("reads a checkpoint whose every record is whole, as the version before wrote it", async () => {
@@ -214,16 +442,35 @@ describe("the checkpoint file", () => {
   it("is refused when cut short or when it holds more than its header counts, and the log is replayed", async () => {
     const written = await checkpointed();
     const text = readFileSync(snapshotPath(), "utf8");
-    const lines = text.split("\n");
+    const { lines, first } = layout(text);
 
-    writeFileSync(snapshotPath(), `${lines.slice(0, 10).join("\n")}\n`);
+    // Cut before its one block of tasks: none of the tasks read.
+    writeFileSync(snapshotPath(), `${lines.slice(0, first).join("\n")}\n`);
     const cut = await loadProjection(log, dir);
-    const header = JSON.parse(lines[0] as string);
-    const kept = 10 - 1 - header.specs - header.instants;
-    expect(cut.discarded).toBe(`unreadable snapshot: the file ends after ${kept} of its ${TASKS} tasks`);
+    expect(cut.discarded).toBe(`unreadable snapshot: the file ends after 0 of its ${TASKS} tasks`);
     expect(cut.snapshotPosition).toBe(-1n);
     expect(cut.replayed).toBe(Number(written.position) + 1);
     expect(cut.projection.toSnapshot()).toEqual(written.toSnapshot());
+
+    // In blocks of 16, cut after the second block: the tasks of the whole blocks read.
+    const small = layout(await writeInBlocks(written, 16));
+    expect(small.header.blocks).toBe(3);
+    const read = small.blocks.slice(0, 2).reduce((n, b) => n + b.id.length, 0);
+    expect(read).toBe(32);
+    writeFileSync(snapshotPath(), `${small.lines.slice(0, small.first + 2).join("\n")}\n`);
+    const inBlocks = await loadProjection(log, dir);
+    expect(inBlocks.discarded).toBe(`unreadable snapshot: the file ends after ${read} of its ${TASKS} tasks`);
+    expect(inBlocks.snapshotPosition).toBe(-1n);
+    expect(inBlocks.replayed).toBe(Number(written.position) + 1);
+    expect(inBlocks.projection.toSnapshot()).toEqual(written.toSnapshot());
+
+    // Torn inside a block's line.
+    const blockEnd = small.lines.slice(0, small.first + 2).join("\n").length;
+    writeFileSync(snapshotPath(), small.lines.join("\n").slice(0, blockEnd - 40));
+    const tornBlock = await loadProjection(log, dir);
+    expect(tornBlock.discarded).toMatch(/^unreadable snapshot: /);
+    expect(tornBlock.snapshotPosition).toBe(-1n);
+    expect(tornBlock.projection.toSnapshot()).toEqual(written.toSnapshot());
 
     writeFileSync(snapshotPath(), `${text}${lines[1]}\n`);
     const over = await loadProjection(log, dir);
@@ -238,36 +485,75 @@ describe("the checkpoint file", () => {
     expect(torn.projection.toSnapshot()).toEqual(written.toSnapshot());
   });
 
-  it("is refused when a task record or the header's tables are not what this version writes", async () => {
+  it("is refused when a block of tasks or the header's tables are not what this version writes", async () => {
     const written = await checkpointed();
-    const lines = readFileSync(snapshotPath(), "utf8").split("\n");
-    const header = JSON.parse(lines[0] as string);
-    const at = 1 + header.specs + header.instants;
-    const record = JSON.parse(lines[at] as string);
-    const variants: Array<[string, (l: string[]) => void]> = [
-      [
-        "a declaration's place past the table",
-        (l) => (l[at] = JSON.stringify([record[0], 7, ...record.slice(2)])),
-      ],
+    const { lines, header, first, blocks } = layout(readFileSync(snapshotPath(), "utf8"));
+    expect(header.blocks).toBe(1);
+    const t5 = placeOf(blocks, "p1/acme/t5/ALL");
+    const { i } = t5;
+    /** The file with its block changed. */
+    const block = (change: (b: Block) => void) => (l: string[]) => {
+      const b = structuredClone(blocks[0]) as Block;
+      change(b);
+      l[first] = JSON.stringify(b);
+    };
+    const variants: Array<[string, RegExp, (l: string[]) => void]> = [
+      ["a declaration's place past the table", /names declaration 7/, block((b) => (b.decl[i] = 7))],
       [
         "an instant's place that is not a number",
-        (l) => (l[at] = JSON.stringify([...record.slice(0, 4), "length", ...record.slice(5)])),
+        /names instant length/,
+        block((b) => (b.logicalDate[i] = "length")),
       ],
-      ["extras that are not an object", (l) => (l[at] = JSON.stringify([...record, "ab"]))],
-      ["a field too few", (l) => (l[at] = JSON.stringify(record.slice(0, -1)))],
+      [
+        "extras that are not an object",
+        /past the usual ones are not an object/,
+        block((b) => (b.extras[i] = "ab")),
+      ],
+      ["a column shorter than the ids", /no column "status"/, block((b) => b.status.pop())],
+      [
+        "a parent named by its own place",
+        /not written before it/,
+        block((b) => (b.parentRefs[t5.refAt] = t5.place)),
+      ],
+      [
+        "a parent named by a later place",
+        /not written before it/,
+        block((b) => (b.parentRefs[t5.refAt] = TASKS - 1)),
+      ],
       [
         "a parent that is not a task id",
-        (l) => (l[at] = JSON.stringify([record[0], record[1], ["nope"], ...record.slice(3)])),
+        /"nope" is not a task id/,
+        block((b) => (b.parentRefs[t5.refAt] = "nope")),
       ],
-      ["other fields", (l) => (l[0] = JSON.stringify({ ...header, taskFields: ["status"] }))],
-      ["a declaration that is not an object", (l) => (l[1] = '"x"')],
+      [
+        "more parents than the counts name",
+        /more parents than its tasks name/,
+        block((b) => b.parentRefs.push(0)),
+      ],
+      [
+        "a status that is not a task status",
+        /has the status sleeping/,
+        block((b) => (b.status[i] = "sleeping")),
+      ],
+      [
+        "a task count other than the blocks hold",
+        /holds 40 tasks where its header counts 41/,
+        (l) => (l[0] = JSON.stringify({ ...header, counts: { ...header.counts, tasks: TASKS + 1 } })),
+      ],
+      [
+        "other fields",
+        /are not the ones this version reads/,
+        (l) => (l[0] = JSON.stringify({ ...header, taskFields: ["status"] })),
+      ],
+      ["a declaration that is not an object", /declaration 0 is not an object/, (l) => (l[1] = '"x"')],
     ];
-    for (const [what, change] of variants) {
+    for (const [what, why, change] of variants) {
       const copy = [...lines];
       change(copy);
       writeFileSync(snapshotPath(), copy.join("\n"));
       const loaded = await loadProjection(log, dir);
       expect(loaded.discarded, what).toMatch(/^unreadable snapshot: /);
+      expect(loaded.discarded, what).toMatch(why);
       expect(loaded.snapshotPosition, what).toBe(-1n);
       expect(loaded.projection.toSnapshot(), what).toEqual(written.toSnapshot());
     }
@@ -331,10 +617,25 @@ describe("the checkpoint's pieces and lines", () => {
     const body = { snapshot: written.toSnapshot(), headHash: "h" };
     const whole = snapshotPieces(body);
     expect(whole).toHaveLength(1);
-    const pieces = snapshotPieces(body, 100);
-    expect(pieces.length).toBeGreaterThan(TASKS / 2);
-    for (const p of pieces) expect(p.endsWith("\n")).toBe(true);
-    expect(pieces.join("")).toBe(whole[0]);
+    expect(snapshotPieces(body, 100).join("")).toBe(whole[0]);
+    // In blocks of 4 tasks, each block's line longer than a piece: a piece at least per block.
+    const [text] = snapshotPieces(body, 1 << 20, 4) as [string];
+    const { lines, header } = layout(text);
+    expect(header.blocks).toBe(TASKS / 4);
+    const pieces = snapshotPieces(body, 100, 4);
+    expect(pieces.length).toBeGreaterThanOrEqual(header.blocks);
+    const ends: string[] = [];
+    for (const [n, p] of pieces.entries()) {
+      expect(p.endsWith("\n")).toBe(true);
+      const held = p.slice(0, -1).split("\n");
+      ends.push(...held);
+      // A piece ends at the first whole line that brings it to the size asked.
+      if (n === pieces.length - 1) continue;
+      expect(p.length).toBeGreaterThanOrEqual(100);
+      if (n > 0) expect(p.length - ((held.at(-1) as string).length + 1)).toBeLessThan(100);
+    }
+    expect(ends).toEqual(lines.slice(0, -1));
+    expect(pieces.join("")).toBe(text);
   });
 
   it("reads lines across chunks: split characters, lines longer than a chunk, one long line", async () => {
