@@ -107,11 +107,77 @@ function parseYaml(text: string, filename: string): unknown {
 
 // ---- JSON --------------------------------------------------------------------------------------
 
+/** Objects nested deeper than this are refused. */
+const MAX_DEPTH = 512;
+
+/**
+ * JSON as `JSON.parse` reads it, when that is what the strict reader below would give: the text
+ * parses, its objects hold as many members as it names (a duplicate key leaves one member fewer)
+ * and it nests no deeper than MAX_DEPTH. Otherwise the strict reader reads it, and says where
+ * and what the problem is. `JSON.parse` reads a catalogue of 100,000 tasks about ten times as
+ * fast.
+ */
+function parseJson(text: string, filename: string): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return parseJsonStrictly(text, filename);
+  }
+  const members = membersOf(value, 0);
+  return members >= 0 && members === membersNamed(text) ? value : parseJsonStrictly(text, filename);
+}
+
+/** The members of every object in a parsed value, or -1 past MAX_DEPTH. */
+function membersOf(value: unknown, depth: number): number {
+  if (typeof value !== "object" || value === null) return 0;
+  if (depth >= MAX_DEPTH) return -1;
+  let n = 0;
+  if (Array.isArray(value)) {
+    for (const item of value) {
+      const m = membersOf(item, depth + 1);
+      if (m < 0) return -1;
+      n += m;
+    }
+    return n;
+  }
+  for (const key in value) {
+    const m = membersOf((value as Record<string, unknown>)[key], depth + 1);
+    if (m < 0) return -1;
+    n += m + 1;
+  }
+  return n;
+}
+
+/** The members a JSON text names: its colons outside strings. */
+function membersNamed(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; ) {
+    const c = text.charCodeAt(i);
+    if (c === 58) n++;
+    if (c !== 34) {
+      i++;
+      continue;
+    }
+    // A string: on to its closing quote, the first one not escaped.
+    for (let q = text.indexOf('"', i + 1); ; q = text.indexOf('"', q + 1)) {
+      if (q < 0) return -1;
+      let slashes = 0;
+      while (text.charCodeAt(q - 1 - slashes) === 92) slashes++;
+      if (slashes % 2 === 0) {
+        i = q + 1;
+        break;
+      }
+    }
+  }
+  return n;
+}
+
 /**
  * A small strict JSON parser (RFC 8259): unlike `JSON.parse` it reports where the problem is on
  * every Node version, and rejects duplicate keys as YAML does.
  */
-function parseJson(text: string, filename: string): unknown {
+function parseJsonStrictly(text: string, filename: string): unknown {
   let pos = 0;
   const error = (message: string, at = pos): never => fail(text, filename, "json", at, message);
 
@@ -147,7 +213,7 @@ function parseJson(text: string, filename: string): unknown {
   };
 
   const parseValue = (depth: number): unknown => {
-    if (depth > 512) error("nesting is too deep");
+    if (depth > MAX_DEPTH) error("nesting is too deep");
     skipSpace();
     const c = text[pos];
     if (c === "{") {
