@@ -137,6 +137,16 @@ describe("a declaration larger than one append", () => {
     const dir = tempDataDir("declare-large");
     dirs.push(dir);
     const log = openSqliteLog({ path: join(dir, "log.db"), actor: "test" });
+    // The embedded log takes 5,000 streams in one append; a Kafka or EventStoreDB log takes 200,
+    // as this one is made to, so that 451 streams take three appends.
+    expect(log.streamsPerAppend).toBe(5000);
+    Object.defineProperty(log, "streamsPerAppend", { value: 200 });
+    const appends: number[] = [];
+    const appendMany = log.appendMany.bind(log);
+    log.appendMany = (writes, options) => {
+      appends.push(writes.length);
+      return appendMany(writes, options);
+    };
     try {
       const projection = new SchedulerProjection();
       const n = 450;
@@ -150,6 +160,7 @@ describe("a declaration larger than one append", () => {
         Date.now(),
       );
       expect(outcome.tasks.filter((t) => t.outcome === "declared")).toHaveLength(n);
+      expect(appends).toEqual([200, 200, 51]);
       const events = await log.readAll({ fromPosition: 0n, maxCount: 10_000 });
       expect(events.filter((e) => e.type === "TaskDeclared")).toHaveLength(n);
       // The connection comes first, in the first batch, before any task naming it.

@@ -59,6 +59,12 @@ export function decodeStoredEvent(stored: StoredEvent): RecordedEvent {
  * The log as every part of Chronolog sees it, the same over every backend: validates before
  * anything is written, upcasts on read, and delivers subscriptions.
  */
+/**
+ * Streams in one appendMany of a write split into several, where the backend sets no bound of
+ * its own: a Kafka record holds about a megabyte, and 200 task declarations fit in it.
+ */
+export const DEFAULT_STREAMS_PER_APPEND = 200;
+
 export class EventLog {
   readonly actor: string;
   private readonly newId: () => string;
@@ -111,6 +117,14 @@ export class EventLog {
   /** Whether this log can append to several streams in one atomic step. */
   get supportsAppendMany(): boolean {
     return typeof this.backend.appendMany === "function";
+  }
+
+  /**
+   * How many streams a caller that splits a large write puts in one appendMany: the backend's
+   * own bound, else DEFAULT_STREAMS_PER_APPEND (small enough for an append bounded in bytes).
+   */
+  get streamsPerAppend(): number {
+    return this.backend.streamsPerAppend ?? DEFAULT_STREAMS_PER_APPEND;
   }
 
   /** Whether appendMany can be made conditional on the log's head (`expectedHead`). */

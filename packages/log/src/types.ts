@@ -110,6 +110,13 @@ export interface LogBackend {
   ): Promise<AppendResult[]>;
   /** Whether appendMany takes `expectedHead`. */
   readonly appendsAtHead?: boolean;
+  /**
+   * Optional: how many streams one appendMany is made to take at most by a caller that splits a
+   * large write (a declaration of thousands of tasks) into appends. Leave it out where an append
+   * is bounded in bytes (a Kafka record, an EventStoreDB append): callers then split into
+   * appends of `DEFAULT_STREAMS_PER_APPEND`.
+   */
+  readonly streamsPerAppend?: number;
   readStream(streamId: string, fromRevision: bigint, maxCount: number): Promise<StoredEvent[]>;
   readAll(fromPosition: bigint, maxCount: number): Promise<StoredEvent[]>;
   /**

@@ -226,22 +226,22 @@ export class DeclaredMeanwhileError extends ChronologError {
 }
 
 /**
- * Streams written in one atomic append at most. A declaration that touches no more is written
- * whole or not at all; a larger one (a catalogue of thousands of tasks) does not fit in one
- * append on every backend (a Kafka record holds about a megabyte) and is written in batches of
- * this many, in order: connections and workflows first, then tasks. A conflict in a later batch
- * is decided again on the state as it is then, where the batches already written are unchanged.
+ * A declaration is written in one atomic append when it touches no more streams than the log
+ * takes in one (`streamsPerAppend`: 200 on Kafka and EventStoreDB, whose appends are bounded in
+ * bytes, 5,000 on the embedded log): whole or not at all. A larger one (a catalogue of thousands
+ * of tasks) is written in appends of that many, in order: connections and workflows first, then
+ * tasks. A conflict in a later append is decided again on the state as it is then, where the
+ * appends already written are unchanged.
  */
-export const DECLARATION_BATCH = 200;
-
 async function appendInBatches(
   log: EventLog,
   writes: readonly StreamWrite[],
 ): Promise<readonly AppendResult[]> {
-  if (writes.length <= DECLARATION_BATCH) return log.appendMany(writes);
+  const batch = log.streamsPerAppend;
+  if (writes.length <= batch) return log.appendMany(writes);
   const results: AppendResult[] = [];
-  for (let i = 0; i < writes.length; i += DECLARATION_BATCH)
-    results.push(...(await log.appendMany(writes.slice(i, i + DECLARATION_BATCH))));
+  for (let i = 0; i < writes.length; i += batch)
+    results.push(...(await log.appendMany(writes.slice(i, i + batch))));
   return results;
 }
 
