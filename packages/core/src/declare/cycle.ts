@@ -17,6 +17,7 @@ export function findCycle(edges: Edges): string[] | undefined {
  * none does). Cycles are ordered by their start node.
  */
 export function findCycles(edges: Edges, preferStart?: (node: string) => boolean): string[][] {
+  if (isAcyclic(edges)) return [];
   const graph = normalise(edges);
   const cycles: string[][] = [];
   for (const component of stronglyConnected(graph)) {
@@ -27,6 +28,44 @@ export function findCycles(edges: Edges, preferStart?: (node: string) => boolean
     cycles.push(shortestCycleThrough(graph, members, start));
   }
   return cycles.sort((a, b) => compare(a[0] as string, b[0] as string));
+}
+
+/**
+ * Whether the graph has no cycle: Kahn's algorithm over the nodes numbered as met, in linear
+ * time with no sorting. The common answer for a catalogue of many thousands of tasks, where
+ * finding and ordering the cycles (strings sorted, Tarjan's maps) took most of a second.
+ */
+function isAcyclic(edges: Edges): boolean {
+  const numbers = new Map<string, number>();
+  const successors: number[][] = [];
+  const numberOf = (node: string): number => {
+    let n = numbers.get(node);
+    if (n === undefined) {
+      n = successors.length;
+      numbers.set(node, n);
+      successors.push([]);
+    }
+    return n;
+  };
+  const entries = edges instanceof Map ? edges.entries() : Object.entries(edges);
+  for (const [node, next] of entries as Iterable<[string, Iterable<string>]>) {
+    const list = successors[numberOf(node)] as number[];
+    for (const s of next) list.push(numberOf(s));
+  }
+  const incoming = new Uint32Array(successors.length);
+  for (const list of successors) for (const s of list) incoming[s] = (incoming[s] as number) + 1;
+  const ready: number[] = [];
+  for (let n = 0; n < successors.length; n++) if (incoming[n] === 0) ready.push(n);
+  let removed = 0;
+  while (ready.length > 0) {
+    const n = ready.pop() as number;
+    removed += 1;
+    for (const s of successors[n] as number[]) {
+      incoming[s] = (incoming[s] as number) - 1;
+      if (incoming[s] === 0) ready.push(s);
+    }
+  }
+  return removed === successors.length;
 }
 
 function compare(a: string, b: string): number {

@@ -719,9 +719,19 @@ function retryFromRaw(
   return merged as TaskSpecInput["retry"];
 }
 
+/** A declared date as a UTC instant; a catalogue repeats a few, and each answer is kept. */
 function toInstant(value: string): string {
-  return new Date(value).toISOString();
+  let instant = declaredInstants.get(value);
+  if (instant === undefined) {
+    instant = new Date(value).toISOString();
+    if (declaredInstants.size >= CRON_PROBLEMS_KEPT) declaredInstants.clear();
+    declaredInstants.set(value, instant);
+  }
+  return instant;
 }
+
+/** Declared date -> its instant. */
+const declaredInstants = new Map<string, string>();
 
 /** Undefined when the expression is a usable 5-field cron (or an allowed @alias). */
 export function cronProblem(expression: string): string | undefined {

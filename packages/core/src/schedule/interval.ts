@@ -35,9 +35,23 @@ export function parseInstant(text: string, field = "instant"): Date {
   return date;
 }
 
+/**
+ * Instants made lately, by their milliseconds: tasks on one schedule reach the same few, and
+ * making the text is most of what advancing a task costs. Started again past INSTANTS_KEPT.
+ */
+const instants = new Map<number, string>();
+const INSTANTS_KEPT = 4096;
+
 /** `YYYY-MM-DDTHH:mm:ss.sssZ`. */
 export function toInstant(date: Date): string {
-  return date.toISOString();
+  const ms = date.getTime();
+  let text = instants.get(ms);
+  if (text === undefined) {
+    text = date.toISOString();
+    if (instants.size >= INSTANTS_KEPT) instants.clear();
+    instants.set(ms, text);
+  }
+  return text;
 }
 
 /**
