@@ -148,7 +148,8 @@ function keyText(key: TaskKey): string | null {
  * table of instants; `extras` holds a task's fields past the usual ones, by its place. `key`
  * holds three numbers a task, the places of its key's project, account and partition in the
  * block's `keyParts` (the name is what its id has between them; -1 for a task written whole):
- * a key is then made without cutting its id into parts and looking each one up.
+ * a key is then made without cutting its id into parts and looking each one up. A column in
+ * SAME_COLUMNS whose tasks all hold one value is written `{ "same": value }`.
  */
 interface TaskBlock {
   id: string[];
@@ -171,6 +172,28 @@ interface TaskBlock {
 
 /** The columns of a block, each as long as its `id`. */
 const BLOCK_COLUMNS = ["id", "decl", "parents", ...TASK_FIELDS] as const;
+
+/** The columns a block writes as `{ "same": value }` when every task holds that value. */
+const SAME_COLUMNS = [
+  "decl",
+  "parents",
+  "status",
+  "logicalDate",
+  "prevIntervalStart",
+  "nextRunDate",
+  "failure",
+  "backfill",
+  "revision",
+] as const;
+
+/** A column as the tasks' values: one written as `{ "same": value }` is filled with it. */
+function expandColumn(column: unknown, n: number, name: string): unknown[] {
+  if (Array.isArray(column)) return column;
+  const same = isPlainObject(column) && Object.keys(column).length === 1 ? column.same : undefined;
+  if (same === undefined || (typeof same === "object" && same !== null))
+    throw new Error(`a block of tasks has no column "${name}" as long as its ids`);
+  return new Array(n).fill(same);
+}
 
 /** The key part at a place in a block's table. */
 function keyPart(parts: readonly string[], at: unknown, id: string): string {
@@ -259,6 +282,15 @@ class TaskBlocks {
   /** Ends the last block. */
   flush(): void {
     if (this.block.id.length === 0) return;
+    const b = this.block as unknown as Record<string, unknown>;
+    // A column of one value (tasks declared alike, on one schedule, at one revision) is written
+    // as that value: most of a block's columns are, and are then not parsed a task at a time.
+    for (const column of SAME_COLUMNS) {
+      const values = b[column] as unknown[];
+      const first = values[0];
+      if ((typeof first !== "object" || first === null) && values.every((v) => v === first))
+        b[column] = { same: first };
+    }
     this.lines.push(JSON.stringify(this.block));
     this.block = emptyBlock();
     this.parts = new Map();
@@ -368,9 +400,8 @@ class TaskReader {
   private readonly instant = (text: string): string => this.held.of(text, text);
   /** Parts of keys that many tasks share: a project, an account, a partition. */
   private readonly keyParts = new Interned<string>();
-  /** In a `lines/3` file, the tasks read so far by their place: their ids and keys. */
-  private readonly ids: string[] = [];
-  private readonly keys: TaskKey[] = [];
+  /** In a `lines/3` file, the tasks read so far, by their place in the file. */
+  private readonly placed: TaskState[] = [];
   /**
    * The children of the tasks read so far, by the parent's place, gathered here and put into
    * the index at the end (`finish`): one look-up of the index a parent, not one a child.
@@ -518,11 +549,11 @@ class TaskReader {
 
   /** Puts the children gathered by place into the index, after those named by id. */
   finish(): void {
-    const { ids, childrenByPlace } = this;
+    const { placed, childrenByPlace } = this;
     for (let r = 0; r < childrenByPlace.length; r++) {
       const held = childrenByPlace[r];
       if (held === undefined) continue;
-      const parent = ids[r] as string;
+      const parent = (placed[r] as TaskState).id;
       if (typeof held === "string") this.children.add(parent, held);
       else for (const id of held) this.children.add(parent, id);
     }
@@ -534,6 +565,9 @@ class TaskReader {
     const b = JSON.parse(line) as TaskBlock;
     if (!isPlainObject(b)) throw new Error("a block of tasks is not an object");
     const n = Array.isArray(b.id) ? b.id.length : -1;
+    if (n < 0) throw new Error("a block of tasks has no ids");
+    const columns = b as unknown as Record<string, unknown>;
+    for (const column of SAME_COLUMNS) columns[column] = expandColumn(columns[column], n, column);
     for (const column of BLOCK_COLUMNS)
       if (!Array.isArray(b[column]) || b[column].length !== n)
         throw new Error(`a block of tasks has no column "${column}" as long as its ids`);
@@ -548,8 +582,8 @@ class TaskReader {
     for (let i = 0; i < n; i++) {
       if (decl[i] === -1) {
         const task = this.readWhole(whole[i] as SnapshotTask);
-        this.ids.push(task.id);
-        this.keys.push(task.key);
+        this.placed.push(task);
+        this.childrenByPlace.push(undefined);
         continue;
       }
       const id = ids[i];
@@ -565,7 +599,7 @@ class TaskReader {
         for (let j = 0; j < count; j++) {
           const r = refs[ref++];
           if (typeof r === "number") {
-            const parentKey = this.keys[r];
+            const parentKey = this.placed[r]?.key;
             if (!Number.isInteger(r) || r < 0 || parentKey === undefined)
               throw new Error(`${id} names as a parent task ${r}, which was not written before it`);
             taskParents[j] = parentKey;
@@ -605,8 +639,8 @@ class TaskReader {
         Object.assign(task, more);
       }
       this.tasks.set(id, task);
-      this.ids.push(id);
-      this.keys.push(key);
+      this.placed.push(task);
+      this.childrenByPlace.push(undefined);
     }
     if (ref !== refs.length) throw new Error("a block of tasks holds more parents than its tasks name");
     return n;

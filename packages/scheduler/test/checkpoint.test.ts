@@ -105,12 +105,36 @@ const COLUMNS = [
   "movedAt",
 ] as const;
 
+/** The columns written `{ "same": value }` when every task of the block holds that value. */
+const SAME_COLUMNS = [
+  "decl",
+  "parents",
+  "status",
+  "logicalDate",
+  "prevIntervalStart",
+  "nextRunDate",
+  "failure",
+  "backfill",
+  "revision",
+] as const;
+
+/** A block as its line holds it, its columns of one value filled in as the reader does. */
+function expandBlock(line: string): Block {
+  const b = JSON.parse(line) as Record<string, unknown>;
+  const n = (b.id as string[]).length;
+  for (const c of SAME_COLUMNS) {
+    const column = b[c];
+    if (!Array.isArray(column)) b[c] = new Array(n).fill((column as { same: unknown }).same);
+  }
+  return b as unknown as Block;
+}
+
 /** The file's lines, its header, where its blocks of tasks start, and the blocks. */
 function layout(text: string) {
   const lines = text.split("\n");
   const header = JSON.parse(lines[0] as string);
   const first = 1 + header.specs + header.instants;
-  const blocks = lines.slice(first, first + header.blocks).map((l) => JSON.parse(l) as Block);
+  const blocks = lines.slice(first, first + header.blocks).map(expandBlock);
   const instants = lines.slice(1 + header.specs, first).map((l) => JSON.parse(l) as string);
   return { lines, header, first, blocks, instants };
 }
@@ -162,6 +186,12 @@ describe("the checkpoint file", () => {
     expect(lines.length).toBe(first + header.blocks + (records - TASKS) + 1);
     const [block] = blocks as [Block];
     for (const c of COLUMNS) expect(block[c], c).toHaveLength(TASKS);
+    // A column of one value is written as that value: every task names declaration 0, holds no
+    // failure and no backfill; the ids and positions are columns.
+    const raw = JSON.parse(lines[first] as string);
+    expect([raw.decl, raw.failure, raw.backfill]).toEqual([{ same: 0 }, { same: null }, { same: null }]);
+    expect(raw.id).toHaveLength(TASKS);
+    expect(raw.movedAt).toHaveLength(TASKS);
     // None written whole, none with fields past the usual ones: all name declaration 0.
     expect(new Set(block.decl)).toEqual(new Set([0]));
     expect(block.whole).toEqual({});
@@ -499,6 +529,15 @@ describe("the checkpoint file", () => {
     };
     const variants: Array<[string, RegExp, (l: string[]) => void]> = [
       ["a declaration's place past the table", /names declaration 7/, block((b) => (b.decl[i] = 7))],
+      [
+        "a column of one value that is not a plain value",
+        /no column "status"/,
+        (l) => {
+          const raw = JSON.parse(l[first] as string);
+          raw.status = { same: { status: "active" } };
+          l[first] = JSON.stringify(raw);
+        },
+      ],
       [
         "an instant's place that is not a number",
         /names instant length/,
