@@ -34,7 +34,7 @@ const results = [];
 for (const n of sizes) {
   const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), `chronolog-bench-scale-${n}-`));
   try {
-    const declared = step("declare", dir, n);
+    const declared = { ...step("declare", dir, n), ...step("yaml", dir, n) };
     if (declared.declared !== n) throw new Error(`declared ${declared.declared} of ${n} tasks`);
     const held = step("hold", dir, n);
     const ran = step("run", dir, n, n <= RUN_MAX ? 1 : 0);
