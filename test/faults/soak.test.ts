@@ -17,11 +17,11 @@ import { effects, LATEST_HOUR, readLog, startUp, stopUp, type Up } from "./suppo
  * through its schedule, every run terminal or saying what blocks it, a declaration written
  * whole or not at all, the chain verified, no process left behind.
  *
- * CHRONOLOG_SOAK_FAULTS (default 80, so that the whole suite stays within its time on both
+ * CHRONOLOG_SOAK_FAULTS (default 50, so that the whole suite stays within its time on both
  * logs; 200 or more for a longer soak) and CHRONOLOG_SOAK_SEED (default 15) set the size and
  * the seed; CHRONOLOG_FAULT_BACKEND=kafka runs it on the Kafka log.
  */
-const FAULTS = Number(process.env.CHRONOLOG_SOAK_FAULTS ?? 80);
+const FAULTS = Number(process.env.CHRONOLOG_SOAK_FAULTS ?? 50);
 const SEED = Number(process.env.CHRONOLOG_SOAK_SEED ?? 15);
 const HOUR = 3_600_000;
 const HOURS = 24;
