@@ -47,8 +47,7 @@ function isAcyclic(edges: Edges): boolean {
     }
     return n;
   };
-  const entries = edges instanceof Map ? edges.entries() : Object.entries(edges);
-  for (const [node, next] of entries as Iterable<[string, Iterable<string>]>) {
+  for (const [node, next] of entriesOf(edges)) {
     const list = successors[numberOf(node)] as number[];
     for (const s of next) list.push(numberOf(s));
   }
@@ -68,15 +67,18 @@ function isAcyclic(edges: Edges): boolean {
   return removed === successors.length;
 }
 
+/** Each node with its successors, from either form of `Edges`. */
+function entriesOf(edges: Edges): Iterable<[string, Iterable<string>]> {
+  return edges instanceof Map ? edges.entries() : Object.entries(edges as Record<string, Iterable<string>>);
+}
+
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
 function normalise(edges: Edges): Map<string, string[]> {
-  const entries: Array<[string, Iterable<string>]> =
-    edges instanceof Map ? [...edges.entries()] : Object.entries(edges as Record<string, Iterable<string>>);
   const graph = new Map<string, Set<string>>();
-  for (const [node, successors] of entries) {
+  for (const [node, successors] of entriesOf(edges)) {
     const set = graph.get(node) ?? new Set<string>();
     graph.set(node, set);
     for (const s of successors) {

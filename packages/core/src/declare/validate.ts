@@ -1,4 +1,5 @@
 import { CronExpressionParser } from "cron-parser";
+import { remember } from "../cache.js";
 import type { FieldIssue } from "../errors.js";
 import { ValidationError } from "../errors.js";
 import { formatTaskKey, parseTaskKey, type TaskKey, taskKeySchema } from "../keys.js";
@@ -721,13 +722,10 @@ function retryFromRaw(
 
 /** A declared date as a UTC instant; a catalogue repeats a few, and each answer is kept. */
 function toInstant(value: string): string {
-  let instant = declaredInstants.get(value);
-  if (instant === undefined) {
-    instant = new Date(value).toISOString();
-    if (declaredInstants.size >= CRON_PROBLEMS_KEPT) declaredInstants.clear();
-    declaredInstants.set(value, instant);
-  }
-  return instant;
+  return (
+    declaredInstants.get(value) ??
+    remember(declaredInstants, value, new Date(value).toISOString(), CRON_PROBLEMS_KEPT)
+  );
 }
 
 /** Declared date -> its instant. */
@@ -740,8 +738,7 @@ export function cronProblem(expression: string): string | undefined {
   const known = cronProblems.get(expression);
   if (known !== undefined) return known === "" ? undefined : known;
   const problem = findCronProblem(expression);
-  if (cronProblems.size >= CRON_PROBLEMS_KEPT) cronProblems.clear();
-  cronProblems.set(expression, problem ?? "");
+  remember(cronProblems, expression, problem ?? "", CRON_PROBLEMS_KEPT);
   return problem;
 }
 

@@ -1,3 +1,4 @@
+import { remember } from "../cache.js";
 import { ValidationError } from "../errors.js";
 import type { TaskSpec } from "../spec.js";
 import { firstSlotAtOrAfter, lastSlotEndingBy, nextCronTime, slotBefore } from "./cron.js";
@@ -37,21 +38,14 @@ export function parseInstant(text: string, field = "instant"): Date {
 
 /**
  * Instants made lately, by their milliseconds: tasks on one schedule reach the same few, and
- * making the text is most of what advancing a task costs. Started again past INSTANTS_KEPT.
+ * making the text is most of what advancing a task costs.
  */
 const instants = new Map<number, string>();
-const INSTANTS_KEPT = 4096;
 
 /** `YYYY-MM-DDTHH:mm:ss.sssZ`. */
 export function toInstant(date: Date): string {
   const ms = date.getTime();
-  let text = instants.get(ms);
-  if (text === undefined) {
-    text = date.toISOString();
-    if (instants.size >= INSTANTS_KEPT) instants.clear();
-    instants.set(ms, text);
-  }
-  return text;
+  return instants.get(ms) ?? remember(instants, ms, date.toISOString(), 4096);
 }
 
 /**
