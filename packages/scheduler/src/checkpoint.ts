@@ -173,18 +173,11 @@ interface TaskBlock {
 /** The columns of a block, each as long as its `id`. */
 const BLOCK_COLUMNS = ["id", "decl", "parents", ...TASK_FIELDS] as const;
 
-/** The columns a block writes as `{ "same": value }` when every task holds that value. */
-const SAME_COLUMNS = [
-  "decl",
-  "parents",
-  "status",
-  "logicalDate",
-  "prevIntervalStart",
-  "nextRunDate",
-  "failure",
-  "backfill",
-  "revision",
-] as const;
+/**
+ * The columns a block writes as `{ "same": value }` when every task holds that value: all but
+ * the ids and the positions, which differ from task to task.
+ */
+const SAME_COLUMNS = BLOCK_COLUMNS.filter((c) => c !== "id" && c !== "movedAt");
 
 /** A column as the tasks' values: one written as `{ "same": value }` is filled with it. */
 function expandColumn(column: unknown, n: number, name: string): unknown[] {

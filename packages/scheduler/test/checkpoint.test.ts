@@ -72,6 +72,20 @@ async function checkpointed(): Promise<SchedulerProjection> {
 
 const snapshotPath = () => join(dir, SNAPSHOT_FILE);
 
+/** Pauses task t6 with a reason: a field past a task's usual ones. */
+async function pauseT6(): Promise<void> {
+  await log.append(
+    "task-p2/acme/t6/ALL",
+    [
+      {
+        type: "TaskPaused",
+        data: { key: { project: "p2", account: "acme", name: "t6", partition: "ALL" }, reason: "held" },
+      },
+    ],
+    { expectedRevision: "exists" },
+  );
+}
+
 /** A block of tasks as its line holds it: a column per field, each as long as `id`. */
 interface Block {
   id: string[];
@@ -246,16 +260,7 @@ describe("the checkpoint file", () => {
 
   it("restores tasks that share a declaration's parts, and writes whole the records it cannot shorten", async () => {
     // A pause with a reason, a second declaration, a task whose parent is not declared.
-    await log.append(
-      "task-p2/acme/t6/ALL",
-      [
-        {
-          type: "TaskPaused",
-          data: { key: { project: "p2", account: "acme", name: "t6", partition: "ALL" }, reason: "held" },
-        },
-      ],
-      { expectedRevision: "exists" },
-    );
+    await pauseT6();
     const extra = {
       tasks: [
         {
@@ -324,16 +329,7 @@ describe("the checkpoint file", () => {
 
   it("reads a checkpoint of a task per line, as the version before wrote it (lines/2)", async () => {
     // A pause with a reason: a field past the usual ones, written after them in its line.
-    await log.append(
-      "task-p2/acme/t6/ALL",
-      [
-        {
-          type: "TaskPaused",
-          data: { key: { project: "p2", account: "acme", name: "t6", partition: "ALL" }, reason: "held" },
-        },
-      ],
-      { expectedRevision: "exists" },
-    );
+    await pauseT6();
     const written = await checkpointed();
     const [at] = await log.readAllStored({ fromPosition: written.position, maxCount: 1 });
     const { tasks, ...others } = written.toSnapshot();
