@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { compiled } from "./compiled.js";
 
 /** One component of a task key: letters, digits and `_ . - = : @ +`. */
 export const keyPart = z
@@ -41,7 +42,7 @@ export function parseTaskKey(text: string): { ok: true; key: TaskKey } | { ok: f
     return { ok: false, error: `task key "${text}" must be project/account/name[/partition]` };
   }
   const [project, account, name, partition] = parts;
-  const parsed = taskKeySchema.safeParse({ project, account, name, partition });
+  const parsed = compiled(taskKeySchema).safeParse({ project, account, name, partition });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     return { ok: false, error: `task key "${text}": ${issue?.path.join(".")} ${issue?.message}` };

@@ -1,5 +1,6 @@
 import { CronExpressionParser } from "cron-parser";
 import { remember } from "../cache.js";
+import { compiled } from "../compiled.js";
 import type { FieldIssue } from "../errors.js";
 import { ValidationError } from "../errors.js";
 import { formatTaskKey, parseTaskKey, type TaskKey, taskKeySchema } from "../keys.js";
@@ -214,7 +215,7 @@ export function validateDeclarations(
   ): AlertSink[] => {
     const out: AlertSink[] = [];
     (raw ?? []).forEach((sink, k) => {
-      const parsed = alertSinkSchema.safeParse(sink);
+      const parsed = compiled(alertSinkSchema).safeParse(sink);
       if (parsed.success) out.push(parsed.data);
       else schemaErrors(file, `${base}.alerts[${k}]`, parsed.error.issues, task);
     });
@@ -248,14 +249,14 @@ export function validateDeclarations(
 
     (top.data.connections ?? []).forEach((raw, i) => {
       const path = `connections[${i}]`;
-      const parsed = declaredConnectionSchema.safeParse(raw);
+      const parsed = compiled(declaredConnectionSchema).safeParse(raw);
       if (!parsed.success) schemaErrors(file, path, parsed.error.issues, undefined);
       else connections.push({ file, path, spec: parsed.data });
     });
 
     (top.data.workflows ?? []).forEach((raw, i) => {
       const path = `workflows[${i}]`;
-      const parsed = declaredWorkflowSchema.safeParse(raw);
+      const parsed = compiled(declaredWorkflowSchema).safeParse(raw);
       if (!parsed.success) {
         schemaErrors(file, path, parsed.error.issues, undefined);
         return;
@@ -292,7 +293,7 @@ export function validateDeclarations(
       decl.tasks.forEach((rawTask, j) => {
         const taskPath = `${path}.tasks[${j}]`;
         const label = rawLabel(rawTask, decl);
-        const t = declaredWorkflowTaskSchema.safeParse(rawTask);
+        const t = compiled(declaredWorkflowTaskSchema).safeParse(rawTask);
         if (!t.success) {
           schemaErrors(file, taskPath, t.error.issues, label);
           if (isPlainObject(rawTask)) checkOperator(rawTask.operator, { file, path: taskPath }, label);
@@ -311,7 +312,7 @@ export function validateDeclarations(
     (top.data.tasks ?? []).forEach((raw, i) => {
       const path = `tasks[${i}]`;
       const label = rawLabel(raw, undefined);
-      const t = declaredStandaloneTaskSchema.safeParse(raw);
+      const t = compiled(declaredStandaloneTaskSchema).safeParse(raw);
       if (!t.success) {
         schemaErrors(file, path, t.error.issues, label);
         if (isPlainObject(raw)) checkOperator(raw.operator, { file, path }, label);
@@ -516,7 +517,7 @@ export function validateDeclarations(
       leaseSeconds: pick("leaseSeconds")?.value,
       alerts: [...(wf?.spec.alerts ?? []), ...parseSinks(decl.alerts, d.file, d.path, label)],
     };
-    const spec = taskSpecSchema.safeParse(input);
+    const spec = compiled(taskSpecSchema).safeParse(input);
     if (!spec.success) {
       schemaErrors(d.file, d.path, spec.error.issues, label);
       return undefined;
@@ -560,7 +561,7 @@ export function validateDeclarations(
       return parsed.key;
     }
     if (isPlainObject(raw)) {
-      const parsed = taskKeySchema.safeParse(raw);
+      const parsed = compiled(taskKeySchema).safeParse(raw);
       if (!parsed.success) {
         schemaErrors(at.file, at.path, parsed.error.issues, label);
         return undefined;
@@ -597,7 +598,7 @@ export function validateDeclarations(
       } else {
         inline = inlineConfig;
       }
-      const parsed = operatorSchema.safeParse(fields);
+      const parsed = compiled(operatorSchema).safeParse(fields);
       if (parsed.success) operator = parsed.data;
       else schemaErrors(at.file, at.path, parsed.error.issues, label);
     }

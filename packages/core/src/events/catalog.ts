@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { compiled } from "../compiled.js";
 import {
   UnknownEventTypeError,
   UnsupportedSchemaVersionError,
@@ -95,7 +96,7 @@ export function validateEventData<T extends EventType>(type: T, data: unknown): 
 export function validateEventData(type: string, data: unknown): unknown;
 export function validateEventData(type: string, data: unknown): unknown {
   if (!isEventType(type)) throw new UnknownEventTypeError(type);
-  const result = eventCatalog[type].schema.safeParse(data);
+  const result = compiled(eventCatalog[type].schema).safeParse(data);
   if (!result.success) throw new ValidationError(`event ${type}`, zodIssues(result.error));
   return result.data;
 }
@@ -118,7 +119,7 @@ export function upcastEventData(type: string, version: number, data: unknown): D
     if (!step) throw new UnsupportedSchemaVersionError(type, version, e.version);
     current = step(current);
   }
-  const result = e.schema.safeParse(current);
+  const result = compiled(e.schema).safeParse(current);
   if (!result.success)
     throw new ValidationError(`recorded event ${type} v${version}`, zodIssues(result.error));
   return { type, data: result.data } as DomainEvent;
