@@ -7,6 +7,10 @@
 // that thread's time and its time per task, each sample counted under the innermost part it was
 // in. Beside it, the CPU per task of the process's other threads (the engine's garbage collection
 // helpers and compilers) and of the worker processes, read from /proc.
+//
+// With --alloc, ALLOC_TOP=n lists n sites (25 by default), and ALLOC_LIVE says which allocations
+// count: all of them (unset), those that outlived a young-generation collection (`promoted`:
+// what the old generation has to mark and sweep later), or those still alive at the end (`1`).
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { tmpdir } from "node:os";
@@ -107,8 +111,8 @@ async function round(profiled) {
       await session.post("HeapProfiler.enable");
       await session.post("HeapProfiler.startSampling", {
         samplingInterval: 8192,
-        includeObjectsCollectedByMajorGC: true,
-        includeObjectsCollectedByMinorGC: true,
+        includeObjectsCollectedByMajorGC: process.env.ALLOC_LIVE !== "1",
+        includeObjectsCollectedByMinorGC: process.env.ALLOC_LIVE === undefined,
       });
     }
   }
@@ -184,7 +188,7 @@ if (heap) {
     ["function", "bytes per task", "share"],
     [...bytes]
       .sort((a, b) => b[1] - a[1])
-      .slice(0, 25)
+      .slice(0, Number(process.env.ALLOC_TOP ?? 25))
       .map(([at, b]) => [at, fmt(b / N), `${fmt((100 * b) / total, 1)}%`]),
   );
 }
