@@ -674,7 +674,12 @@ export function validateDeclarations(
   //    Edges point parent -> child, so a cycle reads in the order data flows.
   for (const [child, parents] of parentsOf) {
     if (!edges.has(child)) edges.set(child, []);
-    for (const p of parents) edges.set(p, [...(edges.get(p) ?? []), child]);
+    for (const p of parents) {
+      // Added to in place: copying the list for every child made a parent of k children cost k².
+      const children = edges.get(p);
+      if (children) children.push(child);
+      else edges.set(p, [child]);
+    }
   }
   const resolvedByKey = new Map(resolved.map((r) => [r.draft.label, r]));
   for (const cycle of findCycles(edges, (node) => resolvedByKey.has(node))) {
