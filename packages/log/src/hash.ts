@@ -23,10 +23,14 @@ let scratch = Buffer.allocUnsafe(16_384);
 
 /** Writes `text` framed as its length (in UTF-16 code units), a colon, then its UTF-8 bytes. */
 function frame(text: string, at: number): number {
-  const length = String(text.length);
-  at += scratch.write(length, at, "latin1");
+  const length = text.length;
+  if (length < 10) scratch[at++] = 0x30 + length;
+  else {
+    const digits = String(length);
+    for (let i = 0; i < digits.length; i++) scratch[at++] = digits.charCodeAt(i);
+  }
   scratch[at++] = 0x3a; // ":"
-  return at + scratch.write(text, at, "utf8");
+  return at + scratch.write(text, at);
 }
 
 /**
