@@ -2,7 +2,15 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { formatTaskKey, SchedulerProjection } from "@chronolog/core";
+import {
+  currentSchemaVersion,
+  eventCatalog,
+  formatTaskKey,
+  isEventType,
+  SchedulerProjection,
+  type ValidationError,
+  validateEventData,
+} from "@chronolog/core";
 import {
   decodeStoredEvent,
   EventLog,
@@ -139,6 +147,32 @@ describe("golden log v2: a longer embedded log, as exported", () => {
       "TaskResumed",
     ])
       expect(types, t).toContain(t);
+  });
+
+  it("validates every recorded event's data as it was written, the generated parser as the general one", () => {
+    let checked = 0;
+    for (const e of v2) {
+      if (!isEventType(e.type) || e.metadata.schemaVersion !== currentSchemaVersion(e.type)) continue;
+      const data = JSON.parse(e.dataJson) as Record<string, unknown>;
+      const general = eventCatalog[e.type].schema;
+      // Data stored after validation validates to itself, field for field and in the same order.
+      expect(JSON.stringify(validateEventData(e.type, data)), `position ${e.position}`).toBe(e.dataJson);
+      expect(JSON.stringify(general.parse(data)), `position ${e.position}`).toBe(e.dataJson);
+      // And a field no schema has is refused by both, with the same words.
+      const refusal = (() => {
+        try {
+          validateEventData(e.type, { ...data, bogus: 1 });
+        } catch (error) {
+          return (error as ValidationError).issues;
+        }
+      })();
+      const expected = general.safeParse({ ...data, bogus: 1 }).error?.issues;
+      // A note takes any field.
+      if (e.type === "Note") expect(refusal).toBeUndefined();
+      else expect(refusal?.map((i) => i.message)).toEqual(expected?.map((i) => i.message));
+      checked += 1;
+    }
+    expect(checked).toBeGreaterThan(300);
   });
 
   it("folds to the state it had", async () => {
