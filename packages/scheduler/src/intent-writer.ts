@@ -279,10 +279,11 @@ export function intentEvent(
       logicalDate: task.logicalDate,
       attempt,
       token,
-      ...(conn ? { connection: conn } : {}),
       operator: operator as unknown as Record<string, unknown>,
       idempotent: task.spec.idempotent,
       leaseSeconds: task.spec.leaseSeconds,
+      // Optional fields last: adding properties after a spread is the engine's slow path.
+      ...(conn ? { connection: conn } : {}),
       ...(task.spec.workflow ? { runId: runIdOf(task.spec.workflow, task.logicalDate) } : {}),
       ...(cacheKey !== undefined ? { cacheKey } : {}),
     },

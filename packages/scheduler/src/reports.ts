@@ -338,8 +338,8 @@ function toInput(r: AttemptReport): AttemptReportInput {
         exitCode: r.exitCode,
         stdoutTail: r.stdoutTail,
         stderrTail: r.stderrTail,
-        ...(r.outputFile ? { outputFile: r.outputFile } : {}),
         error: r.error,
+        ...(r.outputFile ? { outputFile: r.outputFile } : {}),
       };
     default: {
       const never: never = r;

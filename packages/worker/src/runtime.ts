@@ -469,8 +469,8 @@ export class WorkerRuntime {
           exitCode,
           stdoutTail,
           stderrTail,
-          ...(outputFile ? { outputFile } : {}),
           error: outcome.error ?? { kind: "unknown", message: "failed without an error" },
+          ...(outputFile ? { outputFile } : {}),
         };
     this.batcher.push(report);
     if (this.faults?.duplicateFinalReports) {

@@ -90,8 +90,8 @@ function reject(
         attempt: report.attempt,
         report: report.kind,
         reason,
-        ...(currentToken ? { currentToken } : {}),
         workerId: report.workerId,
+        ...(currentToken ? { currentToken } : {}),
       },
     },
   ];
@@ -120,14 +120,18 @@ export function decideReport(
   }
   const token = report.token;
   const attempt = current.attempt;
+  // Optional fields are spread after every other one, here and below: an object literal that
+  // adds properties after spreading a non-empty object takes the engine's slow path (in Node 20,
+  // some fifty times slower), and these literals are made for every report. The log stores the
+  // fields in the catalog's order whatever the order here.
   const started = (): DomainEvent => ({
     type: "AttemptStarted",
     data: {
       attempt,
       token,
       workerId: report.workerId,
-      ...(report.kind === "started" && report.pid !== undefined ? { pid: report.pid } : {}),
       leaseExpiresAt: iso(ctx.now + state.leaseSeconds * 1000),
+      ...(report.kind === "started" && report.pid !== undefined ? { pid: report.pid } : {}),
       ...(report.kind === "started" && report.outputPath !== undefined
         ? { outputPath: report.outputPath }
         : {}),
@@ -145,13 +149,13 @@ export function decideReport(
         {
           type: "AttemptSucceeded",
           data: {
-            ...(current.status === "queued" ? { workerId: report.workerId } : {}),
             attempt,
             token,
             durationMs: report.durationMs,
             exitCode: report.exitCode,
             output: outputOf(report),
             cacheHit: false,
+            ...(current.status === "queued" ? { workerId: report.workerId } : {}),
             ...(state.cacheKey ? { cacheKey: state.cacheKey } : {}),
           },
         },
@@ -165,13 +169,13 @@ export function decideReport(
         {
           type: "AttemptFailed",
           data: {
-            ...(claimStart ? { workerId: report.workerId } : {}),
             attempt,
             token,
             error: report.error,
             exitCode: report.exitCode,
             durationMs: report.durationMs,
             output: outputOf(report),
+            ...(claimStart ? { workerId: report.workerId } : {}),
             ...(retryAt ? { retryAt } : {}),
           },
         },
