@@ -1,7 +1,7 @@
-import { randomUUID } from "node:crypto";
 import { upcastEventData } from "@chronolog/core";
 import { type ChainBreak, InvalidAppendError, LogClosedError } from "./errors.js";
 import { GENESIS_HASH, hashStored } from "./hash.js";
+import { randomId } from "./ids.js";
 import {
   type EventHandler,
   type SubscribeOptions,
@@ -75,7 +75,7 @@ export class EventLog {
     options: EventLogOptions = {},
   ) {
     this.actor = options.actor ?? "unknown";
-    this.newId = options.newId ?? randomUUID;
+    this.newId = options.newId ?? randomId;
   }
 
   /**

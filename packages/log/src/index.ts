@@ -4,6 +4,7 @@ export * from "./errors.js";
 export * from "./event-log.js";
 export * from "./export.js";
 export * from "./hash.js";
+export * from "./ids.js";
 export * from "./subscription.js";
 export * from "./types.js";
 export {

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import {
   admitTask,
   type DomainEvent,
@@ -14,7 +13,13 @@ import {
   taskStream,
   unreachable,
 } from "@chronolog/core";
-import type { EventLog, RecordedEvent, StreamWrite, Subscription } from "@chronolog/log";
+import {
+  type EventLog,
+  type RecordedEvent,
+  randomId,
+  type StreamWrite,
+  type Subscription,
+} from "@chronolog/log";
 import type { RunCommand } from "@chronolog/worker";
 import { ConnectionSlots } from "./admission/connection-slots.js";
 import { PassSlots } from "./admission/pass-slots.js";
@@ -144,7 +149,7 @@ export class Scheduler implements ReconciledScheduler {
     this.projection = o.projection;
     this.now = o.now ?? Date.now;
     const random = o.random ?? Math.random;
-    const newToken = o.newToken ?? randomUUID;
+    const newToken = o.newToken ?? randomId;
     this.timers = new TimerQueue((keys) => {
       for (const k of keys) this.dirty.add(k);
       this.schedulePass();
