@@ -124,9 +124,23 @@ export class CodedTextError extends Error {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** A lower-case UUID as its 16 bytes; any other id as its text. */
-export function packId(id: string): Buffer | string {
-  return UUID.test(id) ? Buffer.from(id.replaceAll("-", ""), "hex") : id;
+/** The value of each lower-case hex digit, by its character code. */
+const NIBBLE = new Uint8Array(128);
+for (let d = 0; d < 16; d++) NIBBLE["0123456789abcdef".charCodeAt(d)] = d;
+
+/**
+ * A lower-case UUID as its 16 bytes; any other id as its text. The bytes are written into
+ * `into` when given (a buffer the caller reuses: SQLite copies a value when it is bound).
+ */
+export function packId(id: string, into?: Buffer): Buffer | string {
+  if (!UUID.test(id)) return id;
+  const bytes = into ?? Buffer.allocUnsafe(16);
+  let at = 0;
+  for (let i = 0; i < 36; i += 2) {
+    if (i === 8 || i === 13 || i === 18 || i === 23) i += 1; // a dash
+    bytes[at++] = (NIBBLE[id.charCodeAt(i)] as number) * 16 + (NIBBLE[id.charCodeAt(i + 1)] as number);
+  }
+  return bytes;
 }
 
 /** The id packId was given. */

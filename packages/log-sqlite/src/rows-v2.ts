@@ -79,8 +79,16 @@ export class RowsV2 implements EventRows {
     return packInstant(recordedAt);
   }
 
+  /** Where an event's ids are packed for their columns, reused: SQLite copies a value it binds. */
+  private readonly idBytes = {
+    event: Buffer.alloc(16),
+    causation: Buffer.alloc(16),
+    correlation: Buffer.alloc(16),
+  };
+
   insertEvent(r: NewRow): void {
     const e = r.event;
+    const ids = this.idBytes;
     this.stmts.insertEvent.run(
       r.position,
       r.sid,
@@ -88,10 +96,10 @@ export class RowsV2 implements EventRows {
       this.idOf(e.type),
       e.schemaVersion,
       packText(e.dataJson),
-      packId(e.eventId),
+      packId(e.eventId, ids.event),
       this.idOf(e.actor),
-      e.causationId === null ? null : packId(e.causationId),
-      e.correlationId === null ? null : packId(e.correlationId),
+      e.causationId === null ? null : packId(e.causationId, ids.causation),
+      e.correlationId === null ? null : packId(e.correlationId, ids.correlation),
       r.recordedAt,
       r.hash,
     );

@@ -95,6 +95,13 @@ describe("the compact forms of layout 2", () => {
     const uuid = "0b407ecf-5ebb-4202-92b0-87ba6308ef6b";
     expect(packId(uuid)).toHaveLength(16);
     expect(unpackId(packId(uuid))).toBe(uuid);
+    expect((packId(uuid) as Buffer).toString("hex")).toBe(uuid.replaceAll("-", ""));
+    // Packed into a buffer the caller reuses: each id's own bytes, whatever the buffer held.
+    const into = Buffer.alloc(16, 0xff);
+    for (const id of [uuid, "ffffffff-ffff-4fff-bfff-ffffffffffff", "00000000-0000-4000-8000-000000000000"]) {
+      expect(packId(id, into)).toBe(into);
+      expect(unpackId(into)).toBe(id);
+    }
     for (const other of ["forged", "0B407ECF-5EBB-4202-92B0-87BA6308EF6B", "cause-1"]) {
       expect(packId(other)).toBe(other);
       expect(unpackId(packId(other))).toBe(other);
