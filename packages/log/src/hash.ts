@@ -44,7 +44,8 @@ function frame(text: string, at: number): number {
 export function chainHash(prevHash: string, e: HashedFields): string {
   const causation = e.causationId ?? "\u0000";
   const correlation = e.correlationId ?? "\u0000";
-  // At most three bytes of UTF-8 per UTF-16 code unit, and a length and a colon per field.
+  // At most three bytes of UTF-8 per UTF-16 code unit of the texts; then 32 bytes for each of the
+  // twelve fields, room for its length and colon and for the digits of position, revision, version.
   const most =
     3 *
       (prevHash.length +
