@@ -542,13 +542,17 @@ class TaskReader {
 
   /** Puts the children gathered by place into the index, after those named by id. */
   finish(): void {
-    const { placed, childrenByPlace } = this;
+    const { placed, childrenByPlace, children } = this;
+    // With no child named by id and no id placed twice, no parent is in the index yet: each is
+    // put there with one look-up.
+    const fresh = children.size === 0 && this.tasks.size === placed.length;
     for (let r = 0; r < childrenByPlace.length; r++) {
       const held = childrenByPlace[r];
       if (held === undefined) continue;
       const parent = (placed[r] as TaskState).id;
-      if (typeof held === "string") this.children.add(parent, held);
-      else for (const id of held) this.children.add(parent, id);
+      if (fresh) children.putNew(parent, held);
+      else if (typeof held === "string") children.add(parent, held);
+      else for (const id of held) children.add(parent, id);
     }
     childrenByPlace.length = 0;
   }
@@ -596,10 +600,12 @@ class TaskReader {
             if (!Number.isInteger(r) || r < 0 || parentKey === undefined)
               throw new Error(`${id} names as a parent task ${r}, which was not written before it`);
             taskParents[j] = parentKey;
+            // A child that names one parent twice is its child once (the two come together).
             const held = this.childrenByPlace[r];
             if (held === undefined) this.childrenByPlace[r] = id;
-            else if (typeof held === "string") this.childrenByPlace[r] = [held, id];
-            else held.push(id);
+            else if (typeof held === "string") {
+              if (held !== id) this.childrenByPlace[r] = [held, id];
+            } else if (held[held.length - 1] !== id) held.push(id);
           } else if (typeof r === "string") {
             taskParents[j] = this.parent(r);
             this.children.add(r, id);

@@ -327,6 +327,42 @@ describe("the checkpoint file", () => {
     ]);
   });
 
+  it("restores the children of a parent of one child, of a few and of many, as the fold indexes them", async () => {
+    // Every child written after its parent (named by its place): the index is built with one
+    // look-up a parent. t0 has 24 children, past the few the index keeps in a list.
+    const hub = {
+      tasks: Array.from({ length: 24 }, (_, i) => ({
+        project: `h${i % 3}`,
+        account: "acme",
+        name: `c${i}`,
+        cron: "0 * * * *",
+        startDate: "2026-11-30T00:00:00Z",
+        operator: { type: "noop" },
+        parents: ["p0/acme/t0", ...(i % 2 === 0 ? ["p1/acme/t1"] : [])],
+      })),
+    };
+    const projection = new SchedulerProjection();
+    await catchUp(log, projection);
+    await declare(log, projection, [{ filename: "hub.json", document: hub }], Date.now());
+    const written = await checkpointed();
+    const { blocks } = layout(readFileSync(snapshotPath(), "utf8"));
+    expect(placeOf(blocks, "h0/acme/c0/ALL").refs.every((r) => typeof r === "number")).toBe(true);
+    const restored = (await loadProjection(log, dir)).projection;
+    expect(restored.children.count("p0/acme/t0/ALL")).toBe(24);
+    expect(restored.children.count("p1/acme/t1/ALL")).toBe(12);
+    expect(restored.children.count("p3/acme/t3/ALL")).toBe(1);
+    for (const id of written.tasks.keys()) {
+      expect([...restored.children.of(id)], id).toEqual([...written.children.of(id)]);
+      expect(restored.children.count(id), id).toBe(written.children.count(id));
+    }
+    // The index built this way changes as the fold's does.
+    restored.children.add("p0/acme/t0/ALL", "h0/acme/c0/ALL");
+    expect(restored.children.count("p0/acme/t0/ALL")).toBe(24);
+    restored.children.delete("p1/acme/t1/ALL", "h0/acme/c0/ALL");
+    expect([...restored.children.of("p1/acme/t1/ALL")]).not.toContain("h0/acme/c0/ALL");
+    expect(restored.children.count("p1/acme/t1/ALL")).toBe(11);
+  });
+
   it("reads a checkpoint of a task per line, as the version before wrote it (lines/2)", async () => {
     // A pause with a reason: a field past the usual ones, written after them in its line.
     await pauseT6();

@@ -441,6 +441,15 @@ export class ChildIndex {
     } else held.add(id);
   }
 
+  /**
+   * For an index being built from a checkpoint, one look-up a parent instead of one a child:
+   * `parent`'s children when the index holds none of them yet. The ids are distinct, and a
+   * list passed becomes the index's own.
+   */
+  putNew(parent: string, ids: string | string[]): void {
+    this.map.set(parent, typeof ids === "string" || ids.length <= FEW_CHILDREN ? ids : new Set(ids));
+  }
+
   delete(parent: string, id: string): void {
     const held = this.map.get(parent);
     if (held === undefined) return;
