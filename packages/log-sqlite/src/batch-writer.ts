@@ -10,6 +10,7 @@ import {
 } from "@chronolog/log";
 import type Database from "better-sqlite3";
 import type { EventRows } from "./rows.js";
+import { type CopyResult, WalCopier } from "./wal-copier.js";
 
 /** One stream's part of an append, as the writer needs it. */
 export interface ItemWrite {
@@ -50,6 +51,8 @@ export interface WalOptions {
   readonly path: string;
   readonly limitBytes: number;
   readonly busyTimeoutMs: number;
+  /** The connection's `synchronous` setting, which the helper thread's connection copies. */
+  readonly synchronous: string;
 }
 
 /**
@@ -65,6 +68,8 @@ const WAL_IDLE_MS = 1000;
 const WAL_LOOK_AGAIN_MS = 50;
 /** How long a checkpoint waits for readers in other processes before giving up. */
 const WAL_CHECKPOINT_WAIT_MS = 50;
+/** Past this many times its limit, the WAL is truncated at once, whatever the helper does. */
+const WAL_HARD_FACTOR = 4;
 
 /**
  * The write side of the embedded log: one connection that makes each group commit in one
@@ -74,8 +79,12 @@ const WAL_CHECKPOINT_WAIT_MS = 50;
 export class BatchWriter {
   /** Group commits made (each one transaction, one fsync). */
   commits = 0;
-  /** Truncating checkpoints made, and those that found a reader in the way. */
-  readonly walCheckpoints = { done: 0, busy: 0 };
+  /**
+   * Checkpoints that left the WAL ready to start again from its beginning (`done`: copied by the
+   * helper thread and finished here, or truncating ones), those that found a reader in the way
+   * (`busy`), and how many of the done ones were truncating checkpoints on this thread.
+   */
+  readonly walCheckpoints = { done: 0, busy: 0, truncated: 0 };
   /**
    * Stream name -> interned id, for streams known to be committed. Safe to keep across
    * transactions and processes: a stream's id never changes and streams are never removed.
@@ -96,6 +105,9 @@ export class BatchWriter {
   private lastWalLook = 0;
   private walIdle: NodeJS.Timeout | null = null;
   private closed = false;
+  /** Whether the helper thread is copying the WAL into the database. */
+  private copying = false;
+  private readonly copier: WalCopier;
 
   constructor(
     private readonly db: Database.Database,
@@ -111,6 +123,7 @@ export class BatchWriter {
     this.transaction = db.transaction((items: readonly WriteItem[], recordedAt: string) =>
       this.inTransaction(items, recordedAt),
     );
+    this.copier = new WalCopier(wal.path, wal.synchronous, (result) => this.copied(result));
   }
 
   /**
@@ -138,9 +151,11 @@ export class BatchWriter {
     return outcome;
   }
 
-  close(): void {
+  /** Stops looking at the WAL and ends the helper thread (after a copy under way). */
+  close(): Promise<void> {
     this.closed = true;
     if (this.walIdle) clearTimeout(this.walIdle);
+    return this.copier.close();
   }
 
   private inTransaction(items: readonly WriteItem[], recordedAt: string): BatchOutcome {
@@ -225,17 +240,29 @@ export class BatchWriter {
   }
 
   /**
-   * Bounds the WAL file. SQLite's own checkpoints are passive: a reader in another process (a
-   * `chronolog tail`, a `why`) that holds an old snapshot keeps them from finishing, and the WAL
-   * is only ever reused from its start, never shrunk, until the last connection closes. So
-   * while appends come (at most every WAL_LOOK_EVERY_MS), and once more when they stop, the
-   * writer looks at the WAL's size and, past the limit, makes a TRUNCATE checkpoint: it copies
-   * every frame into the database, waits a little (WAL_CHECKPOINT_WAIT_MS) for readers to move
-   * off the WAL, and truncates it to nothing. A reader still in the way makes it give up
-   * (SQLITE_BUSY) with the frames copied so far; a look WAL_LOOK_AGAIN_MS later tries again.
-   * (A RESTART checkpoint, which leaves the file at `journal_size_limit` to be overwritten,
-   * let the WAL grow to 25 MiB with a 2 MiB limit beside a reader holding read transactions
-   * 20 ms out of every 25, where TRUNCATE kept it near 11 MiB: test/wal.test.ts.)
+   * Bounds the WAL file. SQLite's own checkpoints run on the writer's thread, after a commit,
+   * and are passive: a reader in another process (a `chronolog tail`, a `why`) that holds an
+   * old snapshot keeps them from finishing, and the WAL only starts again from its beginning
+   * once every frame is in the database. So while appends come (at most every
+   * WAL_LOOK_EVERY_MS) the writer looks at the WAL's size and, past the limit:
+   *
+   * 1. asks a helper thread to copy the frames into the database (passive checkpoints on a
+   *    connection of its own: no lock the writer needs, so commits go on meanwhile, and the
+   *    several milliseconds of copying and syncing are not spent on the writer's thread);
+   * 2. when the helper is done, makes one more passive checkpoint here, which copies the few
+   *    frames committed during the copy: every frame is then in the database, and the next
+   *    commit starts the WAL again from its beginning (cutting the file back to
+   *    `journal_size_limit`), unless a reader still uses it.
+   *
+   * A reader in the way makes a copy stop short; the next look asks again. If the WAL still
+   * grows past WAL_HARD_FACTOR times the limit, or the helper cannot run, or appends have
+   * stopped (a look once more WAL_IDLE_MS after the last commit), the writer makes a TRUNCATE
+   * checkpoint itself: it copies every frame, waits a little (WAL_CHECKPOINT_WAIT_MS) for
+   * readers to move off the WAL, and truncates it to nothing; a reader still in the way makes
+   * it give up (SQLITE_BUSY) with the frames copied so far, and a look WAL_LOOK_AGAIN_MS later
+   * tries again. (A RESTART checkpoint, which leaves the file at `journal_size_limit` to be
+   * overwritten, let the WAL grow to 25 MiB with a 2 MiB limit beside a reader holding read
+   * transactions 20 ms out of every 25, where TRUNCATE kept it near 11 MiB: test/wal.test.ts.)
    */
   private keepWalSmall(idle: boolean): void {
     if (this.closed) return;
@@ -257,6 +284,49 @@ export class BatchWriter {
       return; // no WAL file
     }
     if (size <= this.wal.limitBytes) return;
+    if (idle || size > WAL_HARD_FACTOR * this.wal.limitBytes || !this.copier.usable) {
+      this.truncate(now, idle);
+    } else if (!this.copying) {
+      this.copying = true;
+      this.copier.copy();
+    }
+  }
+
+  /** With no commit to bring the next look, one WAL_LOOK_AGAIN_MS from now. */
+  private lookAgainWhileIdle(): void {
+    if (this.walIdle || this.closed) return;
+    this.walIdle = setTimeout(() => {
+      this.walIdle = null;
+      this.keepWalSmall(true);
+    }, WAL_LOOK_AGAIN_MS);
+    this.walIdle.unref();
+  }
+
+  /** The helper thread's copy is over (null: the helper failed, and copies stop). */
+  private copied(result: CopyResult | null): void {
+    this.copying = false;
+    if (this.closed || result === null) return;
+    if (result.checkpointed < result.log) {
+      this.walCheckpoints.busy += 1;
+      return;
+    }
+    // What was committed while the helper copied: a few frames, copied here, between commits.
+    try {
+      const [r] = this.db.pragma("wal_checkpoint(PASSIVE)") as Array<{
+        busy: bigint | number;
+        log: bigint | number;
+        checkpointed: bigint | number;
+      }>;
+      if (r && Number(r.busy) === 0 && Number(r.checkpointed) === Number(r.log)) {
+        this.walCheckpoints.done += 1;
+      } else this.walCheckpoints.busy += 1;
+    } catch {
+      // A statement of this connection is still reading: the next look asks again.
+      this.walCheckpoints.busy += 1;
+    }
+  }
+
+  private truncate(now: number, idle: boolean): void {
     this.db.pragma(`busy_timeout = ${WAL_CHECKPOINT_WAIT_MS}`);
     try {
       const [r] = this.db.pragma("wal_checkpoint(TRUNCATE)") as Array<{ busy: bigint | number }>;
@@ -264,10 +334,15 @@ export class BatchWriter {
         this.walCheckpoints.busy += 1;
         // Sooner than usual: a reader that was in the way is usually gone a moment later.
         this.lastWalLook = now - WAL_LOOK_EVERY_MS + WAL_LOOK_AGAIN_MS;
-      } else this.walCheckpoints.done += 1;
+        if (idle) this.lookAgainWhileIdle();
+      } else {
+        this.walCheckpoints.done += 1;
+        this.walCheckpoints.truncated += 1;
+      }
     } catch {
       // A statement of this connection is still reading: the next look tries again.
       this.walCheckpoints.busy += 1;
+      if (idle) this.lookAgainWhileIdle();
     } finally {
       this.db.pragma(`busy_timeout = ${this.wal.busyTimeoutMs}`);
     }

@@ -157,6 +157,7 @@ export class SqliteBackend implements LogBackend {
           path: options.path,
           limitBytes: settings.walLimitBytes,
           busyTimeoutMs: settings.busyTimeoutMs,
+          synchronous: settings.synchronous,
         });
     if (options.watchOtherProcesses ?? true) this.watchFile();
   }
@@ -166,9 +167,12 @@ export class SqliteBackend implements LogBackend {
     return this.writer?.commits ?? 0;
   }
 
-  /** Truncating checkpoints made by this log's writer, and those that found a reader in the way. */
-  get walCheckpoints(): { readonly done: number; readonly busy: number } {
-    return this.writer?.walCheckpoints ?? { done: 0, busy: 0 };
+  /**
+   * Checkpoints made by this log's writer that left the WAL ready to start again (`truncated`:
+   * those of them made on the writer's thread), and those that found a reader in the way.
+   */
+  get walCheckpoints(): { readonly done: number; readonly busy: number; readonly truncated: number } {
+    return this.writer?.walCheckpoints ?? { done: 0, busy: 0, truncated: 0 };
   }
 
   /**
@@ -425,7 +429,8 @@ export class SqliteBackend implements LogBackend {
     if (this.closed) return;
     while (this.queue.length > 0) this.flush();
     this.closed = true;
-    this.writer?.close();
+    // The helper thread's connection closes first: the last one to close removes the WAL.
+    await this.writer?.close();
     this.fsWatcher?.close();
     if (this.trailingNotify) clearTimeout(this.trailingNotify);
     this.listeners.clear();

@@ -68,4 +68,37 @@ describe("the SQLite WAL", () => {
     expect(dbSize).toBeGreaterThan(50 * MiB);
     expect(backend.walCheckpoints.done).toBeGreaterThan(0);
   }, 120_000);
+
+  it("is copied into the database by the helper thread and starts again, while appends go on", async () => {
+    const limit = 4 * MiB;
+    const backend = new SqliteBackend({ path, walLimitBytes: limit });
+    const log = new EventLog(backend, { actor: "test:wal" });
+    const text = "y".repeat(500);
+    let largest = 0;
+    // About 60 MiB of WAL frames (each commit writes a few 8 KiB pages), in small appends a
+    // couple of milliseconds apart, as a busy scheduler's commits come: the helper copies while
+    // they go on.
+    for (let i = 0; i < 1500; i++) {
+      const events = Array.from({ length: 5 }, (_, j) => ({
+        type: "Note",
+        data: { text: `${i}:${j}:${text}` },
+      }));
+      await log.append(`s-${i % 400}`, events, { expectedRevision: "any" });
+      largest = Math.max(largest, walSize());
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    const during = { ...backend.walCheckpoints };
+    await log.close();
+    // The WAL started again from its beginning each time the helper's copy was finished, and
+    // never reached the size at which the writer truncates it on its own thread.
+    expect(during.done).toBeGreaterThanOrEqual(3);
+    expect(during.truncated).toBe(0);
+    expect(largest).toBeLessThan(4 * limit);
+    // The helper's connection closed before the writer's: the last one out removed the WAL.
+    expect(existsSync(`${path}-wal`)).toBe(false);
+    const again = new EventLog(new SqliteBackend({ path }), { actor: "test:wal" });
+    const read = (await again.readAll({ maxCount: 20_000 })).length;
+    await again.close();
+    expect(read).toBe(7_500);
+  }, 120_000);
 });
