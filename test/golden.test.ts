@@ -209,7 +209,7 @@ describe("golden log v2: a longer embedded log, as exported", () => {
       logicalDate: "2026-12-01T15:00:00.000Z",
       prevIntervalStart: "2026-12-01T14:00:00.000Z",
     });
-    expect(task("sales/acme/enrich/ALL")?.spec.parents).toEqual([
+    expect(task("sales/acme/enrich/ALL")?.parents).toEqual([
       { project: "ingest", account: "acme", name: "raw", partition: "ALL" },
     ]);
     // The task that failed for good: its interval is the only one still held.

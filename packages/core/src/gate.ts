@@ -218,7 +218,7 @@ export function gateParents(
   task: TaskState,
   ahead?: ReadonlyMap<string, TaskState>,
 ): GateParent[] {
-  return task.spec.parents.map((key) => {
+  return task.parents.map((key) => {
     const id = formatTaskKey(key);
     const parent = ahead?.get(id) ?? tasks.get(id);
     return {
@@ -242,7 +242,7 @@ export function gateFor(
   task: TaskState,
   ahead?: ReadonlyMap<string, TaskState>,
 ): GateDecision {
-  if (task.spec.parents.length === 0) return { open: true };
+  if (task.parents.length === 0) return { open: true };
   return evaluateGate(
     { logicalDate: task.logicalDate, cron: task.spec.cron, timezone: task.spec.timezone },
     gateParents(tasks, task, ahead),

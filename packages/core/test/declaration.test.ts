@@ -7,6 +7,7 @@ import {
   decideDeclaration,
   decideTaskDeclaration,
   decideWorkflowDeclaration,
+  declarationOf,
   diffTaskSpecs,
   type TaskSpec,
   taskStream,
@@ -21,7 +22,10 @@ import { type Given, on, projectionOf, specification } from "./support/specifica
 const NOW = Date.parse("2026-11-30T10:00:00.000Z");
 
 /** The declaration of task `t` today, if any, read from the projection. */
-const declaredSpec = (history: readonly Given[]) => projectionOf(history).tasks.get(idOf("t"))?.spec;
+const declaredSpec = (history: readonly Given[]) => {
+  const task = projectionOf(history).tasks.get(idOf("t"));
+  return task && declarationOf(task);
+};
 
 describe("diffTaskSpecs: the fields a re-declaration changes", () => {
   const spec = specification({

@@ -78,7 +78,7 @@ const spec = specification({
       run,
       p.workflows.get(run.workflow),
       (id) => task(id).key,
-      (id) => task(id).spec.parents.map(formatTaskKey),
+      (id) => task(id).parents.map(formatTaskKey),
     );
   },
 });

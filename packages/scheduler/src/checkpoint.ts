@@ -3,15 +3,16 @@ import { copyFile, link, open, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import {
   ChildIndex,
+  type DeclaredSpec,
   formatTaskKey,
   Interned,
   NO_PARENTS,
   type ProjectionSnapshot,
   type RestoredSnapshot,
   SchedulerProjection,
+  SNAPSHOT_FORMAT,
   type SnapshotTask,
   type TaskKey,
-  type TaskSpec,
   type TaskState,
   taskFromSnapshot,
 } from "@chronolog/core";
@@ -225,6 +226,8 @@ const emptyBlock = (): TaskBlock => ({
  */
 class TaskBlocks {
   private readonly index = new Map<string, number>();
+  /** The place of each declaration object met so far in `specs`. */
+  private readonly byObject = new Map<object, number>();
   /** The declarations' shared parts, as JSON, in the order of their indexes. */
   readonly specs: string[] = [];
   private readonly instantIndex = new Map<string, number>();
@@ -303,35 +306,38 @@ class TaskBlocks {
   /** Adds the task to the block in its compact form, if it reads back exactly from it. */
   private compact(t: SnapshotTask, b: TaskBlock): boolean {
     const names = Object.keys(t);
-    if (names[0] !== "key" || names[1] !== "id" || names[2] !== "spec") return false;
-    for (const [i, f] of TASK_FIELDS.entries()) if (names[3 + i] !== f || t[f] === undefined) return false;
+    if (names[0] !== "key" || names[1] !== "id" || names[2] !== "spec" || names[3] !== "parents")
+      return false;
+    for (const [i, f] of TASK_FIELDS.entries()) if (names[4 + i] !== f || t[f] === undefined) return false;
     if (keyText(t.key) !== t.id) return false;
     if (typeof t.logicalDate !== "string" || typeof t.nextRunDate !== "string") return false;
     if (t.prevIntervalStart !== null && typeof t.prevIntervalStart !== "string") return false;
-    const spec = t.spec as TaskSpec;
-    const specKey = spec.key;
-    if (specKey !== t.key && keyText(specKey) !== t.id) return false;
-    if (!Array.isArray(spec.parents)) return false;
+    if (!Array.isArray(t.parents)) return false;
     const refs: Array<number | string> = [];
-    for (const p of spec.parents) {
+    for (const p of t.parents) {
       const text = keyText(p);
       if (text === null) return false;
       refs.push(this.places.get(text) ?? text);
     }
     let extras: Record<string, unknown> | null = null;
-    for (const name of names.slice(3 + TASK_FIELDS.length)) {
+    for (const name of names.slice(4 + TASK_FIELDS.length)) {
       const value = (t as unknown as Record<string, unknown>)[name];
       if (value === undefined) return false;
       extras ??= {};
       extras[name] = value;
     }
-    // The declaration with its key and parents held in their places (a spread keeps the order).
-    const shared = JSON.stringify({ ...spec, key: null, parents: null });
-    let decl = this.index.get(shared);
+    // The declaration, but for its key and parents: tasks declared alike hold one object, so
+    // most are found by the object, without writing it out again.
+    let decl = this.byObject.get(t.spec);
     if (decl === undefined) {
-      decl = this.specs.length;
-      this.index.set(shared, decl);
-      this.specs.push(shared);
+      const shared = JSON.stringify(t.spec);
+      decl = this.index.get(shared);
+      if (decl === undefined) {
+        decl = this.specs.length;
+        this.index.set(shared, decl);
+        this.specs.push(shared);
+      }
+      this.byObject.set(t.spec, decl);
     }
     if (extras !== null) b.extras[b.id.length] = extras;
     b.id.push(t.id);
@@ -467,7 +473,7 @@ class TaskReader {
     // A key that is not what its id says is not lent to the tasks that name the id.
     if (keyText(task.key) !== task.id && task.id.split("/").length === 4 && !this.early.has(task.id))
       this.early.set(task.id, this.keyOf(task.id));
-    for (const p of task.spec.parents) this.children.add(formatTaskKey(p), task.id);
+    for (const p of task.parents) this.children.add(formatTaskKey(p), task.id);
     return task;
   }
 
@@ -492,16 +498,15 @@ class TaskReader {
     )
       throw new Error(`the task record of ${String(id)} is not one this version writes`);
     const key = this.own(id);
-    const spec = { ...shared };
-    spec.key = key;
-    spec.parents = parents.length === 0 ? NO_PARENTS : parents.map((p) => this.parent(p));
+    const taskParents = parents.length === 0 ? NO_PARENTS : parents.map((p) => this.parent(p));
     for (const p of parents) this.children.add(p, id);
     const v = value as [string, number, string[], ...unknown[]];
     const prev = v[5];
     const task: TaskState = {
       key,
       id,
-      spec: spec as unknown as TaskSpec,
+      spec: shared as unknown as DeclaredSpec,
+      parents: taskParents,
       status: v[3] as TaskState["status"],
       logicalDate: this.at(v[4]),
       prevIntervalStart: prev === null ? null : this.at(prev),
@@ -612,16 +617,14 @@ class TaskReader {
           } else throw new Error(`${id} names a parent that is not a task`);
         }
       }
-      const spec = { ...shared };
-      spec.key = key;
-      spec.parents = taskParents;
       const prev = b.prevIntervalStart[i];
       const status = STATUSES.get(b.status[i]);
       if (status === undefined) throw new Error(`${id} has the status ${String(b.status[i])}`);
       const task: TaskState = {
         key,
         id,
-        spec: spec as unknown as TaskSpec,
+        spec: shared as unknown as DeclaredSpec,
+        parents: taskParents,
         status,
         logicalDate: this.at(b.logicalDate[i]),
         prevIntervalStart: prev === null ? null : this.at(prev),
@@ -749,6 +752,13 @@ async function parseSnapshotLines(lines: AsyncGenerator<string>): Promise<ReadSn
   const first = await lines.next();
   if (first.done) throw new Error("the file is empty");
   const header = JSON.parse(first.value) as Record<string, unknown>;
+  // A projection of another shape is rebuilt from the log: known from the header (or the one
+  // document's snapshot), before a million records are read only to be dropped.
+  const format = FORMATS.has(header.lines)
+    ? header.format
+    : (header.snapshot as { format?: unknown })?.format;
+  if (format !== SNAPSHOT_FORMAT)
+    throw new Error(`snapshot format ${String(format)} is not ${SNAPSHOT_FORMAT}`);
   if (!FORMATS.has(header.lines)) {
     // One JSON document: the whole snapshot on its only line.
     if ((await lines.next()).done !== true) throw new Error("text after the snapshot's document");

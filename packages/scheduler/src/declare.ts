@@ -280,7 +280,12 @@ function decideOn(
 /** The files checked against `state`; refused (a ValidationError carrying the warnings) if invalid. */
 function validate(state: SchedulerProjection, sources: readonly DeclarationSource[]) {
   const result = validateDeclarations(sources, {
-    tasks: [...state.tasks.values()].map((t) => t.spec),
+    tasks: [...state.tasks.values()].map((t) => ({
+      key: t.key,
+      parents: t.parents,
+      connection: t.spec.connection,
+      operator: t.spec.operator,
+    })),
     connections: state.connections.values(),
     workflows: state.workflows.values(),
   });

@@ -135,7 +135,7 @@ export class RunKeeper {
       run,
       this.projection.workflows.get(run.workflow),
       (t) => this.projection.tasks.get(t)?.key ?? (parseTaskKey(t) as { key: TaskKey }).key,
-      (t) => (this.projection.tasks.get(t)?.spec.parents ?? []).map(formatTaskKey),
+      (t) => (this.projection.tasks.get(t)?.parents ?? []).map(formatTaskKey),
     );
     if (decision.close.length === 0 && decision.cancel.length === 0 && !decision.finish) return;
     this.inFlight.add(runId);

@@ -6,6 +6,7 @@ import {
   runBlockers,
   runIdInput,
   type SchedulerProjection,
+  shownTask,
   ValidationError,
 } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
@@ -403,7 +404,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       return jsonText(
         c,
         toJsonWithBigints({
-          task,
+          task: shownTask(task),
           condition: row.condition,
           reasons: row.reasons,
           decision: row.decision,
@@ -596,7 +597,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       const q = c.req.valid("query");
       const v = await readView(c, q.at);
       const view = await describeRun(v.log, v.projection, runId, q.try);
-      const parentsOf = (t: string) => (v.projection.tasks.get(t)?.spec.parents ?? []).map(formatTaskKey);
+      const parentsOf = (t: string) => (v.projection.tasks.get(t)?.parents ?? []).map(formatTaskKey);
       return jsonText(c, toJson(criticalPath(view, parentsOf)));
     },
   );

@@ -158,7 +158,7 @@ export class ApiMetrics {
         this.dispatches.inc({ operator });
         const id = formatTaskKey(e.data.key);
         const at = Date.parse(e.metadata.recordedAt);
-        const parents = state.projection.tasks.get(id)?.spec.parents ?? [];
+        const parents = state.projection.tasks.get(id)?.parents ?? [];
         let last = Number.NEGATIVE_INFINITY;
         for (const p of parents) last = Math.max(last, this.completedAt.get(formatTaskKey(p)) ?? last);
         // Counted when a parent's success is what the dispatch followed (not a retry, not a timer).

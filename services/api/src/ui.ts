@@ -264,7 +264,7 @@ export function uiRoutes(app: OpenAPIHono, o: UiRouteOptions): void {
         reasons: r.reasons,
         ...(run ? { state: run.outcomes[id] ?? "none" } : {}),
       });
-      for (const parent of t.spec.parents) {
+      for (const parent of t.parents) {
         const pid = formatTaskKey(parent);
         edges.push({ from: pid, to: id });
         if (!shown.has(pid)) outside.add(pid);

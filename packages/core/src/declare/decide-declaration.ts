@@ -4,7 +4,7 @@ import { formatTaskKey } from "../keys.js";
 import { initialPosition } from "../schedule/interval.js";
 import type { ConnectionSpec, TaskSpec, WorkflowSpec } from "../spec.js";
 import { connectionStream, taskStream, workflowStream } from "../streams.js";
-import type { TaskState } from "../task/state.js";
+import { declarationOf, type TaskState } from "../task/state.js";
 import { deepEqual, diffTaskSpecs, type TaskSpecChange } from "./diff.js";
 
 /**
@@ -172,7 +172,7 @@ export function decideDeclaration(state: DeclarationState, input: DeclarationInp
         refused.push(id);
         continue;
       }
-      const changes = diffTaskSpecs(before.spec, spec);
+      const changes = diffTaskSpecs(declarationOf(before), spec);
       const events: DomainEvent[] = [
         { type: "TaskRevived", data: { key: spec.key, reason: "declared again with revive" } },
       ];
@@ -182,7 +182,7 @@ export function decideDeclaration(state: DeclarationState, input: DeclarationInp
       writes.push({ streamId: taskStream(spec.key), events, expectedRevision: before.revision });
       continue;
     }
-    const decision = decideTaskDeclaration(before?.spec, spec, input.now);
+    const decision = decideTaskDeclaration(before && declarationOf(before), spec, input.now);
     tasks.push({ task: id, outcome: decision.outcome, changes: decision.changes });
     if (decision.events.length > 0)
       writes.push({

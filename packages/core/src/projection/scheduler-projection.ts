@@ -3,9 +3,9 @@ import type { DomainEvent } from "../events/catalog.js";
 import { evolveInstance, type InstanceState, isTerminal } from "../instance/state.js";
 import { formatTaskKey, type TaskKey } from "../keys.js";
 import { evolveRun, type RunState, withOutcome } from "../run/state.js";
-import type { ConnectionSpec, TaskSpec, WorkflowSpec } from "../spec.js";
+import type { ConnectionSpec, WorkflowSpec } from "../spec.js";
 import { instanceStream, streamCategory } from "../streams.js";
-import { evolveTask, type TaskState } from "../task/state.js";
+import { type DeclaredSpec, evolveTask, type TaskState } from "../task/state.js";
 
 /** An event as the projection needs it: any recorded event of the log has this shape. */
 export type LoggedEvent = DomainEvent & {
@@ -228,8 +228,8 @@ export class SchedulerProjection {
   }
 
   private indexParents(before: TaskState | undefined, after: TaskState): void {
-    for (const p of before?.spec.parents ?? []) this.children.delete(formatTaskKey(p), after.id);
-    for (const p of after.spec.parents) this.children.add(formatTaskKey(p), after.id);
+    for (const p of before?.parents ?? []) this.children.delete(formatTaskKey(p), after.id);
+    for (const p of after.parents) this.children.add(formatTaskKey(p), after.id);
   }
 
   // ---- memory per task ------------------------------------------------------------------------
@@ -250,21 +250,20 @@ export class SchedulerProjection {
    * state is the same value; only the copies go.
    */
   private compact(task: TaskState, before: TaskState | undefined): TaskState {
-    let { key, id, spec } = task;
+    let { key, id, spec, parents } = task;
     if (before && sameKey(before.key, key)) {
       key = before.key;
       id = before.id;
-    } else {
-      if (sameKey(spec.key, key)) key = spec.key;
-      id = flat(id);
-    }
-    // A declaration read afresh (declared or changed; other events keep the state's spec).
-    if (spec !== before?.spec) spec = this.shareSpec(spec, key);
+    } else id = flat(id);
+    // A declaration read afresh (declared or changed; other events keep the state's own).
+    if (spec !== before?.spec) spec = this.shareSpec(spec);
+    if (parents !== before?.parents) parents = this.shareParents(parents);
     return {
       ...task,
       key,
       id,
       spec,
+      parents,
       logicalDate: this.instant(task.logicalDate),
       nextRunDate: this.instant(task.nextRunDate),
       prevIntervalStart: task.prevIntervalStart === null ? null : this.instant(task.prevIntervalStart),
@@ -273,34 +272,37 @@ export class SchedulerProjection {
 
   /** Parts of declarations many tasks hold alike, one object for each value (see `shareSpec`). */
   private readonly parts = new Interned<unknown[]>();
+  /** Declarations (but for key and parents) many tasks hold alike, one object for each value. */
+  private readonly specs = new Interned<DeclaredSpec>();
 
   /**
-   * The declaration, holding less: its key is the task's, a parent's key is that task's own,
-   * and the parts that tasks declared alike hold alike (the operator, the retry policy, the
-   * config, the alert sinks) are one object for each value. A declaration's parts are never
-   * changed (a change declares a new spec), so sharing them keeps the same value.
+   * The declaration, holding less: tasks declared alike (all but their keys and parents, which
+   * the task states hold) hold one object, and within different ones the parts that tasks often
+   * declare alike (the operator, the retry policy, the config, the alert sinks) are one object
+   * for each value. A declaration is never changed (a change declares a new one), so sharing it
+   * keeps the same value.
    */
-  private shareSpec(spec: TaskSpec, key: TaskKey): TaskSpec {
-    const parents =
-      spec.parents.length === 0
-        ? NO_PARENTS
-        : spec.parents.map((p) => {
-            // Not `formatTaskKey`, which would remember the text for this copy of the key.
-            const held = this.tasks.get(`${p.project}/${p.account}/${p.name}/${p.partition}`)?.key;
-            return held && sameKey(held, p) ? held : p;
-          });
-    const shared: Record<string, unknown> = {
-      ...spec,
-      key: sameKey(spec.key, key) ? key : spec.key,
-      startDate: this.instant(spec.startDate),
-      parents,
-    };
+  private shareSpec(spec: DeclaredSpec): DeclaredSpec {
+    const text = JSON.stringify(spec);
+    const held = this.specs.get(text);
+    if (held !== undefined) return held;
+    const shared: Record<string, unknown> = { ...spec, startDate: this.instant(spec.startDate) };
     // The parts together, as one text: one look-up for all of them.
     const values = SHARED_PARTS.map((part) => shared[part]);
     const known = this.parts.of(JSON.stringify(values), values);
     if (known !== values)
       for (const [i, part] of SHARED_PARTS.entries()) if (part in shared) shared[part] = known[i];
-    return shared as TaskSpec;
+    return this.specs.of(text, shared as DeclaredSpec);
+  }
+
+  /** The parents' keys, each the parent's own key object where the parent is known. */
+  private shareParents(parents: readonly TaskKey[]): readonly TaskKey[] {
+    if (parents.length === 0) return NO_PARENTS;
+    return parents.map((p) => {
+      // Not `formatTaskKey`, which would remember the text for this copy of the key.
+      const held = this.tasks.get(`${p.project}/${p.account}/${p.name}/${p.partition}`)?.key;
+      return held && sameKey(held, p) ? held : p;
+    });
   }
 
   // ---- snapshots ----------------------------------------------------------------------------
@@ -365,7 +367,7 @@ export class SchedulerProjection {
 }
 
 /** Bumped whenever the projection's shape or fold changes: an old snapshot is then rebuilt from the log. */
-export const SNAPSHOT_FORMAT = 7;
+export const SNAPSHOT_FORMAT = 8;
 
 type Stringly<T, K extends keyof T> = Omit<T, K> & { [P in K]: string };
 
@@ -387,7 +389,6 @@ export type RestoredSnapshot = Omit<ProjectionSnapshot, "tasks"> & {
 export function taskFromSnapshot(t: SnapshotTask, instant: (text: string) => string): TaskState {
   return {
     ...t,
-    key: sameKey(t.spec.key, t.key) ? t.spec.key : t.key,
     logicalDate: instant(t.logicalDate),
     nextRunDate: instant(t.nextRunDate),
     prevIntervalStart: t.prevIntervalStart === null ? null : instant(t.prevIntervalStart),
@@ -494,6 +495,11 @@ export class Interned<V> {
   private readonly table = new Map<string, V>();
 
   constructor(private readonly max = 4096) {}
+
+  /** The value held for `text`, if any. */
+  get(text: string): V | undefined {
+    return this.table.get(text);
+  }
 
   of(text: string, value: V): V {
     const known = this.table.get(text);

@@ -21,11 +21,21 @@ export interface BackfillWindow {
   readonly requestedBy?: string;
 }
 
+/**
+ * What a task's declaration says besides its key and its parents, which the task's state holds
+ * itself: tasks declared alike can then hold one object (a catalogue of a million tasks holds a
+ * handful of them).
+ */
+export type DeclaredSpec = Omit<TaskSpec, "key" | "parents">;
+
 /** A task's declaration and schedule position: the fold of its task stream. */
 export interface TaskState {
   readonly key: TaskKey;
   readonly id: string;
-  readonly spec: TaskSpec;
+  /** Its declaration, but for its key and parents (see `declarationOf`). */
+  readonly spec: DeclaredSpec;
+  /** The keys of the tasks its declaration names as parents. */
+  readonly parents: readonly TaskKey[];
   readonly status: TaskStatus;
   /** Why the task was paused, when it is paused and the pause said why. */
   readonly pausedReason?: string;
@@ -53,6 +63,26 @@ export interface Positioned {
   readonly metadata?: { readonly actor?: string };
 }
 
+/** A declaration without its key and parents. */
+export function declaredSpec(spec: TaskSpec): DeclaredSpec {
+  const { key: _key, parents: _parents, ...rest } = spec;
+  return rest;
+}
+
+/** A task's whole declaration, as it was declared: its key, its spec and its parents. */
+export function declarationOf(task: Pick<TaskState, "key" | "spec" | "parents">): TaskSpec {
+  return { key: task.key, ...task.spec, parents: task.parents as TaskKey[] };
+}
+
+/**
+ * A task's state as it is shown (the API's task, `tasks show --json`): its whole declaration as
+ * `spec`, key and parents in it.
+ */
+export function shownTask(task: TaskState): Omit<TaskState, "spec" | "parents"> & { spec: TaskSpec } {
+  const { parents: _parents, ...rest } = task;
+  return { ...rest, spec: declarationOf(task) };
+}
+
 /** Applies one task-stream event. Events of other streams are not passed here. */
 export function evolveTask(
   state: TaskState | undefined,
@@ -65,7 +95,8 @@ export function evolveTask(
       return {
         key: d.key,
         id: formatTaskKey(d.key),
-        spec: d.spec,
+        spec: declaredSpec(d.spec),
+        parents: d.spec.parents,
         status: "active",
         logicalDate: d.logicalDate,
         prevIntervalStart: null,
@@ -77,7 +108,14 @@ export function evolveTask(
       };
     }
     case "TaskDeclarationChanged":
-      return state && { ...state, spec: event.data.spec, revision: at.revision };
+      return (
+        state && {
+          ...state,
+          spec: declaredSpec(event.data.spec),
+          parents: event.data.spec.parents,
+          revision: at.revision,
+        }
+      );
     case "TaskPaused":
       return state && paused(state, event.data.reason, at.revision);
     case "TaskResumed":

@@ -74,7 +74,7 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
           ]);
         await withReadSession(globals(), opts, async ({ log, projection }) => {
           const view = await describeRun(log, projection, runId, tryNumber);
-          const parentsOf = (t: string) => (projection.tasks.get(t)?.spec.parents ?? []).map(formatTaskKey);
+          const parentsOf = (t: string) => (projection.tasks.get(t)?.parents ?? []).map(formatTaskKey);
           if (opts.criticalPath) {
             const path = criticalPath(view, parentsOf);
             if (opts.json) {

@@ -8,6 +8,7 @@ import {
   lastLineOf,
   parseDeclarationText,
   SchedulerProjection,
+  shownTask,
 } from "@chronolog/core";
 import {
   type BackfillPlan,
@@ -183,7 +184,9 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
         const why = explainTask(projection, id, now, { renderProblem: renderProblem(projection) });
         const instance = projection.currentInstance(task) ?? null;
         if (opts.json) {
-          console.log(toJson({ task, condition: why.condition, reasons: why.reasons, instance }, 2));
+          console.log(
+            toJson({ task: shownTask(task), condition: why.condition, reasons: why.reasons, instance }, 2),
+          );
           return;
         }
         console.log(`task        ${id}  (${task.status})`);
@@ -194,7 +197,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
           `operator    ${task.spec.operator.type}${task.spec.connection ? ` on ${task.spec.connection}` : ""}`,
         );
         console.log(
-          `parents     ${task.spec.parents.map((p) => `${p.project}/${p.account}/${p.name}/${p.partition}`).join(", ") || "-"}`,
+          `parents     ${task.parents.map((p) => `${p.project}/${p.account}/${p.name}/${p.partition}`).join(", ") || "-"}`,
         );
         console.log(`finished    ${short(task.prevIntervalStart)}`);
         console.log(`next        ${short(task.logicalDate)} due ${short(task.nextRunDate)}`);
