@@ -67,7 +67,7 @@ async function runOnce(maxActiveTasks) {
     await new Promise((r) => setTimeout(r, 2));
   }
   const view = await describeRun(log, projection, runId);
-  return criticalPath(view, (t) => (projection.tasks.get(t)?.spec.parents ?? []).map(formatTaskKey));
+  return criticalPath(view, (t) => (projection.tasks.get(t)?.parents ?? []).map(formatTaskKey));
 }
 
 /** The median run of `count` (by wall time), and every run's wall time in order. */

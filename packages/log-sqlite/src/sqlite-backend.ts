@@ -424,9 +424,15 @@ export class SqliteBackend implements LogBackend {
     };
   }
 
-  /** Makes every append queued so far, then closes. */
-  async close(): Promise<void> {
-    if (this.closed) return;
+  /** Makes every append queued so far, then closes (a second call waits for the first). */
+  close(): Promise<void> {
+    this.closing ??= this.closeOnce();
+    return this.closing;
+  }
+
+  private closing: Promise<void> | null = null;
+
+  private async closeOnce(): Promise<void> {
     while (this.queue.length > 0) this.flush();
     this.closed = true;
     // The helper thread's connection closes first: the last one to close removes the WAL.

@@ -94,11 +94,15 @@ export class WalCopier {
           this.onDone(null);
         } else this.onDone(m);
       });
-      this.worker.on("error", () => {
+      const lost = () => {
+        if (this.closing !== null || this.worker === null) return;
         this.failed = true;
         this.worker = null;
         this.onDone(null);
-      });
+      };
+      this.worker.on("error", lost);
+      // Ended without an error and without being asked to: as failed.
+      this.worker.on("exit", lost);
     }
     this.worker.postMessage("copy");
   }
@@ -110,6 +114,9 @@ export class WalCopier {
     this.worker = null;
     this.closing = worker
       ? new Promise<void>((resolve) => {
+          // Held open until the thread answers: unreferenced, a process with nothing else to
+          // do would end before its log's connection is closed.
+          worker.ref();
           const done = () => resolve();
           worker.on("message", (m: { closed?: true }) => {
             if (m.closed) void worker.terminate().then(done, done);

@@ -6,6 +6,7 @@ import {
   type DeclarationSource,
   dataInterval,
   decideDeclaration,
+  declarationOf,
   declarationValidationError,
   formatTaskKey,
   type SchedulerProjection,
@@ -166,7 +167,10 @@ function declaredVersions(
   const out = new Map<string, string>();
   for (const t of decision.tasks) {
     const task = state.tasks.get(t.task);
-    out.set(`task ${t.task}`, task ? `${task.status === "retired"} ${JSON.stringify(task.spec)}` : "");
+    out.set(
+      `task ${t.task}`,
+      task ? `${task.status === "retired"} ${JSON.stringify(declarationOf(task))}` : "",
+    );
   }
   for (const w of decision.workflows)
     out.set(`workflow ${w.name}`, JSON.stringify(state.workflows.get(w.name) ?? ""));

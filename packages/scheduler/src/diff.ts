@@ -1,4 +1,5 @@
 import {
+  declarationOf,
   foldInstance,
   type InstanceState,
   jsonWithBigints,
@@ -111,7 +112,8 @@ export async function diffPositions(
         now as unknown as Record<string, unknown>,
         TASK_FIELDS,
       );
-      if (!same(before?.spec ?? null, now?.spec ?? null))
+      // The whole declaration: its parents are held beside the rest.
+      if (!same(before ? declarationOf(before) : null, now ? declarationOf(now) : null))
         changed.push({ field: "declaration", from: before ? "declared" : null, to: now ? "changed" : null });
     } else if (category === "instance") {
       kind = "instance";
