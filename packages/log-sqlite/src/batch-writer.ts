@@ -269,11 +269,7 @@ export class BatchWriter {
     const now = Date.now();
     if (!idle) {
       if (this.walIdle) clearTimeout(this.walIdle);
-      this.walIdle = setTimeout(() => {
-        this.walIdle = null;
-        this.keepWalSmall(true);
-      }, WAL_IDLE_MS);
-      this.walIdle.unref();
+      this.lookWhileIdle(WAL_IDLE_MS);
       if (now - this.lastWalLook < WAL_LOOK_EVERY_MS) return;
     }
     this.lastWalLook = now;
@@ -292,14 +288,19 @@ export class BatchWriter {
     }
   }
 
-  /** With no commit to bring the next look, one WAL_LOOK_AGAIN_MS from now. */
-  private lookAgainWhileIdle(): void {
-    if (this.walIdle || this.closed) return;
+  /** A look at the WAL `ms` from now, for when no commit brings one. */
+  private lookWhileIdle(ms: number): void {
     this.walIdle = setTimeout(() => {
       this.walIdle = null;
       this.keepWalSmall(true);
-    }, WAL_LOOK_AGAIN_MS);
+    }, ms);
     this.walIdle.unref();
+  }
+
+  /** With no commit to bring the next look, one WAL_LOOK_AGAIN_MS from now. */
+  private lookAgainWhileIdle(): void {
+    if (this.walIdle || this.closed) return;
+    this.lookWhileIdle(WAL_LOOK_AGAIN_MS);
   }
 
   /** The helper thread's copy is over (null: the helper failed, and copies stop). */
