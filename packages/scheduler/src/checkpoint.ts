@@ -5,6 +5,7 @@ import {
   ChildIndex,
   type DeclaredSpec,
   formatTaskKey,
+  IdMap,
   Interned,
   NO_PARENTS,
   type ProjectionSnapshot,
@@ -109,6 +110,12 @@ const BLOCK_FORMAT = "lines/3";
 const LINES_FORMAT = "lines/2";
 const WHOLE_LINES_FORMAT = "lines";
 const FORMATS: ReadonlySet<unknown> = new Set([BLOCK_FORMAT, LINES_FORMAT, WHOLE_LINES_FORMAT]);
+
+/**
+ * The most tasks a reader makes room for from the header's count before it has read them (a
+ * header that claims more makes no larger table than this; the table grows as tasks are read).
+ */
+const MAX_PRESIZED = 1 << 24;
 
 /** Tasks in one block line of a `lines/3` file. */
 const TASK_BLOCK = 4096;
@@ -389,9 +396,10 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
  * alerts: values never changed), and each instant is one string.
  */
 class TaskReader {
-  readonly tasks = new Map<string, TaskState>();
+  /** The tasks by id, sized for the count the file's header gives. */
+  readonly tasks: IdMap<TaskState>;
   /** parent id -> the ids of the tasks that name it, as the projection indexes them. */
-  readonly children = new ChildIndex();
+  children = new ChildIndex();
   /** Keys named as parents before their task was read (or of tasks never declared). */
   private readonly early = new Map<string, TaskKey>();
   /** For whole records: one string for each instant. */
@@ -411,7 +419,10 @@ class TaskReader {
   constructor(
     private readonly specs: readonly Record<string, unknown>[],
     private readonly instants: readonly string[],
-  ) {}
+    expected: number,
+  ) {
+    this.tasks = new IdMap(Math.min(expected, MAX_PRESIZED));
+  }
 
   /** A parent's key: its task's, if read already. */
   private parent(id: string): TaskKey {
@@ -547,10 +558,16 @@ class TaskReader {
 
   /** Puts the children gathered by place into the index, after those named by id. */
   finish(): void {
-    const { placed, childrenByPlace, children } = this;
+    const { placed, childrenByPlace } = this;
     // With no child named by id and no id placed twice, no parent is in the index yet: each is
-    // put there with one look-up.
-    const fresh = children.size === 0 && this.tasks.size === placed.length;
+    // put there with one look-up, in an index made for as many parents.
+    const fresh = this.children.size === 0 && this.tasks.size === placed.length;
+    if (fresh) {
+      let parents = 0;
+      for (const held of childrenByPlace) if (held !== undefined) parents += 1;
+      this.children = new ChildIndex(parents);
+    }
+    const { children } = this;
     for (let r = 0; r < childrenByPlace.length; r++) {
       const held = childrenByPlace[r];
       if (held === undefined) continue;
@@ -797,7 +814,7 @@ async function parseSnapshotLines(lines: AsyncGenerator<string>): Promise<ReadSn
       instants.push(instant);
     }
   }
-  const tasks = new TaskReader(specs, instants);
+  const tasks = new TaskReader(specs, instants, count(counts?.tasks, "tasks"));
   for (const list of SNAPSHOT_LISTS) {
     const n = count(counts?.[list], list);
     const records: unknown[] = [];

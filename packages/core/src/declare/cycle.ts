@@ -69,7 +69,11 @@ function isAcyclic(edges: Edges): boolean {
 
 /** Each node with its successors, from either form of `Edges`. */
 function entriesOf(edges: Edges): Iterable<[string, Iterable<string>]> {
-  return edges instanceof Map ? edges.entries() : Object.entries(edges as Record<string, Iterable<string>>);
+  // A map of any kind (a record's values are lists, never functions).
+  const map = edges as ReadonlyMap<string, Iterable<string>>;
+  return typeof map.entries === "function"
+    ? map.entries()
+    : Object.entries(edges as Record<string, Iterable<string>>);
 }
 
 function compare(a: string, b: string): number {

@@ -1,2 +1,3 @@
 export * from "./explain.js";
+export * from "./id-map.js";
 export * from "./scheduler-projection.js";

@@ -6,6 +6,7 @@ import { evolveRun, type RunState, withOutcome } from "../run/state.js";
 import type { ConnectionSpec, WorkflowSpec } from "../spec.js";
 import { instanceStream, streamCategory } from "../streams.js";
 import { type DeclaredSpec, evolveTask, type TaskState } from "../task/state.js";
+import { IdMap } from "./id-map.js";
 
 /** An event as the projection needs it: any recorded event of the log has this shape. */
 export type LoggedEvent = DomainEvent & {
@@ -66,7 +67,7 @@ export class SchedulerProjection {
    * parents if the reader built it (else it is built here). The maps are taken as they are.
    */
   constructor(restored?: Pick<RestoredSnapshot, "tasks" | "children">) {
-    this.tasks = restored?.tasks ?? new Map();
+    this.tasks = restored?.tasks ?? new IdMap();
     this.children = restored?.children ?? new ChildIndex();
     if (restored && !restored.children) for (const t of this.tasks.values()) this.indexParents(undefined, t);
   }
@@ -340,12 +341,13 @@ export class SchedulerProjection {
     if (s.format !== SNAPSHOT_FORMAT)
       throw new Error(`snapshot format ${String(s.format)} is not ${SNAPSHOT_FORMAT}`);
     let p: SchedulerProjection;
-    if (s.tasks instanceof Map)
-      p = new SchedulerProjection({ tasks: s.tasks, children: (s as RestoredSnapshot).children });
-    else {
+    if (!Array.isArray(s.tasks)) {
+      const restored = s as RestoredSnapshot;
+      p = new SchedulerProjection({ tasks: restored.tasks, children: restored.children });
+    } else {
       p = new SchedulerProjection();
       const instant = (text: string) => p.instant(text);
-      for (const t of s.tasks) {
+      for (const t of s.tasks as ProjectionSnapshot["tasks"]) {
         const task = taskFromSnapshot(t, instant);
         p.tasks.set(task.id, task);
         p.indexParents(undefined, task);
@@ -423,7 +425,12 @@ const NO_CHILDREN: readonly string[] = Object.freeze([]);
  * tenth of a restart's time and over a hundred bytes a parent).
  */
 export class ChildIndex {
-  private readonly map = new Map<string, string | string[] | Set<string>>();
+  private readonly map: IdMap<string | string[] | Set<string>>;
+
+  /** `expected`: how many parents the index will hold (it grows past that as it must). */
+  constructor(expected = 0) {
+    this.map = new IdMap(expected);
+  }
 
   /** How many tasks are the parent of some task. */
   get size(): number {
