@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { IdMap, seedIdMaps } from "../src/index.js";
+import {
+  IdMap,
+  type ProjectionSnapshot,
+  SchedulerProjection,
+  SNAPSHOT_FORMAT,
+  seedIdMaps,
+} from "../src/index.js";
 
 /** A small deterministic random source (a test that fails can be run again as it was). */
 function random(seed: number): () => number {
@@ -135,6 +141,28 @@ describe("IdMap", () => {
     expect(run(new IdMap())).toEqual(run(new Map()));
   });
 
+  it("walks what is added after a clear, as a Map does, from an iterator or forEach", () => {
+    const run = (map: Map<string, number>): string[] => {
+      for (let i = 0; i < 6; i++) map.set(`k${i}`, i);
+      const seen: string[] = [];
+      const walk = map.keys();
+      for (let i = 0; i < 4; i++) seen.push(walk.next().value as string);
+      map.clear();
+      map.set("x", 1).set("y", 2);
+      for (let r = walk.next(); !r.done; r = walk.next()) seen.push(r.value);
+      map.forEach((value, key) => {
+        seen.push(key);
+        if (value === 1) {
+          map.clear();
+          map.set("z", 3);
+        }
+      });
+      return seen;
+    };
+    expect(run(new IdMap())).toEqual(["k0", "k1", "k2", "k3", "x", "y", "x", "z"]);
+    expect(run(new IdMap())).toEqual(run(new Map()));
+  });
+
   it("reads keys that differ only in characters past the ASCII range", () => {
     const map = new IdMap<string>();
     const keys = ["p/a/tâche/", "p/a/tache/", "p/a/t\u{1F600}/", "p/a/t\uD83D/", ""];
@@ -142,5 +170,24 @@ describe("IdMap", () => {
     for (const k of keys) expect(map.get(k)).toBe(k);
     expect(map.size).toBe(keys.length);
     expect(Object.prototype.toString.call(map)).toBe("[object IdMap]");
+  });
+});
+
+describe("a snapshot's tasks", () => {
+  it("are refused when the snapshot holds neither a list nor a map of them", () => {
+    const empty = { format: SNAPSHOT_FORMAT, position: "3", instances: [], connections: [] };
+    for (const tasks of [undefined, null, "tasks", 7])
+      expect(() =>
+        SchedulerProjection.fromSnapshot({
+          ...empty,
+          connectionRevisions: [],
+          workflows: [],
+          workflowRevisions: [],
+          runs: [],
+          alerts: [],
+          cacheKeys: [],
+          tasks,
+        } as unknown as ProjectionSnapshot),
+      ).toThrow("the snapshot holds no list of tasks");
   });
 });

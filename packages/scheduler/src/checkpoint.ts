@@ -113,9 +113,10 @@ const FORMATS: ReadonlySet<unknown> = new Set([BLOCK_FORMAT, LINES_FORMAT, WHOLE
 
 /**
  * The most tasks a reader makes room for from the header's count before it has read them (a
- * header that claims more makes no larger table than this; the table grows as tasks are read).
+ * header that claims more makes no larger table than this, 48 MiB; the table grows as tasks are
+ * read). Nor more than the header's blocks can hold.
  */
-const MAX_PRESIZED = 1 << 24;
+const MAX_PRESIZED = 1 << 22;
 
 /** Tasks in one block line of a `lines/3` file. */
 const TASK_BLOCK = 4096;
@@ -814,7 +815,14 @@ async function parseSnapshotLines(lines: AsyncGenerator<string>): Promise<ReadSn
       instants.push(instant);
     }
   }
-  const tasks = new TaskReader(specs, instants, count(counts?.tasks, "tasks"));
+  const claimed = count(counts?.tasks, "tasks");
+  const tasks = new TaskReader(
+    specs,
+    instants,
+    header.lines === BLOCK_FORMAT
+      ? Math.min(claimed, count(header.blocks, "blocks of tasks") * TASK_BLOCK)
+      : claimed,
+  );
   for (const list of SNAPSHOT_LISTS) {
     const n = count(counts?.[list], list);
     const records: unknown[] = [];

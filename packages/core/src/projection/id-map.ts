@@ -60,8 +60,13 @@ export class IdMap<V> implements Map<string, V> {
   /** Entries placed, deleted ones included. */
   private placed = 0;
   private live = 0;
-  /** Iterators not yet run to their end: the entries are not moved while one may be at a place. */
+  /**
+   * Iterators not yet run to their end (nor collected, if left before it) and calls of
+   * `forEach` under way: the entries are not moved while one may be at a place among them.
+   */
   private open = 0;
+  /** How many times the map was cleared: an iterator of an earlier count starts again at 0. */
+  private clears = 0;
   private readonly seed = nextSeed;
 
   readonly [Symbol.toStringTag] = "IdMap";
@@ -143,6 +148,7 @@ export class IdMap<V> implements Map<string, V> {
     this.valueAt = [];
     this.placed = 0;
     this.live = 0;
+    this.clears += 1;
   }
 
   /**
@@ -177,7 +183,14 @@ export class IdMap<V> implements Map<string, V> {
     // As an iterator is: the callback may add and delete, and no entry moves meanwhile.
     this.open += 1;
     try {
-      for (let at = 0; at < this.placed; at++) {
+      let clears = this.clears;
+      for (let at = 0; ; at++) {
+        if (clears !== this.clears) {
+          // Cleared by the callback: what is there now was added after it.
+          clears = this.clears;
+          at = 0;
+        }
+        if (at >= this.placed) break;
         const key = this.keyAt[at];
         if (key !== undefined) callback.call(thisArg, this.valueAt[at] as V, key, this);
       }
@@ -227,22 +240,38 @@ export class IdMap<V> implements Map<string, V> {
   static opened<V>(map: IdMap<V>, by: number): void {
     map.open += by;
   }
+  /** @internal */
+  static clearsOf<V>(map: IdMap<V>): number {
+    return map.clears;
+  }
 }
+
+/** An iterator left before its end stops holding the entries in place once it is collected. */
+const leftIterators = new FinalizationRegistry<IdMap<unknown>>((map) => IdMap.opened(map, -1));
 
 /** Walks the entries by place, reading the map's length at each step (so sees what is added). */
 class IdMapIterator<V, T> implements MapIterator<T> {
   private at = 0;
   private done = false;
+  private clears: number;
 
   constructor(
     private readonly map: IdMap<V>,
     private readonly kind: Kind,
   ) {
     IdMap.opened(map, 1);
+    leftIterators.register(this, map as IdMap<unknown>, this);
+    this.clears = IdMap.clearsOf(map);
   }
 
   next(): IteratorResult<T, undefined> {
     if (this.done) return { done: true, value: undefined };
+    const clears = IdMap.clearsOf(this.map);
+    if (clears !== this.clears) {
+      // Cleared since the last step: what is there now was added after it, as a Map gives it.
+      this.clears = clears;
+      this.at = 0;
+    }
     const at = IdMap.step(this.map, this.at);
     if (at === EMPTY) return this.return();
     this.at = at + 1;
@@ -252,6 +281,7 @@ class IdMapIterator<V, T> implements MapIterator<T> {
   return(): IteratorResult<T, undefined> {
     if (!this.done) {
       this.done = true;
+      leftIterators.unregister(this);
       IdMap.opened(this.map, -1);
     }
     return { done: true, value: undefined };

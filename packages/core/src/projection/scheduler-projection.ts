@@ -341,10 +341,11 @@ export class SchedulerProjection {
     if (s.format !== SNAPSHOT_FORMAT)
       throw new Error(`snapshot format ${String(s.format)} is not ${SNAPSHOT_FORMAT}`);
     let p: SchedulerProjection;
-    if (!Array.isArray(s.tasks)) {
+    if (s.tasks instanceof IdMap || s.tasks instanceof Map) {
       const restored = s as RestoredSnapshot;
       p = new SchedulerProjection({ tasks: restored.tasks, children: restored.children });
     } else {
+      if (!Array.isArray(s.tasks)) throw new Error("the snapshot holds no list of tasks");
       p = new SchedulerProjection();
       const instant = (text: string) => p.instant(text);
       for (const t of s.tasks as ProjectionSnapshot["tasks"]) {
