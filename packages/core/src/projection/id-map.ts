@@ -48,6 +48,12 @@ function slotsFor(entries: number): number {
 
 type Kind = "keys" | "values" | "entries";
 
+/** Where a walk through the entries is: the place to look from, and the clears it has seen. */
+interface Walk {
+  at: number;
+  clears: number;
+}
+
 export class IdMap<V> implements Map<string, V> {
   /** Each slot: the place of an entry in `keys` (or EMPTY). A deleted entry keeps its slot. */
   private index: Int32Array;
@@ -183,26 +189,29 @@ export class IdMap<V> implements Map<string, V> {
     // As an iterator is: the callback may add and delete, and no entry moves meanwhile.
     this.open += 1;
     try {
-      let clears = this.clears;
-      for (let at = 0; ; at++) {
-        if (clears !== this.clears) {
-          // Cleared by the callback: what is there now was added after it.
-          clears = this.clears;
-          at = 0;
-        }
-        if (at >= this.placed) break;
-        const key = this.keyAt[at];
-        if (key !== undefined) callback.call(thisArg, this.valueAt[at] as V, key, this);
-      }
+      const walk: Walk = { at: 0, clears: this.clears };
+      for (let at = this.advance(walk); at !== EMPTY; at = this.advance(walk))
+        callback.call(thisArg, this.valueAt[at] as V, this.keyAt[at] as string, this);
     } finally {
       this.open -= 1;
     }
   }
 
-  /** The place of the first entry at or after `at` that is not deleted (EMPTY: none). */
-  private nextLive(at: number): number {
+  /**
+   * The place of a walk's next entry that is not deleted (EMPTY: none), and the walk moved past
+   * it. A walk of before a clear starts again at 0: what is there now was added after it, as a
+   * Map gives it.
+   */
+  private advance(walk: Walk): number {
+    if (walk.clears !== this.clears) {
+      walk.clears = this.clears;
+      walk.at = 0;
+    }
+    let at = walk.at;
     while (at < this.placed && this.keyAt[at] === undefined) at += 1;
-    return at < this.placed ? at : EMPTY;
+    if (at >= this.placed) return EMPTY;
+    walk.at = at + 1;
+    return at;
   }
 
   /** For an iterator: the entry at a place, as the iterator's kind gives it. */
@@ -229,8 +238,8 @@ export class IdMap<V> implements Map<string, V> {
   }
 
   /** @internal The iterators' way in. */
-  static step<V>(map: IdMap<V>, at: number): number {
-    return map.nextLive(at);
+  static advance<V>(map: IdMap<V>, walk: Walk): number {
+    return map.advance(walk);
   }
   /** @internal */
   static item<V>(map: IdMap<V>, at: number, kind: Kind): unknown {
@@ -251,9 +260,8 @@ const leftIterators = new FinalizationRegistry<IdMap<unknown>>((map) => IdMap.op
 
 /** Walks the entries by place, reading the map's length at each step (so sees what is added). */
 class IdMapIterator<V, T> implements MapIterator<T> {
-  private at = 0;
+  private readonly walk: Walk;
   private done = false;
-  private clears: number;
 
   constructor(
     private readonly map: IdMap<V>,
@@ -261,20 +269,13 @@ class IdMapIterator<V, T> implements MapIterator<T> {
   ) {
     IdMap.opened(map, 1);
     leftIterators.register(this, map as IdMap<unknown>, this);
-    this.clears = IdMap.clearsOf(map);
+    this.walk = { at: 0, clears: IdMap.clearsOf(map) };
   }
 
   next(): IteratorResult<T, undefined> {
     if (this.done) return { done: true, value: undefined };
-    const clears = IdMap.clearsOf(this.map);
-    if (clears !== this.clears) {
-      // Cleared since the last step: what is there now was added after it, as a Map gives it.
-      this.clears = clears;
-      this.at = 0;
-    }
-    const at = IdMap.step(this.map, this.at);
+    const at = IdMap.advance(this.map, this.walk);
     if (at === EMPTY) return this.return();
-    this.at = at + 1;
     return { done: false, value: IdMap.item(this.map, at, this.kind) as T };
   }
 
