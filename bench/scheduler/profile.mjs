@@ -57,7 +57,10 @@ const PARTS = [
   ["validating events against the catalog", (f) => /\/zod\/|\/log\/dist\/validate\.js/.test(f.url)],
   ["the hash chain", (f) => /\/log\/dist\/hash\.js/.test(f.url)],
   ["the embedded log (commits, reads)", (f) => /\/log-sqlite\/|better-sqlite3/.test(f.url)],
-  ["deciding the workers' reports", (f) => /\/scheduler\/dist\/reports\.js/.test(f.url)],
+  [
+    "deciding the workers' reports",
+    (f) => /\/scheduler\/dist\/success-commit\.js|\/task\/decide-success-commit\.js/.test(f.url),
+  ],
   [
     "applying events to the projection",
     (f) => /\/log\/dist\/subscription\.js|\/projection\/scheduler-projection\.js/.test(f.url),

@@ -1,12 +1,11 @@
 import type { ChildProcess } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type InstanceState, isTerminal } from "@chronolog/core";
+import { foldInstance, type InstanceState, isTerminal } from "@chronolog/core";
 import type { RecordedEvent } from "@chronolog/log";
 import { openEventStoreLog, parseEventStoreUrl } from "@chronolog/log-eventstore";
 import { openKafkaLog } from "@chronolog/log-kafka";
 import { openSqliteLog } from "@chronolog/log-sqlite";
-import { foldInstance } from "@chronolog/scheduler";
 import { chronolog, chronologSpawn } from "../support/cli.js";
 
 export const DAY = 86_400_000;

@@ -18,6 +18,9 @@ export const retryPolicySchema = z
   .strict();
 export type RetryPolicy = z.output<typeof retryPolicySchema>;
 
+/** The retry policy of a task that declares none: one attempt (the field defaults above). */
+export const DEFAULT_RETRY: RetryPolicy = Object.freeze(retryPolicySchema.parse({}));
+
 export const operatorSchema = z.discriminatedUnion("type", [
   z
     .object({
@@ -105,13 +108,7 @@ export const taskSpecSchema = z
     operator: operatorSchema,
     connection: keyPart.optional(),
     parents: z.array(taskKeySchema).default([]),
-    retry: retryPolicySchema.default({
-      maxAttempts: 1,
-      initialDelayMs: 1000,
-      factor: 2,
-      maxDelayMs: 300_000,
-      jitter: 0.1,
-    }),
+    retry: retryPolicySchema.default(DEFAULT_RETRY),
     idempotent: z.boolean().default(false),
     /** Merged config (workflow -> task -> inline), visible to templates as `config`. */
     config: z.record(z.string(), z.unknown()).default({}),

@@ -42,6 +42,12 @@ export interface Command<S, R> {
    * looks again later, as a scheduler pass does). Default: give up.
    */
   onConflict?(error: WrongExpectedRevisionError, tries: number): "retry" | "give_up";
+  /**
+   * Any other refusal of the append (the log moved past an expected head, a write it does not
+   * take): "retry" decides again on fresh state, as after a conflict; "throw" (the default)
+   * fails with the error.
+   */
+  onRefused?(error: unknown, tries: number): "retry" | "throw";
   /** Retries at most this many times, then fails with ConflictRetriesExhaustedError (default 5). */
   readonly maxRetries?: number;
 }
@@ -105,7 +111,11 @@ async function conflicted<S, R>(
   error: unknown,
   tries: number,
 ): Promise<CommandOutcome<R>> {
-  if (!(error instanceof WrongExpectedRevisionError)) throw error;
+  if (!(error instanceof WrongExpectedRevisionError)) {
+    if ((command.onRefused?.(error, tries + 1) ?? "throw") === "throw" || tries >= (command.maxRetries ?? 5))
+      throw error;
+    return attempt(log, command, await command.read(true), tries + 1);
+  }
   if ((command.onConflict?.(error, tries + 1) ?? "give_up") === "give_up") return { kind: "conflict", error };
   if (tries >= (command.maxRetries ?? 5))
     throw new ConflictRetriesExhaustedError(command.name, tries + 1, error);

@@ -4,9 +4,9 @@ import {
   foldInstance,
   type InstanceState,
   instanceStream,
+  intentEvent,
   isTerminal,
   type OperatorSpec,
-  runIdOf,
   type SchedulerProjection,
   type TaskState,
   taskStream,
@@ -261,33 +261,6 @@ export class IntentCommand implements Command<IntentState, IntentOutcome | null>
   onConflict(error: WrongExpectedRevisionError, tries: number): "retry" | "give_up" {
     return error.streamId === this.stream && !this.known && tries === 1 ? "retry" : "give_up";
   }
-}
-
-/** The intent to run `attempt` of the task's current interval. */
-export function intentEvent(
-  task: TaskState,
-  attempt: number,
-  token: string,
-  operator: OperatorSpec,
-  cacheKey: string | undefined,
-): DomainEvent {
-  const conn = task.spec.connection;
-  return {
-    type: "DispatchIntended",
-    data: {
-      key: task.key,
-      logicalDate: task.logicalDate,
-      attempt,
-      token,
-      operator: operator as unknown as Record<string, unknown>,
-      idempotent: task.spec.idempotent,
-      leaseSeconds: task.spec.leaseSeconds,
-      // Optional fields last: adding properties after a spread is the engine's slow path.
-      ...(conn ? { connection: conn } : {}),
-      ...(task.spec.workflow ? { runId: runIdOf(task.spec.workflow, task.logicalDate) } : {}),
-      ...(cacheKey !== undefined ? { cacheKey } : {}),
-    },
-  };
 }
 
 /** What a worker is sent once the intent is durable. */

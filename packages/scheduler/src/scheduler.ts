@@ -29,20 +29,18 @@ import { handleCommand } from "./command.js";
 import type { Dispatcher } from "./dispatcher.js";
 import { InFlight } from "./inflight.js";
 import { IntentCommand, type IntentOutcome, IntentWriter } from "./intent-writer.js";
-import { type Membership, shardKeyOf, shardOf } from "./membership.js";
+import type { Membership } from "./membership.js";
+import { Outbox } from "./outbox.js";
+import { Ownership } from "./ownership.js";
+import { LeaseBook } from "./reconcile/lease-book.js";
 import type { ReconciledScheduler } from "./reconcile/reconciler.js";
-import { ReportApplier } from "./reports.js";
 import { RunKeeper } from "./run-keeper.js";
+import type { SchedulerLogger, SchedulerObserver } from "./scheduler-types.js";
 import { setIn } from "./sets.js";
-import { SuccessCommit } from "./success-commit.js";
+import { SuccessCommits } from "./success-commit.js";
 import { TimerQueue } from "./timer-queue.js";
 
-export interface SchedulerLogger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-  debug(obj: object, msg?: string): void;
-}
+export type { SchedulerLogger, SchedulerObserver } from "./scheduler-types.js";
 
 export interface SchedulerOptions {
   readonly log: EventLog;
@@ -52,22 +50,18 @@ export interface SchedulerOptions {
   readonly now?: () => number;
   readonly random?: () => number;
   readonly newToken?: () => string;
-  /** Called after each event is applied (checkpointing, progress). */
-  readonly onApplied?: (event: RecordedEvent) => void;
-  /** Called once intents are durable, just before their attempts go to workers (fault tests). */
-  readonly beforeDispatch?: (commands: readonly RunCommand[]) => void;
-  /** Called with the tokens of attempts just handed to workers. */
-  readonly onDispatched?: (tokens: readonly string[]) => void;
+  /** What the running process hears of the scheduler's work (checkpoints, progress, fault tests). */
+  readonly observer?: SchedulerObserver;
   /** With several schedulers: which shards of the tasks this one decides for (default: all). */
   readonly membership?: Membership;
 }
 
-/** A task the pass found free to start, before the limits are applied. */
 /** How often a task whose schedule could not be computed is looked at again. */
 const STUCK_RECHECK_MS = 60_000;
 /** Most tasks that share no limit one pass decides (see takeDirty). */
 const PASS_TASKS = 1000;
 
+/** A task the pass found free to start, before the limits are applied. */
 interface Free {
   readonly task: TaskState;
   /** Its standing: ready, with the instance in memory when this is a retry. */
@@ -90,23 +84,25 @@ interface Admitted {
  * `decideTask` for each: writes the event a decision carries, or admits the tasks free to start
  * to their limits (in the order free slots are given out), writes their intents durably and
  * hands them to the workers. The rooms it wires together: ConnectionSlots and RunSlots (the
- * limits), IntentWriter (render, intent, slot take), ReportApplier with SuccessCommit (a
- * worker's report, a success with the children it starts) and RunKeeper (runs).
+ * limits), IntentWriter (render, intent, slot take), SuccessCommits (a worker's reports: a
+ * success with the children it starts, in one append), RunKeeper (runs), and the Outbox (the
+ * one way out to the workers).
  */
 export class Scheduler implements ReconciledScheduler {
-  /** Shard of each workflow and of each task without one (a pure function of the name). */
-  private readonly workflowShards = new Map<string, number>();
-  private readonly taskShards = new Map<string, number>();
   private readonly log: EventLog;
   private readonly projection: SchedulerProjection;
   private readonly now: () => number;
   private readonly timers: TimerQueue;
-  private readonly reports: ReportApplier;
+  private readonly commits: SuccessCommits;
   private readonly connections: ConnectionSlots;
   private readonly runSlots: RunSlots;
   private readonly intents: IntentWriter;
   private readonly runs: RunKeeper;
+  private readonly ownership: Ownership;
+  private readonly outbox: Outbox;
   readonly inflight = new InFlight();
+  /** Leases of running attempts, renewed by their workers' reports (the reconcile loop reads them). */
+  readonly leases = new LeaseBook();
   private subscription: Subscription | null = null;
   private unsubscribeMembership: (() => void) | null = null;
   private readonly dirty = new Set<string>();
@@ -139,8 +135,6 @@ export class Scheduler implements ReconciledScheduler {
       return undefined;
     },
   };
-  /** Who hears of the tokens of attempts handed to workers (the reconcile loop). */
-  private readonly dispatchListeners = new Set<(tokens: readonly string[]) => void>();
   /** Counters for benchmarks and `chronolog up`'s status line. */
   readonly stats = { dispatched: 0, completed: 0, failed: 0, passes: 0, conflicts: 0 };
 
@@ -154,6 +148,8 @@ export class Scheduler implements ReconciledScheduler {
       for (const k of keys) this.dirty.add(k);
       this.schedulePass();
     }, this.now);
+    this.ownership = new Ownership(o.projection, o.membership);
+    this.outbox = new Outbox(o.dispatcher, this.ownership, o.logger, o.observer, this.stats);
     this.connections = new ConnectionSlots(o.log, (conn) => this.wakeWaiters(conn));
     this.runSlots = new RunSlots((runId) => this.wakeWaiters(`run:${runId}`));
     this.intents = new IntentWriter(o.log, o.projection, this.connections, newToken);
@@ -165,36 +161,23 @@ export class Scheduler implements ReconciledScheduler {
       },
       error: (err, context, msg) => o.logger.error({ err, ...context }, msg),
     });
-    const success = new SuccessCommit(
-      o.log,
-      o.projection,
-      this.intents,
-      this.runSlots,
-      this,
-      this.now,
-      newToken,
-    );
-    this.reports = new ReportApplier({
+    this.commits = new SuccessCommits({
       log: o.log,
       projection: o.projection,
+      runSlots: this.runSlots,
+      inflight: this.inflight,
+      leases: this.leases,
+      outbox: this.outbox,
+      ownership: this.ownership,
+      halted: () => this.halted,
       now: this.now,
       random,
-      onError: (error, stream) => o.logger.error({ err: error, stream }, "could not apply a worker report"),
-      alongside: (task, completed) => success.childrenOf(task, completed),
-      onApplied: (report, outcome) => {
-        if (outcome === "started_durable") {
-          // (Fenced, the attempt's worker was killed; an answer that comes in late lets nothing run.)
-          if (o.membership?.fenced?.()) o.dispatcher.cancel(report.token, "its scheduler is fenced");
-          else o.dispatcher.proceed(report.token);
-        } else if (outcome === "rejected" && (report.kind === "started" || report.kind === "heartbeat")) {
-          o.dispatcher.cancel(report.token, "the attempt is no longer current");
-        }
-      },
+      newToken,
+      logger: o.logger,
     });
+    // Every report of an attempt, heartbeats too, goes through the report decider.
     this.stopListening = o.dispatcher.onReport((report) => {
-      if (report.kind === "started" || report.kind === "succeeded" || report.kind === "failed") {
-        this.reports.submit(report);
-      }
+      if (report.kind !== "known" && report.kind !== "ready") this.commits.submit(report);
     });
   }
 
@@ -232,7 +215,7 @@ export class Scheduler implements ReconciledScheduler {
     // A dispatcher outlives its scheduler (one pool serves the next one): stop hearing its reports.
     this.stopListening?.();
     this.timers.stop();
-    await this.reports.idle();
+    await this.commits.idle();
     await this.subscription?.close();
   }
 
@@ -246,9 +229,9 @@ export class Scheduler implements ReconciledScheduler {
     if (e.type === "AttemptCancelled") this.o.dispatcher.cancel(e.data.token, e.data.reason);
     const before = e.streamId.startsWith("instance-") ? this.projection.instances.get(e.streamId) : undefined;
     const touched = this.projection.apply(e);
-    this.o.onApplied?.(e);
+    this.o.observer?.applied?.(e);
     if (touched.instance) {
-      this.reports.observed(touched.instance, e.revision);
+      this.commits.observed(touched.instance, e.revision);
       const after = this.projection.instances.get(touched.instance);
       this.connections.update(before, after, touched.instance);
       // The run now counts the attempt itself: the slot held for it until now is released.
@@ -265,7 +248,10 @@ export class Scheduler implements ReconciledScheduler {
         e.type === "TaskDeclared"
       ) {
         if (e.type === "IntervalCompleted") this.stats.completed += 1;
-        for (const child of this.projection.children.of(touched.task)) this.markDirty(child);
+        // (A child with a write under way, one its parent's success started among them, is
+        // decided when that write is seen: it is not decided twice.)
+        for (const child of this.projection.children.of(touched.task))
+          if (!this.inflight.has(child)) this.markDirty(child);
       }
     }
     if (touched.connection) this.wakeWaiters(touched.connection);
@@ -281,34 +267,16 @@ export class Scheduler implements ReconciledScheduler {
 
   /** Whether this scheduler decides for the task (always, without a membership). */
   owns(task: { readonly id: string; readonly spec: { readonly workflow?: string } }): boolean {
-    const m = this.o.membership;
-    if (!m) return true;
-    const workflow = task.spec.workflow;
-    const cache = workflow ? this.workflowShards : this.taskShards;
-    const name = workflow ?? task.id;
-    let shard = cache.get(name);
-    if (shard === undefined) {
-      shard = shardOf(shardKeyOf(task), m.shards);
-      cache.set(name, shard);
-    }
-    return m.holds(shard);
-  }
-
-  /** Whether the command's task is of a shard held here (and this scheduler not fenced). */
-  private ownsCommand(c: RunCommand): boolean {
-    if (this.o.membership?.fenced?.()) return false;
-    return this.owns(this.projection.tasks.get(c.taskKey) ?? { id: c.taskKey, spec: {} });
+    return this.ownership.owns(task);
   }
 
   /** Whether this scheduler looks after the instance (its task's shard is held here). */
   ownsInstance(inst: InstanceState): boolean {
-    const id = formatTaskKey(inst.key);
-    return this.owns(this.projection.tasks.get(id) ?? { id, spec: {} });
+    return this.ownership.ownsInstance(inst);
   }
 
   onDispatched(listener: (tokens: readonly string[]) => void): () => void {
-    this.dispatchListeners.add(listener);
-    return () => this.dispatchListeners.delete(listener);
+    return this.outbox.onDispatched(listener);
   }
 
   /**
@@ -346,7 +314,7 @@ export class Scheduler implements ReconciledScheduler {
 
   /** Whether a worker's report for the instance waits to be written by this scheduler. */
   hasPendingReport(stream: string): boolean {
-    return this.reports.hasPending(stream);
+    return this.commits.hasPending(stream);
   }
 
   /** Re-evaluates a task on the next pass. */
@@ -358,7 +326,7 @@ export class Scheduler implements ReconciledScheduler {
   reportLost(inst: InstanceState, reason: string): void {
     const a = inst.attempts.at(-1);
     if (!a) return;
-    this.reports.submit({
+    this.commits.submit({
       kind: "failed",
       token: a.token,
       attempt: a.attempt,
@@ -704,33 +672,9 @@ export class Scheduler implements ReconciledScheduler {
     }
   }
 
-  /**
-   * Hands attempts whose intents are durable to the workers: those of the shards still held here.
-   * A shard may have moved, or this scheduler been fenced, while an intent was being written (its
-   * append acknowledged only once the link came back): that attempt goes to no worker, and the
-   * shard's owner finds the intent unconfirmed and abandons it, to be tried again.
-   */
+  /** Hands attempts whose intents are durable to the workers (see Outbox). */
   send(commands: readonly RunCommand[]): void {
-    const ready = this.o.membership ? commands.filter((c) => this.ownsCommand(c)) : commands;
-    if (ready.length < commands.length)
-      this.o.logger.warn(
-        { attempts: commands.length - ready.length },
-        "intents not handed to workers: their shards are no longer held here",
-      );
-    if (ready.length === 0) return;
-    this.stats.dispatched += ready.length;
-    try {
-      // Every intent in `ready` is durable: only now do the workers hear of them.
-      this.o.beforeDispatch?.(ready);
-      this.o.dispatcher.dispatch(ready);
-      if (this.o.onDispatched || this.dispatchListeners.size > 0) {
-        const tokens = ready.map((c) => c.token);
-        this.o.onDispatched?.(tokens);
-        for (const l of this.dispatchListeners) l(tokens);
-      }
-    } catch (error) {
-      this.o.logger.error({ err: error }, "could not hand attempts to the workers");
-    }
+    this.outbox.send(commands);
   }
 }
 

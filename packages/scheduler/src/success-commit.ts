@@ -1,192 +1,409 @@
 import {
-  admitTask,
-  type DomainEventOf,
-  decideStanding,
-  evolveTask,
-  instanceStream,
-  type OperatorSpec,
-  runIdOf,
+  type AttemptReportInput,
+  type ChildStart,
+  type ChildStarter,
+  decideSuccessCommit,
+  foldInstance,
+  formatTaskKey,
+  type InstanceState,
   type SchedulerProjection,
-  type Slots,
+  type SuccessCommit,
   type TaskState,
 } from "@chronolog/core";
-import type { AppendResult, EventLog, StreamWrite } from "@chronolog/log";
-import type { RunCommand } from "@chronolog/worker";
+import {
+  type AppendResult,
+  type EventLog,
+  LogMovedError,
+  type StreamWrite,
+  WrongExpectedRevisionError,
+} from "@chronolog/log";
+import type { AttemptReport } from "@chronolog/worker";
 import type { RunSlots } from "./admission/run-slots.js";
+import { type Command, type Decided, handleCommand } from "./command.js";
 import type { InFlight } from "./inflight.js";
-import { type IntentWriter, intentEvent, runCommand } from "./intent-writer.js";
+import { runCommand } from "./intent-writer.js";
+import type { Outbox } from "./outbox.js";
+import type { Ownership } from "./ownership.js";
+import { renderCacheKey, renderPayload } from "./payload.js";
+import type { LeaseBook } from "./reconcile/lease-book.js";
+import type { SchedulerLogger } from "./scheduler-types.js";
 
 /*
- * The success commit: a task's success, its advance and the intents of the children that
- * success lets start, written in one atomic append.
+ * The shell of a worker's reports, a success's whole path in one place:
+ *
+ *   report -> read the attempt stream -> decideSuccessCommit (the core: the attempt's end, the
+ *   interval's completion and the task's advance, each child's intent) -> one atomic append ->
+ *   apply (leases, the children in flight) -> send (the children's attempts, a gated
+ *   attempt's permission to run).
+ *
+ * Reports that arrive in the same tick are grouped per attempt stream, and each group is one
+ * command for the command handler; appends to different streams share one group commit.
  */
 
-/**
- * Writes to make in the same atomic append as a task's success (the intents of its children
- * that the success lets start), and what to do once that append has been made or has failed.
- */
-export interface Alongside {
-  readonly writes: readonly StreamWrite[];
-  /**
-   * The position of the last event the writes were decided on: the append is made only if the
-   * log has not moved past it, so that they are decided on everything before them, as a pass
-   * that the success wakes would decide.
-   */
-  readonly expectedHead: bigint;
-  /** The append's results for `writes`, in order; null when it was not made. */
-  settle(results: readonly AppendResult[] | null): void;
-}
+/** Times an append is decided again after a compare-and-set conflict on its attempt stream. */
+const MAX_CONFLICT_RETRIES = 8;
+/** Times the children of a success are decided again when the log moved on meanwhile. */
+const MAX_MOVED_RETRIES = 2;
 
-/** At most this many children start in the append of their parent's success. */
-export const MAX_ALONGSIDE = 32;
-
-/** What the children's decision needs of the scheduler it works for. */
-export interface SuccessHost {
-  /** Stopped, or no longer dispatching (a shutdown waits for what runs): nothing starts. */
-  readonly halted: boolean;
+/** What the shell works with: the log, the scheduler's memory, and the way out to the workers. */
+export interface SuccessCommitParts {
+  readonly log: EventLog;
+  readonly projection: SchedulerProjection;
+  readonly runSlots: RunSlots;
   readonly inflight: InFlight;
-  owns(task: TaskState): boolean;
-  /** Decide the task again on the next pass. */
-  wake(taskId: string): void;
-  /** Hand attempts whose intents are durable to the workers. */
-  send(commands: readonly RunCommand[]): void;
+  readonly leases: LeaseBook;
+  readonly outbox: Outbox;
+  readonly ownership: Ownership;
+  /** Whether nothing new starts (stopped, or draining for a shutdown). */
+  halted(): boolean;
+  readonly now: () => number;
+  readonly random: () => number;
+  readonly newToken: () => string;
+  readonly logger: SchedulerLogger;
 }
 
-/**
- * The children a success starts in its own commit: a child's attempt is then one commit away
- * from its parent's end, not two. Each child is decided by the core's `decideTask` on the
- * projection as it will be once the success is applied; only the plain case goes this way — a
- * first attempt of a due child with no connection, not being backfilled and with no attempt
- * stream yet, of no workflow or of the parent's own run with a free slot (and no task of that
- * run waiting for one). Every other child is left to the pass, which the success wakes as before.
- */
-export class SuccessCommit {
-  constructor(
-    private readonly log: EventLog,
-    private readonly projection: SchedulerProjection,
-    private readonly intents: IntentWriter,
-    private readonly runSlots: RunSlots,
-    private readonly host: SuccessHost,
-    private readonly now: () => number,
-    private readonly newToken: () => string,
-  ) {}
+/** Applies workers' reports: see the file's comment. */
+export class SuccessCommits implements ChildStarter {
+  private pending = new Map<string, AttemptReport[]>();
+  /** Streams with an append under way: their next reports wait for it. */
+  private readonly busy = new Map<string, Promise<void>>();
+  /** The state last written per stream, until the projection has caught up with it. */
+  private readonly written = new Map<string, InstanceState>();
+  private scheduled = false;
+  private inFlight = 0;
+  private idleWaiters: Array<() => void> = [];
 
-  /** The children's intents to write with `task`'s success, or null (the pass starts them). */
-  async childrenOf(
-    task: TaskState,
-    completed: DomainEventOf<"IntervalCompleted">,
-  ): Promise<Alongside | null> {
-    if (this.projection.children.count(task.id) === 0 || !this.log.supportsExpectedHead) return null;
-    // Decided on everything committed so far: this process's latest commits may not have
-    // reached the projection yet (its subscription hears of them a moment later).
-    const head = await this.log.headPosition();
-    for (let turns = 0; this.projection.position < head && turns < 3; turns++)
-      await new Promise((resolve) => setImmediate(resolve));
-    const children = this.projection.children.of(task.id);
-    if (this.host.halted || this.projection.position < head) return null;
-    const after = evolveTask(task, completed, { revision: task.revision + 1n, position: -1n });
-    if (!after) return null;
-    const ahead = new Map([[task.id, after]]);
-    const now = this.now();
-    const parentRun = task.spec.workflow ? runIdOf(task.spec.workflow, completed.data.logicalDate) : null;
-    // The parent's own slot in its run is free once its success is written.
-    const going = new Map<string, number>();
-    const slots: Slots = {
-      connectionInUse: () => 0,
-      runSlotsInUse: (runId, run) => going.get(runId) ?? this.runSlots.taken(runId, run, task.id),
-      // A run that is not going is the pass's to start.
-      activeRuns: () => Number.POSITIVE_INFINITY,
-      runStarting: () => false,
-    };
-    const planned: Array<{
-      child: TaskState;
-      runId: string | null;
-      write: StreamWrite;
-      command: RunCommand;
-    }> = [];
-    for (const id of children) {
-      // A wide fan-out is the pass's: an append stays small, and so does the time to decide it.
-      if (planned.length === MAX_ALONGSIDE) break;
-      const child = this.projection.tasks.get(id);
-      if (!child || !this.plain(child)) continue;
-      const standing = decideStanding(this.projection, child, now, { ahead });
-      if (standing.kind !== "ready" || standing.retry) continue;
-      const d = admitTask(this.projection, child, standing, slots);
-      if (d.kind !== "ready") continue;
-      if (d.run) {
-        if (
-          d.run.runId !== parentRun ||
-          d.run.start !== null ||
-          !this.projection.workflows.has(d.run.workflow)
-        )
-          continue;
-        // The pass gives a free slot to the task that waited longest.
-        if (
-          this.runSlots.waitsIn(
-            child.logicalDate,
-            (t) => this.projection.tasks.get(t)?.spec.workflow === d.run?.workflow,
-          )
-        )
-          continue;
-      }
-      let operator: OperatorSpec;
-      let cacheKey: string | undefined;
-      try {
-        operator = this.intents.render(child);
-        cacheKey = this.intents.cacheKey(child);
-      } catch {
-        continue; // the pass holds the task and says why
-      }
-      if (cacheKey !== undefined && this.projection.hasCacheKey(child.id, cacheKey)) continue;
-      const token = this.newToken();
-      if (d.run)
-        going.set(d.run.runId, slots.runSlotsInUse(d.run.runId, this.projection.runs.get(d.run.runId)) + 1);
-      planned.push({
-        child,
-        runId: d.run?.runId ?? null,
-        write: {
-          streamId: instanceStream(child.key, child.logicalDate),
-          events: [intentEvent(child, 1, token, operator, cacheKey)],
-          expectedRevision: "no_stream",
-        },
-        command: runCommand(child, 1, token, operator),
-      });
+  constructor(readonly parts: SuccessCommitParts) {}
+
+  submit(report: AttemptReport): void {
+    let list = this.pending.get(report.instanceStream);
+    if (!list) {
+      list = [];
+      this.pending.set(report.instanceStream, list);
     }
-    if (planned.length === 0) return null;
-    for (const { child, runId } of planned) {
-      this.host.inflight.pending(child.id);
-      if (runId !== null) this.runSlots.reserve(runId, child.id);
+    list.push(report);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
     }
-    return {
-      writes: planned.map((p) => p.write),
-      expectedHead: this.projection.position,
-      settle: (results) => {
-        if (!results) {
-          for (const { child, runId } of planned) {
-            this.host.inflight.clear(child.id);
-            if (runId !== null) this.runSlots.release(runId, child.id, true);
-            this.host.wake(child.id);
-          }
-          return;
-        }
-        planned.forEach(({ child }, i) => {
-          const r = results[i];
-          if (r) this.host.inflight.at(child.id, r.position);
-        });
-        this.host.send(planned.map((p) => p.command));
-      },
-    };
   }
 
-  /** The cases only the pass decides: a connection's slot, a backfill, an interval that ran before. */
-  private plain(child: TaskState): boolean {
-    return (
-      !child.spec.connection &&
-      // (A backfill goes back over intervals that may have run before: the pass reads those.)
-      child.backfill === null &&
-      this.host.owns(child) &&
-      !this.host.inflight.has(child.id) &&
-      !this.projection.instances.has(instanceStream(child.key, child.logicalDate))
-    );
+  /** Whether reports for the stream wait to be written (a worker spoke; the log has not heard yet). */
+  hasPending(stream: string): boolean {
+    return this.pending.has(stream) || this.busy.has(stream);
+  }
+
+  /** Resolves when every report submitted so far has been written (or rejected). */
+  async idle(): Promise<void> {
+    if (this.pending.size === 0 && this.inFlight === 0) return;
+    await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** The projection has applied `stream` up to `revision`: drop what it now knows better. */
+  observed(stream: string, revision: bigint): void {
+    const mine = this.written.get(stream);
+    if (mine && mine.revision <= revision) this.written.delete(stream);
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const batch = this.pending;
+    this.pending = new Map();
+    for (const [stream, reports] of batch) {
+      this.inFlight += 1;
+      const previous = this.busy.get(stream) ?? Promise.resolve();
+      const run = previous
+        .then(() => this.commit(stream, reports))
+        .catch((error) => this.parts.logger.error({ err: error, stream }, "could not apply a worker report"))
+        .finally(() => {
+          if (this.busy.get(stream) === run) this.busy.delete(stream);
+          this.inFlight -= 1;
+          if (this.inFlight === 0 && this.pending.size === 0) {
+            for (const w of this.idleWaiters.splice(0)) w();
+          }
+        });
+      this.busy.set(stream, run);
+    }
+  }
+
+  /** Read, decide, append once (through the command handler), then apply and send. */
+  private async commit(stream: string, reports: readonly AttemptReport[]): Promise<void> {
+    const command = new ReportCommand(this, stream, reports.map(toInput));
+    const outcome = await handleCommand(this.parts.log, command);
+    if (outcome.kind === "conflict") throw outcome.error;
+    const d = outcome.result;
+    if (outcome.kind === "written") {
+      const first = outcome.results[0] as AppendResult;
+      if (d.after) this.written.set(stream, { ...d.after, revision: first.nextExpectedRevision });
+      if (d.children.length > 0) this.started(d.children, outcome.results.slice(2));
+    }
+    this.apply(d);
+  }
+
+  /** The children's intents are durable: in flight until the projection shows them, then to the workers. */
+  private started(children: readonly ChildStart[], results: readonly AppendResult[]): void {
+    const { inflight, outbox } = this.parts;
+    children.forEach((c, i) => {
+      const r = results[i];
+      if (r) inflight.at(c.task.id, r.position);
+    });
+    outbox.send(children.map((c) => runCommand(c.task, c.attempt, c.token, c.operator)));
+  }
+
+  /** What the reports mean for the leases and the workers that sent them. */
+  private apply(d: SuccessCommit): void {
+    const { leases, outbox } = this.parts;
+    for (const [token, until] of d.leases) leases.extend(token, until);
+    for (const token of d.ended) leases.forget(token);
+    for (const { token, answer } of d.answers)
+      if (answer === "proceed") outbox.proceed(token);
+      else outbox.stop(token, "the attempt is no longer current");
+  }
+
+  /** The newer of the projection's state and the one last written here. */
+  latest(stream: string): InstanceState | undefined {
+    const projected = this.parts.projection.instances.get(stream);
+    const mine = this.written.get(stream);
+    if (!mine) return projected;
+    if (projected && projected.revision >= mine.revision) {
+      this.written.delete(stream);
+      return projected;
+    }
+    return mine;
+  }
+
+  /**
+   * The log's head once the projection has applied everything up to it (the children are decided
+   * on everything committed so far: this process's latest commits may not have reached the
+   * projection yet), or null when it does not get there in a few turns, or nothing may start.
+   */
+  async caughtUpHead(): Promise<bigint | null> {
+    const { log, projection } = this.parts;
+    const head = await log.headPosition();
+    for (let turns = 0; projection.position < head && turns < 3; turns++)
+      await new Promise((resolve) => setImmediate(resolve));
+    if (this.parts.halted() || projection.position < head) return null;
+    return projection.position;
+  }
+
+  /** The children are in flight, with their run slots held, while the append is made. */
+  hold(children: readonly ChildStart[]): void {
+    for (const c of children) {
+      this.parts.inflight.pending(c.task.id);
+      if (c.runId !== null) this.parts.runSlots.reserve(c.runId, c.task.id);
+    }
+  }
+
+  /** The append with the children was refused: they are the pass's again. */
+  release(children: readonly ChildStart[]): void {
+    for (const c of children) {
+      this.parts.inflight.clear(c.task.id);
+      if (c.runId !== null) this.parts.runSlots.release(c.runId, c.task.id, true);
+    }
+  }
+
+  // ---- ChildStarter: what the core asks of this scheduler to start a child with a success ----
+
+  startable(child: TaskState): boolean {
+    return this.parts.ownership.owns(child) && !this.parts.inflight.has(child.id);
+  }
+
+  runSlotsTaken(runId: string, except: string): number {
+    return this.parts.runSlots.taken(runId, this.parts.projection.runs.get(runId), except);
+  }
+
+  waitsForRunSlot(workflow: string, logicalDate: string): boolean {
+    const { projection, runSlots } = this.parts;
+    return runSlots.waitsIn(logicalDate, (t) => projection.tasks.get(t)?.spec.workflow === workflow);
+  }
+
+  render(child: TaskState): ReturnType<ChildStarter["render"]> {
+    const { projection } = this.parts;
+    return { operator: renderPayload(child, projection), cacheKey: renderCacheKey(child, projection) };
+  }
+
+  newToken(): string {
+    return this.parts.newToken();
+  }
+}
+
+/** The state a batch is decided on: the attempt stream as known. */
+interface ReportState {
+  readonly instance: InstanceState | undefined;
+}
+
+/**
+ * One batch of reports for one attempt stream, as a command for the handler. Its conflict
+ * policy: children refused (the log moved on since they were decided, a child's stream is not
+ * where the projection said, a write the log does not take) are decided again at most twice
+ * when the log only moved on, else dropped (the success is written without them and the pass
+ * starts them); a task stream that moved drops the advance (the pass advances the task); a
+ * conflict on the attempt stream reads it again and decides afresh.
+ */
+class ReportCommand implements Command<ReportState, SuccessCommit> {
+  readonly maxRetries = MAX_CONFLICT_RETRIES + MAX_MOVED_RETRIES + 2;
+  private advance: boolean;
+  private withChildren: boolean;
+  private moved = 0;
+  private reread = false;
+  private state: ReportState = { instance: undefined };
+  /** The log position the children are decided at (none: no children this time). */
+  private expectedHead: bigint | undefined;
+  private decided: SuccessCommit | null = null;
+
+  constructor(
+    private readonly shell: SuccessCommits,
+    private readonly stream: string,
+    private readonly reports: readonly AttemptReportInput[],
+  ) {
+    this.advance = shell.parts.log.supportsAppendMany;
+    this.withChildren = shell.parts.log.supportsExpectedHead;
+  }
+
+  get name(): string {
+    return `report ${this.stream}`;
+  }
+
+  read(fresh: boolean): ReportState | Promise<ReportState> {
+    if (!fresh || this.reread) {
+      this.reread = false;
+      const known = fresh ? undefined : this.shell.latest(this.stream);
+      if (!known) return this.readLog();
+      this.state = { instance: known };
+    }
+    return this.withHead();
+  }
+
+  private async readLog(): Promise<ReportState> {
+    this.state = { instance: foldInstance(await this.shell.parts.log.readStream(this.stream)) };
+    return this.withHead();
+  }
+
+  /** Where a success may start children, the head they are decided at. */
+  private withHead(): ReportState | Promise<ReportState> {
+    this.expectedHead = undefined;
+    const inst = this.state.instance;
+    if (
+      !this.withChildren ||
+      !inst ||
+      !this.reports.some((r) => r.kind === "succeeded") ||
+      this.shell.parts.projection.children.count(formatTaskKey(inst.key)) === 0
+    )
+      return this.state;
+    return this.shell.caughtUpHead().then((head) => {
+      this.expectedHead = head ?? undefined;
+      return this.state;
+    });
+  }
+
+  decide(s: ReportState): Decided<SuccessCommit> {
+    const { parts } = this.shell;
+    const d = decideSuccessCommit(parts.projection, {
+      stream: this.stream,
+      instance: s.instance,
+      reports: this.reports,
+      now: parts.now(),
+      random: parts.random(),
+      advance: this.advance,
+      children: this.expectedHead === undefined ? null : this.shell,
+    });
+    this.decided = d;
+    return { writes: d.writes, result: d };
+  }
+
+  append(writes: readonly StreamWrite[]): Promise<readonly AppendResult[]> {
+    const { log } = this.shell.parts;
+    const [only] = writes;
+    if (writes.length === 1 && only)
+      return log
+        .append(only.streamId, only.events, { expectedRevision: only.expectedRevision })
+        .then((r) => [r]);
+    const children = this.decided?.children ?? [];
+    if (children.length === 0) return log.appendMany(writes);
+    this.shell.hold(children);
+    return log.appendMany(writes, { expectedHead: this.expectedHead as bigint }).catch((error: unknown) => {
+      this.shell.release(children);
+      throw error;
+    });
+  }
+
+  onConflict(error: WrongExpectedRevisionError, tries: number): "retry" | "give_up" {
+    return this.afterRefusal(error, tries);
+  }
+
+  onRefused(error: unknown, tries: number): "retry" | "throw" {
+    return this.afterRefusal(error, tries) === "retry" ? "retry" : "throw";
+  }
+
+  private afterRefusal(error: unknown, tries: number): "retry" | "give_up" {
+    const d = this.decided;
+    if (d && d.children.length > 0) {
+      if (error instanceof LogMovedError && this.moved < MAX_MOVED_RETRIES) {
+        // The log moved on after the children were decided (most often: another success in the
+        // same group commit): they are decided again on what it holds now, so that they still
+        // start in their parent's commit, before they are left to the pass.
+        this.moved += 1;
+        return "retry";
+      }
+      const conflict = error instanceof WrongExpectedRevisionError ? error : null;
+      if (!conflict || d.writes.slice(2).some((w) => w.streamId === conflict.streamId)) {
+        this.withChildren = false;
+        return "retry";
+      }
+    }
+    if (!(error instanceof WrongExpectedRevisionError) || tries > MAX_CONFLICT_RETRIES) return "give_up";
+    if (error.streamId !== this.stream) {
+      // The task moved meanwhile: write the attempt alone; the pass advances the task.
+      this.advance = false;
+      this.withChildren = false;
+      return "retry";
+    }
+    this.reread = true; // someone else wrote: read the stream again and decide afresh
+    return "retry";
+  }
+}
+
+function toInput(r: AttemptReport): AttemptReportInput {
+  switch (r.kind) {
+    case "started":
+      return {
+        kind: "started",
+        token: r.token,
+        attempt: r.attempt,
+        workerId: r.workerId,
+        pid: r.pid,
+        ...(r.outputPath ? { outputPath: r.outputPath } : {}),
+      };
+    case "heartbeat":
+      return { kind: "heartbeat", token: r.token, attempt: r.attempt, workerId: r.workerId };
+    case "succeeded":
+      return {
+        kind: "succeeded",
+        token: r.token,
+        attempt: r.attempt,
+        workerId: r.workerId,
+        durationMs: r.durationMs,
+        exitCode: r.exitCode,
+        stdoutTail: r.stdoutTail,
+        stderrTail: r.stderrTail,
+        ...(r.outputFile ? { outputFile: r.outputFile } : {}),
+      };
+    case "failed":
+      return {
+        kind: "failed",
+        token: r.token,
+        attempt: r.attempt,
+        workerId: r.workerId,
+        durationMs: r.durationMs,
+        exitCode: r.exitCode,
+        stdoutTail: r.stdoutTail,
+        stderrTail: r.stderrTail,
+        error: r.error,
+        ...(r.outputFile ? { outputFile: r.outputFile } : {}),
+      };
+    default: {
+      const never: never = r;
+      return never;
+    }
   }
 }

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { open } from "node:fs/promises";
-import type { AttemptView } from "@chronolog/core";
-import { activeInstanceOfToken, foldInstance, localOutputPath, NotFoundError } from "@chronolog/scheduler";
+import { type AttemptView, foldInstance } from "@chronolog/core";
+import { activeInstanceOfToken, localOutputPath, NotFoundError } from "@chronolog/scheduler";
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { stream } from "hono/streaming";

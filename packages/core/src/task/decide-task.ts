@@ -7,7 +7,7 @@ import { toInstant } from "../schedule/interval.js";
 import type { ConnectionSpec, WorkflowSpec } from "../spec.js";
 import { instanceStream } from "../streams.js";
 import type { TaskFailure, TaskState } from "./state.js";
-import { decideIntervalCompleted, decideIntervalFailed } from "./success-path.js";
+import { completedInterval, decideIntervalCompleted, decideIntervalFailed } from "./success-path.js";
 
 /**
  * Where a task stands and what happens next: the one decision, made here and nowhere else. The
@@ -171,10 +171,11 @@ export function decideStanding(
     const attempt = currentAttempt(inst) ?? null;
     switch (inst.status) {
       case "success":
+        // (`inst` is the current interval's, dispatched since the task moved: it completes.)
         return guarded("advance", inst.status, () => ({
           kind: "complete",
           outcome: "success",
-          event: decideIntervalCompleted(task, attempt?.attempt),
+          event: completedInterval(task, inst) as DomainEventOf<"IntervalCompleted">,
         }));
       case "skipped":
         return guarded("advance", inst.status, () => ({

@@ -1,5 +1,5 @@
 import type { DomainEventOf } from "../events/catalog.js";
-import type { InstanceState } from "../instance/state.js";
+import { currentAttempt, type InstanceState } from "../instance/state.js";
 import { advanceOnSuccess } from "../schedule/interval.js";
 import type { TaskState } from "./state.js";
 
@@ -42,6 +42,20 @@ export function decideIntervalCompleted(
       ...(attempt !== undefined ? { attempt } : {}),
     },
   };
+}
+
+/**
+ * Whether the interval succeeded, decided here and nowhere else: the completion when `inst` is a
+ * success of the task's current interval, dispatched after the task last moved (an attempt from
+ * before a backfill moved the task back is an earlier run's), else null.
+ */
+export function completedInterval(
+  task: TaskState,
+  inst: InstanceState,
+): DomainEventOf<"IntervalCompleted"> | null {
+  if (inst.status !== "success" || inst.logicalDate !== task.logicalDate || inst.dispatchedAt <= task.movedAt)
+    return null;
+  return decideIntervalCompleted(task, currentAttempt(inst)?.attempt);
 }
 
 /** An interval that ended without success stops the task there until an operator acts. */

@@ -65,6 +65,8 @@ export interface ReconciledScheduler {
   ownsInstance(inst: InstanceState): boolean;
   /** Hear of the tokens of attempts as they are handed to workers; returns how to stop. */
   onDispatched(listener: (tokens: readonly string[]) => void): () => void;
+  /** The leases its workers' reports renew, through the report decider. */
+  readonly leases: LeaseBook;
 }
 
 export interface PassResult {
@@ -87,7 +89,8 @@ export interface PassResult {
  * and looks again next pass.
  */
 export class Reconciler {
-  readonly leases = new LeaseBook();
+  /** The scheduler's leases; a loop without one keeps its own, from the workers' reports. */
+  readonly leases: LeaseBook;
   /** token -> when this process handed the attempt to a worker. */
   private readonly dispatchedAt = new Map<string, number>();
   private timer: NodeJS.Timeout | null = null;
@@ -98,20 +101,27 @@ export class Reconciler {
 
   constructor(private readonly o: ReconcilerOptions) {
     this.now = o.now ?? Date.now;
+    this.leases = o.scheduler?.leases ?? new LeaseBook();
     this.listen();
   }
 
-  /** Worker reports extend and end leases, from construction until stop (and again after start). */
+  /**
+   * Hears of the attempts handed to workers, from construction until stop (and again after
+   * start). Without a scheduler (whose report decider renews the leases), worker reports extend
+   * and end the leases here.
+   */
   private listen(): void {
     if (this.stopListening !== undefined) return;
     const reports =
-      this.o.dispatcher.onReport((r) => {
-        if (r.kind === "heartbeat" || r.kind === "started") {
-          const inst = this.o.projection.instances.get(r.instanceStream);
-          const lease = inst?.leaseSeconds ?? 30;
-          this.leases.extend(r.token, this.now() + lease * 1000);
-        } else if (r.kind === "succeeded" || r.kind === "failed") this.leases.forget(r.token);
-      }) ?? (() => {});
+      (!this.o.scheduler &&
+        this.o.dispatcher.onReport((r) => {
+          if (r.kind === "heartbeat" || r.kind === "started") {
+            const inst = this.o.projection.instances.get(r.instanceStream);
+            const lease = inst?.leaseSeconds ?? 30;
+            this.leases.extend(r.token, this.now() + lease * 1000);
+          } else if (r.kind === "succeeded" || r.kind === "failed") this.leases.forget(r.token);
+        })) ||
+      (() => {});
     const dispatches = this.o.scheduler?.onDispatched((tokens) => this.noteDispatched(tokens));
     this.stopListening = () => {
       reports();

@@ -2,13 +2,14 @@ import { createHash, type Hash } from "node:crypto";
 import { closeSync, openSync, readSync } from "node:fs";
 import {
   type AttemptView,
+  foldInstance,
   type InstanceState,
   instanceStream,
   shortInstant,
   TERMINAL_INSTANCE_STATUSES,
 } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
-import { foldInstance, instanceStreamsOf, localOutputPath, requireTask } from "@chronolog/scheduler";
+import { instanceStreamsOf, localOutputPath, requireTask } from "@chronolog/scheduler";
 import type { Command } from "commander";
 import { instantArg } from "../args.js";
 import { type DataDirOptions, dataDirOf } from "../data-dir.js";

@@ -11,6 +11,7 @@ import {
   Reconciler,
   removeSnapshotLeftovers,
   Scheduler,
+  type SchedulerObserver,
   saveSnapshot,
   schedulerOfWorker,
 } from "@chronolog/scheduler";
@@ -47,7 +48,7 @@ function exampleText(now: number): string {
  * CHRONOLOG_FAULT_ONCE=FILE it fires only while FILE does not exist (it creates it), so the
  * restarted scheduler runs normally.
  */
-function schedulerFaults(): { beforeDispatch?: () => void } {
+function schedulerFaults(): Pick<SchedulerObserver, "beforeDispatch"> {
   const fault = process.env.CHRONOLOG_SCHEDULER_FAULT;
   if (!fault) return {};
   if (fault !== "exit-after-intent") throw new Error(`unknown CHRONOLOG_SCHEDULER_FAULT "${fault}"`);
@@ -376,12 +377,14 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     projection,
     dispatcher: pool,
     logger,
-    onApplied: (e) => {
-      progress(e);
-      for (const l of appliedListeners) l(e);
+    observer: {
+      applied: (e) => {
+        progress(e);
+        for (const l of appliedListeners) l(e);
+      },
+      ...schedulerFaults(),
     },
     ...(membership ? { membership } : {}),
-    ...schedulerFaults(),
   });
   const reconciler = new Reconciler({
     log,

@@ -4,29 +4,35 @@ import { join } from "node:path";
 import {
   connectionStream,
   type DomainEvent,
-  type DomainEventOf,
+  foldInstance,
   type InstanceState,
   instanceStream,
   SchedulerProjection,
   type TaskState,
   taskStream,
 } from "@chronolog/core";
-import type { AppendResult, EventLog, StreamWrite } from "@chronolog/log";
+import type { EventLog, StreamWrite } from "@chronolog/log";
 import { openSqliteLog } from "@chronolog/log-sqlite";
-import { WorkerPool } from "@chronolog/worker";
+import { type AttemptReport, type RunCommand, WorkerPool } from "@chronolog/worker";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { RunSlots } from "../src/admission/run-slots.js";
 import { catchUp } from "../src/checkpoint.js";
 import { declare } from "../src/declare.js";
-import { type Alongside, foldInstance, ReportApplier } from "../src/reports.js";
+import type { Dispatcher } from "../src/dispatcher.js";
+import { InFlight } from "../src/inflight.js";
+import { Outbox } from "../src/outbox.js";
+import { Ownership } from "../src/ownership.js";
+import { LeaseBook } from "../src/reconcile/lease-book.js";
 import { Scheduler } from "../src/scheduler.js";
+import { SuccessCommits } from "../src/success-commit.js";
 import { LATEST, SLOT_HOUR, silent } from "./harness.js";
 
 /**
- * The report applier writes a task's success, its advance and the intents the scheduler asks
- * for alongside (the children that success lets start) in one atomic append; when one of those
- * intents cannot be written (its stream is not where the scheduler thought), the success is
- * written without them and the scheduler is told, so that its pass starts the children instead.
+ * The report shell writes a task's success, its advance and the intents of the children that
+ * success lets start (decided by the core's decideSuccessCommit) in one atomic append; when one
+ * of those intents cannot be written (its stream is not where the projection said, the log moved
+ * on, the log refuses it), the success is written without them and the pass starts them instead.
  */
 const OPERATOR = { type: "shell", command: "true" };
 
@@ -49,7 +55,7 @@ let dir: string;
 let log: EventLog;
 let projection: SchedulerProjection;
 beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), "chronolog-alongside-"));
+  dir = mkdtempSync(join(tmpdir(), "chronolog-success-commit-"));
   log = openSqliteLog({ path: join(dir, "log.db"), actor: "test" });
   projection = new SchedulerProjection();
   const task = (name: string, parents: string) =>
@@ -70,38 +76,51 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/**
- * Applies the parent's success, asking for `writes` alongside, decided at `decidedAt` (by
- * default the log's head as it is then; a list gives the position of each decision in turn);
- * returns what settle was given.
- */
-async function succeedParent(
-  writes: StreamWrite[],
-  decidedAt?: bigint | readonly (bigint | undefined)[],
-): Promise<{
-  settled: Array<readonly AppendResult[] | null>;
-  asked: Array<DomainEventOf<"IntervalCompleted">>;
-}> {
-  const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
-  const settled: Array<readonly AppendResult[] | null> = [];
-  const asked: Array<DomainEventOf<"IntervalCompleted">> = [];
+/** A dispatcher that records what the shell hands out and tells the workers. */
+function recorder() {
+  const sent: RunCommand[] = [];
+  const stopped: string[] = [];
+  const proceeded: string[] = [];
+  const dispatcher: Dispatcher = {
+    dispatch: (commands) => {
+      sent.push(...commands);
+    },
+    onReport: () => undefined,
+    query: async () => new Map(),
+    cancel: (token) => stopped.push(token),
+    proceed: (token) => proceeded.push(token),
+  };
+  return { dispatcher, sent, stopped, proceeded };
+}
+
+/** The report shell on this test's log and projection, with its parts. */
+function shell(o: { newToken?: () => string } = {}) {
   const errors: unknown[] = [];
-  const positions = Array.isArray(decidedAt) ? [...decidedAt] : [decidedAt];
-  const applier = new ReportApplier({
+  const logger = { ...silent, error: (obj: object) => errors.push(obj) };
+  const rec = recorder();
+  const ownership = new Ownership(projection, undefined);
+  const stats = { dispatched: 0 };
+  const parts = {
     log,
     projection,
+    runSlots: new RunSlots(() => {}),
+    inflight: new InFlight(),
+    leases: new LeaseBook(),
+    outbox: new Outbox(rec.dispatcher, ownership, logger, undefined, stats),
+    ownership,
+    halted: () => false,
     now: Date.now,
     random: Math.random,
-    onError: (error) => errors.push(error),
-    alongside: async (task, completed): Promise<Alongside> => {
-      expect(task.id).toBe(parent.id);
-      asked.push(completed);
-      const at = positions.length > 1 ? positions.shift() : positions[0];
-      const expectedHead = at ?? (await log.headPosition());
-      return { writes, expectedHead, settle: (results) => settled.push(results) };
-    },
-  });
-  applier.submit({
+    newToken: o.newToken ?? (() => `child-token-${Math.random().toString(36).slice(2)}`),
+    logger,
+  };
+  return { commits: new SuccessCommits(parts), parts, errors, ...rec };
+}
+
+/** The parent's attempt succeeds: its report goes through the shell, which is then idle. */
+async function succeedParent(s: ReturnType<typeof shell>): Promise<void> {
+  const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
+  s.commits.submit({
     kind: "succeeded",
     token: "parent-token-1",
     attempt: 1,
@@ -113,9 +132,32 @@ async function succeedParent(
     stdoutTail: "",
     stderrTail: "",
   });
-  await applier.idle();
-  expect(errors).toEqual([]);
-  return { settled, asked };
+  await s.commits.idle();
+  expect(s.errors).toEqual([]);
+}
+
+/** Counts the appends made with an expected head, running `meanwhile` before each of the first `times`. */
+function beforeEachHeadAppend(times: number, meanwhile: () => Promise<void>): { calls: number } {
+  const seen = { calls: 0 };
+  const appendMany = log.appendMany.bind(log);
+  log.appendMany = async (writes, options) => {
+    if (options?.expectedHead !== undefined) {
+      seen.calls += 1;
+      if (seen.calls <= times) await meanwhile();
+    }
+    return appendMany(writes, options);
+  };
+  return seen;
+}
+
+let notes = 0;
+/** Another process writes to the log (a note), and this projection sees it. */
+async function somethingElseWritten(): Promise<void> {
+  notes += 1;
+  await log.append(`note-${notes}`, [{ type: "Note", data: { text: "meanwhile" } }], {
+    expectedRevision: "no_stream",
+  });
+  await catchUp(log, projection);
 }
 
 /** The parent's success and advance were written, and nothing went to the child's stream but `there`. */
@@ -129,115 +171,129 @@ async function expectSuccessAlone(childStream: string, there: string[] = []): Pr
   expect(childEvents.map((e) => (e.data as { token: string }).token)).toEqual(there);
 }
 
-describe("a success and what is written alongside it", () => {
-  it("are one atomic append: the child's intent right after the parent's advance, same commit", async () => {
+const childStreamOf = () => {
+  const child = projection.tasks.get("p/a/child/ALL") as TaskState;
+  return instanceStream(child.key, child.logicalDate);
+};
+
+describe("a success and the children it starts", () => {
+  it("are one atomic append: the child's intent right after the parent's advance, then sent", async () => {
     const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
-    const child = projection.tasks.get("p/a/child/ALL") as TaskState;
-    const childStream = instanceStream(child.key, child.logicalDate);
-    const { settled, asked } = await succeedParent([
-      { streamId: childStream, events: [intent(child, "child-token-1")], expectedRevision: "no_stream" },
-    ]);
-    expect(asked.map((e) => e.data.logicalDate)).toEqual([parent.logicalDate]);
-    expect(settled).toHaveLength(1);
-    const [results] = settled;
-    expect(results).toHaveLength(1);
+    const s = shell();
+    await succeedParent(s);
     const [succeeded] = (await log.readStream(instanceStream(parent.key, parent.logicalDate))).slice(-1);
     const [advanced] = await log.readStream(taskStream(parent.key), { fromRevision: parent.revision + 1n });
-    const [intended] = await log.readStream(childStream);
+    const [intended] = await log.readStream(childStreamOf());
     expect(succeeded?.type).toBe("AttemptSucceeded");
     expect(advanced?.type).toBe("IntervalCompleted");
     expect(intended?.type).toBe("DispatchIntended");
-    expect(results?.[0]?.position).toBe(intended?.position);
     expect([succeeded?.position, advanced?.position, intended?.position]).toEqual([
       (succeeded?.position ?? 0n) + 0n,
       (succeeded?.position ?? 0n) + 1n,
       (succeeded?.position ?? 0n) + 2n,
     ]);
     expect(new Set([succeeded, advanced, intended].map((e) => e?.metadata.recordedAt)).size).toBe(1);
+    // Sent once durable, with the token of its intent; in flight until the projection shows it.
+    expect(s.sent.map((c) => c.token)).toEqual([(intended?.data as { token?: string } | undefined)?.token]);
+    expect(s.parts.inflight.settled("p/a/child/ALL", (intended?.position ?? 0n) - 1n)).toBe(false);
   });
 
-  it("when an intent's stream already exists, the success is written without it and the scheduler is told", async () => {
+  it("when the child's stream already exists, the success is written without it and nothing is sent", async () => {
     const child = projection.tasks.get("p/a/child/ALL") as TaskState;
-    const childStream = instanceStream(child.key, child.logicalDate);
     // Someone else started the child meanwhile (this projection has not seen it).
-    await log.append(childStream, [intent(child, "elsewhere-token")], { expectedRevision: "no_stream" });
-    const { settled } = await succeedParent([
-      { streamId: childStream, events: [intent(child, "child-token-1")], expectedRevision: "no_stream" },
-    ]);
-    expect(settled).toEqual([null]);
-    // The parent's success and advance are written all the same; the child's stream is untouched.
-    await expectSuccessAlone(childStream, ["elsewhere-token"]);
-  });
-
-  it("when the log moved on since the children were decided, the success is written without them", async () => {
-    const child = projection.tasks.get("p/a/child/ALL") as TaskState;
-    const childStream = instanceStream(child.key, child.logicalDate);
-    const decidedAt = projection.position;
-    // Written after the children were decided (a pause of the child, from another process).
-    await log.append(taskStream(child.key), [{ type: "TaskPaused", data: { key: child.key } }], {
-      expectedRevision: child.revision,
-    });
-    const { settled, asked } = await succeedParent(
-      [{ streamId: childStream, events: [intent(child, "child-token-1")], expectedRevision: "no_stream" }],
-      decidedAt,
-    );
-    // Decided again twice (here on the same old position each time), then left to the pass.
-    expect(asked).toHaveLength(3);
-    expect(settled).toEqual([null, null, null]);
-    await expectSuccessAlone(childStream);
+    await log.append(childStreamOf(), [intent(child, "elsewhere-token")], { expectedRevision: "no_stream" });
+    const s = shell();
+    await succeedParent(s);
+    await expectSuccessAlone(childStreamOf(), ["elsewhere-token"]);
+    expect(s.sent).toEqual([]);
+    // The child is the pass's again.
+    expect(s.parts.inflight.has(child.id)).toBe(false);
   });
 
   it("when the log moved on since the children were decided, they are decided again and go with it", async () => {
-    const child = projection.tasks.get("p/a/child/ALL") as TaskState;
-    const childStream = instanceStream(child.key, child.logicalDate);
-    const decidedAt = projection.position;
-    // Written after the first decision: another success of the same group commit, say.
-    await log.append("note-meanwhile", [{ type: "Note", data: { text: "meanwhile" } }], {
-      expectedRevision: "no_stream",
-    });
-    const { settled, asked } = await succeedParent(
-      [{ streamId: childStream, events: [intent(child, "child-token-1")], expectedRevision: "no_stream" }],
-      [decidedAt, undefined],
-    );
-    expect(asked).toHaveLength(2);
-    expect(settled).toHaveLength(2);
-    expect(settled[0]).toBeNull();
-    expect(settled[1]).toHaveLength(1);
-    // The child's intent is in the commit of its parent's success.
+    const seen = beforeEachHeadAppend(1, somethingElseWritten);
+    const s = shell();
+    await succeedParent(s);
+    expect(seen.calls).toBe(2);
     const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
     const [ended] = (await log.readStream(instanceStream(parent.key, parent.logicalDate))).slice(-1);
-    const [intended] = await log.readStream(childStream);
+    const [intended] = await log.readStream(childStreamOf());
     expect(ended?.type).toBe("AttemptSucceeded");
     expect(intended?.type).toBe("DispatchIntended");
     expect(intended?.metadata.recordedAt).toBe(ended?.metadata.recordedAt);
+    expect(s.sent).toHaveLength(1);
   });
 
-  it("when the log refuses what goes alongside, the success is written without it and the scheduler is told", async () => {
-    const child = projection.tasks.get("p/a/child/ALL") as TaskState;
-    const childStream = instanceStream(child.key, child.logicalDate);
+  it("when the log keeps moving on, the children are decided three times, then left to the pass", async () => {
+    const seen = beforeEachHeadAppend(Number.POSITIVE_INFINITY, somethingElseWritten);
+    const s = shell();
+    await succeedParent(s);
+    expect(seen.calls).toBe(3);
+    await expectSuccessAlone(childStreamOf());
+    expect(s.sent).toEqual([]);
+  });
+
+  it("when the log refuses what goes with the success, the success is written without it", async () => {
     // An intent the log does not take (its token is too short): the whole append is refused.
-    const { settled } = await succeedParent([
-      { streamId: childStream, events: [intent(child, "short")], expectedRevision: "no_stream" },
-    ]);
-    expect(settled).toEqual([null]);
-    await expectSuccessAlone(childStream);
+    const s = shell({ newToken: () => "short" });
+    await succeedParent(s);
+    await expectSuccessAlone(childStreamOf());
+    expect(s.sent).toEqual([]);
   });
 
   it("when the parent's task moved meanwhile, the attempt is written alone, with nothing alongside", async () => {
     const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
-    const child = projection.tasks.get("p/a/child/ALL") as TaskState;
     // The task stream moves on behind this projection's back (a pause, here).
     await log.append(taskStream(parent.key), [{ type: "TaskPaused", data: { key: parent.key } }], {
       expectedRevision: parent.revision,
     });
-    const childStream = instanceStream(child.key, child.logicalDate);
-    const { settled } = await succeedParent([
-      { streamId: childStream, events: [intent(child, "child-token-1")], expectedRevision: "no_stream" },
-    ]);
-    expect(settled).toEqual([null]);
+    const s = shell();
+    await succeedParent(s);
     const parentEvents = await log.readStream(instanceStream(parent.key, parent.logicalDate));
     expect(parentEvents.map((e) => e.type)).toEqual(["DispatchIntended", "AttemptSucceeded"]);
-    expect(await log.readStream(childStream)).toEqual([]);
+    expect(await log.readStream(taskStream(parent.key), { fromRevision: parent.revision + 2n })).toEqual([]);
+    expect(await log.readStream(childStreamOf())).toEqual([]);
+  });
+});
+
+describe("heartbeats", () => {
+  const heartbeat = (token: string): AttemptReport => {
+    const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
+    return {
+      kind: "heartbeat",
+      token,
+      attempt: 1,
+      instanceStream: instanceStream(parent.key, parent.logicalDate),
+      workerId: "w1",
+      at: new Date().toISOString(),
+    };
+  };
+
+  it("renew the lease of the running attempt through the report decider, writing nothing", async () => {
+    const s = shell();
+    const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
+    const stream = instanceStream(parent.key, parent.logicalDate);
+    s.commits.submit({ ...heartbeat("parent-token-1"), kind: "started", pid: 1 });
+    await s.commits.idle();
+    await catchUp(log, projection);
+    const before = await log.headPosition();
+    const from = Date.now();
+    s.commits.submit(heartbeat("parent-token-1"));
+    await s.commits.idle();
+    expect(await log.headPosition()).toBe(before);
+    expect(s.parts.leases.peek("parent-token-1")).toBeGreaterThanOrEqual(from + 30_000);
+    expect((await log.readStream(stream)).map((e) => e.type)).toEqual(["DispatchIntended", "AttemptStarted"]);
+  });
+
+  it("of an attempt that is not current are recorded as rejected, and the worker told to stop", async () => {
+    const s = shell();
+    const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
+    s.commits.submit(heartbeat("stale-token-9"));
+    await s.commits.idle();
+    const events = await log.readStream(instanceStream(parent.key, parent.logicalDate));
+    expect(events.map((e) => e.type)).toEqual(["DispatchIntended", "CompletionRejected"]);
+    expect(s.stopped).toEqual(["stale-token-9"]);
+    expect(s.parts.leases.peek("stale-token-9")).toBeUndefined();
   });
 });
 
