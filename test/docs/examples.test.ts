@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, it } from "vitest";
 import { Leftovers, tempDataDir } from "../support/cli.js";
 import { codeBlocks, docPages, ROOT, readPage } from "./markdown.js";
 import { SHELL_LANGS, shellCommands } from "./shell-commands.js";
@@ -74,7 +74,7 @@ describe("the shell examples of the README and docs/", () => {
     }
     const runnable = blocks.filter((b) => b.notRun === undefined);
     if (runnable.length === 0) continue;
-    it.concurrent(`${page}: ${runnable.length} blocks run`, { timeout: 120_000 }, async () => {
+    it.concurrent(`${page}: ${runnable.length} blocks run`, { timeout: 120_000 }, async ({ expect }) => {
       const dir = tempDataDir("docs");
       left.dirs.push(dir);
       // The examples name the example declarations as a reader at the checkout's root would.
