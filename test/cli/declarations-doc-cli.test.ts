@@ -4,19 +4,19 @@ import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { chronolog, Leftovers, tempDataDir } from "../support/cli.js";
 
-/** The README's example declaration is one `chronolog declare` takes as it is. */
+/** The example declaration of docs/declarations.md is one `chronolog declare` takes as it is. */
 const left = new Leftovers();
 afterAll(() => left.clear());
 
-describe("the README's example declaration", () => {
+describe("the example declaration of docs/declarations.md", () => {
   it("declares as written", () => {
-    const readme = readFileSync(fileURLToPath(new URL("../../README.md", import.meta.url)), "utf8");
-    const section = readme.slice(readme.indexOf("### Declarations"));
+    const page = readFileSync(fileURLToPath(new URL("../../docs/declarations.md", import.meta.url)), "utf8");
+    const section = page.slice(page.indexOf("## A declaration file"));
     const yaml = /```yaml\n([\s\S]*?)```/.exec(section)?.[1];
-    expect(yaml, "a yaml block under ### Declarations").toBeDefined();
-    const dir = tempDataDir("readme");
+    expect(yaml, "a yaml block under ## A declaration file").toBeDefined();
+    const dir = tempDataDir("docs");
     left.dirs.push(dir);
-    const file = join(dir, "readme.yaml");
+    const file = join(dir, "declaration.yaml");
     writeFileSync(file, yaml as string);
     const r = chronolog(dir, ["declare", "--check", file]);
     expect(r.stderr).toContain("check: nothing written");
