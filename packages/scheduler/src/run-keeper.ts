@@ -203,14 +203,14 @@ export class RunKeeper {
     stream: string,
     events: DomainEvent[],
     expected: bigint | "no_stream",
-    alongside: readonly StreamWrite[] = [],
+    alerts: readonly StreamWrite[] = [],
   ): Promise<void> {
     try {
       const outcome = await handleCommand(this.log, {
         name: `run decision on ${stream}`,
         read: () => null,
         decide: () => ({
-          writes: [{ streamId: stream, events, expectedRevision: expected }, ...alongside],
+          writes: [{ streamId: stream, events, expectedRevision: expected }, ...alerts],
           result: null,
         }),
       });

@@ -1,12 +1,8 @@
 import {
-  admitTask,
   type DomainEvent,
   decideStanding,
   formatTaskKey,
-  type Hold,
   type InstanceState,
-  instanceStream,
-  type RunAdmission,
   type SchedulerProjection,
   type TaskDecision,
   type TaskState,
@@ -20,15 +16,15 @@ import {
   type StreamWrite,
   type Subscription,
 } from "@chronolog/log";
-import type { RunCommand } from "@chronolog/worker";
+import { Admissions, type Free } from "./admission/admissions.js";
 import { ConnectionSlots } from "./admission/connection-slots.js";
-import { PassSlots } from "./admission/pass-slots.js";
 import { RunSlots } from "./admission/run-slots.js";
+import { Agenda } from "./agenda.js";
 import { alertWrites } from "./alerts.js";
 import { handleCommand } from "./command.js";
 import type { Dispatcher } from "./dispatcher.js";
 import { InFlight } from "./inflight.js";
-import { IntentCommand, type IntentOutcome, IntentWriter } from "./intent-writer.js";
+import { IntentWriter } from "./intent-writer.js";
 import type { Membership } from "./membership.js";
 import { Outbox } from "./outbox.js";
 import { Ownership } from "./ownership.js";
@@ -36,9 +32,7 @@ import { LeaseBook } from "./reconcile/lease-book.js";
 import type { ReconciledScheduler } from "./reconcile/reconciler.js";
 import { RunKeeper } from "./run-keeper.js";
 import type { SchedulerLogger, SchedulerObserver } from "./scheduler-types.js";
-import { setIn } from "./sets.js";
 import { SuccessCommits } from "./success-commit.js";
-import { TimerQueue } from "./timer-queue.js";
 
 export type { SchedulerLogger, SchedulerObserver } from "./scheduler-types.js";
 
@@ -61,38 +55,21 @@ const STUCK_RECHECK_MS = 60_000;
 /** Most tasks that share no limit one pass decides (see takeDirty). */
 const PASS_TASKS = 1000;
 
-/** A task the pass found free to start, before the limits are applied. */
-interface Free {
-  readonly task: TaskState;
-  /** Its standing: ready, with the instance in memory when this is a retry. */
-  readonly standing: TaskDecision & { readonly kind: "ready" };
-}
-
-/** A task admitted to its limits, about to have its intent written. */
-interface Admitted {
-  readonly task: TaskState;
-  /** The instance in memory, when this is a retry. */
-  readonly retry: InstanceState | null;
-  readonly run: RunAdmission | null;
-  /** The connection stream's revision its slot was counted at: the take's compare-and-set. */
-  readonly countedAt: bigint | undefined;
-}
-
 /**
- * The scheduler: follows the log into the projection, keeps the sets of tasks to look at again
- * (dirty ones, and those waiting on a connection or a run), and on each pass acts on the core's
- * `decideTask` for each: writes the event a decision carries, or admits the tasks free to start
- * to their limits (in the order free slots are given out), writes their intents durably and
- * hands them to the workers. The rooms it wires together: ConnectionSlots and RunSlots (the
- * limits), IntentWriter (render, intent, slot take), SuccessCommits (a worker's reports: a
- * success with the children it starts, in one append), RunKeeper (runs), and the Outbox (the
- * one way out to the workers).
+ * The scheduler: follows the log into the projection and, on each pass over the tasks its
+ * Agenda names (dirty, woken by a limit or a timer), acts on the core's `decideStanding` for
+ * each: writes the event a decision carries, sets a timer, or hands the tasks free to start to
+ * Admissions (limits in the order free slots are given out, intents, dispatch). The rooms it
+ * wires together: ConnectionSlots and RunSlots (the limits), IntentWriter (render, intent, slot
+ * take), SuccessCommits (a worker's reports; a success with the children it starts, in one
+ * append), RunKeeper (runs), Ownership (shards) and the Outbox (the one way out to the workers).
  */
 export class Scheduler implements ReconciledScheduler {
   private readonly log: EventLog;
   private readonly projection: SchedulerProjection;
   private readonly now: () => number;
-  private readonly timers: TimerQueue;
+  private readonly agenda: Agenda;
+  private readonly admissions: Admissions;
   private readonly commits: SuccessCommits;
   private readonly connections: ConnectionSlots;
   private readonly runSlots: RunSlots;
@@ -105,13 +82,10 @@ export class Scheduler implements ReconciledScheduler {
   readonly leases = new LeaseBook();
   private subscription: Subscription | null = null;
   private unsubscribeMembership: (() => void) | null = null;
-  private readonly dirty = new Set<string>();
   /** Tasks whose schedule could not be computed, with the cause last logged for each. */
   private readonly stuck = new Map<string, string>();
   /** Runs changed since the last pass. */
   private readonly runsDirty = new Set<string>();
-  /** key (a connection, `run:<run id>` or `run:<workflow>`) -> tasks to look at again when it wakes. */
-  private readonly waiting = new Map<string, Set<string>>();
   private passScheduled = false;
   private stopped = false;
   /** The membership's fence, as this scheduler last acted on it (see ownershipChanged). */
@@ -120,20 +94,8 @@ export class Scheduler implements ReconciledScheduler {
   private draining = false;
   /** Stops hearing the dispatcher's reports (see stop). */
   private readonly stopListening: (() => void) | undefined;
-  /** Tasks whose payload did not render, for which interval and declaration (they are held). */
-  private readonly renderFailures = new Map<
-    string,
-    { logicalDate: string; revision: bigint; message: string }
-  >();
   private readonly decideOptions = {
-    renderProblem: (task: TaskState): string | undefined => {
-      if (this.renderFailures.size === 0) return undefined;
-      const f = this.renderFailures.get(task.id);
-      if (!f) return undefined;
-      if (f.logicalDate === task.logicalDate && f.revision === task.revision) return f.message;
-      this.renderFailures.delete(task.id);
-      return undefined;
-    },
+    renderProblem: (task: TaskState): string | undefined => this.admissions.renderProblem(task),
   };
   /** Counters for benchmarks and `chronolog up`'s status line. */
   readonly stats = { dispatched: 0, completed: 0, failed: 0, passes: 0, conflicts: 0 };
@@ -144,22 +106,33 @@ export class Scheduler implements ReconciledScheduler {
     this.now = o.now ?? Date.now;
     const random = o.random ?? Math.random;
     const newToken = o.newToken ?? randomId;
-    this.timers = new TimerQueue((keys) => {
-      for (const k of keys) this.dirty.add(k);
-      this.schedulePass();
-    }, this.now);
+    this.agenda = new Agenda(this.now, () => this.schedulePass());
     this.ownership = new Ownership(o.projection, o.membership);
     this.outbox = new Outbox(o.dispatcher, this.ownership, o.logger, o.observer, this.stats);
-    this.connections = new ConnectionSlots(o.log, (conn) => this.wakeWaiters(conn));
-    this.runSlots = new RunSlots((runId) => this.wakeWaiters(`run:${runId}`));
+    this.connections = new ConnectionSlots(o.log, (conn) => this.agenda.wakeWaiters(conn));
+    this.runSlots = new RunSlots((runId) => this.agenda.wakeWaiters(`run:${runId}`));
     this.intents = new IntentWriter(o.log, o.projection, this.connections, newToken);
     this.runs = new RunKeeper(o.log, o.projection, o.dispatcher, this.runSlots, {
       owns: (t) => this.owns(t),
-      wakeWaiters: (key) => this.wakeWaiters(key),
+      wakeWaiters: (key) => this.agenda.wakeWaiters(key),
       conflict: () => {
         this.stats.conflicts += 1;
       },
       error: (err, context, msg) => o.logger.error({ err, ...context }, msg),
+    });
+    this.admissions = new Admissions({
+      log: o.log,
+      projection: o.projection,
+      connections: this.connections,
+      runSlots: this.runSlots,
+      intents: this.intents,
+      runs: this.runs,
+      inflight: this.inflight,
+      agenda: this.agenda,
+      outbox: this.outbox,
+      stats: this.stats,
+      logger: o.logger,
+      now: this.now,
     });
     this.commits = new SuccessCommits({
       log: o.log,
@@ -187,7 +160,7 @@ export class Scheduler implements ReconciledScheduler {
     this.fenced = this.o.membership?.fenced?.() ?? false;
     this.unsubscribeMembership = this.o.membership?.onChange(() => this.ownershipChanged()) ?? null;
     for (const inst of this.projection.instances.values()) this.connections.track(inst);
-    for (const id of this.projection.tasks.keys()) this.dirty.add(id);
+    for (const id of this.projection.tasks.keys()) this.agenda.dirty.add(id);
     for (const [id, r] of this.projection.runs) if (r.status === "running") this.runsDirty.add(id);
     this.subscription = this.log.subscribe((e) => this.onEvent(e), {
       fromPosition: this.projection.position + 1n,
@@ -214,7 +187,7 @@ export class Scheduler implements ReconciledScheduler {
     this.unsubscribeMembership?.();
     // A dispatcher outlives its scheduler (one pool serves the next one): stop hearing its reports.
     this.stopListening?.();
-    this.timers.stop();
+    this.agenda.stop();
     await this.commits.idle();
     await this.subscription?.close();
   }
@@ -254,7 +227,7 @@ export class Scheduler implements ReconciledScheduler {
           if (!this.inflight.has(child)) this.markDirty(child);
       }
     }
-    if (touched.connection) this.wakeWaiters(touched.connection);
+    if (touched.connection) this.agenda.wakeWaiters(touched.connection);
     if (touched.run) {
       this.runsDirty.add(touched.run);
       if (e.type === "RunStarted") this.runSlots.runStarted(touched.run);
@@ -301,7 +274,7 @@ export class Scheduler implements ReconciledScheduler {
       } else
         this.o.logger.info({ scheduler: m.id }, "fence lifted: the scheduler group membership is renewed");
     }
-    for (const id of this.projection.tasks.keys()) this.dirty.add(id);
+    for (const id of this.projection.tasks.keys()) this.agenda.dirty.add(id);
     for (const [id, r] of this.projection.runs) if (r.status === "running") this.runsDirty.add(id);
     this.schedulePass();
   }
@@ -342,20 +315,7 @@ export class Scheduler implements ReconciledScheduler {
   }
 
   private markDirty(id: string): void {
-    this.dirty.add(id);
-    this.schedulePass();
-  }
-
-  /** The task is looked at again when `key` (a connection, or `run:` a run or workflow) wakes. */
-  private waitOn(key: string, taskId: string): void {
-    setIn(this.waiting, key).add(taskId);
-  }
-
-  private wakeWaiters(key: string): void {
-    const w = this.waiting.get(key);
-    if (!w || w.size === 0) return;
-    this.waiting.delete(key);
-    for (const id of w) this.markDirty(id);
+    this.agenda.wake(id);
   }
 
   private schedulePass(): void {
@@ -376,7 +336,7 @@ export class Scheduler implements ReconciledScheduler {
       this.runsDirty.clear();
       await Promise.all(runs.map((r) => this.runs.evaluate(r)));
     }
-    if (this.dirty.size === 0) return;
+    if (this.agenda.dirty.size === 0) return;
     this.stats.passes += 1;
     const ids = this.takeDirty();
     const now = this.now();
@@ -393,10 +353,10 @@ export class Scheduler implements ReconciledScheduler {
       } catch (error) {
         // A bug in one task's decision must not stop the pass for the others.
         this.o.logger.error({ err: error, task: task.id }, "could not decide for the task");
-        this.timers.wakeAt(task.id, this.now() + STUCK_RECHECK_MS);
+        this.agenda.wakeAt(task.id, this.now() + STUCK_RECHECK_MS);
       }
     }
-    if (free.length > 0) writes.push(this.dispatchAll(free));
+    if (free.length > 0) writes.push(this.admissions.dispatchAll(free));
     await Promise.all(writes);
   }
 
@@ -409,14 +369,14 @@ export class Scheduler implements ReconciledScheduler {
    * together, so that its free slots still go to the oldest interval first.
    */
   private takeDirty(): string[] {
-    if (this.dirty.size <= PASS_TASKS) {
-      const all = [...this.dirty];
-      this.dirty.clear();
+    if (this.agenda.dirty.size <= PASS_TASKS) {
+      const all = [...this.agenda.dirty];
+      this.agenda.dirty.clear();
       return all;
     }
     const ids: string[] = [];
     let free = 0;
-    for (const id of this.dirty) {
+    for (const id of this.agenda.dirty) {
       const spec = this.projection.tasks.get(id)?.spec;
       if (spec?.connection === undefined && spec?.workflow === undefined) {
         if (free === PASS_TASKS) continue;
@@ -424,8 +384,8 @@ export class Scheduler implements ReconciledScheduler {
       }
       ids.push(id);
     }
-    for (const id of ids) this.dirty.delete(id);
-    if (this.dirty.size > 0) this.schedulePass();
+    for (const id of ids) this.agenda.dirty.delete(id);
+    if (this.agenda.dirty.size > 0) this.schedulePass();
     return ids;
   }
 
@@ -439,7 +399,7 @@ export class Scheduler implements ReconciledScheduler {
         return;
       case "retry_at":
       case "not_due":
-        this.timers.wakeAt(task.id, Date.parse(d.at));
+        this.agenda.wakeAt(task.id, Date.parse(d.at));
         return;
       case "stuck":
         // Said once per cause; looked at again in a while (a new declaration wakes it at once).
@@ -450,7 +410,7 @@ export class Scheduler implements ReconciledScheduler {
             "task cannot move on: its schedule could not be computed",
           );
         }
-        this.timers.wakeAt(task.id, this.now() + STUCK_RECHECK_MS);
+        this.agenda.wakeAt(task.id, this.now() + STUCK_RECHECK_MS);
         return;
       case "ready":
         free.push({ task, standing: d });
@@ -510,174 +470,7 @@ export class Scheduler implements ReconciledScheduler {
     } catch (error) {
       this.inflight.clear(task.id);
       this.o.logger.error({ err: error, task: task.id }, "could not write to the task stream");
-      this.timers.wakeAt(task.id, this.now() + 1000); // try again
+      this.agenda.wakeAt(task.id, this.now() + 1000); // try again
     }
   }
-
-  // ---- limits, intents, dispatch ---------------------------------------------------------------
-
-  /**
-   * Admits the free tasks to their limits with the core's `admitTask`, one after another on the
-   * slots the ones before left: the oldest interval first and, within one, the task that has
-   * waited longest for a slot. Starts the runs they start, then writes their intents.
-   */
-  private async dispatchAll(free: Free[]): Promise<void> {
-    const slots = new PassSlots(this.projection, this.connections, this.runSlots);
-    const admitted: Admitted[] = [];
-    for (const c of this.inOrder(free)) {
-      const d = admitTask(this.projection, c.task, c.standing, slots);
-      if (d.kind === "held") {
-        this.hold(c.task, d.hold);
-        continue;
-      }
-      if (d.kind !== "ready") continue;
-      if (d.run) this.runSlots.stopWaiting(c.task.id);
-      const conn = c.task.spec.connection;
-      const countedAt = conn ? this.projection.connectionRevisions.get(conn) : undefined;
-      // In flight from its admission: a pass that overlaps this one does not admit it again.
-      this.inflight.pending(c.task.id);
-      slots.take(c.task, d.run);
-      admitted.push({ task: c.task, retry: d.retry, run: d.run, countedAt });
-    }
-    const started = slots.toStart.size > 0 ? await this.runs.start(slots.toStart) : new Set<string>();
-    const going = admitted.filter((c) => {
-      if (!c.run || started.has(c.run.runId) || this.projection.runs.get(c.run.runId)?.status === "running")
-        return true;
-      // Its run could not be started (the error is logged): give its slots back, try again later.
-      slots.giveBack(c.task, c.run);
-      this.inflight.clear(c.task.id);
-      this.timers.wakeAt(c.task.id, this.now() + 1000);
-      return false;
-    });
-    const commands = await Promise.all(going.map((c) => this.dispatchOne(c)));
-    this.send(commands.filter((c): c is RunCommand => c !== null));
-  }
-
-  private inOrder(free: Free[]): Free[] {
-    if (free.length < 2 || (!this.runSlots.anyWaiting && !free.some((c) => c.task.spec.connection)))
-      return free;
-    return free
-      .map((c, i) => ({ c, i, since: this.runSlots.waitingSince(c.task.id, c.task.logicalDate) }))
-      .sort(
-        (a, b) =>
-          cmp(a.c.task.logicalDate, b.c.task.logicalDate) ||
-          a.since - b.since ||
-          cmp(a.c.task.id, b.c.task.id) ||
-          a.i - b.i,
-      )
-      .map((x) => x.c);
-  }
-
-  /** A task held by a limit waits for it to free a slot. */
-  private hold(task: TaskState, h: Hold): void {
-    switch (h.on) {
-      case "connection":
-      case "connection_undeclared":
-        // (An undeclared connection's declaration, perhaps later in the same file, wakes it.)
-        this.waitOn(h.connection, task.id);
-        // It had a slot in its run: it no longer waits for one.
-        this.runSlots.stopWaiting(task.id);
-        return;
-      case "run_slots":
-        this.waitOn(`run:${h.runId}`, task.id);
-        this.runSlots.wait(task.id, task.logicalDate);
-        return;
-      case "active_runs":
-        this.waitOn(`run:${h.workflow}`, task.id);
-        return;
-      case "run_failed_fast":
-      case "earlier_attempt":
-      case "render_failed":
-        return;
-      default:
-        unreachable(h);
-    }
-  }
-
-  /** Writes one admitted task's intent (durably); returns the command to send, or null. */
-  private async dispatchOne(c: Admitted): Promise<RunCommand | null> {
-    const { task } = c;
-    const conn = task.spec.connection;
-    // (In flight since its admission.) The reservation becomes load when the projection applies the intent (and is freed again
-    // with the cache hit that comes with it): released once, there.
-    let written = false;
-    let dispatched = false;
-    let waitsForSlot = false;
-    try {
-      // (The handler is awaited here, not inside the intent writer: one promise less per intent.)
-      const command = this.intents.prepare(task, c.retry, c.countedAt);
-      let o: IntentOutcome;
-      if (!(command instanceof IntentCommand)) o = command;
-      else {
-        try {
-          o = this.intents.outcome(command, await handleCommand(this.log, command));
-        } catch (error) {
-          o = this.intents.outcome(command, { error });
-        }
-      }
-      switch (o.kind) {
-        case "dispatch":
-          this.inflight.at(task.id, o.position);
-          written = true;
-          dispatched = true;
-          return o.command;
-        case "cache_hit":
-          this.inflight.at(task.id, o.position);
-          written = true;
-          return null;
-        case "render_failed":
-          // Held until its declaration changes (decideTask says so, with the message).
-          this.inflight.clear(task.id);
-          this.renderFailures.set(task.id, {
-            logicalDate: task.logicalDate,
-            revision: task.revision,
-            message: o.error.message,
-          });
-          this.o.logger.error({ task: task.id, err: o.error }, "payload render failed; the task is held");
-          return null;
-        case "look_again":
-          // Decided elsewhere: decide again once this scheduler has seen as far as the log it read.
-          this.inflight.at(task.id, o.until);
-          this.timers.wakeAt(task.id, this.now() + 1);
-          return null;
-        case "slot_conflict":
-          this.inflight.clear(task.id);
-          this.stats.conflicts += 1;
-          if (o.seenAfter && conn) {
-            this.waitOn(conn, task.id);
-            waitsForSlot = true;
-          } else this.markDirty(task.id);
-          return null;
-        case "in_flight":
-        case "conflict":
-          this.inflight.clear(task.id);
-          this.stats.conflicts += 1;
-          this.markDirty(task.id);
-          return null;
-        default:
-          return unreachable(o);
-      }
-    } catch (error) {
-      this.inflight.clear(task.id);
-      this.o.logger.error({ err: error, task: task.id }, "could not write the dispatch intent");
-      this.timers.wakeAt(task.id, this.now() + 1000); // try again
-      return null;
-    } finally {
-      // (Not waking the connection's waiters when this task just joined them to wait for a take.)
-      if (conn && !written)
-        this.connections.release(conn, instanceStream(task.key, task.logicalDate), !waitsForSlot);
-      // An intent not written (or a cache hit, done at once) gives its run slot back now; one
-      // written gives it back when the projection shows it, as queued.
-      if (c.run && !dispatched) this.runSlots.release(c.run.runId, task.id, true);
-    }
-  }
-
-  /** Hands attempts whose intents are durable to the workers (see Outbox). */
-  send(commands: readonly RunCommand[]): void {
-    this.outbox.send(commands);
-  }
-}
-
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -241,7 +241,7 @@ describe("a success and the children it starts", () => {
     expect(s.sent).toEqual([]);
   });
 
-  it("when the parent's task moved meanwhile, the attempt is written alone, with nothing alongside", async () => {
+  it("when the parent's task moved meanwhile, the attempt is written alone, with no child", async () => {
     const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
     // The task stream moves on behind this projection's back (a pause, here).
     await log.append(taskStream(parent.key), [{ type: "TaskPaused", data: { key: parent.key } }], {

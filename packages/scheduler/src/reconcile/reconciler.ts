@@ -396,13 +396,13 @@ export class Reconciler {
     inst: InstanceState,
     events: DomainEvent[],
     check: string,
-    alongside: readonly StreamWrite[] = [],
+    alerts: readonly StreamWrite[] = [],
   ): Promise<boolean> {
     const outcome = await handleCommand(this.o.log, {
       name: `${check} on ${inst.stream}`,
       read: () => inst,
       decide: (i) => ({
-        writes: [{ streamId: i.stream, events, expectedRevision: i.revision }, ...alongside],
+        writes: [{ streamId: i.stream, events, expectedRevision: i.revision }, ...alerts],
         result: null,
       }),
     });
