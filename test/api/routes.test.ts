@@ -93,6 +93,9 @@ const ROUTES = [
   "GET /api/v1/log/head",
   "POST /api/v1/log/verify",
   "GET /api/v1/events",
+  "GET /ui/whoami",
+  "GET /ui/grid",
+  "GET /ui/graph",
 ].sort();
 
 const left = new Leftovers();

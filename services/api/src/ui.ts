@@ -13,11 +13,21 @@ import {
 } from "@chronolog/core";
 import type { EventLog, RecordedEvent } from "@chronolog/log";
 import { renderProblem, type TaskRow, taskRow } from "@chronolog/scheduler";
-import type { OpenAPIHono } from "@hono/zod-openapi";
+import { createRoute, type OpenAPIHono, type z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Caller, Need } from "./auth.js";
 import { HttpProblem } from "./problem.js";
+import { problemResponses } from "./schemas.js";
 import type { ApiState } from "./state.js";
+import {
+  type GridCellState,
+  UiGraph,
+  type UiGraphNode,
+  UiGraphQuery,
+  UiGrid,
+  UiGridQuery,
+  UiWhoami,
+} from "./ui-schemas.js";
 
 /** How many of a task's most recent logical dates the grid shows. */
 export const GRID_DATES = 8;
@@ -80,7 +90,7 @@ export class RecentInstances {
 }
 
 /** A grid cell's state: an instance's status, or, for the interval not dispatched yet, its condition. */
-function currentCellState(row: TaskRow): string {
+function currentCellState(row: TaskRow): GridCellState {
   switch (row.condition) {
     case "not_due":
     case "blocked":
@@ -157,135 +167,181 @@ export function uiRoutes(app: OpenAPIHono, o: UiRouteOptions): void {
     return h;
   };
 
-  app.get("/ui/whoami", async (c) => {
-    const caller = await o.who(c, "read");
-    const t = caller.token;
-    return c.json({
-      name: t?.name ?? null,
-      scope: t?.scope ?? null,
-      projects: t?.projects ?? [],
-      actor: caller.actor,
-      position: String(state.head.position),
-      // What a browser's EventSource listens for: it hears named events only by name.
-      eventTypes: EVENT_TYPES,
-    });
+  // In the OpenAPI document (tagged `ui`) so that the web UI's types are generated from them.
+  const ui = { tags: ["ui"], security: [{ bearer: [] }] };
+  const answer = <S extends z.ZodType>(schema: S, description: string) => ({
+    200: { description, content: { "application/json": { schema } } },
+    ...problemResponses(400, 401, 403, 404),
   });
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/ui/whoami",
+      operationId: "uiWhoami",
+      summary: "who the token is, and what the UI's live connection listens for",
+      ...ui,
+      responses: answer(UiWhoami, "the token"),
+    }),
+    async (c) => {
+      const caller = await o.who(c, "read");
+      const t = caller.token;
+      return c.json(
+        {
+          name: t?.name ?? null,
+          scope: t?.scope ?? null,
+          projects: [...(t?.projects ?? [])],
+          actor: caller.actor,
+          position: String(state.head.position),
+          // What a browser's EventSource listens for: it hears named events only by name.
+          eventTypes: EVENT_TYPES,
+        },
+        200,
+      );
+    },
+  );
 
-  app.get("/ui/grid", async (c) => {
-    await o.who(c, "read");
-    const at = c.req.query("at") || undefined;
-    const view = await o.readView(c, at);
-    const history = await historyAt(at, view);
-    const project = c.req.query("project") || undefined;
-    const workflow = c.req.query("workflow") || undefined;
-    const wanted = c.req.query("state") || undefined;
-    const limit = intQuery(c, "limit", 100, 500) || 1;
-    const page = intQuery(c, "page", 0, 1_000_000);
-    const p = view.projection;
-    const options = { slots: projectedSlots(p), renderProblem: renderProblem(p) };
-    const rowOf = (task: TaskState) => {
-      const r = taskRow(p, task, view.now, options);
-      const current = p.currentInstance(task);
-      const cells = history.of(task.id).map((i) => ({ logicalDate: i.logicalDate, state: i.status }));
-      if (!current && !cells.some((x) => x.logicalDate === task.logicalDate) && task.status !== "retired")
-        cells.unshift({ logicalDate: task.logicalDate, state: currentCellState(r) as never });
-      return {
-        task: task.id,
-        project: task.key.project,
-        workflow: task.spec.workflow ?? null,
-        status: task.status,
-        condition: r.condition,
-        reasons: r.reasons,
-        cells: cells.slice(0, GRID_DATES),
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/ui/grid",
+      operationId: "uiGrid",
+      summary: "tasks by their recent logical dates, filtered, a page at a time",
+      ...ui,
+      request: { query: UiGridQuery },
+      responses: answer(UiGrid, "a page of the grid"),
+    }),
+    async (c) => {
+      await o.who(c, "read");
+      const at = c.req.query("at") || undefined;
+      const view = await o.readView(c, at);
+      const history = await historyAt(at, view);
+      const project = c.req.query("project") || undefined;
+      const workflow = c.req.query("workflow") || undefined;
+      const wanted = c.req.query("state") || undefined;
+      const limit = intQuery(c, "limit", 100, 500) || 1;
+      const page = intQuery(c, "page", 0, 1_000_000);
+      const p = view.projection;
+      const options = { slots: projectedSlots(p), renderProblem: renderProblem(p) };
+      const rowOf = (task: TaskState) => {
+        const r = taskRow(p, task, view.now, options);
+        const current = p.currentInstance(task);
+        const cells: Array<{ logicalDate: string; state: GridCellState }> = history
+          .of(task.id)
+          .map((i) => ({ logicalDate: i.logicalDate, state: i.status }));
+        if (!current && !cells.some((x) => x.logicalDate === task.logicalDate) && task.status !== "retired")
+          cells.unshift({ logicalDate: task.logicalDate, state: currentCellState(r) });
+        return {
+          task: task.id,
+          project: task.key.project,
+          workflow: task.spec.workflow ?? null,
+          status: task.status,
+          condition: r.condition,
+          reasons: [...r.reasons],
+          cells: cells.slice(0, GRID_DATES),
+        };
       };
-    };
-    const ids = [...p.tasks.keys()].sort();
-    const kept = ids
-      .map((id) => p.tasks.get(id) as TaskState)
-      .filter(
-        (t) =>
-          (project === undefined || t.key.project === project) &&
-          (workflow === undefined || t.spec.workflow === workflow),
-      );
-    let rows: ReturnType<typeof rowOf>[];
-    let total: number;
-    if (wanted !== undefined) {
-      const all = kept.map(rowOf).filter((r) => r.cells[0]?.state === wanted);
-      total = all.length;
-      rows = all.slice(page * limit, page * limit + limit);
-    } else {
-      total = kept.length;
-      rows = kept.slice(page * limit, page * limit + limit).map(rowOf);
-    }
-    const projects = [...new Set([...p.tasks.values()].map((t) => t.key.project))].sort();
-    return c.json({
-      rows,
-      total,
-      page,
-      limit,
-      pages: Math.max(1, Math.ceil(total / limit)),
-      projects,
-      workflows: [...p.workflows.keys()].sort(),
-      position: String(p.position),
-    });
-  });
-
-  app.get("/ui/graph", async (c) => {
-    await o.who(c, "read");
-    const at = c.req.query("at") || undefined;
-    const view = await o.readView(c, at);
-    const p = view.projection;
-    const project = c.req.query("project") || undefined;
-    const workflow = c.req.query("workflow") || undefined;
-    const runId = c.req.query("run") || undefined;
-    const run = runId !== undefined ? p.runs.get(runId) : undefined;
-    if (runId !== undefined && !run) throw new HttpProblem(404, "not_found", `no run ${runId} is known`);
-    const inRun = run ? new Set(run.tasks) : null;
-    const options = { slots: projectedSlots(p), renderProblem: renderProblem(p) };
-    const nodes: Array<Record<string, unknown>> = [];
-    const edges: Array<{ from: string; to: string }> = [];
-    const shown = new Set<string>();
-    for (const t of p.tasks.values()) {
-      if (inRun && !inRun.has(t.id)) continue;
-      if (project !== undefined && t.key.project !== project) continue;
-      if (workflow !== undefined && t.spec.workflow !== workflow) continue;
-      shown.add(t.id);
-    }
-    const outside = new Set<string>();
-    for (const id of shown) {
-      const t = p.tasks.get(id) as TaskState;
-      const r = taskRow(p, t, view.now, options);
-      nodes.push({
-        id,
-        project: t.key.project,
-        workflow: t.spec.workflow ?? null,
-        status: t.status,
-        condition: r.condition,
-        reasons: r.reasons,
-        ...(run ? { state: run.outcomes[id] ?? "none" } : {}),
-      });
-      for (const parent of t.parents) {
-        const pid = formatTaskKey(parent);
-        edges.push({ from: pid, to: id });
-        if (!shown.has(pid)) outside.add(pid);
+      const ids = [...p.tasks.keys()].sort();
+      const kept = ids
+        .map((id) => p.tasks.get(id) as TaskState)
+        .filter(
+          (t) =>
+            (project === undefined || t.key.project === project) &&
+            (workflow === undefined || t.spec.workflow === workflow),
+        );
+      let rows: ReturnType<typeof rowOf>[];
+      let total: number;
+      if (wanted !== undefined) {
+        const all = kept.map(rowOf).filter((r) => r.cells[0]?.state === wanted);
+        total = all.length;
+        rows = all.slice(page * limit, page * limit + limit);
+      } else {
+        total = kept.length;
+        rows = kept.slice(page * limit, page * limit + limit).map(rowOf);
       }
-    }
-    for (const pid of outside) {
-      const t = p.tasks.get(pid);
-      nodes.push(
-        t
-          ? { id: pid, project: t.key.project, outside: true, condition: "outside", reasons: [] }
-          : {
-              id: pid,
-              project: pid.split("/")[0],
-              missing: true,
-              condition: "missing",
-              reasons: [`${pid} is named as a parent but no such task is declared`],
-            },
+      const projects = [...new Set([...p.tasks.values()].map((t) => t.key.project))].sort();
+      return c.json(
+        {
+          rows,
+          total,
+          page,
+          limit,
+          pages: Math.max(1, Math.ceil(total / limit)),
+          projects,
+          workflows: [...p.workflows.keys()].sort(),
+          position: String(p.position),
+        },
+        200,
       );
-    }
-    return c.json({ nodes, edges, position: String(p.position) });
-  });
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/ui/graph",
+      operationId: "uiGraph",
+      summary: "the graph of declared tasks (of a project, a workflow or a run) and their parents",
+      ...ui,
+      request: { query: UiGraphQuery },
+      responses: answer(UiGraph, "nodes and edges"),
+    }),
+    async (c) => {
+      await o.who(c, "read");
+      const at = c.req.query("at") || undefined;
+      const view = await o.readView(c, at);
+      const p = view.projection;
+      const project = c.req.query("project") || undefined;
+      const workflow = c.req.query("workflow") || undefined;
+      const runId = c.req.query("run") || undefined;
+      const run = runId !== undefined ? p.runs.get(runId) : undefined;
+      if (runId !== undefined && !run) throw new HttpProblem(404, "not_found", `no run ${runId} is known`);
+      const inRun = run ? new Set(run.tasks) : null;
+      const options = { slots: projectedSlots(p), renderProblem: renderProblem(p) };
+      const nodes: Array<z.infer<typeof UiGraphNode>> = [];
+      const edges: Array<{ from: string; to: string }> = [];
+      const shown = new Set<string>();
+      for (const t of p.tasks.values()) {
+        if (inRun && !inRun.has(t.id)) continue;
+        if (project !== undefined && t.key.project !== project) continue;
+        if (workflow !== undefined && t.spec.workflow !== workflow) continue;
+        shown.add(t.id);
+      }
+      const outside = new Set<string>();
+      for (const id of shown) {
+        const t = p.tasks.get(id) as TaskState;
+        const r = taskRow(p, t, view.now, options);
+        nodes.push({
+          id,
+          project: t.key.project,
+          workflow: t.spec.workflow ?? null,
+          status: t.status,
+          condition: r.condition,
+          reasons: [...r.reasons],
+          ...(run ? { state: run.outcomes[id] ?? "none" } : {}),
+        });
+        for (const parent of t.parents) {
+          const pid = formatTaskKey(parent);
+          edges.push({ from: pid, to: id });
+          if (!shown.has(pid)) outside.add(pid);
+        }
+      }
+      for (const pid of outside) {
+        const t = p.tasks.get(pid);
+        nodes.push(
+          t
+            ? { id: pid, project: t.key.project, outside: true, condition: "outside", reasons: [] }
+            : {
+                id: pid,
+                project: pid.split("/")[0] as string,
+                missing: true,
+                condition: "missing",
+                reasons: [`${pid} is named as a parent but no such task is declared`],
+              },
+        );
+      }
+      return c.json({ nodes, edges, position: String(p.position) }, 200);
+    },
+  );
 }
 
 const TYPES: Record<string, string> = {

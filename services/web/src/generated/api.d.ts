@@ -1,0 +1,3590 @@
+// Generated from the API's OpenAPI document: do not edit. Regenerate with
+//   npm run gen:api-types
+// (a test fails while this file differs from what that command writes).
+export interface paths {
+    "/api/v1/healthz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** the server answers */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description alive */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {boolean} */
+                            ok: true;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** ready once the projection holds what the log held when the server started */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description ready */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ready: boolean;
+                            position: string;
+                        };
+                    };
+                };
+                /** @description still catching up */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            ready: boolean;
+                            position: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/declarations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** declare tasks, workflows and connections, whole or not at all (dryRun: check only) */
+        post: {
+            parameters: {
+                query?: {
+                    dryRun?: "true" | "false";
+                    revive?: "true" | "false";
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @enum {number} */
+                        version?: 1;
+                        connections?: unknown[];
+                        workflows?: unknown[];
+                        tasks?: unknown[];
+                    };
+                    "application/yaml": string;
+                };
+            };
+            responses: {
+                /** @description what changed (or would, with dryRun) */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["DeclareOutcome"];
+                    };
+                };
+                /** @description problem (400) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (409) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (413) */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (415) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (422) */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/connections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** every declared connection */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description connections */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            name: string;
+                            /** @default [] */
+                            operators: ("shell" | "http" | "node" | "noop")[];
+                            /** @default 16 */
+                            maxParallelism: number;
+                            /**
+                             * @default logical_date
+                             * @enum {string}
+                             */
+                            sortOrder: "logical_date" | "priority";
+                            /** @default {} */
+                            config: {
+                                [key: string]: unknown;
+                            };
+                        }[];
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workflows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** every declared workflow */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description workflows */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            name: string;
+                            project: string;
+                            account: string;
+                            cron?: string;
+                            timezone?: string;
+                            /** @default 16 */
+                            maxActiveRuns: number;
+                            /** @default 16 */
+                            maxActiveTasks: number;
+                            /**
+                             * @default skip_dependents
+                             * @enum {string}
+                             */
+                            failurePolicy: "skip_dependents" | "fail_fast";
+                            /** @default {} */
+                            config: {
+                                [key: string]: unknown;
+                            };
+                            /** @default {} */
+                            params: {
+                                [key: string]: string;
+                            };
+                            /** @default [] */
+                            alerts: {
+                                /**
+                                 * @default [
+                                 *       "task_failed",
+                                 *       "needs_operator",
+                                 *       "run_failed"
+                                 *     ]
+                                 */
+                                on: ("task_failed" | "needs_operator" | "run_failed")[];
+                                command?: string;
+                                http?: {
+                                    url: string;
+                                    /**
+                                     * @default POST
+                                     * @enum {string}
+                                     */
+                                    method: "POST" | "PUT" | "GET";
+                                    /** @default {} */
+                                    headers: {
+                                        [key: string]: string;
+                                    };
+                                    body?: string;
+                                };
+                                /** @default 10000 */
+                                timeoutMs: number;
+                            }[];
+                        }[];
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tasks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** tasks in key order, a page at a time, with where each stands */
+        get: {
+            parameters: {
+                query?: {
+                    project?: string;
+                    status?: "active" | "paused" | "retired";
+                    /** @description as `why` says it: running, blocked, ... */
+                    condition?: string;
+                    /** @description the `next` of the previous page */
+                    cursor?: string;
+                    limit?: number;
+                    /** @description the state as of this log position */
+                    at?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description a page of tasks */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TaskPage"];
+                    };
+                };
+                /** @description problem (400) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tasks/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** one task: its declaration, where it stands and why (decideTask's answer) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description the state as of this log position */
+                    at?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description the task key `project/account/name[/partition]`, URL-encoded (slashes as %2F) */
+                    key: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the task */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TaskDetail"];
+                    };
+                };
+                /** @description problem (400) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (404) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tasks/{key}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** pause a task */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description the task key `project/account/name[/partition]`, URL-encoded (slashes as %2F) */
+                    key: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        reason?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description done */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Written"];
+                    };
+                };
+                /** @description problem (400) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (404) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (409) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (422) */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tasks/{key}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** resume a task */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description the task key `project/account/name[/partition]`, URL-encoded (slashes as %2F) */
+                    key: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        reason?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description done */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Written"];
+                    };
+                };
+                /** @description problem (400) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (404) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (409) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (422) */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tasks/{key}/retire": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** retire a task */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description the task key `project/account/name[/partition]`, URL-encoded (slashes as %2F) */
+                    key: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        reason?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description done */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Written"];
+                    };
+                };
+                /** @description problem (400) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (404) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (409) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (422) */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tasks/{key}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** the task's events and its attempts', in log order, with positions and actors */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description the state as of this log position */
+                    at?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description the task key `project/account/name[/partition]`, URL-encoded (slashes as %2F) */
+                    key: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description events */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["RecordedEvent"][];
+                    };
+                };
+                /** @description problem (400) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (404) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tasks/{key}/attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** every attempt of the task: token, worker, state, times, why it ended */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description the state as of this log position */
+                    at?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description the task key `project/account/name[/partition]`, URL-encoded (slashes as %2F) */
+                    key: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description attempts */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Attempt"][];
+                    };
+                };
+                /** @description problem (400) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (404) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/attempts/{token}/output": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** an attempt's whole output (stdout and stderr as they came); follow=true streams it live */
+        get: {
+            parameters: {
+                query?: {
+                    follow?: "true" | "false";
+                };
+                header?: never;
+                path: {
+                    token: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the output */
+                200: {
+                    headers: {
+                        "Chronolog-Attempt-Status": string;
+                        "Chronolog-Output-Check": "ok" | "changed" | "unchecked" | "running";
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/plain": string;
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (404) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/attempts/{token}/abandon": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** abandon an attempt in flight (its worker will not report); retry: a new attempt follows */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    token: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        retry?: boolean;
+                        reason?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description abandoned */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Written"];
+                    };
+                };
+                /** @description problem (400) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (404) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (409) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (422) */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** workflow runs, newest logical date first, with what keeps each from finishing */
+        get: {
+            parameters: {
+                query?: {
+                    workflow?: string;
+                    /** @description the state as of this log position */
+                    at?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description runs */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Run"][];
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (404) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** one run with its tries and instances; wait=30s holds the request until it finishes */
+        get: {
+            parameters: {
+                query?: {
+                    wait?: string;
+                    try?: number;
+                    /** @description the state as of this log position */
+                    at?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description run id `WORKFLOW@LOGICAL_DATE`, URL-encoded */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the run */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": unknown;
+                    };
+                };
+                /** @description problem (400) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (404) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{id}/critical-path": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** the chain of last-parent-to-finish links of a try, with durations */
+        get: {
+            parameters: {
+                query?: {
+                    try?: number;
+                    /** @description the state as of this log position */
+                    at?: string;
+                };
+                header?: never;
+                path: {
+                    /** @description run id `WORKFLOW@LOGICAL_DATE`, URL-encoded */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the critical path */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": unknown;
+                    };
+                };
+                /** @description problem (400) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (404) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workflows/{name}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** trigger a run of a workflow outside its schedule, with params */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        logicalDate?: string;
+                        params?: {
+                            [key: string]: string;
+                        };
+                    };
+                };
+            };
+            responses: {
+                /** @description the run started */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": unknown;
+                    };
+                };
+                /** @description problem (400) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (404) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (409) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (422) */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{id}/rerun": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** re-execute a finished run: all of it, or (failedOnly) what did not succeed and below */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description run id `WORKFLOW@LOGICAL_DATE`, URL-encoded */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        failedOnly?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description the tasks rerun */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": unknown;
+                    };
+                };
+                /** @description problem (400) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (404) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (409) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (422) */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/backfills": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** re-run a range of a task's intervals (downstream: and its subtree), as `backfill` */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        task: string;
+                        from: string;
+                        to: string;
+                        downstream?: boolean;
+                        force?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description the plan */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": unknown;
+                    };
+                };
+                /** @description problem (400) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (404) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (409) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (415) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (422) */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/backfills/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** a backfill's ranges and how far each has come */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description progress */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": unknown;
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (404) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** events from a position, a page at a time */
+        get: {
+            parameters: {
+                query?: {
+                    from?: string;
+                    limit?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description a page */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            events: components["schemas"]["RecordedEvent"][];
+                            next: string | null;
+                        };
+                    };
+                };
+                /** @description problem (400) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/log/head": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** the log's head: the last event's position and hash */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the head */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["LogHead"];
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/log/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** walk the log and check its hash chain (writes nothing) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the result */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["VerifyResult"];
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** live events as Server-Sent Events (id: log position; resume with Last-Event-ID) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description first position (default: the head's next) */
+                    from?: string;
+                };
+                header?: {
+                    "last-event-id"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the stream */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": string;
+                    };
+                };
+                /** @description problem (400) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (401) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description problem (403) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ui/whoami": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** who the token is, and what the UI's live connection listens for */
+        get: operations["uiWhoami"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ui/grid": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** tasks by their recent logical dates, filtered, a page at a time */
+        get: operations["uiGrid"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ui/graph": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** the graph of declared tasks (of a project, a workflow or a run) and their parents */
+        get: operations["uiGraph"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
+export type webhooks = Record<string, never>;
+export interface components {
+    schemas: {
+        DeclareOutcome: {
+            dryRun: boolean;
+            tasks: {
+                task: string;
+                outcome: string;
+                changes: {
+                    field: string;
+                    from?: unknown;
+                    to?: unknown;
+                }[];
+            }[];
+            connections: {
+                name: string;
+                outcome: string;
+            }[];
+            workflows: {
+                name: string;
+                outcome: string;
+            }[];
+            warnings: unknown[];
+        };
+        /** @description RFC 9457 problem details, with the typed error's own fields */
+        Problem: {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description a page of tasks; `next` is the cursor of the next page */
+        TaskPage: {
+            items: components["schemas"]["TaskRow"][];
+            next: string | null;
+        };
+        TaskRow: {
+            task: string;
+            status: string;
+            condition: string;
+            logicalDate: string;
+            prevIntervalStart: string | null;
+            nextRunDate: string | null;
+            reasons: string[];
+            decision?: unknown;
+        };
+        TaskDetail: {
+            task: {
+                id: string;
+                status: string;
+                spec: {
+                    key: {
+                        project: string;
+                        account: string;
+                        name: string;
+                        /** @default ALL */
+                        partition: string;
+                    };
+                    workflow?: string;
+                    cron: string;
+                    /** @default UTC */
+                    timezone: string;
+                    /** Format: date-time */
+                    startDate: string;
+                    /** Format: date-time */
+                    endDate?: string;
+                    /** @default true */
+                    catchup: boolean;
+                    operator: {
+                        /** @enum {string} */
+                        type: "shell";
+                        command: string;
+                        cwd?: string;
+                        /** @default {} */
+                        env: {
+                            [key: string]: string;
+                        };
+                        timeoutMs?: number;
+                        publishTo?: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "http";
+                        /**
+                         * @default GET
+                         * @enum {string}
+                         */
+                        method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "HEAD";
+                        url: string;
+                        /** @default {} */
+                        headers: {
+                            [key: string]: string;
+                        };
+                        body?: string;
+                        timeoutMs?: number;
+                        expectStatus?: number[];
+                    } | {
+                        /** @enum {string} */
+                        type: "node";
+                        module: string;
+                        /** @default default */
+                        export: string;
+                        /** @default {} */
+                        args: {
+                            [key: string]: unknown;
+                        };
+                        timeoutMs?: number;
+                        publishTo?: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "noop";
+                    };
+                    connection?: string;
+                    /** @default [] */
+                    parents: {
+                        project: string;
+                        account: string;
+                        name: string;
+                        /** @default ALL */
+                        partition: string;
+                    }[];
+                    /**
+                     * @default {
+                     *       "maxAttempts": 1,
+                     *       "initialDelayMs": 1000,
+                     *       "factor": 2,
+                     *       "maxDelayMs": 300000,
+                     *       "jitter": 0.1
+                     *     }
+                     */
+                    retry: {
+                        /** @default 1 */
+                        maxAttempts: number;
+                        /** @default 1000 */
+                        initialDelayMs: number;
+                        /** @default 2 */
+                        factor: number;
+                        /** @default 300000 */
+                        maxDelayMs: number;
+                        /** @default 0.1 */
+                        jitter: number;
+                    };
+                    /** @default false */
+                    idempotent: boolean;
+                    /** @default {} */
+                    config: {
+                        [key: string]: unknown;
+                    };
+                    cacheKey?: string;
+                    /** @default 30 */
+                    leaseSeconds: number;
+                    /** @default [] */
+                    alerts: {
+                        /**
+                         * @default [
+                         *       "task_failed",
+                         *       "needs_operator",
+                         *       "run_failed"
+                         *     ]
+                         */
+                        on: ("task_failed" | "needs_operator" | "run_failed")[];
+                        command?: string;
+                        http?: {
+                            url: string;
+                            /**
+                             * @default POST
+                             * @enum {string}
+                             */
+                            method: "POST" | "PUT" | "GET";
+                            /** @default {} */
+                            headers: {
+                                [key: string]: string;
+                            };
+                            body?: string;
+                        };
+                        /** @default 10000 */
+                        timeoutMs: number;
+                    }[];
+                };
+            } & {
+                [key: string]: unknown;
+            };
+            condition: string;
+            reasons: string[];
+            decision?: unknown;
+            instance?: unknown;
+        };
+        /** @description what was written, and the log position of its last event */
+        Written: {
+            /** @example 42 */
+            position: string;
+        } & {
+            [key: string]: unknown;
+        };
+        RecordedEvent: {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "TaskDeclared";
+            data: {
+                key: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                };
+                spec: {
+                    key: {
+                        project: string;
+                        account: string;
+                        name: string;
+                        /** @default ALL */
+                        partition: string;
+                    };
+                    workflow?: string;
+                    cron: string;
+                    /** @default UTC */
+                    timezone: string;
+                    /** Format: date-time */
+                    startDate: string;
+                    /** Format: date-time */
+                    endDate?: string;
+                    /** @default true */
+                    catchup: boolean;
+                    operator: {
+                        /** @enum {string} */
+                        type: "shell";
+                        command: string;
+                        cwd?: string;
+                        /** @default {} */
+                        env: {
+                            [key: string]: string;
+                        };
+                        timeoutMs?: number;
+                        publishTo?: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "http";
+                        /**
+                         * @default GET
+                         * @enum {string}
+                         */
+                        method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "HEAD";
+                        url: string;
+                        /** @default {} */
+                        headers: {
+                            [key: string]: string;
+                        };
+                        body?: string;
+                        timeoutMs?: number;
+                        expectStatus?: number[];
+                    } | {
+                        /** @enum {string} */
+                        type: "node";
+                        module: string;
+                        /** @default default */
+                        export: string;
+                        /** @default {} */
+                        args: {
+                            [key: string]: unknown;
+                        };
+                        timeoutMs?: number;
+                        publishTo?: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "noop";
+                    };
+                    connection?: string;
+                    /** @default [] */
+                    parents: {
+                        project: string;
+                        account: string;
+                        name: string;
+                        /** @default ALL */
+                        partition: string;
+                    }[];
+                    /**
+                     * @default {
+                     *       "maxAttempts": 1,
+                     *       "initialDelayMs": 1000,
+                     *       "factor": 2,
+                     *       "maxDelayMs": 300000,
+                     *       "jitter": 0.1
+                     *     }
+                     */
+                    retry: {
+                        /** @default 1 */
+                        maxAttempts: number;
+                        /** @default 1000 */
+                        initialDelayMs: number;
+                        /** @default 2 */
+                        factor: number;
+                        /** @default 300000 */
+                        maxDelayMs: number;
+                        /** @default 0.1 */
+                        jitter: number;
+                    };
+                    /** @default false */
+                    idempotent: boolean;
+                    /** @default {} */
+                    config: {
+                        [key: string]: unknown;
+                    };
+                    cacheKey?: string;
+                    /** @default 30 */
+                    leaseSeconds: number;
+                    /** @default [] */
+                    alerts: {
+                        /**
+                         * @default [
+                         *       "task_failed",
+                         *       "needs_operator",
+                         *       "run_failed"
+                         *     ]
+                         */
+                        on: ("task_failed" | "needs_operator" | "run_failed")[];
+                        command?: string;
+                        http?: {
+                            url: string;
+                            /**
+                             * @default POST
+                             * @enum {string}
+                             */
+                            method: "POST" | "PUT" | "GET";
+                            /** @default {} */
+                            headers: {
+                                [key: string]: string;
+                            };
+                            body?: string;
+                        };
+                        /** @default 10000 */
+                        timeoutMs: number;
+                    }[];
+                };
+                /** Format: date-time */
+                logicalDate: string;
+                /** Format: date-time */
+                nextRunDate: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "TaskDeclarationChanged";
+            data: {
+                key: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                };
+                spec: {
+                    key: {
+                        project: string;
+                        account: string;
+                        name: string;
+                        /** @default ALL */
+                        partition: string;
+                    };
+                    workflow?: string;
+                    cron: string;
+                    /** @default UTC */
+                    timezone: string;
+                    /** Format: date-time */
+                    startDate: string;
+                    /** Format: date-time */
+                    endDate?: string;
+                    /** @default true */
+                    catchup: boolean;
+                    operator: {
+                        /** @enum {string} */
+                        type: "shell";
+                        command: string;
+                        cwd?: string;
+                        /** @default {} */
+                        env: {
+                            [key: string]: string;
+                        };
+                        timeoutMs?: number;
+                        publishTo?: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "http";
+                        /**
+                         * @default GET
+                         * @enum {string}
+                         */
+                        method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "HEAD";
+                        url: string;
+                        /** @default {} */
+                        headers: {
+                            [key: string]: string;
+                        };
+                        body?: string;
+                        timeoutMs?: number;
+                        expectStatus?: number[];
+                    } | {
+                        /** @enum {string} */
+                        type: "node";
+                        module: string;
+                        /** @default default */
+                        export: string;
+                        /** @default {} */
+                        args: {
+                            [key: string]: unknown;
+                        };
+                        timeoutMs?: number;
+                        publishTo?: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "noop";
+                    };
+                    connection?: string;
+                    /** @default [] */
+                    parents: {
+                        project: string;
+                        account: string;
+                        name: string;
+                        /** @default ALL */
+                        partition: string;
+                    }[];
+                    /**
+                     * @default {
+                     *       "maxAttempts": 1,
+                     *       "initialDelayMs": 1000,
+                     *       "factor": 2,
+                     *       "maxDelayMs": 300000,
+                     *       "jitter": 0.1
+                     *     }
+                     */
+                    retry: {
+                        /** @default 1 */
+                        maxAttempts: number;
+                        /** @default 1000 */
+                        initialDelayMs: number;
+                        /** @default 2 */
+                        factor: number;
+                        /** @default 300000 */
+                        maxDelayMs: number;
+                        /** @default 0.1 */
+                        jitter: number;
+                    };
+                    /** @default false */
+                    idempotent: boolean;
+                    /** @default {} */
+                    config: {
+                        [key: string]: unknown;
+                    };
+                    cacheKey?: string;
+                    /** @default 30 */
+                    leaseSeconds: number;
+                    /** @default [] */
+                    alerts: {
+                        /**
+                         * @default [
+                         *       "task_failed",
+                         *       "needs_operator",
+                         *       "run_failed"
+                         *     ]
+                         */
+                        on: ("task_failed" | "needs_operator" | "run_failed")[];
+                        command?: string;
+                        http?: {
+                            url: string;
+                            /**
+                             * @default POST
+                             * @enum {string}
+                             */
+                            method: "POST" | "PUT" | "GET";
+                            /** @default {} */
+                            headers: {
+                                [key: string]: string;
+                            };
+                            body?: string;
+                        };
+                        /** @default 10000 */
+                        timeoutMs: number;
+                    }[];
+                };
+                changes: {
+                    field: string;
+                    from?: unknown;
+                    to?: unknown;
+                }[];
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "TaskPaused";
+            data: {
+                key: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                };
+                reason?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "TaskResumed";
+            data: {
+                key: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                };
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "TaskRetired";
+            data: {
+                key: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                };
+                reason?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "TaskRevived";
+            data: {
+                key: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                };
+                reason?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "IntervalReset";
+            data: {
+                key: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                };
+                /** Format: date-time */
+                logicalDate: string;
+                /** Format: date-time */
+                nextRunDate: string;
+                /** Format: date-time */
+                prevIntervalStart: string | null;
+                /** @enum {string} */
+                reason: "backfill" | "catchup_disabled" | "operator";
+                /** Format: date-time */
+                until?: string;
+                resume?: {
+                    /** Format: date-time */
+                    logicalDate: string;
+                    /** Format: date-time */
+                    nextRunDate: string;
+                    /** Format: date-time */
+                    prevIntervalStart: string | null;
+                };
+                backfillId?: string;
+                /** Format: date-time */
+                from?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "IntervalCompleted";
+            data: {
+                key: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                };
+                /** Format: date-time */
+                logicalDate: string;
+                /** Format: date-time */
+                nextLogicalDate: string;
+                /** Format: date-time */
+                nextRunDate: string;
+                attempt?: number;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "IntervalFailed";
+            data: {
+                key: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                };
+                /** Format: date-time */
+                logicalDate: string;
+                /** @enum {string} */
+                state: "failed" | "upstream_failed" | "abandoned" | "cancelled";
+                reason: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "DispatchIntended";
+            data: {
+                key: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                };
+                /** Format: date-time */
+                logicalDate: string;
+                attempt: number;
+                token: string;
+                runId?: string;
+                connection?: string;
+                operator: {
+                    [key: string]: unknown;
+                };
+                idempotent: boolean;
+                leaseSeconds: number;
+                /** Format: date-time */
+                notBefore?: string;
+                cacheKey?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "AttemptStarted";
+            data: {
+                attempt: number;
+                token: string;
+                workerId: string;
+                pid?: number;
+                /** Format: date-time */
+                leaseExpiresAt: string;
+                outputPath?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "AttemptLeaseExtended";
+            data: {
+                attempt: number;
+                token: string;
+                /** Format: date-time */
+                leaseExpiresAt: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "AttemptHeartbeatExpired";
+            data: {
+                attempt: number;
+                token: string;
+                /** Format: date-time */
+                leaseExpiredAt: string;
+                workerId?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "AttemptSucceeded";
+            data: {
+                attempt: number;
+                token: string;
+                durationMs: number;
+                /** @default null */
+                exitCode: number | null;
+                output?: {
+                    /** @default  */
+                    stdoutTail: string;
+                    /** @default  */
+                    stderrTail: string;
+                    file?: {
+                        path: string;
+                        bytes: number;
+                        sha256: string;
+                        /** @default 0 */
+                        cutBytes: number;
+                        error?: string;
+                    };
+                };
+                /** @default false */
+                cacheHit: boolean;
+                cacheKey?: string;
+                workerId?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "AttemptFailed";
+            data: {
+                attempt: number;
+                token: string;
+                error: {
+                    /** @enum {string} */
+                    kind: "exit_code" | "signal" | "timeout" | "exception" | "http_status" | "lost" | "interrupted" | "unknown";
+                    message: string;
+                };
+                /** @default null */
+                exitCode: number | null;
+                durationMs?: number;
+                output?: {
+                    /** @default  */
+                    stdoutTail: string;
+                    /** @default  */
+                    stderrTail: string;
+                    file?: {
+                        path: string;
+                        bytes: number;
+                        sha256: string;
+                        /** @default 0 */
+                        cutBytes: number;
+                        error?: string;
+                    };
+                };
+                /** Format: date-time */
+                retryAt?: string;
+                workerId?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "AttemptAbandoned";
+            data: {
+                attempt: number;
+                token: string;
+                reason: string;
+                by: string;
+                /** @default false */
+                retry: boolean;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "AttemptCancelled";
+            data: {
+                attempt: number;
+                token: string;
+                reason: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "InstanceSkipped";
+            data: {
+                key: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                };
+                /** Format: date-time */
+                logicalDate: string;
+                reason: string;
+                runId?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "InstanceUpstreamFailed";
+            data: {
+                key: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                };
+                /** Format: date-time */
+                logicalDate: string;
+                failedParent: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                };
+                reason: string;
+                runId?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "InstanceCancelled";
+            data: {
+                key: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                };
+                /** Format: date-time */
+                logicalDate: string;
+                reason: string;
+                runId?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "CompletionRejected";
+            data: {
+                token: string;
+                attempt?: number;
+                /** @enum {string} */
+                report: "started" | "heartbeat" | "succeeded" | "failed";
+                /** @enum {string} */
+                reason: "unknown_token" | "stale_token" | "already_terminal";
+                currentToken?: string;
+                workerId?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "RunStarted";
+            data: {
+                runId: string;
+                workflow: string;
+                /** Format: date-time */
+                logicalDate: string;
+                tasks: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                }[];
+                /**
+                 * @default schedule
+                 * @enum {string}
+                 */
+                trigger: "schedule" | "manual" | "rerun" | "backfill";
+                /** @default {} */
+                params: {
+                    [key: string]: string;
+                };
+                try?: number;
+                requestedBy?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "RunFinished";
+            data: {
+                runId: string;
+                /** @enum {string} */
+                state: "success" | "failed" | "partial";
+                workflow: string;
+                /** Format: date-time */
+                logicalDate: string;
+                /** @default [] */
+                succeeded: string[];
+                /** @default [] */
+                failed: string[];
+                /** @default [] */
+                skipped: string[];
+                /** @default [] */
+                upstreamFailed: string[];
+                /** @default [] */
+                cancelled: string[];
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "AlertRaised";
+            data: {
+                alertId: string;
+                /** @enum {string} */
+                kind: "task_failed" | "needs_operator" | "run_failed";
+                task?: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                };
+                workflow?: string;
+                runId?: string;
+                /** Format: date-time */
+                logicalDate?: string;
+                reason: string;
+                sinks: {
+                    /**
+                     * @default [
+                     *       "task_failed",
+                     *       "needs_operator",
+                     *       "run_failed"
+                     *     ]
+                     */
+                    on: ("task_failed" | "needs_operator" | "run_failed")[];
+                    command?: string;
+                    http?: {
+                        url: string;
+                        /**
+                         * @default POST
+                         * @enum {string}
+                         */
+                        method: "POST" | "PUT" | "GET";
+                        /** @default {} */
+                        headers: {
+                            [key: string]: string;
+                        };
+                        body?: string;
+                    };
+                    /** @default 10000 */
+                    timeoutMs: number;
+                }[];
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "AlertDelivered";
+            data: {
+                alertId: string;
+                sink: number;
+                attempt: number;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "AlertDeliveryFailed";
+            data: {
+                alertId: string;
+                sink: number;
+                attempt: number;
+                error: string;
+                /** Format: date-time */
+                retryAt?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "ConnectionDeclared";
+            data: {
+                spec: {
+                    name: string;
+                    /** @default [] */
+                    operators: ("shell" | "http" | "node" | "noop")[];
+                    /** @default 16 */
+                    maxParallelism: number;
+                    /**
+                     * @default logical_date
+                     * @enum {string}
+                     */
+                    sortOrder: "logical_date" | "priority";
+                    /** @default {} */
+                    config: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "ConnectionSlotsTaken";
+            data: {
+                connection: string;
+                attempts: {
+                    stream: string;
+                    attempt: number;
+                    token: string;
+                }[];
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "WorkflowDeclared";
+            data: {
+                spec: {
+                    name: string;
+                    project: string;
+                    account: string;
+                    cron?: string;
+                    timezone?: string;
+                    /** @default 16 */
+                    maxActiveRuns: number;
+                    /** @default 16 */
+                    maxActiveTasks: number;
+                    /**
+                     * @default skip_dependents
+                     * @enum {string}
+                     */
+                    failurePolicy: "skip_dependents" | "fail_fast";
+                    /** @default {} */
+                    config: {
+                        [key: string]: unknown;
+                    };
+                    /** @default {} */
+                    params: {
+                        [key: string]: string;
+                    };
+                    /** @default [] */
+                    alerts: {
+                        /**
+                         * @default [
+                         *       "task_failed",
+                         *       "needs_operator",
+                         *       "run_failed"
+                         *     ]
+                         */
+                        on: ("task_failed" | "needs_operator" | "run_failed")[];
+                        command?: string;
+                        http?: {
+                            url: string;
+                            /**
+                             * @default POST
+                             * @enum {string}
+                             */
+                            method: "POST" | "PUT" | "GET";
+                            /** @default {} */
+                            headers: {
+                                [key: string]: string;
+                            };
+                            body?: string;
+                        };
+                        /** @default 10000 */
+                        timeoutMs: number;
+                    }[];
+                };
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "AccessTokenIssued";
+            data: {
+                name: string;
+                /** @enum {string} */
+                scope: "read" | "declare" | "operate" | "admin";
+                projects: string[];
+                sha256: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "AccessTokenRevoked";
+            data: {
+                name: string;
+                reason?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "Note";
+            data: {
+                text: string;
+            } & {
+                [key: string]: unknown;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        };
+        EventMetadata: {
+            eventId: string;
+            actor: string;
+            causationId: string | null;
+            correlationId: string | null;
+            schemaVersion: number;
+            recordedAt: string;
+            prevHash: string;
+            hash: string;
+        };
+        Attempt: {
+            logicalDate: string;
+            stream: string;
+            attempt: number;
+            token: string;
+            status: string;
+        } & {
+            [key: string]: unknown;
+        };
+        Run: {
+            runId: string;
+            workflow: string;
+            logicalDate: string;
+            status: string;
+            try: number;
+            tasks: string[];
+            blockedBy: string[];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description the last event's position and hash (position -1: the log is empty) */
+        LogHead: {
+            position: string;
+            hash: string;
+        };
+        VerifyResult: {
+            ok: boolean;
+            checked: number;
+            headPosition: string;
+            headHash: string;
+            break: {
+                position: string;
+                reason: string;
+            } | null;
+        };
+        UiWhoami: {
+            /** @description the token's name; null: no token (public reads) */
+            name: string | null;
+            /** @enum {string|null} */
+            scope: "read" | "declare" | "operate" | "admin" | null;
+            projects: string[];
+            actor: string;
+            /** @description the log's head when asked: live events follow it */
+            position: string;
+            /** @description the event types a browser's EventSource listens for */
+            eventTypes: string[];
+        };
+        UiGrid: {
+            rows: components["schemas"]["UiGridRow"][];
+            total: number;
+            page: number;
+            limit: number;
+            pages: number;
+            projects: string[];
+            workflows: string[];
+            /** @example 42 */
+            position: string;
+        };
+        UiGridRow: {
+            task: string;
+            project: string;
+            workflow: string | null;
+            /** @enum {string} */
+            status: "active" | "paused" | "retired";
+            /** @enum {string} */
+            condition: "retired" | "paused" | "failed" | "upstream_failed" | "skipped" | "running" | "queued" | "retry_wait" | "succeeded" | "not_due" | "ended" | "catching_up" | "blocked" | "held" | "ready" | "stuck" | "unknown";
+            reasons: string[];
+            /** @description the most recent logical dates, newest first */
+            cells: components["schemas"]["UiGridCell"][];
+        };
+        UiGridCell: {
+            logicalDate: string;
+            /**
+             * @description the instance's status, or for an interval not dispatched yet where its task stands
+             * @enum {string}
+             */
+            state: "success" | "failed" | "upstream_failed" | "skipped" | "running" | "queued" | "retry_wait" | "abandoned" | "cancelled" | "not_due" | "blocked" | "waiting" | "paused" | "held" | "ended" | "retired";
+        };
+        UiGraph: {
+            nodes: components["schemas"]["UiGraphNode"][];
+            edges: {
+                from: string;
+                to: string;
+            }[];
+            /** @example 42 */
+            position: string;
+        };
+        UiGraphNode: {
+            id: string;
+            project: string;
+            workflow?: string | null;
+            /** @enum {string} */
+            status?: "active" | "paused" | "retired";
+            condition: ("retired" | "paused" | "failed" | "upstream_failed" | "skipped" | "running" | "queued" | "retry_wait" | "succeeded" | "not_due" | "ended" | "catching_up" | "blocked" | "held" | "ready" | "stuck" | "unknown") | "outside" | "missing";
+            reasons: string[];
+            /** @description with `run`: the task's state in that run */
+            state?: ("success" | "failed" | "upstream_failed" | "skipped" | "running" | "queued" | "retry_wait" | "abandoned" | "cancelled") | "none";
+            /**
+             * @description a parent outside the filter, shown dimmed
+             * @enum {boolean}
+             */
+            outside?: true;
+            /**
+             * @description named as a parent, never declared
+             * @enum {boolean}
+             */
+            missing?: true;
+        };
+    };
+    responses: never;
+    parameters: never;
+    requestBodies: never;
+    headers: never;
+    pathItems: never;
+}
+export type $defs = Record<string, never>;
+export interface operations {
+    uiWhoami: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the token */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UiWhoami"];
+                };
+            };
+            /** @description problem (400) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (403) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (404) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    uiGrid: {
+        parameters: {
+            query?: {
+                project?: string;
+                workflow?: string;
+                /** @description only rows whose newest cell is in this state */
+                state?: string;
+                /** @description from 0 */
+                page?: string;
+                /** @description rows a page, at most 500 (default 100) */
+                limit?: string;
+                /** @description the state as of this log position */
+                at?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a page of the grid */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UiGrid"];
+                };
+            };
+            /** @description problem (400) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (403) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (404) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    uiGraph: {
+        parameters: {
+            query?: {
+                project?: string;
+                workflow?: string;
+                /** @description the tasks of this run, coloured by their state in it */
+                run?: string;
+                /** @description the state as of this log position */
+                at?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description nodes and edges */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UiGraph"];
+                };
+            };
+            /** @description problem (400) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (403) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (404) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+}

@@ -1,0 +1,68 @@
+// The API's answers as the UI reads them: the types generated from the OpenAPI document. Where
+// the document leaves a shape open (an object's other fields are `unknown`; a run, its critical
+// path and a trigger's answer are `unknown` whole), the fields the UI reads are named here.
+import type { components } from "./generated/api";
+
+type S = components["schemas"];
+
+export type Whoami = S["UiWhoami"];
+export type Grid = S["UiGrid"];
+export type GridRow = S["UiGridRow"];
+/** Every state a grid cell can be in (the grid endpoint's enum). */
+export type GridCellState = S["UiGridCell"]["state"];
+export type GraphNode = S["UiGraphNode"];
+export type GraphEdge = S["UiGraph"]["edges"][number];
+export type RecordedEvent = S["RecordedEvent"];
+export type Verify = S["VerifyResult"];
+
+/** A task as `GET /tasks/{key}` answers it, with the fields the document leaves open. */
+export type TaskDetail = S["TaskDetail"] & {
+  task: S["TaskDetail"]["task"] & {
+    logicalDate: string;
+    nextRunDate: string | null;
+    prevIntervalStart: string | null;
+  };
+};
+
+/** An attempt, with the fields the document leaves open. */
+export type Attempt = S["Attempt"] & {
+  intendedAt?: string;
+  workerId?: string | null;
+  startedAt?: string | null;
+  endedAt?: string | null;
+  exitCode?: number | null;
+  endReason?: string | null;
+  stdoutTail: string;
+  stderrTail: string;
+};
+
+/** A run, with the fields the document leaves open. */
+export type Run = S["Run"] & {
+  trigger: string;
+  actor?: string | null;
+  startedAt?: string | null;
+  finishedAt?: string | null;
+  outcomes: Record<string, string>;
+};
+
+/** `GET /runs/{id}` (the document says no more than `unknown`). */
+export interface RunView {
+  readonly run: Run;
+  readonly instances: ReadonlyArray<{
+    readonly task: string;
+    readonly instance?: { readonly status: string } | null;
+    readonly attempts: readonly Attempt[];
+  }>;
+}
+
+/** `GET /runs/{id}/critical-path` (the document says no more than `unknown`). */
+export interface CriticalPath {
+  readonly links: ReadonlyArray<{ readonly task: string }>;
+  readonly pathMs: number;
+  readonly wallMs: number;
+}
+
+/** `POST /workflows/{name}/runs` (the document says no more than `unknown`). */
+export interface Triggered {
+  readonly runId?: string;
+}
