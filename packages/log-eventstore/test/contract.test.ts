@@ -154,20 +154,24 @@ describe("eventstore log", () => {
     },
   );
 
-  it("each append is one event of the log's stream, typed and tagged with its streams", async () => {
-    if (!server.standIn) return;
-    const stream = server.uniqueStream("layout");
-    const log = new EventLog(await openBackend(stream));
-    await log.append("task-a", [note("one")], { expectedRevision: "no_stream" });
-    await log.appendMany([
-      { streamId: "task-a", events: [note("two")], expectedRevision: 0n },
-      { streamId: "run-b", events: [note("three")], expectedRevision: "no_stream" },
-    ]);
-    const stored = server.standIn.events(stream);
-    expect(stored.map((e) => e.type)).toEqual(["Note", "chronolog.append"]);
-    expect(JSON.parse(stored[1]!.metadata)).toEqual({ streams: ["task-a", "run-b"] });
-    await log.close();
-  });
+  // (It reads the stored events through the stand-in: a real server is left out, visibly.)
+  it.skipIf(!!process.env.CHRONOLOG_EVENTSTORE_URL)(
+    "each append is one event of the log's stream, typed and tagged with its streams",
+    async () => {
+      if (!server.standIn) throw new Error("the stand-in server is not running");
+      const stream = server.uniqueStream("layout");
+      const log = new EventLog(await openBackend(stream));
+      await log.append("task-a", [note("one")], { expectedRevision: "no_stream" });
+      await log.appendMany([
+        { streamId: "task-a", events: [note("two")], expectedRevision: 0n },
+        { streamId: "run-b", events: [note("three")], expectedRevision: "no_stream" },
+      ]);
+      const stored = server.standIn.events(stream);
+      expect(stored.map((e) => e.type)).toEqual(["Note", "chronolog.append"]);
+      expect(JSON.parse(stored[1]!.metadata)).toEqual({ streams: ["task-a", "run-b"] });
+      await log.close();
+    },
+  );
 });
 
 async function waitUntil(condition: () => boolean, timeoutMs = 10_000): Promise<void> {

@@ -21,6 +21,10 @@ class AsOfBackend implements LogBackend {
     throw new LogReadOnlyError(this.name);
   }
 
+  appendMany(): never {
+    throw new LogReadOnlyError(this.name);
+  }
+
   async readStream(streamId: string, fromRevision: bigint, maxCount: number): Promise<StoredEvent[]> {
     const events = await this.inner.readStream(streamId, fromRevision, maxCount);
     // A stream's positions grow with its revisions: what follows the cut is a suffix.

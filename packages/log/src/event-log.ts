@@ -114,11 +114,6 @@ export class EventLog {
     return result;
   }
 
-  /** Whether this log can append to several streams in one atomic step. */
-  get supportsAppendMany(): boolean {
-    return typeof this.backend.appendMany === "function";
-  }
-
   /**
    * How many streams a caller that splits a large write puts in one appendMany: the backend's
    * own bound, else DEFAULT_STREAMS_PER_APPEND (small enough for an append bounded in bytes).
@@ -129,7 +124,7 @@ export class EventLog {
 
   /** Whether appendMany can be made conditional on the log's head (`expectedHead`). */
   get supportsExpectedHead(): boolean {
-    return this.supportsAppendMany && this.backend.appendsAtHead === true;
+    return this.backend.appendsAtHead === true;
   }
 
   /**
@@ -144,10 +139,6 @@ export class EventLog {
     options: { readonly expectedHead?: bigint } = {},
   ): Promise<AppendResult[]> {
     this.ensureOpen();
-    if (!this.backend.appendMany)
-      throw new InvalidAppendError(
-        `the ${this.backend.name} log cannot append to several streams atomically`,
-      );
     const { expectedHead } = options;
     if (expectedHead !== undefined) {
       if (!this.supportsExpectedHead)

@@ -99,12 +99,12 @@ export interface LogBackend {
     expected: ExpectedRevision,
   ): Promise<AppendResult>;
   /**
-   * Optional: appends to several streams atomically, every expected revision checked; one
-   * conflict and nothing is written. Engines that cannot do this leave it out. Where
+   * Appends to several streams atomically, every expected revision checked; one conflict and
+   * nothing is written (the scheduler writes a success with the task's advance this way). Where
    * `appendsAtHead` is true, `expectedHead` makes the append also conditional on the log's last
    * event being at that position (else a LogMovedError, and nothing is written).
    */
-  appendMany?(
+  appendMany(
     writes: readonly PreparedWrite[],
     options?: { readonly expectedHead?: bigint },
   ): Promise<AppendResult[]>;

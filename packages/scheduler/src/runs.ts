@@ -382,17 +382,10 @@ async function writeRunAndResets(
     events: [resetForOneInterval(t, logicalDate)],
     expectedRevision: t.revision as bigint | "no_stream",
   }));
-  if (log.supportsAppendMany) {
-    await log.appendMany([
-      { streamId: runStream(runId), events: [started], expectedRevision: runRevision },
-      ...resets,
-    ]);
-    return;
-  }
-  await log.append(runStream(runId), [started], { expectedRevision: runRevision });
-  await Promise.all(
-    resets.map((r) => log.append(r.streamId, r.events, { expectedRevision: r.expectedRevision })),
-  );
+  await log.appendMany([
+    { streamId: runStream(runId), events: [started], expectedRevision: runRevision },
+    ...resets,
+  ]);
 }
 
 export interface CriticalLink {

@@ -242,7 +242,7 @@ interface ReportState {
  */
 class ReportCommand implements Command<ReportState, SuccessCommit> {
   readonly maxRetries = MAX_CONFLICT_RETRIES + MAX_MOVED_RETRIES + 2;
-  private advance: boolean;
+  private advance = true;
   private withChildren: boolean;
   private moved = 0;
   private reread = false;
@@ -256,7 +256,6 @@ class ReportCommand implements Command<ReportState, SuccessCommit> {
     private readonly stream: string,
     private readonly reports: readonly AttemptReportInput[],
   ) {
-    this.advance = shell.parts.log.supportsAppendMany;
     this.withChildren = shell.parts.log.supportsExpectedHead;
   }
 
