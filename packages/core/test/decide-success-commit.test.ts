@@ -284,17 +284,17 @@ describe("decideSuccessCommit: other reports", () => {
       });
   });
 
-  it("a gated attempt's start is written, and its worker told to proceed once it is durable", () => {
-    const gated = instanceStream(keyOf("gated"), DAY);
+  it("the start of an attempt that waits for its start permission is written, and its worker told to proceed once it is durable", () => {
+    const guarded = instanceStream(keyOf("guarded"), DAY);
     spec
-      .given([...declaredTask("gated"), ...instance("gated", intended("gated"))])
+      .given([...declaredTask("guarded"), ...instance("guarded", intended("guarded"))])
       .when({
-        stream: gated,
-        reports: [{ token: tokenOf("gated", 1), attempt: 1, workerId: "w-1", kind: "started", pid: 7 }],
+        stream: guarded,
+        reports: [{ token: tokenOf("guarded", 1), attempt: 1, workerId: "w-1", kind: "started", pid: 7 }],
       })
       .thenMatches((c) => {
-        expect(typesOf(c)).toEqual([[gated, ["AttemptStarted"]]]);
-        expect(c.answers).toEqual([{ token: tokenOf("gated", 1), answer: "proceed" }]);
+        expect(typesOf(c)).toEqual([[guarded, ["AttemptStarted"]]]);
+        expect(c.answers).toEqual([{ token: tokenOf("guarded", 1), answer: "proceed" }]);
       });
   });
 });

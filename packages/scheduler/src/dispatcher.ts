@@ -8,7 +8,7 @@ export interface Dispatcher {
   /** Which of these tokens does any live worker know? token -> worker id. */
   query(tokens: readonly string[], timeoutMs?: number): Promise<Map<string, string>>;
   cancel(token: string, reason: string): unknown;
-  /** AttemptStarted is durable: let a gated (not idempotent) attempt run. */
+  /** AttemptStarted is durable: give an attempt that waits for it (not idempotent) its start permission. */
   proceed(token: string): unknown;
   /**
    * Stops at once everything the workers run or hold, each attempt reported lost with `reason`:

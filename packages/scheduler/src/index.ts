@@ -1,10 +1,3 @@
-import { randomInt } from "node:crypto";
-import { seedIdMaps } from "@chronolog/core";
-
-// The projection's maps are keyed by ids that producers choose: a seed of this process's own
-// keeps a set of ids chosen in advance from colliding in them (and slowing every look-up).
-seedIdMaps(randomInt(0x7fff_ffff));
-
 export * from "./alerts.js";
 export * from "./checkpoint.js";
 export * from "./command.js";

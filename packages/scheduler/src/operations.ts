@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
 import {
+  currentAttempt,
   type DomainEvent,
   describeWindow,
+  foldInstance,
   instanceStream,
   isTerminal,
   parseInstant,
@@ -303,4 +305,48 @@ export function backfillProgress(projection: SchedulerProjection, plan: Backfill
     done += n;
   }
   return { done, total, failed, finished: done >= total };
+}
+
+/**
+ * Abandons the current attempt of the task's interval (default: its current one): the
+ * operator's word that it will not report, written with a compare-and-set on its stream.
+ */
+export async function abandonAttempt(
+  log: EventLog,
+  projection: SchedulerProjection,
+  id: string,
+  options: { interval?: string; token?: string; retry?: boolean; reason: string; by: string },
+): Promise<{ stream: string; logicalDate: string; attempt: number; token: string; position: bigint }> {
+  const task = requireTask(projection, id);
+  const date = options.interval ?? task.logicalDate;
+  const stream = instanceStream(task.key, date);
+  const outcome = await handleCommand(log, {
+    name: `abandon ${id} ${date}`,
+    read: async () => foldInstance(await log.readStream(stream)),
+    decide: (inst) => {
+      const a = inst && currentAttempt(inst);
+      if (!inst || !a) throw new NotFoundError(`${id} has no attempt for ${date}`);
+      if (options.token !== undefined && a.token !== options.token)
+        throw new StateError(`${id} ${date}: attempt ${options.token} is not the current one (${a.token})`);
+      if (isTerminal(inst)) throw new StateError(`${id} ${date} has already ended (${inst.status})`);
+      const abandoned: DomainEvent = {
+        type: "AttemptAbandoned",
+        data: {
+          attempt: a.attempt,
+          token: a.token,
+          reason: options.reason,
+          by: options.by,
+          retry: !!options.retry,
+        },
+      };
+      return {
+        writes: [{ streamId: stream, events: [abandoned], expectedRevision: inst.revision }],
+        result: { attempt: a.attempt, token: a.token },
+      };
+    },
+  });
+  // (Another writer ended or replaced the attempt meanwhile: said as the log's conflict.)
+  if (outcome.kind === "conflict") throw outcome.error;
+  const position = outcome.kind === "written" ? (outcome.results[0]?.position ?? -1n) : -1n;
+  return { stream, logicalDate: date, ...outcome.result, position };
 }

@@ -4,8 +4,8 @@ import type { Ownership } from "./ownership.js";
 import type { SchedulerLogger, SchedulerObserver } from "./scheduler-types.js";
 
 /**
- * The one way out to the workers: attempts whose intents are durable, the permission for a gated
- * attempt to run once its start is durable, and the order to stop one. Only attempts of shards
+ * The one way out to the workers: attempts whose intents are durable, the start permission of an
+ * attempt that waits for it, once its start is durable, and the order to stop one. Only attempts of shards
  * still held here go out.
  */
 export class Outbox {
@@ -50,7 +50,7 @@ export class Outbox {
     }
   }
 
-  /** A gated attempt's start is durable: it may run (unless this scheduler is fenced: then it stops). */
+  /** An attempt's start is durable: it gets its start permission (unless this scheduler is fenced: then it stops). */
   proceed(token: string): void {
     // (Fenced, the attempt's worker was killed; an answer that comes in late lets nothing run.)
     if (this.ownership.fenced) this.dispatcher.cancel(token, "its scheduler is fenced");

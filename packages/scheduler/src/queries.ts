@@ -108,44 +108,6 @@ export async function taskAttempts(
   return rows;
 }
 
-/**
- * Abandons the current attempt of the task's interval (default: its current one): the
- * operator's word that it will not report, written with a compare-and-set on its stream.
- */
-export async function abandonAttempt(
-  log: EventLog,
-  projection: SchedulerProjection,
-  id: string,
-  options: { interval?: string; token?: string; retry?: boolean; reason: string; by: string },
-): Promise<{ stream: string; logicalDate: string; attempt: number; token: string; position: bigint }> {
-  const task = requireTask(projection, id);
-  const date = options.interval ?? task.logicalDate;
-  const stream = instanceStream(task.key, date);
-  const inst = foldInstance(await log.readStream(stream));
-  const a = inst && currentAttempt(inst);
-  if (!inst || !a) throw new NotFoundError(`${id} has no attempt for ${date}`);
-  if (options.token !== undefined && a.token !== options.token)
-    throw new StateError(`${id} ${date}: attempt ${options.token} is not the current one (${a.token})`);
-  if (isTerminal(inst)) throw new StateError(`${id} ${date} has already ended (${inst.status})`);
-  const r = await log.append(
-    stream,
-    [
-      {
-        type: "AttemptAbandoned",
-        data: {
-          attempt: a.attempt,
-          token: a.token,
-          reason: options.reason,
-          by: options.by,
-          retry: !!options.retry,
-        },
-      },
-    ],
-    { expectedRevision: inst.revision },
-  );
-  return { stream, logicalDate: date, attempt: a.attempt, token: a.token, position: r.position };
-}
-
 /** The instance whose current attempt has `token`, among those in flight. */
 export function activeInstanceOfToken(
   projection: SchedulerProjection,

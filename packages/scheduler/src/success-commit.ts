@@ -33,8 +33,8 @@ import type { SchedulerLogger } from "./scheduler-types.js";
  *
  *   report -> read the attempt stream -> decideSuccessCommit (the core: the attempt's end, the
  *   interval's completion and the task's advance, each child's intent) -> one atomic append ->
- *   apply (leases, the children in flight) -> send (the children's attempts, a gated
- *   attempt's permission to run).
+ *   apply (leases, the children in flight) -> send (the children's attempts, the start
+ *   permission of an attempt that waits for it).
  *
  * Reports that arrive in the same tick are grouped per attempt stream, and each group is one
  * command for the command handler; appends to different streams share one group commit.

@@ -78,7 +78,7 @@ class FakeDispatcher implements Dispatcher {
 }
 
 /** The log, with its appends held back while `hold` is set (an acknowledgement that is late). */
-function gated(log: EventLog): { log: EventLog; hold: boolean; release(): void; held(): number } {
+function holdable(log: EventLog): { log: EventLog; hold: boolean; release(): void; held(): number } {
   let waiting: Array<() => void> = [];
   const gate = {
     hold: false,
@@ -159,7 +159,7 @@ describe("a fenced scheduler", () => {
   it("kills what its workers run when the fence comes down, and lets no late start run", async () => {
     const membership = new FakeMembership(false);
     const dispatcher = new FakeDispatcher();
-    const gate = gated(log);
+    const gate = holdable(log);
     await start(gate.log, membership, dispatcher);
     await until("both tasks dispatched", () => dispatcher.dispatched.length === 2);
     const [first] = dispatcher.dispatched as [RunCommand];
@@ -193,7 +193,7 @@ describe("a fenced scheduler", () => {
   it("hands no worker an intent acknowledged after the fence came down", async () => {
     const membership = new FakeMembership(false);
     const dispatcher = new FakeDispatcher();
-    const gate = gated(log);
+    const gate = holdable(log);
     gate.hold = true;
     await start(gate.log, membership, dispatcher);
     await until("both intents on their way to the log", () => gate.held() === 2);

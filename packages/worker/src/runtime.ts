@@ -291,7 +291,7 @@ export class WorkerRuntime {
   }
 
   /** Resolves when the attempt may run: at once unless it awaits a `proceed` not yet received. */
-  private gate(a: Attempt): Promise<void> | undefined {
+  private startPermission(a: Attempt): Promise<void> | undefined {
     if (a.cmd.awaitProceed !== true || a.proceeded || a.abort) return undefined;
     this.waitingCount++;
     return new Promise<void>((resolve) => {
@@ -349,8 +349,8 @@ export class WorkerRuntime {
           "operator has publishTo but this worker has no staging root (CHRONOLOG_STAGING_ROOT)",
         );
       }
-      const gate = this.gate(a);
-      if (spec.type !== "noop" || gate) {
+      const permission = this.startPermission(a);
+      if (spec.type !== "noop" || permission) {
         // The lease covers the wait for `proceed` as well as the run.
         const every = Math.max(MIN_HEARTBEAT_MS, (cmd.leaseSeconds * 1000) / 3);
         heartbeat = setInterval(
@@ -360,7 +360,7 @@ export class WorkerRuntime {
         );
         heartbeat.unref();
       }
-      if (gate) await gate;
+      if (permission) await permission;
       // Stopped while it waited (cancelled, or the worker is shutting down): it never runs.
       const stoppedWhileWaiting = a.abort;
       if (stoppedWhileWaiting) throw stoppedWhileWaiting;
@@ -428,7 +428,8 @@ export class WorkerRuntime {
     const { token, attempt, instanceStream } = cmd;
     // A success in the batch of its own start says it all (it names the worker, and the start is
     // its end less its duration): the start is left out, half the messages of a quick task. Not
-    // for a failure, which must say whether the attempt started, nor a gated attempt's start.
+    // for a failure, which must say whether the attempt started, nor the start of an attempt
+    // that waits for its start permission.
     const start = this.unsentStarts.get(token);
     if (start) {
       this.unsentStarts.delete(token);

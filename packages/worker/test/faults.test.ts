@@ -74,14 +74,14 @@ describe("fault hooks (CHRONOLOG_FAULT)", () => {
         runCmd(shell("exit 3"), { token: "ran-fail" }),
         runCmd(shell("true"), { token: "ran-ok" }),
         runCmd({ type: "teleport" }, { token: "never-ran" }),
-        runCmd(shell("true"), { token: "gated", awaitProceed: true }),
+        runCmd(shell("true"), { token: "awaits-permission", awaitProceed: true }),
       ],
     });
     await h.finished("ran-fail");
     await h.finished("ran-ok");
     await h.finished("never-ran");
-    h.runtime.cancel("gated", "no");
-    await h.finished("gated");
+    h.runtime.cancel("awaits-permission", "no");
+    await h.finished("awaits-permission");
     await sleep(20);
     expect(calls.sort()).toEqual(["ran-fail", "ran-ok"]);
     expect(reportsAtCall).toBe(0);

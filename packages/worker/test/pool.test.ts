@@ -101,7 +101,7 @@ describe("WorkerPool", () => {
     expect(r.error).toEqual({ kind: "exception", message: "cancelled: fail-fast" });
   });
 
-  it("proceed sends a gated attempt's go-ahead to the worker that holds it", async () => {
+  it("proceed sends an attempt's start permission to the worker that holds it", async () => {
     const { pool, reports, terminal } = newPool(2);
     await pool.ready();
     const dir = await tempDir();

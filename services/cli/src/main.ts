@@ -1,4 +1,6 @@
+import { randomInt } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { seedIdMaps } from "@chronolog/core";
 import { Command } from "commander";
 import { registerAlertsCommand } from "./commands/alerts.js";
 import { registerAttemptCommands } from "./commands/attempt.js";
@@ -12,6 +14,11 @@ import { registerTaskCommands } from "./commands/tasks.js";
 import { registerUpCommand } from "./commands/up.js";
 import type { DataDirOptions } from "./data-dir.js";
 import { EXIT_CODE_HELP, exitCodeOf, messageOf } from "./edge.js";
+
+// The projection's maps are keyed by ids that producers choose: a seed of this process's own,
+// set before any map is made, keeps a set of ids chosen in advance from colliding in them (and
+// slowing every look-up).
+seedIdMaps(randomInt(0x7fff_ffff));
 
 const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
   version: string;

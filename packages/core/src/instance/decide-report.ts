@@ -162,8 +162,8 @@ export function decideReport(
       ];
     case "failed": {
       const retryAt = retryAfterFailure(state, attempt, current.status !== "queued", report.error.kind, ctx);
-      // A worker lost before the start was recorded: the attempt did not start (gated tasks
-      // wait for that record before running), so no start is claimed for it.
+      // A worker lost before the start was recorded: the attempt did not start (a task that
+      // is not idempotent waits for that record, its start permission, before running), so no start is claimed for it.
       const claimStart = current.status === "queued" && report.error.kind !== "lost";
       return [
         {

@@ -13,7 +13,7 @@
  *
  * Keys are hashed with FNV-1a and a final mix, from a seed each map takes when it is made: the
  * seed `seedIdMaps` last set. This package reads no randomness itself; a process that holds ids
- * others choose sets a random seed when it starts (the scheduler's package does), so that no
+ * others choose sets a random seed when it starts (the `chronolog` command does, first thing), so that no
  * set of ids chosen in advance collides in its maps. The seed changes no result, only how long
  * a look-up may take.
  */

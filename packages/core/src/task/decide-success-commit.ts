@@ -78,8 +78,8 @@ export interface ChildStart {
 }
 
 /**
- * What a worker is told once the append is made: `proceed` (its start is durable: a gated
- * attempt may run), or `stop` (it is not, or no longer, the current attempt).
+ * What a worker is told once the append is made: `proceed` (its start is durable: an attempt
+ * that waits for its start permission may run), or `stop` (it is not, or no longer, the current attempt).
  */
 export interface WorkerAnswer {
   readonly token: string;
@@ -157,7 +157,7 @@ function completionOrNone(task: TaskState, after: InstanceState): DomainEventOf<
 /**
  * The reports folded one after another into the attempt stream's events. A start and a success
  * of the same attempt in one batch: the success says it all (it names the worker), unless the
- * attempt is gated (not idempotent), whose start is always written first: it runs only after.
+ * attempt waits for its start permission (not idempotent): its start is always written first: it runs only after.
  * Only a success: a failure must know the attempt started (a lost worker is then retried within
  * its bounds, not as an attempt that never ran).
  */
