@@ -70,9 +70,9 @@ export interface SnapshotFile {
   readonly headHash: string | null;
 }
 
-/** A snapshot file as read: its tasks already restored, when its format allows. */
+/** A snapshot file as read: its tasks already restored. */
 interface ReadSnapshotFile {
-  readonly snapshot: ProjectionSnapshot | RestoredSnapshot;
+  readonly snapshot: RestoredSnapshot;
   /** Hash of the log's event at the snapshot's position: proves the snapshot belongs to this log. */
   readonly headHash: string | null;
 }
@@ -101,15 +101,13 @@ const SNAPSHOT_LISTS = [
 type SnapshotList = (typeof SNAPSHOT_LISTS)[number];
 
 /**
- * What the header says of the file: the format of its lines, and each list's count. In
- * `lines/3` the tasks are written in blocks of columns (below), a task naming its declaration by
- * its place in a table of the declarations' shared parts; `lines/2` (the version before) wrote a
- * short array per task, and `lines` (earlier) every record whole: both are still read.
+ * The layout of the file's lines, as its header names it (`lines`). In `lines/3` the tasks are
+ * written in blocks of columns (below), a task naming its declaration by its place in a table of
+ * the declarations' shared parts. It is the only layout read: the ones before it (`lines/2`, a
+ * short array per task; `lines`, every record whole; one JSON document) were written only with
+ * snapshot formats before SNAPSHOT_FORMAT 8, which are refused anyway.
  */
-const BLOCK_FORMAT = "lines/3";
-const LINES_FORMAT = "lines/2";
-const WHOLE_LINES_FORMAT = "lines";
-const FORMATS: ReadonlySet<unknown> = new Set([BLOCK_FORMAT, LINES_FORMAT, WHOLE_LINES_FORMAT]);
+const LAYOUT = "lines/3";
 
 /**
  * The most tasks a reader makes room for from the header's count before it has read them (a
@@ -489,49 +487,6 @@ class TaskReader {
     return task;
   }
 
-  /** A task of a `lines/2` file: a line of its own. */
-  read(line: string): void {
-    const value = JSON.parse(line) as unknown;
-    if (!Array.isArray(value)) {
-      this.readWhole(value as SnapshotTask);
-      return;
-    }
-    const [id, at, parents] = value as [string, number, string[]];
-    const shared = this.declaration(at);
-    const length = 3 + TASK_FIELDS.length;
-    const extras = value[length];
-    if (
-      typeof id !== "string" ||
-      !Array.isArray(parents) ||
-      value.length < length ||
-      value.length > length + 1 ||
-      (value.length === length + 1 && !isPlainObject(extras)) ||
-      parents.some((p) => typeof p !== "string")
-    )
-      throw new Error(`the task record of ${String(id)} is not one this version writes`);
-    const key = this.own(id);
-    const taskParents = parents.length === 0 ? NO_PARENTS : parents.map((p) => this.parent(p));
-    for (const p of parents) this.children.add(p, id);
-    const v = value as [string, number, string[], ...unknown[]];
-    const prev = v[5];
-    const task: TaskState = {
-      key,
-      id,
-      spec: shared as unknown as DeclaredSpec,
-      parents: taskParents,
-      status: v[3] as TaskState["status"],
-      logicalDate: this.at(v[4]),
-      prevIntervalStart: prev === null ? null : this.at(prev),
-      nextRunDate: this.at(v[6]),
-      failure: v[7] as TaskState["failure"],
-      backfill: v[8] as TaskState["backfill"],
-      revision: bigCounter(v[9], `the revision of ${id}`),
-      movedAt: bigCounter(v[10], `the position of ${id}`),
-    };
-    if (extras !== undefined) Object.assign(task, extras);
-    this.tasks.set(id, task);
-  }
-
   /**
    * The key of the task at place `i` in a block: its project, account and partition from the
    * block's table, its name what its id holds between them (the id must be exactly the four).
@@ -690,7 +645,7 @@ export function snapshotPieces(
   const header: Record<string, unknown> = {
     ...snapshot,
     headHash,
-    lines: BLOCK_FORMAT,
+    lines: LAYOUT,
     taskFields: TASK_FIELDS,
     specs: tasks.specs.length,
     instants: tasks.instants.length,
@@ -724,8 +679,9 @@ export function snapshotPieces(
 /**
  * The lines of a file, read `chunkChars` at a time (never the whole file as one string unless it
  * is one line). Each piece is searched once; a line longer than a piece is gathered from its
- * parts and joined once, so a file of one long line (an older snapshot) costs its length, not
- * its square. Stopping early (`return`, or an error in the reader) closes the file.
+ * parts and joined once, so a long line (a block of many tasks, or an older version's snapshot
+ * of one line, read only to be refused) costs its length, not its square. Stopping early
+ * (`return`, or an error in the reader) closes the file.
  */
 export async function* linesOf(path: string, chunkChars = 1 << 20): AsyncGenerator<string> {
   const stream = createReadStream(path, { encoding: "utf8", highWaterMark: chunkChars });
@@ -752,9 +708,8 @@ export async function* linesOf(path: string, chunkChars = 1 << 20): AsyncGenerat
 }
 
 /**
- * Reads a snapshot file: lines of records after a header, or a file of one JSON document (as
- * snapshots were written before). A file cut short, or with lines over or under its counts, is
- * refused with the reason.
+ * Reads a snapshot file: lines of records after a header. A file of another snapshot format or
+ * layout, cut short, or with lines over or under its counts, is refused with the reason.
  */
 async function parseSnapshotFile(path: string): Promise<ReadSnapshotFile> {
   const lines = linesOf(path);
@@ -766,22 +721,29 @@ async function parseSnapshotFile(path: string): Promise<ReadSnapshotFile> {
   }
 }
 
+/**
+ * Why a file whose first line is `header` is refused before its records are read, or null if
+ * this version reads it. A projection of another shape is rebuilt from the log: known from the
+ * header, before a million records are read only to be dropped. A file of one JSON document (the
+ * oldest layout) holds its format in its `snapshot`: it is refused for that format, as before.
+ */
+function refusal(header: Record<string, unknown>): string | null {
+  const document = !("lines" in header) && isPlainObject(header.snapshot);
+  const format = document ? (header.snapshot as Record<string, unknown>).format : header.format;
+  if (format === undefined) return "the file names no snapshot format";
+  if (format !== SNAPSHOT_FORMAT) return `snapshot format ${String(format)} is not ${SNAPSHOT_FORMAT}`;
+  if (header.lines === LAYOUT) return null;
+  const layout = document ? "one JSON document" : JSON.stringify(header.lines ?? null);
+  return `snapshot layout ${layout} is not ${LAYOUT}, the only one this version reads`;
+}
+
 async function parseSnapshotLines(lines: AsyncGenerator<string>): Promise<ReadSnapshotFile> {
   const first = await lines.next();
   if (first.done) throw new Error("the file is empty");
-  const header = JSON.parse(first.value) as Record<string, unknown>;
-  // A projection of another shape is rebuilt from the log: known from the header (or the one
-  // document's snapshot), before a million records are read only to be dropped.
-  const format = FORMATS.has(header.lines)
-    ? header.format
-    : (header.snapshot as { format?: unknown })?.format;
-  if (format !== SNAPSHOT_FORMAT)
-    throw new Error(`snapshot format ${String(format)} is not ${SNAPSHOT_FORMAT}`);
-  if (!FORMATS.has(header.lines)) {
-    // One JSON document: the whole snapshot on its only line.
-    if ((await lines.next()).done !== true) throw new Error("text after the snapshot's document");
-    return header as unknown as SnapshotFile;
-  }
+  const header = JSON.parse(first.value) as unknown;
+  if (!isPlainObject(header)) throw new Error("the file's first line is not a header");
+  const refused = refusal(header);
+  if (refused !== null) throw new Error(refused);
   const counts = header.counts as Record<SnapshotList, number>;
   const snapshot: Record<string, unknown> = { ...header };
   for (const name of ["lines", "counts", "headHash", "taskFields", "specs", "instants", "blocks"])
@@ -790,44 +752,35 @@ async function parseSnapshotLines(lines: AsyncGenerator<string>): Promise<ReadSn
     if (!Number.isInteger(n) || (n as number) < 0) throw new Error(`the header has no count of ${what}`);
     return n as number;
   };
+  const n = count(header.specs, "declarations");
+  if (!Array.isArray(header.taskFields) || !header.taskFields.every((f) => typeof f === "string"))
+    throw new Error("the header does not name the tasks' fields");
+  const fields = header.taskFields as string[];
+  if (fields.length !== TASK_FIELDS.length || fields.some((f, i) => f !== TASK_FIELDS[i]))
+    throw new Error(`the tasks' fields (${fields.join(", ")}) are not the ones this version reads`);
   const specs: Record<string, unknown>[] = [];
+  for (let i = 0; i < n; i++) {
+    const line = await lines.next();
+    if (line.done) throw new Error(`the file ends after ${i} of its ${n} declarations`);
+    const spec = JSON.parse(line.value) as unknown;
+    if (!isPlainObject(spec)) throw new Error(`declaration ${i} is not an object`);
+    specs.push(spec);
+  }
+  const m = count(header.instants, "instants");
   const instants: string[] = [];
-  if (header.lines !== WHOLE_LINES_FORMAT) {
-    const n = count(header.specs, "declarations");
-    if (!Array.isArray(header.taskFields) || !header.taskFields.every((f) => typeof f === "string"))
-      throw new Error("the header does not name the tasks' fields");
-    const fields = header.taskFields as string[];
-    if (fields.length !== TASK_FIELDS.length || fields.some((f, i) => f !== TASK_FIELDS[i]))
-      throw new Error(`the tasks' fields (${fields.join(", ")}) are not the ones this version reads`);
-    for (let i = 0; i < n; i++) {
-      const line = await lines.next();
-      if (line.done) throw new Error(`the file ends after ${i} of its ${n} declarations`);
-      const spec = JSON.parse(line.value) as unknown;
-      if (!isPlainObject(spec)) throw new Error(`declaration ${i} is not an object`);
-      specs.push(spec);
-    }
-    const m = count(header.instants, "instants");
-    for (let i = 0; i < m; i++) {
-      const line = await lines.next();
-      if (line.done) throw new Error(`the file ends after ${i} of its ${m} instants`);
-      const instant = JSON.parse(line.value) as unknown;
-      if (typeof instant !== "string") throw new Error(`instant ${i} is not a string`);
-      instants.push(instant);
-    }
+  for (let i = 0; i < m; i++) {
+    const line = await lines.next();
+    if (line.done) throw new Error(`the file ends after ${i} of its ${m} instants`);
+    const instant = JSON.parse(line.value) as unknown;
+    if (typeof instant !== "string") throw new Error(`instant ${i} is not a string`);
+    instants.push(instant);
   }
   const claimed = count(counts?.tasks, "tasks");
-  const tasks = new TaskReader(
-    specs,
-    instants,
-    header.lines === BLOCK_FORMAT
-      ? Math.min(claimed, count(header.blocks, "blocks of tasks") * TASK_BLOCK)
-      : claimed,
-  );
+  const blocks = count(header.blocks, "blocks of tasks");
+  const tasks = new TaskReader(specs, instants, Math.min(claimed, blocks * TASK_BLOCK));
   for (const list of SNAPSHOT_LISTS) {
     const n = count(counts?.[list], list);
-    const records: unknown[] = [];
-    if (list === "tasks" && header.lines === BLOCK_FORMAT) {
-      const blocks = count(header.blocks, "blocks of tasks");
+    if (list === "tasks") {
       let read = 0;
       for (let i = 0; i < blocks; i++) {
         const line = await lines.next();
@@ -839,13 +792,13 @@ async function parseSnapshotLines(lines: AsyncGenerator<string>): Promise<ReadSn
       snapshot.tasks = tasks.tasks;
       continue;
     }
+    const records: unknown[] = [];
     for (let i = 0; i < n; i++) {
       const line = await lines.next();
       if (line.done) throw new Error(`the file ends after ${i} of its ${n} ${list}`);
-      if (list === "tasks") tasks.read(line.value);
-      else records.push(JSON.parse(line.value));
+      records.push(JSON.parse(line.value));
     }
-    snapshot[list] = list === "tasks" ? tasks.tasks : records;
+    snapshot[list] = records;
   }
   snapshot.children = tasks.children;
   if ((await lines.next()).done !== true) throw new Error("lines after the last record the header counts");

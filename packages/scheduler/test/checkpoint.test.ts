@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { formatTaskKey, instanceStream, SchedulerProjection, SNAPSHOT_FORMAT } from "@chronolog/core";
+import { instanceStream, SchedulerProjection, SNAPSHOT_FORMAT } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import { openSqliteLog } from "@chronolog/log-sqlite";
 import { catchUp, declare, loadProjection, SNAPSHOT_FILE, saveSnapshot } from "@chronolog/scheduler";
@@ -363,142 +363,6 @@ describe("the checkpoint file", () => {
     expect(restored.children.count("p1/acme/t1/ALL")).toBe(11);
   });
 
-  it("reads a checkpoint of a task per line, as the version before wrote it (lines/2)", async () => {
-    // A pause with a reason: a field past the usual ones, written after them in its line.
-    await pauseT6();
-    const written = await checkpointed();
-    const [at] = await log.readAllStored({ fromPosition: written.position, maxCount: 1 });
-    const { tasks, ...others } = written.toSnapshot();
-    const { instances, connections, connectionRevisions, workflows, ...tail } = others;
-    const { workflowRevisions, runs, alerts, cacheKeys, ...head } = tail;
-    const all = {
-      instances,
-      connections,
-      connectionRevisions,
-      workflows,
-      workflowRevisions,
-      runs,
-      alerts,
-      cacheKeys,
-    };
-    const lists = Object.keys(all) as Array<keyof typeof all>;
-    const specs: string[] = [];
-    const instants: string[] = [];
-    const placeIn = (table: string[], text: string): number => {
-      const i = table.indexOf(text);
-      return i >= 0 ? i : table.push(text) - 1;
-    };
-    // `[id, declaration's place, [parent ids], ...taskFields, {other fields}?]`, its instants by
-    // their places in the table.
-    const taskLines = tasks.map((t) => {
-      const { key, id, spec, parents, status, logicalDate, prevIntervalStart, nextRunDate, ...rest } = t;
-      const { failure, backfill, revision, movedAt, ...extras } = rest;
-      const record: unknown[] = [
-        id,
-        placeIn(specs, JSON.stringify(spec)),
-        parents.map(formatTaskKey),
-        status,
-        placeIn(instants, logicalDate),
-        prevIntervalStart === null ? null : placeIn(instants, prevIntervalStart),
-        placeIn(instants, nextRunDate),
-        failure,
-        backfill,
-        Number(revision),
-        Number(movedAt),
-      ];
-      expect(formatTaskKey(key)).toBe(id);
-      if (Object.keys(extras).length > 0) record.push(extras);
-      return JSON.stringify(record);
-    });
-    expect(specs).toHaveLength(1);
-    expect(taskLines.filter((l) => l.endsWith('{"pausedReason":"held"}]'))).toHaveLength(1);
-    const header = {
-      ...head,
-      headHash: at?.metadata.hash,
-      lines: "lines/2",
-      taskFields: [
-        "status",
-        "logicalDate",
-        "prevIntervalStart",
-        "nextRunDate",
-        "failure",
-        "backfill",
-        "revision",
-        "movedAt",
-      ],
-      specs: specs.length,
-      instants: instants.length,
-      counts: { tasks: tasks.length, ...Object.fromEntries(lists.map((l) => [l, all[l].length])) },
-    };
-    const text = [
-      JSON.stringify(header),
-      ...specs,
-      ...instants.map((i) => JSON.stringify(i)),
-      ...taskLines,
-      ...lists.flatMap((l) => (all[l] as unknown[]).map((r) => JSON.stringify(r))),
-    ].join("\n");
-    writeFileSync(snapshotPath(), `${text}\n`);
-    const loaded = await loadProjection(log, dir);
-    expect(loaded.discarded).toBeNull();
-    expect(loaded.snapshotPosition).toBe(written.position);
-    expect(loaded.replayed).toBe(0);
-    const restored = loaded.projection;
-    expect(restored.toSnapshot()).toEqual(written.toSnapshot());
-    expect(JSON.stringify(restored.toSnapshot())).toBe(JSON.stringify(written.toSnapshot()));
-    expect(restored.tasks.get("p2/acme/t6/ALL")?.pausedReason).toBe("held");
-    // The children index as the fold makes it, and a parent's key shared with its children's.
-    for (const id of written.tasks.keys()) {
-      expect([...restored.children.of(id)], id).toEqual([...written.children.of(id)]);
-      expect(restored.children.count(id), id).toBe(written.children.count(id));
-    }
-    expect([...restored.children.of("p0/acme/t4/ALL")]).toEqual(["p1/acme/t5/ALL"]);
-    expect(restored.tasks.get("p1/acme/t5/ALL")?.parents[0]).toBe(restored.tasks.get("p0/acme/t4/ALL")?.key);
-  });
-
-  it("reads a checkpoint whose every record is whole, as the version before wrote it", async () => {
-    const written = await checkpointed();
-    const [at] = await log.readAllStored({ fromPosition: written.position, maxCount: 1 });
-    const snapshot = written.toSnapshot();
-    const lists = ["tasks", "instances", "connections", "connectionRevisions", "workflows"] as const;
-    const more = ["workflowRevisions", "runs", "alerts", "cacheKeys"] as const;
-    const { tasks, instances, connections, connectionRevisions, workflows, ...tail } = snapshot;
-    const { workflowRevisions, runs, alerts, cacheKeys, ...head } = tail;
-    const all = {
-      tasks,
-      instances,
-      connections,
-      connectionRevisions,
-      workflows,
-      workflowRevisions,
-      runs,
-      alerts,
-      cacheKeys,
-    };
-    const counts = Object.fromEntries([...lists, ...more].map((l) => [l, all[l].length]));
-    const text = [
-      JSON.stringify({ ...head, headHash: at?.metadata.hash, lines: "lines", counts }),
-      ...[...lists, ...more].flatMap((l) => (all[l] as unknown[]).map((r) => JSON.stringify(r))),
-    ].join("\n");
-    writeFileSync(snapshotPath(), `${text}\n`);
-    const loaded = await loadProjection(log, dir);
-    expect(loaded.discarded).toBeNull();
-    expect(loaded.replayed).toBe(0);
-    expect(loaded.projection.toSnapshot()).toEqual(written.toSnapshot());
-  });
-
-  it("reads a snapshot written as one JSON document, as earlier versions wrote it", async () => {
-    const written = await checkpointed();
-    const [at] = await log.readAllStored({ fromPosition: written.position, maxCount: 1 });
-    writeFileSync(
-      snapshotPath(),
-      JSON.stringify({ snapshot: written.toSnapshot(), headHash: at?.metadata.hash }),
-    );
-    const loaded = await loadProjection(log, dir);
-    expect(loaded.discarded).toBeNull();
-    expect(loaded.replayed).toBe(0);
-    expect(loaded.projection.toSnapshot()).toEqual(written.toSnapshot());
-  });
-
   it("is refused when cut short or when it holds more than its header counts, and the log is replayed", async () => {
     const written = await checkpointed();
     const text = readFileSync(snapshotPath(), "utf8");
@@ -560,6 +424,77 @@ describe("the checkpoint file", () => {
     expect(loaded.snapshotPosition).toBe(-1n);
     expect(loaded.replayed).toBe(Number(written.position) + 1);
     expect(loaded.projection.toSnapshot()).toEqual(written.toSnapshot());
+  });
+
+  it("in a layout this version no longer reads is rebuilt from the log, and says why", async () => {
+    // Files as the versions before `lines/3` wrote them, made by hand: a line per record whole
+    // (`lines`), a task per line after the tables (`lines/2`, its tasks whole, as it could hold
+    // them), one JSON document; each of this snapshot format, which none of those versions
+    // wrote, and all of them with a record torn (a reader that went on past the header would
+    // say so instead).
+    const written = await checkpointed();
+    const [at] = await log.readAllStored({ fromPosition: written.position, maxCount: 1 });
+    const headHash = at?.metadata.hash;
+    const snapshot = written.toSnapshot();
+    const { tasks, instances, connections, connectionRevisions, workflows, ...tail } = snapshot;
+    const { workflowRevisions, runs, alerts, cacheKeys, ...head } = tail;
+    const all = {
+      tasks,
+      instances,
+      connections,
+      connectionRevisions,
+      workflows,
+      workflowRevisions,
+      runs,
+      alerts,
+      cacheKeys,
+    };
+    const counts = Object.fromEntries(Object.entries(all).map(([l, records]) => [l, records.length]));
+    const records = Object.values(all).flatMap((list) => (list as unknown[]).map((r) => JSON.stringify(r)));
+    const torn = (lines: string[]) => `${lines.join("\n").slice(0, -20)}`;
+    const tables = { taskFields: Object.keys(tasks[0] ?? {}).slice(4), specs: 0, instants: 0 };
+    const files: Array<[string, string, string]> = [
+      [
+        "a line per record (lines)",
+        torn([JSON.stringify({ ...head, headHash, lines: "lines", counts }), ...records]),
+        'snapshot layout "lines" is not lines/3, the only one this version reads',
+      ],
+      [
+        "a task per line (lines/2)",
+        torn([JSON.stringify({ ...head, headHash, lines: "lines/2", ...tables, counts }), ...records]),
+        'snapshot layout "lines/2" is not lines/3, the only one this version reads',
+      ],
+      [
+        "one JSON document",
+        JSON.stringify({ snapshot, headHash }),
+        "snapshot layout one JSON document is not lines/3, the only one this version reads",
+      ],
+      [
+        "a layout of a later version",
+        torn([JSON.stringify({ ...head, headHash, lines: "lines/4", counts }), ...records]),
+        'snapshot layout "lines/4" is not lines/3, the only one this version reads',
+      ],
+      [
+        "one JSON document of an older format, as those versions wrote it",
+        JSON.stringify({ snapshot: { ...snapshot, format: SNAPSHOT_FORMAT - 1 }, headHash }),
+        `snapshot format ${SNAPSHOT_FORMAT - 1} is not ${SNAPSHOT_FORMAT}`,
+      ],
+      [
+        "a header that names no format",
+        torn([JSON.stringify({ lines: "lines/3", counts }), ...records]),
+        "the file names no snapshot format",
+      ],
+      ["a first line that is no header", torn(["[]", ...records]), "the file's first line is not a header"],
+    ];
+    expect(tables.taskFields[0]).toBe("status");
+    for (const [what, text, why] of files) {
+      writeFileSync(snapshotPath(), text);
+      const loaded = await loadProjection(log, dir);
+      expect(loaded.discarded, what).toBe(`unreadable snapshot: ${why}`);
+      expect(loaded.snapshotPosition, what).toBe(-1n);
+      expect(loaded.replayed, what).toBe(Number(written.position) + 1);
+      expect(loaded.projection.toSnapshot(), what).toEqual(written.toSnapshot());
+    }
   });
 
   it("is refused when a block of tasks or the header's tables are not what this version writes", async () => {
