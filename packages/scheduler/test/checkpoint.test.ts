@@ -4,9 +4,16 @@ import { join } from "node:path";
 import { instanceStream, SchedulerProjection, SNAPSHOT_FORMAT } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import { openSqliteLog } from "@chronolog/log-sqlite";
-import { catchUp, declare, loadProjection, SNAPSHOT_FILE, saveSnapshot } from "@chronolog/scheduler";
+import {
+  catchUp,
+  declare,
+  linesOf,
+  loadProjection,
+  SNAPSHOT_FILE,
+  saveSnapshot,
+  snapshotPieces,
+} from "@chronolog/scheduler";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { linesOf, snapshotPieces } from "../src/checkpoint.js";
 
 /**
  * The checkpoint file (`lines/3`): a header line, the table of the declarations' shared parts
