@@ -19,8 +19,8 @@ import {
 import type { AppendResult, EventLog, StreamWrite } from "@chronolog/log";
 import { renderOperator, renderTemplate, renderTemplateWith, TemplateError } from "@chronolog/render";
 import { alertVariables } from "./alerts.js";
-import { catchUp } from "./checkpoint.js";
 import { handleCommand } from "./command.js";
+import { catchUp } from "./projection-loader.js";
 
 export interface DeclaredTaskOutcome {
   readonly task: string;

@@ -7,8 +7,9 @@ import {
   streamCategory,
 } from "@chronolog/core";
 import { type EventLog, logAsOf, type RecordedEvent } from "@chronolog/log";
-import { catchUp, projectionAsOf } from "./checkpoint.js";
+import { catchUp } from "./projection-loader.js";
 import { readRun } from "./runs.js";
+import { projectionAsOf } from "./snapshot/as-of.js";
 
 /** One field of a task, instance, run or declaration that is not what it was. */
 export interface FieldChange {

@@ -17,9 +17,9 @@ import {
   ValidationError,
 } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
-import { catchUp } from "./checkpoint.js";
 import { handleCommand } from "./command.js";
 import { NotFoundError, StateError } from "./errors.js";
+import { catchUp } from "./projection-loader.js";
 
 /**
  * Moving a task's schedule while an attempt of its current interval is in flight (or has

@@ -24,10 +24,10 @@ import {
   ValidationError,
 } from "@chronolog/core";
 import { type EventLog, type RecordedEvent, WrongExpectedRevisionError } from "@chronolog/log";
-import { catchUp } from "./checkpoint.js";
 import { ConflictRetriesExhaustedError } from "./command.js";
 import { NotFoundError, StateError } from "./errors.js";
 import { requireSettled } from "./operations.js";
+import { catchUp } from "./projection-loader.js";
 
 /** A run as its stream holds it, and the stream's revision. */
 export interface RunRead {

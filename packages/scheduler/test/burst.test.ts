@@ -6,9 +6,9 @@ import type { EventLog } from "@chronolog/log";
 import { openSqliteLog } from "@chronolog/log-sqlite";
 import type { RunCommand, WorkerReport } from "@chronolog/worker";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { catchUp } from "../src/checkpoint.js";
 import { declare } from "../src/declare.js";
 import type { Dispatcher } from "../src/dispatcher.js";
+import { catchUp } from "../src/projection-loader.js";
 import { Scheduler } from "../src/scheduler.js";
 import { DAY, LATEST, SLOT_HOUR, silent, until } from "./harness.js";
 

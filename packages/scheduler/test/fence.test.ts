@@ -7,10 +7,10 @@ import { openSqliteLog } from "@chronolog/log-sqlite";
 import type { RunCommand, WorkerReport } from "@chronolog/worker";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { catchUp } from "../src/checkpoint.js";
 import { declare } from "../src/declare.js";
 import type { Dispatcher } from "../src/dispatcher.js";
 import type { Membership } from "../src/membership.js";
+import { catchUp } from "../src/projection-loader.js";
 import { Scheduler } from "../src/scheduler.js";
 import { DAY, LATEST, SLOT_HOUR, until } from "./harness.js";
 

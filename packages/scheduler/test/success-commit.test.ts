@@ -17,12 +17,12 @@ import { type AttemptReport, type RunCommand, WorkerPool } from "@chronolog/work
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { RunSlots } from "../src/admission/run-slots.js";
-import { catchUp } from "../src/checkpoint.js";
 import { declare } from "../src/declare.js";
 import type { Dispatcher } from "../src/dispatcher.js";
 import { InFlight } from "../src/inflight.js";
 import { Outbox } from "../src/outbox.js";
 import { Ownership } from "../src/ownership.js";
+import { catchUp } from "../src/projection-loader.js";
 import { LeaseBook } from "../src/reconcile/lease-book.js";
 import { Scheduler } from "../src/scheduler.js";
 import { SuccessCommits } from "../src/success-commit.js";
