@@ -21,4 +21,3 @@ export * from "./reports.js";
 export * from "./runs.js";
 export * from "./scheduler.js";
 export * from "./timer-queue.js";
-export * from "./tokens.js";
