@@ -11,6 +11,7 @@ import {
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { stream } from "hono/streaming";
 import { requireProjects } from "../auth.js";
+import { needsToken } from "../openapi.js";
 import * as S from "../schemas.js";
 import type { RouteDeps } from "./deps.js";
 import { json, optionalBody, optionalJson } from "./http.js";
@@ -49,6 +50,8 @@ export function attemptRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "get",
       path: "/attempts/{token}/output",
+      operationId: "getAttemptOutput",
+      security: needsToken,
       summary: "an attempt's whole output (stdout and stderr as they came); follow=true streams it live",
       request: {
         params: TokenParam,
@@ -129,6 +132,8 @@ export function attemptRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "post",
       path: "/attempts/{token}/abandon",
+      operationId: "abandonAttempt",
+      security: needsToken,
       summary: "abandon an attempt in flight (its worker will not report); retry: a new attempt follows",
       request: { params: TokenParam, body: optionalBody(AbandonBody) },
       responses: { 200: json(S.Written, "abandoned"), ...S.problemResponses(400, 401, 403, 404, 409, 422) },

@@ -2,6 +2,7 @@ import { instantInput } from "@chronolog/core";
 import { backfill, backfillProgress, NotFoundError } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { requireProjects } from "../auth.js";
+import { needsToken } from "../openapi.js";
 import * as S from "../schemas.js";
 import { toJson } from "../state.js";
 import type { RouteDeps } from "./deps.js";
@@ -29,6 +30,8 @@ export function backfillRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "post",
       path: "/backfills",
+      operationId: "backfill",
+      security: needsToken,
       summary: "re-run a range of a task's intervals (downstream: and its subtree), as `backfill`",
       request: { body: { required: true, content: { "application/json": { schema: BackfillBody } } } },
       responses: {
@@ -59,6 +62,8 @@ export function backfillRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "get",
       path: "/backfills/{id}",
+      operationId: "getBackfill",
+      security: needsToken,
       summary: "a backfill's ranges and how far each has come",
       request: { params: z.object({ id: z.string() }) },
       responses: { 200: json(z.unknown(), "progress"), ...S.problemResponses(401, 403, 404) },

@@ -2,6 +2,7 @@ import { parseDeclarationText } from "@chronolog/core";
 import { checkDeclaration, declare } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { type Caller, isProjectLimited, requireProjects } from "../auth.js";
+import { needsToken } from "../openapi.js";
 import { HttpProblem } from "../problem.js";
 import * as S from "../schemas.js";
 import { toJson } from "../state.js";
@@ -67,6 +68,8 @@ export function declarationRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "post",
       path: "/declarations",
+      operationId: "declare",
+      security: needsToken,
       summary: "declare tasks, workflows and connections, whole or not at all (dryRun: check only)",
       request: {
         query: DeclareQuery,
@@ -110,6 +113,8 @@ export function declarationRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "get",
       path: "/connections",
+      operationId: "listConnections",
+      security: needsToken,
       summary: "every declared connection",
       responses: { 200: json(z.array(S.ConnectionSpec), "connections"), ...S.problemResponses(401, 403) },
     }),
@@ -122,6 +127,8 @@ export function declarationRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "get",
       path: "/workflows",
+      operationId: "listWorkflows",
+      security: needsToken,
       summary: "every declared workflow",
       responses: { 200: json(z.array(S.WorkflowSpec), "workflows"), ...S.problemResponses(401, 403) },
     }),

@@ -1,5 +1,6 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { streamSSE } from "hono/streaming";
+import { needsToken } from "../openapi.js";
 import { problemResponses } from "../schemas.js";
 import type { RouteDeps } from "./deps.js";
 
@@ -22,7 +23,11 @@ export function eventRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "get",
       path: "/events",
+      operationId: "streamEvents",
+      security: needsToken,
       summary: "live events as Server-Sent Events (id: log position; resume with Last-Event-ID)",
+      description:
+        "A browser's EventSource sends no headers: this route alone also takes the token as `?access_token=`.",
       request: {
         query: z.object({
           from: z

@@ -11,6 +11,7 @@ export function healthRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "get",
       path: "/healthz",
+      operationId: "getHealth",
       summary: "the server answers",
       responses: { 200: json(z.object({ ok: z.literal(true) }), "alive") },
     }),
@@ -20,6 +21,7 @@ export function healthRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "get",
       path: "/readyz",
+      operationId: "getReadiness",
       summary: "ready once the projection holds what the log held when the server started",
       responses: { 200: json(Readiness, "ready"), 503: json(Readiness, "still catching up") },
     }),

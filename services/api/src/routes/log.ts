@@ -1,5 +1,6 @@
 import type { EventLog } from "@chronolog/log";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { needsToken } from "../openapi.js";
 import * as S from "../schemas.js";
 import { wireEvent } from "../state.js";
 import type { RouteDeps } from "./deps.js";
@@ -26,6 +27,8 @@ export function logRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "get",
       path: "/log",
+      operationId: "readLog",
+      security: needsToken,
       summary: "events from a position, a page at a time",
       request: { query: LogQuery },
       responses: {
@@ -49,6 +52,8 @@ export function logRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "get",
       path: "/log/head",
+      operationId: "getLogHead",
+      security: needsToken,
       summary: "the log's head: the last event's position and hash",
       responses: { 200: json(S.Head, "the head"), ...S.problemResponses(401, 403) },
     }),
@@ -61,6 +66,8 @@ export function logRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "post",
       path: "/log/verify",
+      operationId: "verifyLog",
+      security: needsToken,
       summary: "walk the log and check its hash chain (writes nothing)",
       responses: { 200: json(S.Verify, "the result"), ...S.problemResponses(401, 403) },
     }),

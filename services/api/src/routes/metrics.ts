@@ -11,11 +11,16 @@ export function metricsRoutes(metrics: ApiMetrics, apiPrefix: string): OpenAPIHo
     new Response(await metrics.registry.metrics(), {
       headers: { "content-type": metrics.registry.contentType },
     });
-  for (const path of ["/metrics", `${apiPrefix}/metrics`])
+  const paths = [
+    ["/metrics", "scrapeMetrics"],
+    [`${apiPrefix}/metrics`, "getMetrics"],
+  ] as const;
+  for (const [path, operationId] of paths)
     app.openapi(
       createRoute({
         method: "get",
         path,
+        operationId,
         summary: "the scheduler's and the API's metrics, in Prometheus' text format (no token needed)",
         responses: {
           200: { description: "the metrics", content: { "text/plain": { schema: z.string() } } },

@@ -2,6 +2,7 @@ import { formatTaskKey, instantInput, runBlockers, runIdInput, ValidationError }
 import { criticalPath, describeRun, listRuns, NotFoundError, rerun, trigger } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { requireProjects } from "../auth.js";
+import { needsToken } from "../openapi.js";
 import { atQuery } from "../read-view.js";
 import * as S from "../schemas.js";
 import { toJson } from "../state.js";
@@ -37,6 +38,8 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "get",
       path: "/runs",
+      operationId: "listRuns",
+      security: needsToken,
       summary: "workflow runs, newest logical date first, with what keeps each from finishing",
       request: { query: atQuery.extend({ workflow: z.string().optional() }) },
       responses: { 200: json(z.array(S.Run), "runs"), ...S.problemResponses(401, 403, 404) },
@@ -58,6 +61,8 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "get",
       path: "/runs/{id}",
+      operationId: "getRun",
+      security: needsToken,
       summary: "one run with its tries and instances; wait=30s holds the request until it finishes",
       request: { params: runIdParam, query: RunQuery },
       responses: { 200: json(z.unknown(), "the run"), ...S.problemResponses(400, 401, 403, 404) },
@@ -87,6 +92,8 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "get",
       path: "/runs/{id}/critical-path",
+      operationId: "getCriticalPath",
+      security: needsToken,
       summary: "the chain of last-parent-to-finish links of a try, with durations",
       request: { params: runIdParam, query: atQuery.extend({ try: tryQuery }) },
       responses: { 200: json(z.unknown(), "the critical path"), ...S.problemResponses(400, 401, 403, 404) },
@@ -105,6 +112,8 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "post",
       path: "/workflows/{name}/runs",
+      operationId: "triggerRun",
+      security: needsToken,
       summary: "trigger a run of a workflow outside its schedule, with params",
       request: { params: z.object({ name: z.string() }), body: optionalBody(TriggerBody) },
       responses: {
@@ -136,6 +145,8 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "post",
       path: "/runs/{id}/rerun",
+      operationId: "rerun",
+      security: needsToken,
       summary: "re-execute a finished run: all of it, or (failedOnly) what did not succeed and below",
       request: { params: runIdParam, body: optionalBody(RerunBody) },
       responses: {

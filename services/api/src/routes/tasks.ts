@@ -10,6 +10,7 @@ import {
 } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { requireProjects } from "../auth.js";
+import { needsToken } from "../openapi.js";
 import { atQuery } from "../read-view.js";
 import * as S from "../schemas.js";
 import { toJson, toJsonWithBigints, wireEvent } from "../state.js";
@@ -27,6 +28,13 @@ const TaskListQuery = atQuery.extend({
 
 const ReasonBody = z.object({ reason: z.string().min(1).max(2000).optional() });
 
+/** The operations on one task, each as the CLI command of the same name. */
+const ACTIONS = {
+  pause: "pauseTask",
+  resume: "resumeTask",
+  retire: "retireTask",
+} as const;
+
 /** Tasks: a page of them, one with why it stands where it does, its history and attempts; pause, resume, retire. */
 export function taskRoutes(d: RouteDeps): OpenAPIHono {
   const { state } = d;
@@ -35,6 +43,8 @@ export function taskRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "get",
       path: "/tasks",
+      operationId: "listTasks",
+      security: needsToken,
       summary: "tasks in key order, a page at a time, with where each stands",
       request: { query: TaskListQuery },
       responses: { 200: json(S.TaskPage, "a page of tasks"), ...S.problemResponses(400, 401, 403) },
@@ -57,6 +67,8 @@ export function taskRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "get",
       path: "/tasks/{key}",
+      operationId: "getTask",
+      security: needsToken,
       summary: "one task: its declaration, where it stands and why (decideTask's answer)",
       request: { params: taskKeyParam, query: atQuery },
       responses: { 200: json(S.TaskDetail, "the task"), ...S.problemResponses(400, 401, 403, 404) },
@@ -80,11 +92,13 @@ export function taskRoutes(d: RouteDeps): OpenAPIHono {
       );
     },
   );
-  for (const action of ["pause", "resume", "retire"] as const) {
+  for (const [action, operationId] of Object.entries(ACTIONS) as Array<[keyof typeof ACTIONS, string]>) {
     app.openapi(
       createRoute({
         method: "post",
         path: `/tasks/{key}/${action}`,
+        operationId,
+        security: needsToken,
         summary: `${action} a task`,
         request: { params: taskKeyParam, body: optionalBody(ReasonBody) },
         responses: { 200: json(S.Written, "done"), ...S.problemResponses(400, 401, 403, 404, 409, 422) },
@@ -110,6 +124,8 @@ export function taskRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "get",
       path: "/tasks/{key}/history",
+      operationId: "getTaskHistory",
+      security: needsToken,
       summary: "the task's events and its attempts', in log order, with positions and actors",
       request: { params: taskKeyParam, query: atQuery },
       responses: { 200: json(z.array(S.RecordedEvent), "events"), ...S.problemResponses(400, 401, 403, 404) },
@@ -126,6 +142,8 @@ export function taskRoutes(d: RouteDeps): OpenAPIHono {
     createRoute({
       method: "get",
       path: "/tasks/{key}/attempts",
+      operationId: "listTaskAttempts",
+      security: needsToken,
       summary: "every attempt of the task: token, worker, state, times, why it ended",
       request: { params: taskKeyParam, query: atQuery },
       responses: { 200: json(z.array(S.Attempt), "attempts"), ...S.problemResponses(400, 401, 403, 404) },
