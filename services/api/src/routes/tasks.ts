@@ -28,7 +28,7 @@ const TaskListQuery = atQuery.extend({
 
 const ReasonBody = z.object({ reason: z.string().min(1).max(2000).optional() });
 
-/** The operations on one task, each as the CLI command of the same name. */
+/** The writes on one task (each as the CLI command of the same name), by operationId. */
 const ACTIONS = {
   pause: "pauseTask",
   resume: "resumeTask",

@@ -20,6 +20,7 @@ export interface AccessToken {
 /** `chl.<name>.<64 hex digits>`: the name says which record to check, the secret is the proof. */
 const TOKEN_PATTERN = /^chl\.([a-z0-9][a-z0-9_-]{0,63})\.([0-9a-f]{64})$/;
 
+/** What the log keeps of a token: the SHA-256 of the whole of it, in hex. */
 export const sha256Of = (text: string) => createHash("sha256").update(text).digest("hex");
 
 /**
