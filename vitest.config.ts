@@ -19,6 +19,7 @@ export default defineConfig({
       },
       { find: /^@chronolog\/log-eventstore$/, replacement: src("./packages/log-eventstore/src/index.ts") },
       { find: /^@chronolog\/api$/, replacement: src("./services/api/src/index.ts") },
+      { find: /^@chronolog\/api\/tokens$/, replacement: src("./services/api/src/tokens/index.ts") },
       { find: /^@chronolog\/render$/, replacement: src("./packages/render/src/index.ts") },
     ],
   },

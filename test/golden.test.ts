@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { readTokens } from "@chronolog/api/tokens";
 import {
   currentSchemaVersion,
   eventCatalog,
@@ -21,7 +22,7 @@ import {
   type StoredEvent,
   verifyExportText,
 } from "@chronolog/log";
-import { ladderRungs, projectionAsOf, readTokens, rebuildWithLadder } from "@chronolog/scheduler";
+import { ladderRungs, projectionAsOf, rebuildWithLadder } from "@chronolog/scheduler";
 import { describe, expect, it } from "vitest";
 import { chronolog } from "./support/cli.js";
 

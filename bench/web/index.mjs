@@ -5,10 +5,10 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startApiServer } from "@chronolog/api";
+import { issueToken, startApiServer } from "@chronolog/api";
 import { parseDeclarationText, SchedulerProjection } from "@chronolog/core";
 import { openSqliteLog } from "@chronolog/log-sqlite";
-import { declare, issueToken } from "@chronolog/scheduler";
+import { declare } from "@chronolog/scheduler";
 import { chromium } from "playwright-core";
 import { fmt, printTable } from "../table.mjs";
 

@@ -1,9 +1,8 @@
 import { request } from "node:http";
 import { join } from "node:path";
-import { type ApiServer, startApiServer } from "@chronolog/api";
+import { type ApiServer, issueToken, startApiServer } from "@chronolog/api";
 import type { EventLog } from "@chronolog/log";
 import { openSqliteLog } from "@chronolog/log-sqlite";
-import { issueToken } from "@chronolog/scheduler";
 import { tempDataDir } from "../support/cli.js";
 
 export interface Api {

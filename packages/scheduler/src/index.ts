@@ -15,4 +15,3 @@ export * from "./scheduler.js";
 export * from "./snapshot/index.js";
 export * from "./success-commit.js";
 export * from "./timer-queue.js";
-export * from "./tokens.js";

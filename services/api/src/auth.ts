@@ -1,6 +1,6 @@
-import type { AccessScope, AccessToken, TokenBook } from "@chronolog/scheduler";
 import type { Context } from "hono";
 import { HttpProblem } from "./problem.js";
+import type { AccessScope, AccessToken, TokenBook } from "./tokens/index.js";
 
 /** What a route needs: a read, a declaration, an operator's action, or an administrator. */
 export type Need = "read" | "declare" | "operate" | "admin";

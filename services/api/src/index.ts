@@ -4,3 +4,4 @@ export * from "./metrics.js";
 export * from "./problem.js";
 export * from "./server.js";
 export * from "./state.js";
+export * from "./tokens/index.js";

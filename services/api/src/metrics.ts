@@ -1,7 +1,8 @@
 import { formatTaskKey, projectedSlots } from "@chronolog/core";
 import type { RecordedEvent } from "@chronolog/log";
 import { renderProblem, taskRow } from "@chronolog/scheduler";
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { collectRuntimeMetrics } from "./runtime-metrics.js";
 import type { ApiState } from "./state.js";
 
 /** What the scheduler process reports beyond the log (absent under `chronolog serve`). */
@@ -14,7 +15,7 @@ export interface SchedulerHooks {
 
 /**
  * The Prometheus metrics: counters folded from the log as the API follows it, gauges read
- * from the projection when scraped, and the process's own. Labels are bounded: an operator, a
+ * from the projection when scraped, and the process's own (under their standard names). Labels are bounded: an operator, a
  * condition, a connection, a state, a route; never an interval, an attempt or a token.
  */
 export class ApiMetrics {
@@ -36,7 +37,7 @@ export class ApiMetrics {
 
   constructor(state: ApiState, hooks?: SchedulerHooks) {
     const registers = [this.registry];
-    collectDefaultMetrics({ register: this.registry, prefix: "chronolog_process_" });
+    collectRuntimeMetrics(this.registry);
     this.dispatches = new Counter({
       name: "chronolog_dispatches_total",
       help: "Attempts dispatched (intent written), by operator type",

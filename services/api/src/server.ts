@@ -4,8 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { SchedulerProjection } from "@chronolog/core";
 import type { EventLog, RecordedEvent } from "@chronolog/log";
 import { type ServerType, serve } from "@hono/node-server";
-import { createRoute, z } from "@hono/zod-openapi";
-import { API_PREFIX, createApiApp } from "./app.js";
+import { createApiApp } from "./app.js";
 import { ApiMetrics, type SchedulerHooks } from "./metrics.js";
 import { HttpProblem } from "./problem.js";
 import { ApiState } from "./state.js";
@@ -85,23 +84,6 @@ export async function startApiServer(o: ApiServerOptions): Promise<ApiServer> {
     ...(o.bodyLimitBytes !== undefined ? { bodyLimitBytes: o.bodyLimitBytes } : {}),
     ...(o.sseMaxLag !== undefined ? { sseMaxLag: o.sseMaxLag } : {}),
   });
-  const scrape = async () =>
-    new Response(await metrics.registry.metrics(), {
-      headers: { "content-type": metrics.registry.contentType },
-    });
-  // Both in the OpenAPI document: `/metrics` is where Prometheus looks by default.
-  for (const path of ["/metrics", `${API_PREFIX}/metrics`])
-    app.openapi(
-      createRoute({
-        method: "get",
-        path,
-        summary: "the scheduler's and the API's metrics, in Prometheus' text format (no token needed)",
-        responses: {
-          200: { description: "the metrics", content: { "text/plain": { schema: z.string() } } },
-        },
-      }),
-      scrape as never,
-    );
   let server: ServerType | null = null;
   const address = await new Promise<AddressInfo>((resolve, reject) => {
     server = serve(

@@ -6,7 +6,8 @@ import {
   slotsIn,
 } from "@chronolog/core";
 import type { EventLog, RecordedEvent, Subscription } from "@chronolog/log";
-import { type BackfillPlan, loadProjection, readTokens, type TokenBook } from "@chronolog/scheduler";
+import { type BackfillPlan, loadProjection } from "@chronolog/scheduler";
+import { readTokens, type TokenBook } from "./tokens/index.js";
 
 /** An event as the API sends it: serialised once, whoever reads it. */
 export interface WireEvent {

@@ -1,7 +1,7 @@
 import type { ApiServer, ApiServerOptions, SchedulerHooks } from "@chronolog/api";
+import { issueToken, readTokens, revokeToken } from "@chronolog/api/tokens";
 import { EventSchemas } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
-import { issueToken, readTokens, revokeToken } from "@chronolog/scheduler";
 import type { Command } from "commander";
 import { byteSizeArg } from "../args.js";
 import {

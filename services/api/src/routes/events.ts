@@ -1,11 +1,8 @@
-import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import type { Context } from "hono";
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { streamSSE } from "hono/streaming";
-import type { Caller, Need } from "./auth.js";
-import type { ApiMetrics } from "./metrics.js";
-import { HttpProblem } from "./problem.js";
-import { problemResponses } from "./schemas.js";
-import type { ApiState } from "./state.js";
+import { needsToken } from "../openapi.js";
+import { problemResponses } from "../schemas.js";
+import type { RouteDeps } from "./deps.js";
 
 const PAGE = 500;
 const KEEPALIVE_MS = 15_000;
@@ -18,21 +15,19 @@ const KEEPALIVE_MS = 15_000;
  * events behind the head while live is dropped with a `dropped` event that says why, and may
  * resume from where it got to.
  */
-export function eventsRoute(
-  app: OpenAPIHono,
-  o: {
-    state: ApiState;
-    who: (c: Context, need: Need) => Promise<Caller>;
-    maxLag: number;
-    metrics?: ApiMetrics;
-  },
-): void {
-  const { state } = o;
+export function eventRoutes(d: RouteDeps): OpenAPIHono {
+  const { state, metrics } = d;
+  const maxLag = d.sseMaxLag;
+  const app = new OpenAPIHono();
   app.openapi(
     createRoute({
       method: "get",
-      path: "/api/v1/events",
+      path: "/events",
+      operationId: "streamEvents",
+      security: needsToken,
       summary: "live events as Server-Sent Events (id: log position; resume with Last-Event-ID)",
+      description:
+        "A browser's EventSource sends no headers: this route alone also takes the token as `?access_token=`.",
       request: {
         query: z.object({
           from: z
@@ -49,11 +44,9 @@ export function eventsRoute(
       },
     }),
     async (c) => {
-      await o.who(c, "read");
-      const lastId = c.req.header("last-event-id");
-      const fromQuery = c.req.query("from");
-      if (lastId !== undefined && !/^\d+$/.test(lastId))
-        throw new HttpProblem(400, "validation", `Last-Event-ID "${lastId}" is not a log position`);
+      await d.who(c, "read");
+      const lastId = c.req.valid("header")["last-event-id"];
+      const fromQuery = c.req.valid("query").from;
       let next =
         lastId !== undefined
           ? BigInt(lastId) + 1n
@@ -67,13 +60,13 @@ export function eventsRoute(
         sse.onAbort(() => {
           closed = true;
         });
-        o.metrics?.sseClients(+1);
+        metrics?.sseClients(+1);
         // Watches the lag while this client's writes may be blocked on a slow socket.
         const stopWatching = state.onEvent((e) => {
           const behind = e.position - next + 1n;
-          if (live && !dropped && behind > BigInt(o.maxLag)) {
-            dropped = `fell ${behind} events behind the log (the limit is ${o.maxLag}); reconnect with Last-Event-ID ${next - 1n} to resume`;
-            o.metrics?.sseDropped();
+          if (live && !dropped && behind > BigInt(maxLag)) {
+            dropped = `fell ${behind} events behind the log (the limit is ${maxLag}); reconnect with Last-Event-ID ${next - 1n} to resume`;
+            metrics?.sseDropped();
             // Closed only once `dropped` is queued: writeSSE queues its write a step later
             // than close() would queue the close, which would make the write fail unseen.
             void sse
@@ -102,9 +95,10 @@ export function eventsRoute(
           }
         } finally {
           stopWatching();
-          o.metrics?.sseClients(-1);
+          metrics?.sseClients(-1);
         }
       });
     },
   );
+  return app;
 }

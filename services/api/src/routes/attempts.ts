@@ -1,29 +1,35 @@
 import { createHash } from "node:crypto";
 import { open } from "node:fs/promises";
-import { type AttemptView, foldInstance } from "@chronolog/core";
-import { activeInstanceOfToken, localOutputPath, NotFoundError } from "@chronolog/scheduler";
-import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import type { Context } from "hono";
+import { type AttemptView, foldInstance, formatTaskKey } from "@chronolog/core";
+import { abandonAttempt, activeInstanceOfToken, localOutputPath, NotFoundError } from "@chronolog/scheduler";
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { stream } from "hono/streaming";
-import type { Caller, Need } from "./auth.js";
-import { problemResponses } from "./schemas.js";
-import type { ApiState } from "./state.js";
+import { requireProjects } from "../auth.js";
+import { needsToken } from "../openapi.js";
+import * as S from "../schemas.js";
+import type { RouteDeps } from "./deps.js";
+import { json, optionalBody, optionalJson } from "./http.js";
 
 const ENDED: ReadonlySet<AttemptView["status"]> = new Set(["success", "failed", "abandoned", "cancelled"]);
 const FILE_POLL_MS = 200;
 const LOG_POLL_MS = 500;
 
+const TokenParam = z.object({ token: z.string() });
+const AbandonBody = z.object({
+  retry: z.boolean().optional(),
+  reason: z.string().min(1).max(2000).optional(),
+});
+
 /**
- * `GET /attempts/{token}/output`: an attempt's whole output file, as `chronolog logs` prints
- * it. For an attempt that ended, the headers say whether the file still matches the size and
- * SHA-256 its end recorded (`Chronolog-Output-Check: ok | changed | unchecked`); with
- * `follow=true` the body grows while the attempt runs and ends when it does.
+ * One attempt, by its token. `GET /attempts/{token}/output`: its whole output file, as
+ * `chronolog logs` prints it. For an attempt that ended, the headers say whether the file
+ * still matches the size and SHA-256 its end recorded (`Chronolog-Output-Check: ok | changed
+ * | unchecked`); with `follow=true` the body grows while the attempt runs and ends when it
+ * does. `POST /attempts/{token}/abandon`: give up on one in flight.
  */
-export function outputRoute(
-  app: OpenAPIHono,
-  o: { state: ApiState; dataDir: string; who: (c: Context, need: Need) => Promise<Caller> },
-): void {
-  const { state } = o;
+export function attemptRoutes(d: RouteDeps): OpenAPIHono {
+  const { state } = d;
+  const app = new OpenAPIHono();
   const attemptOf = async (token: string) => {
     // In flight: the projection knows it; ended: the history index does.
     const streamId =
@@ -37,10 +43,12 @@ export function outputRoute(
   app.openapi(
     createRoute({
       method: "get",
-      path: "/api/v1/attempts/{token}/output",
+      path: "/attempts/{token}/output",
+      operationId: "getAttemptOutput",
+      security: needsToken,
       summary: "an attempt's whole output (stdout and stderr as they came); follow=true streams it live",
       request: {
-        params: z.object({ token: z.string() }),
+        params: TokenParam,
         query: z.object({ follow: z.enum(["true", "false"]).optional() }),
       },
       responses: {
@@ -52,15 +60,15 @@ export function outputRoute(
             "Chronolog-Output-Check": z.enum(["ok", "changed", "unchecked", "running"]),
           }),
         },
-        ...problemResponses(401, 403, 404),
+        ...S.problemResponses(401, 403, 404),
       },
     }),
     async (c) => {
-      await o.who(c, "read");
+      await d.who(c, "read");
       const { token } = c.req.valid("param");
       const follow = c.req.valid("query").follow === "true";
       let { a } = await attemptOf(token);
-      const path = () => localOutputPath(a, o.dataDir);
+      const path = () => localOutputPath(a, d.dataDir);
       if (!follow) {
         const file = path();
         if (!file)
@@ -114,6 +122,35 @@ export function outputRoute(
       }) as never;
     },
   );
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/attempts/{token}/abandon",
+      operationId: "abandonAttempt",
+      security: needsToken,
+      summary: "abandon an attempt in flight (its worker will not report); retry: a new attempt follows",
+      request: { params: TokenParam, body: optionalBody(AbandonBody) },
+      responses: { 200: json(S.Written, "abandoned"), ...S.problemResponses(400, 401, 403, 404, 409, 422) },
+    }),
+    async (c) => {
+      const caller = await d.who(c, "operate");
+      const { token } = c.req.valid("param");
+      const body = await optionalJson(c, AbandonBody);
+      const inst = activeInstanceOfToken(state.projection, token);
+      if (!inst) throw new NotFoundError(`no attempt in flight has token ${token}`);
+      const id = formatTaskKey(inst.key);
+      requireProjects(caller, [inst.key.project], "abandon attempts");
+      const r = await abandonAttempt(d.writer(caller), await state.writeProjection(), id, {
+        interval: inst.logicalDate,
+        token,
+        retry: !!body.retry,
+        reason: body.reason ?? "abandoned by an operator",
+        by: caller.actor,
+      });
+      return c.json({ task: id, ...r, position: String(r.position) }, 200);
+    },
+  );
+  return app;
 }
 
 async function readWhole(file: string): Promise<Buffer> {

@@ -1,0 +1,80 @@
+import { instantInput } from "@chronolog/core";
+import { backfill, backfillProgress, NotFoundError } from "@chronolog/scheduler";
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { requireProjects } from "../auth.js";
+import { needsToken } from "../openapi.js";
+import * as S from "../schemas.js";
+import { toJson } from "../state.js";
+import type { RouteDeps } from "./deps.js";
+import { json, jsonText, requireJson } from "./http.js";
+import { taskIdOf } from "./params.js";
+
+const BackfillBody = z.object({
+  task: z.string(),
+  from: z.string(),
+  to: z.string(),
+  downstream: z.boolean().optional(),
+  force: z.boolean().optional(),
+});
+
+/** Backfills: start one (as `chronolog backfill`), and see how far one has come. */
+export function backfillRoutes(d: RouteDeps): OpenAPIHono {
+  const { state } = d;
+  const app = new OpenAPIHono();
+  // The media type first, so that a refusal names the type that was sent.
+  app.use("/backfills", async (c, next) => {
+    if (c.req.method === "POST") requireJson(c.req.header("content-type"));
+    await next();
+  });
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/backfills",
+      operationId: "backfill",
+      security: needsToken,
+      summary: "re-run a range of a task's intervals (downstream: and its subtree), as `backfill`",
+      request: { body: { required: true, content: { "application/json": { schema: BackfillBody } } } },
+      responses: {
+        200: json(z.unknown(), "the plan"),
+        ...S.problemResponses(400, 401, 403, 404, 409, 415, 422),
+      },
+    }),
+    async (c) => {
+      const caller = await d.who(c, "operate");
+      const body = c.req.valid("json");
+      const id = taskIdOf(body.task);
+      requireProjects(caller, [id.split("/")[0] as string], "backfill");
+      const from = instantInput(body.from, "from");
+      const to = instantInput(body.to, "to");
+      const plan = await backfill(
+        d.writer(caller),
+        await state.writeProjection(),
+        id,
+        from,
+        to,
+        !!body.downstream,
+        { force: !!body.force },
+      );
+      return jsonText(c, toJson(plan));
+    },
+  );
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/backfills/{id}",
+      operationId: "getBackfill",
+      security: needsToken,
+      summary: "a backfill's ranges and how far each has come",
+      request: { params: z.object({ id: z.string() }) },
+      responses: { 200: json(z.unknown(), "progress"), ...S.problemResponses(401, 403, 404) },
+    }),
+    async (c) => {
+      await d.who(c, "read");
+      const { id } = c.req.valid("param");
+      const plan = await state.backfillPlan(id);
+      if (!plan) throw new NotFoundError(`no backfill ${id} is in the log`);
+      return jsonText(c, toJson({ ...plan, progress: backfillProgress(state.projection, plan) }));
+    },
+  );
+  return app;
+}

@@ -1,0 +1,169 @@
+import { formatTaskKey, instantInput, runBlockers, runIdInput, ValidationError } from "@chronolog/core";
+import { criticalPath, describeRun, listRuns, NotFoundError, rerun, trigger } from "@chronolog/scheduler";
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { requireProjects } from "../auth.js";
+import { needsToken } from "../openapi.js";
+import { atQuery } from "../read-view.js";
+import * as S from "../schemas.js";
+import { toJson } from "../state.js";
+import type { RouteDeps } from "./deps.js";
+import { json, jsonText, optionalBody, optionalJson } from "./http.js";
+import { runIdParam } from "./params.js";
+
+/** How long `?wait=` may hold a request: `30s`, `500ms`, `2m` or plain seconds; at most 120 s. */
+function waitMs(text: string | undefined): number {
+  if (text === undefined) return 0;
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text);
+  if (!m)
+    throw new ValidationError("wait", [
+      { path: "", message: `"${text}" is not a duration like 30s or 500ms` },
+    ]);
+  const n = Number(m[1]) * (m[2] === "ms" ? 1 : m[2] === "m" ? 60_000 : 1000);
+  return Math.min(n, 120_000);
+}
+
+const tryQuery = z.coerce.number().int().min(1).optional();
+const RunQuery = atQuery.extend({ wait: z.string().optional(), try: tryQuery });
+const TriggerBody = z.object({
+  logicalDate: z.string().optional(),
+  params: z.record(z.string(), z.string()).optional(),
+});
+const RerunBody = z.object({ failedOnly: z.boolean().optional() });
+
+/** Workflow runs: the list, one run (waited for), its critical path; trigger one, rerun one. */
+export function runRoutes(d: RouteDeps): OpenAPIHono {
+  const { state } = d;
+  const app = new OpenAPIHono();
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/runs",
+      operationId: "listRuns",
+      security: needsToken,
+      summary: "workflow runs, newest logical date first, with what keeps each from finishing",
+      request: { query: atQuery.extend({ workflow: z.string().optional() }) },
+      responses: { 200: json(z.array(S.Run), "runs"), ...S.problemResponses(401, 403, 404) },
+    }),
+    async (c) => {
+      await d.who(c, "read");
+      const { workflow, at } = c.req.valid("query");
+      const v = await d.readView(c, at);
+      if (workflow !== undefined && !v.projection.workflows.has(workflow))
+        throw new NotFoundError(`no workflow ${workflow} is declared`);
+      const runs = listRuns(v.projection, workflow).map((r) => ({
+        ...r,
+        blockedBy: runBlockers(v.projection.tasks, r),
+      }));
+      return jsonText(c, toJson(runs));
+    },
+  );
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/runs/{id}",
+      operationId: "getRun",
+      security: needsToken,
+      summary: "one run with its tries and instances; wait=30s holds the request until it finishes",
+      request: { params: runIdParam, query: RunQuery },
+      responses: { 200: json(z.unknown(), "the run"), ...S.problemResponses(400, 401, 403, 404) },
+    }),
+    async (c) => {
+      await d.who(c, "read");
+      const runId = runIdInput(c.req.valid("param").id, "id");
+      const q = c.req.valid("query");
+      if (q.at !== undefined && q.wait !== undefined)
+        throw new ValidationError("wait", [
+          { path: "", message: "a run as of a position does not change: wait or at, not both" },
+        ]);
+      const deadline = d.now() + waitMs(q.wait);
+      for (; q.at === undefined; ) {
+        const run = state.projection.runs.get(runId);
+        if (!run && !q.wait) break;
+        if (run && run.status !== "running") break;
+        if (d.now() >= deadline) break;
+        await state.changed(Math.min(1000, deadline - d.now()));
+      }
+      const v = await d.readView(c, q.at);
+      const view = await describeRun(v.log, v.projection, runId, q.try);
+      return jsonText(c, toJson({ ...view, blockedBy: runBlockers(v.projection.tasks, view.run) }));
+    },
+  );
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/runs/{id}/critical-path",
+      operationId: "getCriticalPath",
+      security: needsToken,
+      summary: "the chain of last-parent-to-finish links of a try, with durations",
+      request: { params: runIdParam, query: atQuery.extend({ try: tryQuery }) },
+      responses: { 200: json(z.unknown(), "the critical path"), ...S.problemResponses(400, 401, 403, 404) },
+    }),
+    async (c) => {
+      await d.who(c, "read");
+      const runId = runIdInput(c.req.valid("param").id, "id");
+      const q = c.req.valid("query");
+      const v = await d.readView(c, q.at);
+      const view = await describeRun(v.log, v.projection, runId, q.try);
+      const parentsOf = (t: string) => (v.projection.tasks.get(t)?.parents ?? []).map(formatTaskKey);
+      return jsonText(c, toJson(criticalPath(view, parentsOf)));
+    },
+  );
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/workflows/{name}/runs",
+      operationId: "triggerRun",
+      security: needsToken,
+      summary: "trigger a run of a workflow outside its schedule, with params",
+      request: { params: z.object({ name: z.string() }), body: optionalBody(TriggerBody) },
+      responses: {
+        200: json(z.unknown(), "the run started"),
+        ...S.problemResponses(400, 401, 403, 404, 409, 422),
+      },
+    }),
+    async (c) => {
+      const caller = await d.who(c, "operate");
+      const { name } = c.req.valid("param");
+      const body = await optionalJson(c, TriggerBody);
+      const wf = state.projection.workflows.get(name);
+      if (!wf) throw new NotFoundError(`no workflow ${name} is declared`);
+      requireProjects(caller, [wf.project], "trigger workflows");
+      const logicalDate =
+        body.logicalDate === undefined ? undefined : instantInput(body.logicalDate, "logicalDate");
+      const r = await trigger(
+        d.writer(caller),
+        await state.writeProjection(),
+        name,
+        logicalDate,
+        body.params ?? {},
+        d.now(),
+      );
+      return jsonText(c, toJson(r));
+    },
+  );
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/runs/{id}/rerun",
+      operationId: "rerun",
+      security: needsToken,
+      summary: "re-execute a finished run: all of it, or (failedOnly) what did not succeed and below",
+      request: { params: runIdParam, body: optionalBody(RerunBody) },
+      responses: {
+        200: json(z.unknown(), "the tasks rerun"),
+        ...S.problemResponses(400, 401, 403, 404, 409, 422),
+      },
+    }),
+    async (c) => {
+      const caller = await d.who(c, "operate");
+      const runId = runIdInput(c.req.valid("param").id, "id");
+      const body = await optionalJson(c, RerunBody);
+      const run = state.projection.runs.get(runId);
+      if (run)
+        requireProjects(caller, [state.projection.workflows.get(run.workflow)?.project ?? ""], "rerun runs");
+      const r = await rerun(d.writer(caller), await state.writeProjection(), runId, !!body.failedOnly);
+      return jsonText(c, toJson({ runId, ...r }));
+    },
+  );
+  return app;
+}

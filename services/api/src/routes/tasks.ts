@@ -1,0 +1,159 @@
+import { shownTask } from "@chronolog/core";
+import {
+  pauseTask,
+  requireTask,
+  resumeTask,
+  retireTask,
+  taskAttempts,
+  taskHistory,
+  taskRow,
+} from "@chronolog/scheduler";
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { requireProjects } from "../auth.js";
+import { needsToken } from "../openapi.js";
+import { atQuery } from "../read-view.js";
+import * as S from "../schemas.js";
+import { toJson, toJsonWithBigints, wireEvent } from "../state.js";
+import type { RouteDeps } from "./deps.js";
+import { json, jsonText, optionalBody, optionalJson } from "./http.js";
+import { taskIdOf, taskKeyParam } from "./params.js";
+
+const TaskListQuery = atQuery.extend({
+  project: z.string().optional(),
+  status: z.enum(["active", "paused", "retired"]).optional(),
+  condition: z.string().optional().openapi({ description: "as `why` says it: running, blocked, ..." }),
+  cursor: z.string().optional().openapi({ description: "the `next` of the previous page" }),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+});
+
+const ReasonBody = z.object({ reason: z.string().min(1).max(2000).optional() });
+
+/** The writes on one task (each as the CLI command of the same name), by operationId. */
+const ACTIONS = {
+  pause: "pauseTask",
+  resume: "resumeTask",
+  retire: "retireTask",
+} as const;
+
+/** Tasks: a page of them, one with why it stands where it does, its history and attempts; pause, resume, retire. */
+export function taskRoutes(d: RouteDeps): OpenAPIHono {
+  const { state } = d;
+  const app = new OpenAPIHono();
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/tasks",
+      operationId: "listTasks",
+      security: needsToken,
+      summary: "tasks in key order, a page at a time, with where each stands",
+      request: { query: TaskListQuery },
+      responses: { 200: json(S.TaskPage, "a page of tasks"), ...S.problemResponses(400, 401, 403) },
+    }),
+    async (c) => {
+      await d.who(c, "read");
+      const q = c.req.valid("query");
+      const v = await d.readView(c, q.at);
+      const page = v.tasks.page(v.now, {
+        limit: q.limit,
+        ...(q.cursor !== undefined ? { cursor: q.cursor } : {}),
+        ...(q.project !== undefined ? { project: q.project } : {}),
+        ...(q.status !== undefined ? { status: q.status } : {}),
+        ...(q.condition !== undefined ? { condition: q.condition } : {}),
+      });
+      return jsonText(c, toJson(page));
+    },
+  );
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/tasks/{key}",
+      operationId: "getTask",
+      security: needsToken,
+      summary: "one task: its declaration, where it stands and why (decideTask's answer)",
+      request: { params: taskKeyParam, query: atQuery },
+      responses: { 200: json(S.TaskDetail, "the task"), ...S.problemResponses(400, 401, 403, 404) },
+    }),
+    async (c) => {
+      await d.who(c, "read");
+      const id = taskIdOf(c.req.valid("param").key);
+      const v = await d.readView(c, c.req.valid("query").at);
+      const task = requireTask(v.projection, id);
+      const row = taskRow(v.projection, task, v.now);
+      const instance = v.projection.currentInstance(task) ?? null;
+      return jsonText(
+        c,
+        toJsonWithBigints({
+          task: shownTask(task),
+          condition: row.condition,
+          reasons: row.reasons,
+          decision: row.decision,
+          instance,
+        }),
+      );
+    },
+  );
+  for (const [action, operationId] of Object.entries(ACTIONS) as Array<[keyof typeof ACTIONS, string]>) {
+    app.openapi(
+      createRoute({
+        method: "post",
+        path: `/tasks/{key}/${action}`,
+        operationId,
+        security: needsToken,
+        summary: `${action} a task`,
+        request: { params: taskKeyParam, body: optionalBody(ReasonBody) },
+        responses: { 200: json(S.Written, "done"), ...S.problemResponses(400, 401, 403, 404, 409, 422) },
+      }),
+      async (c) => {
+        const caller = await d.who(c, "operate");
+        const id = taskIdOf(c.req.valid("param").key);
+        requireProjects(caller, [id.split("/")[0] as string], action);
+        const body = await optionalJson(c, ReasonBody);
+        const log = d.writer(caller);
+        const wp = await state.writeProjection();
+        const position =
+          action === "pause"
+            ? await pauseTask(log, wp, id, body.reason)
+            : action === "resume"
+              ? await resumeTask(log, wp, id)
+              : await retireTask(log, wp, id, body.reason);
+        return c.json({ task: id, position: String(position) }, 200);
+      },
+    );
+  }
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/tasks/{key}/history",
+      operationId: "getTaskHistory",
+      security: needsToken,
+      summary: "the task's events and its attempts', in log order, with positions and actors",
+      request: { params: taskKeyParam, query: atQuery },
+      responses: { 200: json(z.array(S.RecordedEvent), "events"), ...S.problemResponses(400, 401, 403, 404) },
+    }),
+    async (c) => {
+      await d.who(c, "read");
+      const id = taskIdOf(c.req.valid("param").key);
+      const v = await d.readView(c, c.req.valid("query").at);
+      const events = await taskHistory(v.log, v.projection, id);
+      return jsonText(c, `[${events.map((e) => wireEvent(e).json).join(",")}]`);
+    },
+  );
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/tasks/{key}/attempts",
+      operationId: "listTaskAttempts",
+      security: needsToken,
+      summary: "every attempt of the task: token, worker, state, times, why it ended",
+      request: { params: taskKeyParam, query: atQuery },
+      responses: { 200: json(z.array(S.Attempt), "attempts"), ...S.problemResponses(400, 401, 403, 404) },
+    }),
+    async (c) => {
+      await d.who(c, "read");
+      const id = taskIdOf(c.req.valid("param").key);
+      const v = await d.readView(c, c.req.valid("query").at);
+      return jsonText(c, toJsonWithBigints(await taskAttempts(v.log, v.projection, id)));
+    },
+  );
+  return app;
+}
