@@ -20,8 +20,8 @@ export interface GraphTask {
 /**
  * A parent declared nowhere (yet) is a warning, since another team may declare it later. A
  * cycle is an error at the parent entry of a new declaration that closes it, or a warning when
- * it is all old edges. `declared`: the keys of every task declared here; `fallbackFile`: where a
- * warning that belongs to no file is reported.
+ * it is all old edges. `declared`: the keys of every task written here (a broken one too: it
+ * is not missing); `fallbackFile`: where a warning that belongs to no file is reported.
  */
 export function checkGraph(
   tasks: readonly GraphTask[],

@@ -4,7 +4,7 @@ import type { IssueCollector, Located } from "./issues.js";
 import { mergeTaskConfig } from "./merge.js";
 import type { Names } from "./names.js";
 import { type ParentRef, resolveParents } from "./parents.js";
-import { checkSchedule, toInstant } from "./schedule-check.js";
+import { checkSchedule, cronProblem, isTimeZone, toInstant } from "./schedule-check.js";
 import type { DeclaredWorkflow, DeclaredWorkflowTask } from "./schema.js";
 import { checkOperator, parseSinks, type TaskDraft } from "./shape.js";
 
@@ -19,7 +19,12 @@ export interface ResolvedTask {
   readonly draft: TaskDraft;
   /** No problem at all: `spec` is what is declared. */
   readonly ok: boolean;
+  /**
+   * The spec, whenever its schedule and operator are sound, even with other problems (an
+   * unknown connection, a wrong parent): enough to check its templates in the same round.
+   */
   readonly spec: TaskSpec | undefined;
+  /** Its parents, when every one of them could be read: its edges in the graph. */
   readonly parents: ParentRef[] | undefined;
 }
 
@@ -81,9 +86,13 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
   }
 
   const parents = resolveParents(d, issues);
-  if (issues.errorCount > errorsBefore || !cron || !start || !operator) {
-    return { draft: d, ok: false, spec: undefined, parents: undefined };
-  }
+  const alerts = [...(wf?.spec.alerts ?? []), ...parseSinks(decl.alerts, d, label, issues)];
+  const clean = issues.errorCount === errorsBefore;
+
+  // A schedule that cannot be read (reported here, or at the workflow) gives no spec to check.
+  const sound =
+    cron && start && operator && !cronProblem(cron.value) && (!timezone || isTimeZone(timezone.value));
+  if (!sound) return { draft: d, ok: false, spec: undefined, parents };
 
   // The optional fields last: adding properties after spreading a non-empty object is the
   // engine's slow path. The schema gives the spec its fields in its own order.
@@ -99,7 +108,7 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
     idempotent: pick("idempotent")?.value,
     config: mergeTaskConfig(wf?.decl.config, decl.config, inline),
     leaseSeconds: pick("leaseSeconds")?.value,
-    alerts: [...(wf?.spec.alerts ?? []), ...parseSinks(decl.alerts, d, label, issues)],
+    alerts,
     ...(wf ? { workflow: wf.spec.name } : {}),
     ...(end ? { endDate: end } : {}),
     ...(connection ? { connection: connection.value } : {}),
@@ -107,8 +116,9 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
   };
   const spec = compiled(taskSpecSchema).safeParse(input);
   if (!spec.success) {
-    issues.schema(d, spec.error.issues, label);
-    return { draft: d, ok: false, spec: undefined, parents: undefined };
+    // Said only when nothing else was: otherwise it repeats what was.
+    if (clean) issues.schema(d, spec.error.issues, label);
+    return { draft: d, ok: false, spec: undefined, parents };
   }
-  return { draft: d, ok: true, spec: spec.data, parents };
+  return { draft: d, ok: clean, spec: spec.data, parents };
 }

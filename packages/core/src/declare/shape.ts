@@ -54,10 +54,12 @@ export interface Shapes {
   readonly connections: ConnectionDraft[];
   readonly workflows: WorkflowDraft[];
   readonly tasks: TaskDraft[];
+  /** The keys of the tasks written with a broken shape: not missing, as parents, only broken. */
+  readonly broken: Set<string>;
 }
 
 export function readShapes(docs: readonly DeclarationSource[], issues: IssueCollector): Shapes {
-  const shapes: Shapes = { connections: [], workflows: [], tasks: [] };
+  const shapes: Shapes = { connections: [], workflows: [], tasks: [], broken: new Set() };
   for (const { filename, document } of docs) readDocument(filename, document, issues, shapes);
   return shapes;
 }
@@ -77,11 +79,13 @@ function readDocument(file: string, document: unknown, issues: IssueCollector, s
   }
   checkProtoKeys(file, document, issues);
   const top = declarationDocumentSchema.safeParse(document);
-  if (!top.success) {
-    issues.schema({ file, path: "" }, top.error.issues, undefined);
-    return;
-  }
-  const list = (name: "connections" | "workflows" | "tasks"): readonly unknown[] => top.data[name] ?? [];
+  // A problem at the top (a misspelt key, a list that is not one) hides none of the lists that
+  // are lists: their items are checked all the same.
+  if (!top.success) issues.schema({ file, path: "" }, top.error.issues, undefined);
+  const list = (name: "connections" | "workflows" | "tasks"): readonly unknown[] => {
+    const value = top.success ? top.data[name] : document[name];
+    return Array.isArray(value) ? value : [];
+  };
 
   list("connections").forEach((raw, i) => {
     const path = `connections[${i}]`;
@@ -97,7 +101,7 @@ function readDocument(file: string, document: unknown, issues: IssueCollector, s
     const label = rawLabel(raw, undefined);
     const t = compiled(declaredStandaloneTaskSchema).safeParse(raw);
     if (!t.success) {
-      reportBrokenTask(raw, at, t.error.issues, label, issues);
+      reportBrokenTask(raw, at, t.error.issues, label, issues, shapes);
       return;
     }
     const key = {
@@ -114,6 +118,7 @@ function readWorkflow(raw: unknown, at: Located, issues: IssueCollector, shapes:
   const parsed = compiled(declaredWorkflowSchema).safeParse(raw);
   if (!parsed.success) {
     issues.schema(at, parsed.error.issues, undefined);
+    checkTasksOfBrokenWorkflow(raw, at, issues, shapes);
     return;
   }
   const decl = parsed.data;
@@ -139,7 +144,7 @@ function readWorkflow(raw: unknown, at: Located, issues: IssueCollector, shapes:
     const label = rawLabel(rawTask, decl);
     const t = compiled(declaredWorkflowTaskSchema).safeParse(rawTask);
     if (!t.success) {
-      reportBrokenTask(rawTask, taskAt, t.error.issues, label, issues);
+      reportBrokenTask(rawTask, taskAt, t.error.issues, label, issues, shapes);
       return;
     }
     const key = {
@@ -168,6 +173,24 @@ function siblingsOf(decl: DeclaredWorkflow): Map<string, TaskKey[]> {
   return siblings;
 }
 
+/**
+ * The tasks of a workflow that is itself broken cannot inherit from it, so they are not
+ * resolved; their own shape and operator are still checked, so they need no second round.
+ */
+function checkTasksOfBrokenWorkflow(raw: unknown, at: Located, issues: IssueCollector, shapes: Shapes): void {
+  if (!isPlainObject(raw) || !Array.isArray(raw.tasks)) return;
+  const wf = {
+    project: typeof raw.project === "string" ? raw.project : undefined,
+    account: typeof raw.account === "string" ? raw.account : undefined,
+  };
+  raw.tasks.forEach((rawTask, j) => {
+    const taskAt = { file: at.file, path: `${at.path}.tasks[${j}]` };
+    const t = compiled(declaredWorkflowTaskSchema).safeParse(rawTask);
+    const label = rawLabel(rawTask, wf);
+    reportBrokenTask(rawTask, taskAt, t.success ? [] : t.error.issues, label, issues, shapes);
+  });
+}
+
 /** A task that will not be resolved: its schema problems, and its operator's. */
 function reportBrokenTask(
   raw: unknown,
@@ -175,7 +198,9 @@ function reportBrokenTask(
   schemaIssues: Parameters<IssueCollector["schema"]>[1],
   label: string | undefined,
   issues: IssueCollector,
+  shapes: Shapes,
 ): void {
+  if (label !== undefined) shapes.broken.add(label);
   issues.schema(at, schemaIssues, label);
   if (isPlainObject(raw)) checkOperator(raw.operator, at, label, issues);
 }

@@ -44,10 +44,12 @@ export type DeclarationResult =
  * the caller must write nothing. Missing parents are warnings (another team may declare them
  * later); everything else listed in `DeclarationIssueCode` is an error.
  *
- * The checks run room by room, each in a file of its own: the shape of each item
- * (`shape.ts`), names (`names.ts`), each task resolved (`resolve-task.ts`, which says how a
- * task is normalised), the graph of parents (`graph.ts`); one `IssueCollector` gathers what
- * they find.
+ * Every problem is reported in one round. The checks run room by room, each in a file of its
+ * own: the shape of each item (`shape.ts`), names (`names.ts`), each task resolved
+ * (`resolve-task.ts`, which says how a task is normalised), the graph of parents (`graph.ts`);
+ * one `IssueCollector` gathers what they find. Each room works on all that the rooms before it
+ * could make sense of: an item with a broken shape is not resolved, but its neighbours are; a
+ * task with an unknown connection still has its parents in the graph.
  */
 export function validateDeclarations(
   docs: readonly DeclarationSource[],
@@ -58,10 +60,10 @@ export function validateDeclarations(
   const names = checkNames(shapes, existing, issues);
   const resolved: ResolvedTask[] = [];
   for (const d of names.tasks.values()) resolved.push(resolveTask(d, names, issues));
-  // The checks across tasks see the tasks that resolved without a problem.
-  const clean = resolved.filter((r): r is ResolvedTask & GraphTask => r.ok && r.parents !== undefined);
-  checkRedeclaredConnections(existing, names, new Set(clean.map((r) => r.draft.label)), issues);
-  checkGraph(clean, names.tasks.keys(), existing, docs[0]?.filename ?? "", issues);
+  checkRedeclaredConnections(existing, names, new Set(names.tasks.keys()), issues);
+  const inGraph = resolved.filter((r): r is ResolvedTask & GraphTask => r.parents !== undefined);
+  const declared = [...names.tasks.keys(), ...shapes.broken];
+  checkGraph(inGraph, declared, existing, docs[0]?.filename ?? "", issues);
 
   if (issues.errorCount > 0) return { ok: false, errors: issues.errors, warnings: issues.warnings };
   const tasks: TaskSpec[] = [];
