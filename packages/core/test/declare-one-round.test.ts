@@ -141,4 +141,22 @@ describe("validateDeclarations: every problem of a file in one round", () => {
         warnings: [],
       });
   });
+
+  it("a task with a wrong parent keeps its other parents in the graph: a cycle through them is found", () => {
+    spec
+      .given()
+      .when([
+        {
+          name: "loop.yaml",
+          text: `tasks:\n${task("a", "parents: [p/a/b, too/many/parts/of/a/key]")}${task("b", "parents: [p/a/a]")}`,
+        },
+      ])
+      .then({
+        errors: [
+          { code: "parent", at: "loop.yaml: tasks[0].parents[1]", task: "p/a/a/ALL" },
+          { code: "cycle", at: "loop.yaml: tasks[1].parents[0]", task: "p/a/b/ALL" },
+        ],
+        warnings: [],
+      });
+  });
 });

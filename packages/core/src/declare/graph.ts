@@ -7,11 +7,11 @@ import type { ExistingDeclarations } from "./validate.js";
 
 /**
  * The fourth room: the graph of parents, over what is declared already and what these files
- * declare (a new declaration replaces a task's old parents). Every task whose parents could be
- * read takes part, whatever its other problems.
+ * declare (a new declaration replaces a task's old parents). Every task declared here takes
+ * part with the parents that could be read, whatever its other problems.
  */
 
-/** A task declared here, with parents that could all be read. */
+/** A task declared here, with its parents that could be read. */
 export interface GraphTask {
   readonly draft: TaskDraft;
   readonly parents: readonly ParentRef[];

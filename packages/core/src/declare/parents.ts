@@ -13,11 +13,10 @@ export interface ParentRef {
 
 /**
  * A task's parents as full keys. Each is a full key (a string or an object), or inside a
- * workflow a sibling's bare name. Undefined when any of them is wrong (each is reported at its
- * `parents[i]`): the task's edges are then unknown, and left out of the graph.
+ * workflow a sibling's bare name. One that is wrong is reported at its `parents[i]` and left
+ * out; the others are the task's edges all the same, so a cycle through them is found now.
  */
-export function resolveParents(d: TaskDraft, issues: IssueCollector): ParentRef[] | undefined {
-  const errorsBefore = issues.errorCount;
+export function resolveParents(d: TaskDraft, issues: IssueCollector): ParentRef[] {
   const parents: ParentRef[] = [];
   const seen = new Map<string, number>();
   (d.decl.parents ?? []).forEach((raw, i) => {
@@ -33,7 +32,7 @@ export function resolveParents(d: TaskDraft, issues: IssueCollector): ParentRef[
     seen.set(parentLabel, i);
     parents.push({ key, label: parentLabel, path: at.path });
   });
-  return issues.errorCount > errorsBefore ? undefined : parents;
+  return parents;
 }
 
 function parseParent(

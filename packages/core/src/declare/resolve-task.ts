@@ -24,8 +24,8 @@ export interface ResolvedTask {
    * unknown connection, a wrong parent): enough to check its templates in the same round.
    */
   readonly spec: TaskSpec | undefined;
-  /** Its parents, when every one of them could be read: its edges in the graph. */
-  readonly parents: ParentRef[] | undefined;
+  /** Its parents that could be read: its edges in the graph. */
+  readonly parents: ParentRef[];
 }
 
 export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector): ResolvedTask {
@@ -103,7 +103,7 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
     startDate: start,
     catchup: pick("catchup")?.value,
     operator,
-    parents: (parents ?? []).map((p) => p.key),
+    parents: parents.map((p) => p.key),
     retry: { ...(wf?.decl.retry ?? {}), ...(decl.retry ?? {}) } as TaskSpecInput["retry"],
     idempotent: pick("idempotent")?.value,
     config: mergeTaskConfig(wf?.decl.config, decl.config, inline),

@@ -1,6 +1,6 @@
 import type { TaskKey } from "../keys.js";
 import type { ConnectionSpec, OperatorType, TaskSpec, WorkflowSpec } from "../spec.js";
-import { checkGraph, type GraphTask } from "./graph.js";
+import { checkGraph } from "./graph.js";
 import { type DeclarationIssue, IssueCollector } from "./issues.js";
 import { checkNames, checkRedeclaredConnections } from "./names.js";
 import type { DeclarationSource } from "./parse.js";
@@ -61,9 +61,8 @@ export function validateDeclarations(
   const resolved: ResolvedTask[] = [];
   for (const d of names.tasks.values()) resolved.push(resolveTask(d, names, issues));
   checkRedeclaredConnections(existing, names, new Set(names.tasks.keys()), issues);
-  const inGraph = resolved.filter((r): r is ResolvedTask & GraphTask => r.parents !== undefined);
   const declared = [...names.tasks.keys(), ...shapes.broken];
-  checkGraph(inGraph, declared, existing, docs[0]?.filename ?? "", issues);
+  checkGraph(resolved, declared, existing, docs[0]?.filename ?? "", issues);
 
   if (issues.errorCount > 0) return { ok: false, errors: issues.errors, warnings: issues.warnings };
   const tasks: TaskSpec[] = [];
