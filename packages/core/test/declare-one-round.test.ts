@@ -1,10 +1,12 @@
 import {
   type DeclarationIssue,
   type ExistingDeclarations,
+  formatDeclarationIssue,
   parseDeclarationText,
+  type TemplateCheck,
   validateDeclarations,
 } from "@chronolog/core";
-import { describe, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { DAY, declaredTask, keyOf, taskSpec } from "./support/events.js";
 import { type Given, projectionOf, specification } from "./support/specification.js";
 
@@ -29,12 +31,30 @@ function existingOf(history: readonly Given[]): ExistingDeclarations {
   };
 }
 
-/** An issue as the tests compare it: what, where, and which task. */
+/** An issue as the tests compare it: what, where (in the template too), and which task. */
 const brief = (i: DeclarationIssue) => ({
   code: i.code,
   at: `${i.file}: ${i.path}`,
   ...(i.task ? { task: i.task } : {}),
+  ...(i.line !== undefined ? { line: i.line, column: i.column } : {}),
 });
+
+/**
+ * A stand-in for the renderer (the core renders nothing): a shell command's `{{ name }}` is
+ * refused unless the name is `ds` or a declared param of the task's workflow.
+ */
+const checkTemplates: TemplateCheck = (spec, params) => {
+  if (spec.operator.type !== "shell") return [];
+  const command = spec.operator.command;
+  return [...command.matchAll(/\{\{\s*(\w+)\s*\}\}/g)]
+    .filter((m) => m[1] !== "ds" && !Object.hasOwn(params, m[1] as string))
+    .map((m) => ({
+      field: "operator.command",
+      message: `undefined variable "${m[1]}"`,
+      line: 1,
+      column: (m.index ?? 0) + 1,
+    }));
+};
 
 const spec = specification({
   fold: existingOf,
@@ -42,6 +62,7 @@ const spec = specification({
     const result = validateDeclarations(
       files.map((f) => parseDeclarationText(f.text, { filename: f.name })),
       existing,
+      { checkTemplates },
     );
     return {
       errors: result.ok ? [] : result.errors.map(brief),
@@ -50,9 +71,12 @@ const spec = specification({
   },
 });
 
-/** A standalone task of project p, account a, from 2026-11-01; `extra` is YAML flow fields. */
-const task = (name: string, extra = "", cron = "0 2 * * *") =>
-  `  - { project: p, account: a, name: ${name}, cron: "${cron}", startDate: 2026-11-01T00:00:00Z, operator: { type: noop }${extra ? `, ${extra}` : ""} }\n`;
+/**
+ * A standalone task of project p, account a, from 2026-11-01, a daily noop unless `cron` or
+ * `operator` say otherwise; `extra` is more YAML flow fields.
+ */
+const task = (name: string, extra = "", o: { cron?: string; operator?: string } = {}) =>
+  `  - { project: p, account: a, name: ${name}, cron: "${o.cron ?? "0 2 * * *"}", startDate: 2026-11-01T00:00:00Z, operator: ${o.operator ?? "{ type: noop }"}${extra ? `, ${extra}` : ""} }\n`;
 
 describe("validateDeclarations: every problem of a file in one round", () => {
   it("schema, value, reference and cycle problems of one file are all reported, each at its field", () => {
@@ -63,7 +87,7 @@ describe("validateDeclarations: every problem of a file in one round", () => {
       '  - { name: etl, project: p, account: a, crom: "0 2 * * *", tasks: [ { name: extract, operator: { type: shell } } ] }\n' +
       "tasks:\n" +
       task("broken", "retires: 3") +
-      task("late", "parents: [other/team/later]", "0 25 * * *") +
+      task("late", "parents: [other/team/later]", { cron: "0 25 * * *" }) +
       task("a", "parents: [p/a/b], connection: nowhere") +
       task("b", 'parents: [p/a/a], alerts: [ { command: "true", http: { url: "http://x/" } } ]');
     spec
@@ -128,7 +152,10 @@ describe("validateDeclarations: every problem of a file in one round", () => {
     spec
       .given()
       .when([
-        { name: "one.yaml", text: `tasks:\n${task("one", "parents: [p/a/two]")}`.replace("noop", "nop") },
+        {
+          name: "one.yaml",
+          text: `tasks:\n${task("one", "parents: [p/a/two]", { operator: "{ type: nop }" })}`,
+        },
         { name: "two.yaml", text: `tasks:\n${task("two", "parents: [p/a/one]")}` },
         { name: "three.yaml", text: `tasks:\n${task("three", "endDate: 2026-10-01T00:00:00Z")}` },
       ])
@@ -140,6 +167,60 @@ describe("validateDeclarations: every problem of a file in one round", () => {
         ],
         warnings: [],
       });
+  });
+
+  it("templates of every task with a sound schedule are checked beside the file's other problems", () => {
+    const shell = (command: string) => `{ type: shell, command: "${command}" }`;
+    const text =
+      "workflows:\n" +
+      '  - name: etl\n    project: p\n    account: a\n    cron: "0 2 * * *"\n    startDate: 2026-11-01T00:00:00Z\n' +
+      "    params: { region: eu }\n" +
+      "    tasks:\n" +
+      `      - { name: load, operator: ${shell("load {{ region }} {{ regoin }}")} }\n` +
+      "tasks:\n" +
+      task("shapeless", "colour: red", { operator: shell("echo {{ nope }}") }) +
+      task("unconnected", "connection: nowhere", { operator: shell("echo {{ dss }}") }) +
+      task("unscheduled", "", { cron: "0 99 * * *", operator: shell("echo {{ nope }}") });
+    spec
+      .given()
+      .when([{ name: "mixed.yaml", text }])
+      .then({
+        errors: [
+          { code: "unknown_field", at: "mixed.yaml: tasks[0].colour", task: "p/a/shapeless/ALL" },
+          { code: "connection_unknown", at: "mixed.yaml: tasks[1].connection", task: "p/a/unconnected/ALL" },
+          { code: "cron", at: "mixed.yaml: tasks[2].cron", task: "p/a/unscheduled/ALL" },
+          // The templates last: the workflow's params are visible to its task.
+          {
+            code: "template",
+            at: "mixed.yaml: workflows[0].tasks[0].operator.command",
+            task: "p/a/load/ALL",
+            line: 1,
+            column: 19,
+          },
+          {
+            code: "template",
+            at: "mixed.yaml: tasks[1].operator.command",
+            task: "p/a/unconnected/ALL",
+            line: 1,
+            column: 6,
+          },
+        ],
+        warnings: [],
+      });
+  });
+
+  it("a template problem reads like every other: file, field, task, message, line and column", () => {
+    const text = `tasks:\n${task("t", "", { operator: '{ type: shell, command: "echo {{ dss }}" }' })}`;
+    const result = validateDeclarations(
+      [parseDeclarationText(text, { filename: "t.yaml" })],
+      {},
+      {
+        checkTemplates,
+      },
+    );
+    expect(result.ok ? [] : result.errors.map(formatDeclarationIssue)).toEqual([
+      't.yaml: tasks[0].operator.command: p/a/t/ALL: undefined variable "dss" (line 1, column 6)',
+    ]);
   });
 
   it("a task with a wrong parent keeps its other parents in the graph: a cycle through them is found", () => {

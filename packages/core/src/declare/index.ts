@@ -40,5 +40,8 @@ export {
 export {
   type DeclarationResult,
   type ExistingDeclarations,
+  type TemplateCheck,
+  type TemplateIssue,
+  type ValidationOptions,
   validateDeclarations,
 } from "./validate.js";

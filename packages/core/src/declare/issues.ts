@@ -18,18 +18,22 @@ export type DeclarationIssueCode =
   | "parent"
   | "parent_missing"
   | "cycle"
-  | "workflow";
+  | "workflow"
+  | "template";
 
 /**
  * One problem found in a set of declaration files. `path` is the field inside `file`
  * (`workflows[0].tasks[2].cron`); `task` is the key of the task concerned, when one is, and the
- * message starts with it too so the plain `path: message` text names both.
+ * message starts with it too so the plain `path: message` text names both. `line` and `column`
+ * are set for a template problem: where in the template's text it is.
  */
 export interface DeclarationIssue extends FieldIssue {
   readonly severity: "error" | "warning";
   readonly code: DeclarationIssueCode;
   readonly file: string;
   readonly task?: string;
+  readonly line?: number;
+  readonly column?: number;
 }
 
 /** `file: path: message`, one line per issue, for terminals and logs. */
@@ -50,6 +54,12 @@ export function declarationValidationError(errors: readonly DeclarationIssue[]):
 export interface Located {
   readonly file: string;
   readonly path: string;
+}
+
+/** Where in a template's text a problem is. */
+export interface TextPosition {
+  readonly line: number;
+  readonly column: number;
 }
 
 /** What `zod` says of one problem, as far as the collector reads it. */
@@ -74,8 +84,14 @@ export class IssueCollector {
   }
 
   /** An error; `task` (the key of the task concerned) also starts the message. */
-  error(code: DeclarationIssueCode, at: Located, message: string, task?: string): void {
-    this.errors.push(issue("error", code, at, message, task));
+  error(
+    code: DeclarationIssueCode,
+    at: Located,
+    message: string,
+    task?: string,
+    position?: TextPosition,
+  ): void {
+    this.errors.push(issue("error", code, at, message, task, position));
   }
 
   /** A warning: reported, but the set is still declared. */
@@ -99,6 +115,7 @@ function issue(
   at: Located,
   message: string,
   task: string | undefined,
+  position?: TextPosition,
 ): DeclarationIssue {
   return {
     severity,
@@ -107,6 +124,7 @@ function issue(
     path: at.path,
     message: task ? `${task}: ${message}` : message,
     ...(task ? { task } : {}),
+    ...(position ? { line: position.line, column: position.column } : {}),
   };
 }
 

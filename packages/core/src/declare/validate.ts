@@ -26,6 +26,31 @@ export interface ExistingDeclarations {
   }>;
 }
 
+/**
+ * One problem a renderer found in a task's templates: the field (`operator.command`,
+ * `alerts[0].http.url`), what is wrong, and where in the template's text.
+ */
+export interface TemplateIssue {
+  readonly field?: string;
+  readonly message: string;
+  readonly line?: number;
+  readonly column?: number;
+}
+
+/**
+ * Renders the templates of one task (with its workflow's declared params) and says what does
+ * not render. The core renders nothing itself: the caller brings the renderer.
+ */
+export type TemplateCheck = (
+  spec: TaskSpec,
+  params: Readonly<Record<string, string>>,
+) => readonly TemplateIssue[];
+
+export interface ValidationOptions {
+  /** Checks the templates of every task whose spec could be made, problems elsewhere or not. */
+  readonly checkTemplates?: TemplateCheck;
+}
+
 export type DeclarationResult =
   | {
       readonly ok: true;
@@ -46,14 +71,16 @@ export type DeclarationResult =
  *
  * Every problem is reported in one round. The checks run room by room, each in a file of its
  * own: the shape of each item (`shape.ts`), names (`names.ts`), each task resolved
- * (`resolve-task.ts`, which says how a task is normalised), the graph of parents (`graph.ts`);
- * one `IssueCollector` gathers what they find. Each room works on all that the rooms before it
+ * (`resolve-task.ts`, which says how a task is normalised), the graph of parents (`graph.ts`),
+ * then the templates of each task, with the renderer `options.checkTemplates` brings; one
+ * `IssueCollector` gathers what they find. Each room works on all that the rooms before it
  * could make sense of: an item with a broken shape is not resolved, but its neighbours are; a
- * task with an unknown connection still has its parents in the graph.
+ * task with an unknown connection still has its parents in the graph and its templates checked.
  */
 export function validateDeclarations(
   docs: readonly DeclarationSource[],
   existing: ExistingDeclarations = {},
+  options: ValidationOptions = {},
 ): DeclarationResult {
   const issues = new IssueCollector();
   const shapes = readShapes(docs, issues);
@@ -63,6 +90,7 @@ export function validateDeclarations(
   checkRedeclaredConnections(existing, names, new Set(names.tasks.keys()), issues);
   const declared = [...names.tasks.keys(), ...shapes.broken];
   checkGraph(resolved, declared, existing, docs[0]?.filename ?? "", issues);
+  if (options.checkTemplates) checkTemplates(resolved, options.checkTemplates, issues);
 
   if (issues.errorCount > 0) return { ok: false, errors: issues.errors, warnings: issues.warnings };
   const tasks: TaskSpec[] = [];
@@ -75,4 +103,17 @@ export function validateDeclarations(
     workflows: [...names.declaredWorkflows.values()].map((w) => w.spec),
     warnings: issues.warnings,
   };
+}
+
+/** The templates of every task that has a spec, each problem at its field. */
+function checkTemplates(resolved: readonly ResolvedTask[], check: TemplateCheck, issues: IssueCollector) {
+  for (const { draft, spec } of resolved) {
+    if (!spec) continue;
+    for (const t of check(spec, draft.workflow?.spec.params ?? {})) {
+      const path = t.field ? `${draft.path}.${t.field}` : draft.path;
+      const position = t.line !== undefined ? { line: t.line, column: t.column ?? 1 } : undefined;
+      const where = position ? ` (line ${position.line}, column ${position.column})` : "";
+      issues.error("template", { file: draft.file, path }, `${t.message}${where}`, draft.label, position);
+    }
+  }
 }
