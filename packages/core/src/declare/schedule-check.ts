@@ -98,8 +98,20 @@ function findCronProblem(expression: string): string | undefined {
   }
 }
 
-/** Whether the runtime knows this IANA time zone name. */
+/**
+ * Whether the runtime knows this IANA time zone name. Asking costs a formatter (tens of
+ * microseconds), and every task of a catalogue asks for its zone: each answer is kept.
+ */
 export function isTimeZone(name: string): boolean {
+  const known = timeZones.get(name);
+  if (known !== undefined) return known;
+  return remember(timeZones, name, findTimeZone(name), CRON_PROBLEMS_KEPT);
+}
+
+/** Zone name -> whether the runtime knows it. */
+const timeZones = new Map<string, boolean>();
+
+function findTimeZone(name: string): boolean {
   if (name.trim() === "") return false;
   try {
     new Intl.DateTimeFormat("en-US", { timeZone: name });
