@@ -17,8 +17,6 @@ import { checkOperator, parseSinks, type TaskDraft } from "./shape.js";
  */
 export interface ResolvedTask {
   readonly draft: TaskDraft;
-  /** No problem at all: `spec` is what is declared. */
-  readonly ok: boolean;
   /**
    * The spec, whenever its schedule and operator are sound, even with other problems (an
    * unknown connection, a wrong parent): enough to check its templates in the same round.
@@ -92,7 +90,7 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
   // A schedule that cannot be read (reported here, or at the workflow) gives no spec to check.
   const sound =
     cron && start && operator && !cronProblem(cron.value) && (!timezone || isTimeZone(timezone.value));
-  if (!sound) return { draft: d, ok: false, spec: undefined, parents };
+  if (!sound) return { draft: d, spec: undefined, parents };
 
   // The optional fields last: adding properties after spreading a non-empty object is the
   // engine's slow path. The schema gives the spec its fields in its own order.
@@ -118,7 +116,7 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
   if (!spec.success) {
     // Said only when nothing else was: otherwise it repeats what was.
     if (clean) issues.schema(d, spec.error.issues, label);
-    return { draft: d, ok: false, spec: undefined, parents };
+    return { draft: d, spec: undefined, parents };
   }
-  return { draft: d, ok: clean, spec: spec.data, parents };
+  return { draft: d, spec: spec.data, parents };
 }
