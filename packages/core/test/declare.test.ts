@@ -307,7 +307,11 @@ describe("validateDeclarations: each check names the task and the field", () => 
         tasks: [],
       },
     };
-    expect(errorsOf(validate([doc])).map((e) => e.path)).toEqual(["workflow"]);
+    // A misspelt key at the top hides none of the lists that are there: one round for all.
+    expect(errorsOf(validate([doc])).map((e) => e.path)).toEqual([
+      "workflow",
+      "connections[0].maxParalelism",
+    ]);
     const doc2 = {
       filename: "u.yaml",
       document: { connections: [{ name: "c", maxParalelism: 2 }] },
@@ -328,7 +332,11 @@ describe("validateDeclarations: each check names the task and the field", () => 
         ],
       },
     };
-    expect(errorsOf(validate([wf])).map((i) => i.path)).toEqual(["workflows[0].crom"]);
+    // The tasks of a broken workflow are not resolved, but their own shape is still checked.
+    expect(errorsOf(validate([wf])).map((i) => i.path)).toEqual([
+      "workflows[0].crom",
+      "workflows[0].tasks[0].operator.type",
+    ]);
   });
 
   it("rejects a bad cron where it is written", () => {

@@ -8,16 +8,20 @@ import {
   decideDeclaration,
   declarationOf,
   declarationValidationError,
-  formatTaskKey,
   type SchedulerProjection,
-  type TaskSpec,
   type TaskSpecChange,
-  ValidationError,
+  type TemplateCheck,
+  type TemplateIssue,
   validateDeclarations,
-  type WorkflowSpec,
 } from "@chronolog/core";
 import type { AppendResult, EventLog, StreamWrite } from "@chronolog/log";
-import { renderOperator, renderTemplate, renderTemplateWith, TemplateError } from "@chronolog/render";
+import {
+  type RenderContext,
+  renderOperator,
+  renderTemplate,
+  renderTemplateWith,
+  TemplateError,
+} from "@chronolog/render";
 import { alertVariables } from "./alerts.js";
 import { handleCommand } from "./command.js";
 import { catchUp } from "./projection-loader.js";
@@ -36,45 +40,48 @@ export interface DeclareOutcome {
 }
 
 /**
- * Renders every task's templates once against its first interval, with its workflow's declared
- * params at their defaults, so a broken one is refused now, in the form of every other
- * declaration error: `file: path.to.field: task: message (line L, column C)`. A param the
- * workflow does not declare is refused even under `| default:` or `{% if %}`.
+ * Renders a task's templates once against its first interval, with its workflow's declared
+ * params at their defaults, so a broken one is refused now, with every other problem of the
+ * files and in their form: `file: path.to.field: task: message (line L, column C)`. A param the
+ * workflow does not declare is refused even under `| default:` or `{% if %}`. The operator, the
+ * cache key and each alert sink are rendered apart: each says its own problem.
  */
-function checkTemplates(
-  tasks: readonly TaskSpec[],
-  locations: ReadonlyArray<{ readonly file: string; readonly path: string }>,
-  workflows: ReadonlyMap<string, WorkflowSpec>,
-): void {
-  const issues: Array<{ path: string; message: string }> = [];
-  tasks.forEach((spec, i) => {
-    const at = locations[i];
-    const where = at ? `${at.file}: ${at.path}` : formatTaskKey(spec.key);
-    const params = (spec.workflow ? workflows.get(spec.workflow)?.params : undefined) ?? {};
+const checkTemplates: TemplateCheck = (spec, params) => {
+  let context: RenderContext;
+  try {
+    const interval = dataInterval(spec.startDate, spec.cron, spec.timezone);
+    context = {
+      task: spec.key,
+      logicalDate: interval.start,
+      dataIntervalEnd: interval.end,
+      prevIntervalStart: null,
+      timezone: spec.timezone,
+      config: spec.config,
+      params,
+      declaredParams: Object.keys(params),
+    };
+  } catch (error) {
+    return [templateIssue(error)];
+  }
+  const issues: TemplateIssue[] = [];
+  const attempt = (render: () => unknown) => {
     try {
-      const interval = dataInterval(spec.startDate, spec.cron, spec.timezone);
-      const context = {
-        task: spec.key,
-        logicalDate: interval.start,
-        dataIntervalEnd: interval.end,
-        prevIntervalStart: null,
-        timezone: spec.timezone,
-        config: spec.config,
-        params,
-        declaredParams: Object.keys(params),
-      };
-      renderOperator(spec.operator, context);
-      if (spec.cacheKey !== undefined) renderTemplate(spec.cacheKey, context, "cacheKey");
-      for (const [k, sink] of spec.alerts.entries()) checkSink(sink, `alerts[${k}]`);
+      render();
     } catch (error) {
-      const label = formatTaskKey(spec.key);
-      if (error instanceof TemplateError) {
-        const located = error.line !== undefined ? ` (line ${error.line}, column ${error.column ?? 1})` : "";
-        issues.push({ path: `${where}.${error.field}`, message: `${label}: ${error.detail}${located}` });
-      } else issues.push({ path: where, message: `${label}: ${(error as Error).message}` });
+      issues.push(templateIssue(error));
     }
-  });
-  if (issues.length > 0) throw new ValidationError("declarations", issues);
+  };
+  attempt(() => renderOperator(spec.operator, context));
+  const { cacheKey } = spec;
+  if (cacheKey !== undefined) attempt(() => renderTemplate(cacheKey, context, "cacheKey"));
+  for (const [k, sink] of spec.alerts.entries()) attempt(() => checkSink(sink, `alerts[${k}]`));
+  return issues;
+};
+
+function templateIssue(error: unknown): TemplateIssue {
+  if (!(error instanceof TemplateError)) return { message: (error as Error).message };
+  const position = error.line !== undefined ? { line: error.line, column: error.column ?? 1 } : {};
+  return { field: error.field, message: error.detail, ...position };
 }
 
 /** A sample alert, for rendering a sink's templates at declare. */
@@ -281,25 +288,29 @@ function decideOn(
   return { decision, warnings: validated.warnings };
 }
 
-/** The files checked against `state`; refused (a ValidationError carrying the warnings) if invalid. */
+/**
+ * The files checked against `state`, templates included; refused (a ValidationError carrying
+ * the warnings) if invalid.
+ */
 function validate(state: SchedulerProjection, sources: readonly DeclarationSource[]) {
-  const result = validateDeclarations(sources, {
-    tasks: [...state.tasks.values()].map((t) => ({
-      key: t.key,
-      parents: t.parents,
-      connection: t.spec.connection,
-      operator: t.spec.operator,
-    })),
-    connections: state.connections.values(),
-    workflows: state.workflows.values(),
-  });
+  const result = validateDeclarations(
+    sources,
+    {
+      tasks: [...state.tasks.values()].map((t) => ({
+        key: t.key,
+        parents: t.parents,
+        connection: t.spec.connection,
+        operator: t.spec.operator,
+      })),
+      connections: state.connections.values(),
+      workflows: state.workflows.values(),
+    },
+    { checkTemplates },
+  );
   if (!result.ok) {
     const error = declarationValidationError(result.errors);
     Object.assign(error, { warnings: result.warnings });
     throw error;
   }
-  const workflows = new Map<string, WorkflowSpec>(state.workflows);
-  for (const w of result.workflows) workflows.set(w.name, w);
-  checkTemplates(result.tasks, result.taskLocations, workflows);
   return result;
 }

@@ -13,6 +13,12 @@ export {
   type TaskDeclarationDecision,
 } from "./decide-declaration.js";
 export { deepEqual, diffTaskSpecs, type TaskSpecChange } from "./diff.js";
+export {
+  type DeclarationIssue,
+  type DeclarationIssueCode,
+  declarationValidationError,
+  formatDeclarationIssue,
+} from "./issues.js";
 export { mergeTaskConfig } from "./merge.js";
 export {
   type DeclarationFormat,
@@ -32,11 +38,10 @@ export {
   declaredWorkflowTaskSchema,
 } from "./schema.js";
 export {
-  type DeclarationIssue,
-  type DeclarationIssueCode,
   type DeclarationResult,
-  declarationValidationError,
   type ExistingDeclarations,
-  formatDeclarationIssue,
+  type TemplateCheck,
+  type TemplateIssue,
+  type ValidationOptions,
   validateDeclarations,
 } from "./validate.js";

@@ -27,8 +27,8 @@ import { connectionSpecSchema, paramName, retryPolicySchema, workflowSpecSchema 
  *       startDate: 2026-11-01T00:00:00Z, operator: { type: noop } }
  * ```
  *
- * Operators, parents and config values are checked field by field in `validate.ts` (so the error
- * names the exact path); here they are typed loosely.
+ * Operators, parents and config values are checked field by field in `shape.ts`, `parents.ts`
+ * and `resolve-task.ts` (so the error names the exact path); here they are typed loosely.
  */
 
 /** An ISO-8601 date-time with `Z` or an offset; normalised to a UTC instant with milliseconds. */

@@ -1,0 +1,161 @@
+import type { FieldIssue } from "../errors.js";
+import { ValidationError } from "../errors.js";
+import { suggestField } from "./suggest.js";
+
+export type DeclarationIssueCode =
+  | "document"
+  | "unknown_field"
+  | "schema"
+  | "required"
+  | "cron"
+  | "timezone"
+  | "date"
+  | "operator"
+  | "config"
+  | "connection_unknown"
+  | "connection_operator"
+  | "duplicate"
+  | "parent"
+  | "parent_missing"
+  | "cycle"
+  | "workflow"
+  | "template";
+
+/**
+ * One problem found in a set of declaration files. `path` is the field inside `file`
+ * (`workflows[0].tasks[2].cron`); `task` is the key of the task concerned, when one is, and the
+ * message starts with it too so the plain `path: message` text names both. `line` and `column`
+ * are set for a template problem: where in the template's text it is.
+ */
+export interface DeclarationIssue extends FieldIssue {
+  readonly severity: "error" | "warning";
+  readonly code: DeclarationIssueCode;
+  readonly file: string;
+  readonly task?: string;
+  readonly line?: number;
+  readonly column?: number;
+}
+
+/** `file: path: message`, one line per issue, for terminals and logs. */
+export function formatDeclarationIssue(issue: DeclarationIssue): string {
+  const where = issue.path ? `${issue.file}: ${issue.path}` : issue.file;
+  return `${issue.severity === "warning" ? "warning: " : ""}${where}: ${issue.message}`;
+}
+
+/** The errors of a failed validation as one `ValidationError` (nothing was written). */
+export function declarationValidationError(errors: readonly DeclarationIssue[]): ValidationError {
+  return new ValidationError(
+    "declarations",
+    errors.map((e) => ({ path: e.path ? `${e.file}: ${e.path}` : e.file, message: e.message })),
+  );
+}
+
+/** A place in a declaration file: the file, and the field path in it. */
+export interface Located {
+  readonly file: string;
+  readonly path: string;
+}
+
+/** Where in a template's text a problem is. */
+export interface TextPosition {
+  readonly line: number;
+  readonly column: number;
+}
+
+/** What `zod` says of one problem, as far as the collector reads it. */
+export interface ZodIssueLike {
+  readonly code?: string;
+  readonly path: ReadonlyArray<PropertyKey>;
+  readonly message: string;
+  readonly keys?: readonly string[];
+}
+
+/**
+ * The issues of one validation, gathered in the order they are found. Each check is handed the
+ * collector and goes on after what it reports, so every problem of a set of files comes out in
+ * one round; a check that needs an earlier one to have passed asks `errorCount`.
+ */
+export class IssueCollector {
+  readonly errors: DeclarationIssue[] = [];
+  readonly warnings: DeclarationIssue[] = [];
+
+  get errorCount(): number {
+    return this.errors.length;
+  }
+
+  /** An error; `task` (the key of the task concerned) also starts the message. */
+  error(
+    code: DeclarationIssueCode,
+    at: Located,
+    message: string,
+    task?: string,
+    position?: TextPosition,
+  ): void {
+    this.errors.push(issue("error", code, at, message, task, position));
+  }
+
+  /** A warning: reported, but the set is still declared. */
+  warning(code: DeclarationIssueCode, at: Located, message: string, task?: string): void {
+    this.warnings.push(issue("warning", code, at, message, task));
+  }
+
+  /** A schema's problems with the value at `at`, each at its own field below it. */
+  schema(at: Located, issues: ReadonlyArray<ZodIssueLike>, task: string | undefined): void {
+    for (const zodIssue of issues) {
+      for (const i of describeZodIssue(zodIssue)) {
+        this.error(i.code, { file: at.file, path: joinPath(at.path, ...i.path) }, i.message, task);
+      }
+    }
+  }
+}
+
+function issue(
+  severity: "error" | "warning",
+  code: DeclarationIssueCode,
+  at: Located,
+  message: string,
+  task: string | undefined,
+  position?: TextPosition,
+): DeclarationIssue {
+  return {
+    severity,
+    code,
+    file: at.file,
+    path: at.path,
+    message: task ? `${task}: ${message}` : message,
+    ...(task ? { task } : {}),
+    ...(position ? { line: position.line, column: position.column } : {}),
+  };
+}
+
+function describeZodIssue(
+  issue: ZodIssueLike,
+): Array<{ code: DeclarationIssueCode; path: PropertyKey[]; message: string }> {
+  if (issue.code === "unrecognized_keys" && issue.keys) {
+    return issue.keys.map((k) => {
+      const hint = suggestField(k);
+      return {
+        code: "unknown_field" as const,
+        path: [...issue.path, k],
+        message: `unknown field "${k}"${hint ? ` (did you mean "${hint}"?)` : ""}`,
+      };
+    });
+  }
+  const field = issue.path.length > 0 ? String(issue.path[issue.path.length - 1]) : "value";
+  if (issue.code === "invalid_type" && /received undefined$/.test(issue.message)) {
+    return [{ code: "required", path: [...issue.path], message: `${field} is required` }];
+  }
+  // (A rule about the whole item, such as a sink's one-of, is said as is, at the item.)
+  const message = issue.path.length > 0 ? `${field}: ${issue.message}` : issue.message;
+  return [{ code: "schema", path: [...issue.path], message }];
+}
+
+/** `base` with field names and list indexes appended: `tasks[0]` + `operator`, 2 -> `tasks[0].operator[2]`. */
+export function joinPath(base: string, ...segments: PropertyKey[]): string {
+  let out = base;
+  for (const s of segments) {
+    if (typeof s === "number") out += `[${s}]`;
+    else out += out === "" ? String(s) : `.${String(s)}`;
+  }
+  return out;
+}

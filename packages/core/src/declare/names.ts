@@ -1,0 +1,110 @@
+import { formatTaskKey } from "../keys.js";
+import type { OperatorType } from "../spec.js";
+import type { IssueCollector, Located } from "./issues.js";
+import type { ConnectionDraft, Shapes, TaskDraft, WorkflowDraft } from "./shape.js";
+import type { ExistingDeclarations } from "./validate.js";
+
+/**
+ * The second room: names. A connection, a workflow and a task key are each declared once in a
+ * set of files, and a workflow name stays with the project and account it belongs to. The
+ * first declaration of a name is kept; a later one is reported where it is written.
+ */
+
+export interface Names {
+  /** Every connection a task may name, with the operators it allows: declared already, or here. */
+  readonly connections: ReadonlyMap<string, { readonly operators: readonly OperatorType[] }>;
+  /** The connections declared here, each at its first declaration. */
+  readonly declaredConnections: ReadonlyMap<string, ConnectionDraft>;
+  /** The workflows declared here, each at its first declaration. */
+  readonly declaredWorkflows: ReadonlyMap<string, WorkflowDraft>;
+  /** The tasks declared here by key (`p/a/name/ALL`), each at its first declaration, in order. */
+  readonly tasks: ReadonlyMap<string, TaskDraft>;
+}
+
+export function checkNames(shapes: Shapes, existing: ExistingDeclarations, issues: IssueCollector): Names {
+  const connections = new Map<string, { operators: readonly OperatorType[] }>();
+  for (const c of existing.connections ?? []) connections.set(c.name, { operators: c.operators });
+  const declaredConnections = new Map<string, ConnectionDraft>();
+  for (const c of shapes.connections) {
+    const first = declaredConnections.get(c.spec.name);
+    if (first) {
+      issues.error(
+        "duplicate",
+        at(c, "name"),
+        `connection "${c.spec.name}" is declared twice (also at ${first.file}: ${first.path})`,
+      );
+      continue;
+    }
+    declaredConnections.set(c.spec.name, c);
+    connections.set(c.spec.name, { operators: c.spec.operators });
+  }
+
+  const existingWorkflows = new Map<string, { project: string; account: string }>();
+  for (const w of existing.workflows ?? []) existingWorkflows.set(w.name, w);
+  const declaredWorkflows = new Map<string, WorkflowDraft>();
+  for (const w of shapes.workflows) {
+    const first = declaredWorkflows.get(w.spec.name);
+    if (first) {
+      issues.error(
+        "duplicate",
+        at(w, "name"),
+        `workflow "${w.spec.name}" is declared twice (also at ${first.file}: ${first.path})`,
+      );
+      continue;
+    }
+    declaredWorkflows.set(w.spec.name, w);
+    const old = existingWorkflows.get(w.spec.name);
+    if (old && (old.project !== w.spec.project || old.account !== w.spec.account)) {
+      issues.error(
+        "workflow",
+        at(w, "name"),
+        `workflow "${w.spec.name}" already belongs to ${old.project}/${old.account}; workflow names are unique`,
+      );
+    }
+  }
+
+  // Task keys are unique across every file of the set.
+  const tasks = new Map<string, TaskDraft>();
+  for (const d of shapes.tasks) {
+    const first = tasks.get(d.label);
+    if (first) {
+      issues.error(
+        "duplicate",
+        at(d, "name"),
+        `duplicate task key (also declared at ${first.file}: ${first.path})`,
+        d.label,
+      );
+      continue;
+    }
+    tasks.set(d.label, d);
+  }
+  return { connections, declaredConnections, declaredWorkflows, tasks };
+}
+
+/**
+ * A connection declared again here must still allow the operators of the tasks already
+ * declared with it, unless this set declares those tasks again too (`redeclared`, by key).
+ */
+export function checkRedeclaredConnections(
+  existing: ExistingDeclarations,
+  names: Names,
+  redeclared: ReadonlySet<string>,
+  issues: IssueCollector,
+): void {
+  for (const t of existing.tasks ?? []) {
+    if (!t.connection || !t.operator || redeclared.has(formatTaskKey(t.key))) continue;
+    const c = names.declaredConnections.get(t.connection);
+    const spec = names.connections.get(t.connection);
+    if (!c || !spec || spec.operators.length === 0 || spec.operators.includes(t.operator.type)) continue;
+    issues.error(
+      "connection_operator",
+      at(c, "operators"),
+      `connection "${t.connection}" would no longer allow operator ${t.operator.type}, used by this already declared task`,
+      formatTaskKey(t.key),
+    );
+  }
+}
+
+function at(item: Located, field: string): Located {
+  return { file: item.file, path: `${item.path}.${field}` };
+}

@@ -1,0 +1,122 @@
+import { compiled } from "../compiled.js";
+import { type TaskSpec, type TaskSpecInput, taskSpecSchema } from "../spec.js";
+import type { IssueCollector, Located } from "./issues.js";
+import { mergeTaskConfig } from "./merge.js";
+import type { Names } from "./names.js";
+import { type ParentRef, resolveParents } from "./parents.js";
+import { checkSchedule, cronProblem, isTimeZone, toInstant } from "./schedule-check.js";
+import type { DeclaredWorkflow, DeclaredWorkflowTask } from "./schema.js";
+import { checkOperator, parseSinks, type TaskDraft } from "./shape.js";
+
+/**
+ * The third room: one well-shaped task, resolved into its spec. A workflow task inherits cron,
+ * timezone, startDate, endDate, catchup, connection, retry (field by field), idempotent,
+ * leaseSeconds, project and account from its workflow; config is deep-merged workflow -> task ->
+ * inline (`operator.config`); dates become UTC instants with milliseconds; parents become full
+ * keys. Every problem of the task is reported, each where it is written.
+ */
+export interface ResolvedTask {
+  readonly draft: TaskDraft;
+  /**
+   * The spec, whenever its schedule and operator are sound, even with other problems (an
+   * unknown connection, a wrong parent): enough to check its templates in the same round.
+   */
+  readonly spec: TaskSpec | undefined;
+  /** Its parents that could be read: its edges in the graph. */
+  readonly parents: ParentRef[];
+}
+
+export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector): ResolvedTask {
+  const errorsBefore = issues.errorCount;
+  const { decl, workflow: wf, label } = d;
+  const at = (field: string): Located => ({ file: d.file, path: `${d.path}.${field}` });
+  /** The task's own value, else its workflow's, with where it was written. */
+  function pick<K extends keyof DeclaredWorkflow & keyof DeclaredWorkflowTask>(field: K) {
+    if (decl[field] !== undefined) return { value: decl[field], at: at(field) };
+    if (wf && wf.decl[field] !== undefined) {
+      return { value: wf.decl[field], at: { file: wf.file, path: `${wf.path}.${field}` } };
+    }
+    return undefined;
+  }
+
+  checkSchedule(decl, d, label, issues);
+
+  const cron = pick("cron");
+  if (!cron) {
+    const hint = wf ? ": set it on the task or on its workflow" : "";
+    issues.error("required", at("cron"), `cron is required${hint}`, label);
+  }
+  const timezone = pick("timezone");
+  const startDate = pick("startDate");
+  if (!startDate) {
+    const hint = wf ? ": set it on the task or on its workflow" : "";
+    issues.error("required", at("startDate"), `startDate is required${hint}`, label);
+  }
+  const endDate = pick("endDate");
+  const start = startDate ? toInstant(startDate.value) : undefined;
+  const end = endDate ? toInstant(endDate.value) : undefined;
+  if (endDate && start && end && end <= start) {
+    issues.error("date", endDate.at, `endDate ${end} is not after startDate ${start}`, label);
+  }
+
+  const { operator, inline } = checkOperator(decl.operator, d, label, issues);
+
+  // Connection: known, and allowing this operator.
+  const connection = pick("connection");
+  if (connection) {
+    const known = names.connections.get(connection.value);
+    if (!known) {
+      issues.error(
+        "connection_unknown",
+        connection.at,
+        `connection "${connection.value}" is not declared (neither in these files nor already)`,
+        label,
+      );
+    } else if (operator && known.operators.length > 0 && !known.operators.includes(operator.type)) {
+      issues.error(
+        "connection_operator",
+        connection.at,
+        `connection "${connection.value}" allows operators ${known.operators.join(", ")}; ` +
+          `this task's operator is ${operator.type}`,
+        label,
+      );
+    }
+  }
+
+  const parents = resolveParents(d, issues);
+  const alerts = [...(wf?.spec.alerts ?? []), ...parseSinks(decl.alerts, d, label, issues)];
+  const clean = issues.errorCount === errorsBefore;
+
+  // A schedule that cannot be read (reported here, or at the workflow) gives no spec to check.
+  const sound =
+    cron && start && operator && !cronProblem(cron.value) && (!timezone || isTimeZone(timezone.value));
+  if (!sound) return { draft: d, spec: undefined, parents };
+
+  // The optional fields last: adding properties after spreading a non-empty object is the
+  // engine's slow path. The schema gives the spec its fields in its own order.
+  const input: TaskSpecInput = {
+    key: d.key,
+    cron: cron.value.trim(),
+    timezone: timezone?.value ?? "UTC",
+    startDate: start,
+    catchup: pick("catchup")?.value,
+    operator,
+    parents: parents.map((p) => p.key),
+    retry: { ...(wf?.decl.retry ?? {}), ...(decl.retry ?? {}) } as TaskSpecInput["retry"],
+    idempotent: pick("idempotent")?.value,
+    config: mergeTaskConfig(wf?.decl.config, decl.config, inline),
+    leaseSeconds: pick("leaseSeconds")?.value,
+    alerts,
+    ...(wf ? { workflow: wf.spec.name } : {}),
+    ...(end ? { endDate: end } : {}),
+    ...(connection ? { connection: connection.value } : {}),
+    ...(decl.cacheKey !== undefined ? { cacheKey: decl.cacheKey } : {}),
+  };
+  const spec = compiled(taskSpecSchema).safeParse(input);
+  if (!spec.success) {
+    // Said only when nothing else was: otherwise it repeats what was.
+    if (clean) issues.schema(d, spec.error.issues, label);
+    return { draft: d, spec: undefined, parents };
+  }
+  return { draft: d, spec: spec.data, parents };
+}
