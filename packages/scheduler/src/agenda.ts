@@ -8,6 +8,8 @@ import { TimerQueue } from "./timer-queue.js";
  */
 export class Agenda {
   readonly dirty = new Set<string>();
+  /** Nothing new starts: the scheduler stopped, or drains for a shutdown (reports still apply). */
+  halted = false;
   /** key -> tasks to look at again when it wakes. */
   private readonly waiting = new Map<string, Set<string>>();
   private readonly timers: TimerQueue;

@@ -11,17 +11,24 @@ import {
 import type { EventLog, StreamWrite } from "@chronolog/log";
 import type { RunToStart } from "./admission/pass-slots.js";
 import type { RunSlots } from "./admission/run-slots.js";
+import type { Agenda } from "./agenda.js";
 import { alertWrites } from "./alerts.js";
 import { type Decided, handleCommand } from "./command.js";
-import type { Dispatcher } from "./dispatcher.js";
+import type { Outbox } from "./outbox.js";
+import type { Ownership } from "./ownership.js";
 import { type RunRead, readRun } from "./runs.js";
+import type { SchedulerLogger } from "./scheduler-types.js";
 
-export interface RunKeeperHost {
-  owns(task: { readonly id: string; readonly spec: { readonly workflow?: string } }): boolean;
-  /** A run or a workflow's runs changed: wake the tasks waiting on `key` (`run:<id>`, `run:<workflow>`). */
-  wakeWaiters(key: string): void;
-  conflict(): void;
-  error(error: unknown, context: object, msg: string): void;
+/** What the run keeper works with, beside the log and the projection. */
+export interface RunKeeperParts {
+  readonly runSlots: RunSlots;
+  readonly ownership: Ownership;
+  /** A run or a workflow's runs changed: the tasks waiting on `run:<id>` or `run:<workflow>` wake. */
+  readonly agenda: Agenda;
+  readonly outbox: Outbox;
+  /** The scheduler's counters: conflicts are counted here. */
+  readonly stats: { conflicts: number };
+  readonly logger: SchedulerLogger;
 }
 
 /**
@@ -36,9 +43,7 @@ export class RunKeeper {
   constructor(
     private readonly log: EventLog,
     private readonly projection: SchedulerProjection,
-    private readonly dispatcher: Dispatcher,
-    private readonly runSlots: RunSlots,
-    private readonly host: RunKeeperHost,
+    private readonly parts: RunKeeperParts,
   ) {}
 
   /** Writes each run's RunStarted; returns the runs that are going (started here, or by another writer). */
@@ -46,7 +51,7 @@ export class RunKeeper {
     const started = new Set<string>();
     await Promise.all(
       [...runs].map(async ([runId, r]) => {
-        this.runSlots.startRun(runId, r.workflow);
+        this.parts.runSlots.startRun(runId, r.workflow);
         try {
           const outcome = await handleCommand(this.log, {
             name: `start run ${runId}`,
@@ -62,11 +67,11 @@ export class RunKeeper {
           // Nothing written (another writer started it) or a conflict: the run is going, which is
           // all that is needed. A written one stops counting as "starting" once the projection
           // shows it (see runStarted).
-          if (outcome.kind !== "written") this.runSlots.runStarted(runId);
+          if (outcome.kind !== "written") this.parts.runSlots.runStarted(runId);
           started.add(runId);
         } catch (error) {
-          this.runSlots.runStarted(runId);
-          this.host.error(error, { run: runId }, "could not start the run");
+          this.parts.runSlots.runStarted(runId);
+          this.parts.logger.error({ err: error, run: runId }, "could not start the run");
         }
       }),
     );
@@ -123,12 +128,12 @@ export class RunKeeper {
   async evaluate(runId: string): Promise<void> {
     const run = this.projection.runs.get(runId);
     if (!run) return;
-    this.host.wakeWaiters(`run:${runId}`);
-    this.host.wakeWaiters(`run:${run.workflow}`);
+    this.parts.agenda.wakeWaiters(`run:${runId}`);
+    this.parts.agenda.wakeWaiters(`run:${run.workflow}`);
     if (
       run.status !== "running" ||
       this.inFlight.has(runId) ||
-      !this.host.owns({ id: run.runId, spec: { workflow: run.workflow } })
+      !this.parts.ownership.owns({ id: run.runId, spec: { workflow: run.workflow } })
     )
       return;
     const decision = decideRun(
@@ -158,7 +163,7 @@ export class RunKeeper {
         const a = inst?.attempts.at(-1);
         if (!inst || !a) continue;
         const reason = `run ${runId} failed fast`;
-        this.dispatcher.cancel(a.token, reason);
+        this.parts.outbox.stop(a.token, reason);
         writes.push(
           this.write(
             stream,
@@ -214,9 +219,9 @@ export class RunKeeper {
           result: null,
         }),
       });
-      if (outcome.kind === "conflict") this.host.conflict();
+      if (outcome.kind === "conflict") this.parts.stats.conflicts += 1;
     } catch (error) {
-      this.host.error(error, { stream }, "could not write a run decision");
+      this.parts.logger.error({ err: error, stream }, "could not write a run decision");
     }
   }
 }

@@ -90,8 +90,6 @@ export class Scheduler implements ReconciledScheduler {
   private stopped = false;
   /** The membership's fence, as this scheduler last acted on it (see ownershipChanged). */
   private fenced = false;
-  /** No new attempts start (a shutdown waits for the running ones): reports are still applied. */
-  private draining = false;
   /** Stops hearing the dispatcher's reports (see stop). */
   private readonly stopListening: (() => void) | undefined;
   private readonly decideOptions = {
@@ -109,16 +107,16 @@ export class Scheduler implements ReconciledScheduler {
     this.agenda = new Agenda(this.now, () => this.schedulePass());
     this.ownership = new Ownership(o.projection, o.membership);
     this.outbox = new Outbox(o.dispatcher, this.ownership, o.logger, o.observer, this.stats);
-    this.connections = new ConnectionSlots(o.log, (conn) => this.agenda.wakeWaiters(conn));
-    this.runSlots = new RunSlots((runId) => this.agenda.wakeWaiters(`run:${runId}`));
+    this.connections = new ConnectionSlots(o.log, this.agenda);
+    this.runSlots = new RunSlots(this.agenda);
     this.intents = new IntentWriter(o.log, o.projection, this.connections, newToken);
-    this.runs = new RunKeeper(o.log, o.projection, o.dispatcher, this.runSlots, {
-      owns: (t) => this.owns(t),
-      wakeWaiters: (key) => this.agenda.wakeWaiters(key),
-      conflict: () => {
-        this.stats.conflicts += 1;
-      },
-      error: (err, context, msg) => o.logger.error({ err, ...context }, msg),
+    this.runs = new RunKeeper(o.log, o.projection, {
+      runSlots: this.runSlots,
+      ownership: this.ownership,
+      agenda: this.agenda,
+      outbox: this.outbox,
+      stats: this.stats,
+      logger: o.logger,
     });
     this.admissions = new Admissions({
       log: o.log,
@@ -142,7 +140,7 @@ export class Scheduler implements ReconciledScheduler {
       leases: this.leases,
       outbox: this.outbox,
       ownership: this.ownership,
-      halted: () => this.halted,
+      agenda: this.agenda,
       now: this.now,
       random,
       newToken,
@@ -171,7 +169,7 @@ export class Scheduler implements ReconciledScheduler {
 
   /** Whether nothing new starts: stopped, or draining for a shutdown. */
   get halted(): boolean {
-    return this.stopped || this.draining;
+    return this.agenda.halted;
   }
 
   /**
@@ -179,11 +177,12 @@ export class Scheduler implements ReconciledScheduler {
    * first step of a shutdown that lets running work finish (then stop).
    */
   stopDispatching(): void {
-    this.draining = true;
+    this.agenda.halted = true;
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.agenda.halted = true;
     this.unsubscribeMembership?.();
     // A dispatcher outlives its scheduler (one pool serves the next one): stop hearing its reports.
     this.stopListening?.();

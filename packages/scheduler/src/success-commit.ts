@@ -19,6 +19,7 @@ import {
 } from "@chronolog/log";
 import type { AttemptReport } from "@chronolog/worker";
 import type { RunSlots } from "./admission/run-slots.js";
+import type { Agenda } from "./agenda.js";
 import { type Command, type Decided, handleCommand } from "./command.js";
 import type { InFlight } from "./inflight.js";
 import { runCommand } from "./intent-writer.js";
@@ -54,8 +55,8 @@ export interface SuccessCommitParts {
   readonly leases: LeaseBook;
   readonly outbox: Outbox;
   readonly ownership: Ownership;
-  /** Whether nothing new starts (stopped, or draining for a shutdown). */
-  halted(): boolean;
+  /** Whether nothing new starts (`halted`: stopped, or draining for a shutdown). */
+  readonly agenda: Pick<Agenda, "halted">;
   readonly now: () => number;
   readonly random: () => number;
   readonly newToken: () => string;
@@ -182,7 +183,7 @@ export class SuccessCommits implements ChildStarter {
     const head = await log.headPosition();
     for (let turns = 0; projection.position < head && turns < 3; turns++)
       await new Promise((resolve) => setImmediate(resolve));
-    if (this.parts.halted() || projection.position < head) return null;
+    if (this.parts.agenda.halted || projection.position < head) return null;
     return projection.position;
   }
 

@@ -6,6 +6,7 @@ import {
   isTerminal,
 } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
+import type { Agenda } from "../agenda.js";
 import { setIn } from "../sets.js";
 
 /**
@@ -27,8 +28,8 @@ export class ConnectionSlots {
 
   constructor(
     private readonly log: EventLog,
-    /** A slot of the connection may have come free: wake what waits for it. */
-    private readonly freed: (connection: string) => void,
+    /** A slot of a connection may have come free: what waits for it (its name) is woken. */
+    private readonly agenda: Pick<Agenda, "wakeWaiters">,
   ) {}
 
   /** Slots in use: attempts holding one, and dispatches reserved. */
@@ -46,7 +47,7 @@ export class ConnectionSlots {
     const reserved = this.reserved.get(connection);
     reserved?.delete(stream);
     if (reserved?.size === 0) this.reserved.delete(connection);
-    if (wake) this.freed(connection);
+    if (wake) this.agenda.wakeWaiters(connection);
   }
 
   /** Counts an instance found in the projection at start. */
@@ -65,7 +66,7 @@ export class ConnectionSlots {
       this.track(after);
     } else if (had && !has && before?.connection) {
       this.load.get(before.connection)?.delete(stream);
-      this.freed(before.connection);
+      this.agenda.wakeWaiters(before.connection);
     }
     if (after && isTerminal(after) && before?.connection) this.load.get(before.connection)?.delete(stream);
   }

@@ -1,4 +1,5 @@
 import { type RunState, runSlotsGoing } from "@chronolog/core";
+import type { Agenda } from "../agenda.js";
 import { setIn } from "../sets.js";
 
 /**
@@ -17,8 +18,8 @@ export class RunSlots {
   private readonly starting = new Map<string, string>();
 
   constructor(
-    /** A slot of the run may have come free: wake what waits for it. */
-    private readonly freed: (runId: string) => void,
+    /** A slot of a run may have come free: what waits for it (`run:<run id>`) is woken. */
+    private readonly agenda: Pick<Agenda, "wakeWaiters">,
   ) {}
 
   /** Slots in use: the run's attempts queued or running (but `except`'s), and those held for admitted tasks. */
@@ -35,7 +36,7 @@ export class RunSlots {
     const set = this.reserved.get(runId);
     if (!set?.delete(taskId)) return;
     if (set.size === 0) this.reserved.delete(runId);
-    if (wake) this.freed(runId);
+    if (wake) this.agenda.wakeWaiters(`run:${runId}`);
   }
 
   /** Whether any slot is held for an admitted task (a cheap test before looking up a run). */
