@@ -28,6 +28,9 @@ export default defineConfig({
     // Every `chronolog up` a test starts would serve the HTTP API on 127.0.0.1:8080, and tests
     // run side by side: only tests of the API turn it on, each on a port of its own.
     env: { CHRONOLOG_HTTP: "off" },
+    // Two test files at a time (the default on two cores is one): most of the suite waits on
+    // the processes it starts (the CLI, workers, brokers), not on its own thread.
+    maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ["default", "./test/support/summary-reporter.ts"],
