@@ -106,8 +106,10 @@ async function runScheduler(env) {
     projection: env.projection,
     dispatcher: env.pool,
     logger: silent,
-    onApplied: (e) => {
-      for (const l of env.applied) l(e);
+    observer: {
+      applied: (e) => {
+        for (const l of env.applied) l(e);
+      },
     },
   });
   const cpu0 = process.cpuUsage();
