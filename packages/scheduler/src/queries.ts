@@ -2,6 +2,9 @@ import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
 import {
   type AttemptView,
+  type BudgetPlace,
+  budgetPlace,
+  budgetText,
   currentAttempt,
   type Explanation,
   explainTask,
@@ -90,7 +93,13 @@ export async function taskHistory(
   return events.sort((a, b) => (a.position < b.position ? -1 : 1));
 }
 
-export type AttemptRow = AttemptView & { readonly logicalDate: string; readonly stream: string };
+export type AttemptRow = AttemptView & {
+  readonly logicalDate: string;
+  readonly stream: string;
+  /** Its place in its interval's retry budget (see budgetPlace). */
+  readonly budget: BudgetPlace;
+  readonly budgetText: string;
+};
 
 /** Every attempt of the task, oldest interval first. */
 export async function taskAttempts(
@@ -102,8 +111,17 @@ export async function taskAttempts(
   const rows: AttemptRow[] = [];
   for (const stream of await instanceStreamsOf(log, task)) {
     const inst = foldInstance(await log.readStream(stream));
-    for (const a of inst?.attempts ?? [])
-      rows.push({ logicalDate: inst?.logicalDate as string, stream, ...a });
+    const all = inst?.attempts ?? [];
+    for (const a of all) {
+      const budget = budgetPlace(all, a.attempt, task.spec.retry.maxAttempts);
+      rows.push({
+        logicalDate: inst?.logicalDate as string,
+        stream,
+        ...a,
+        budget,
+        budgetText: budgetText(budget),
+      });
+    }
   }
   return rows;
 }
