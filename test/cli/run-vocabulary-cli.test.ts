@@ -201,9 +201,7 @@ describe("an attempt a shutdown stopped is interrupted, never failed", () => {
     const v = json<View>(dir, ["run", runId]);
     expect(v.instances[0]?.attempts.map((a) => a.status)).toEqual(["interrupted"]);
     expect(v.summary.tasks).toEqual({ [SLOW]: "retry_wait" });
-    expect(text(dir, ["run", runId])).toMatch(
-      /p\/a\/slow\/ALL +retry_wait +not counted in its budget of 3/,
-    );
+    expect(text(dir, ["run", runId])).toMatch(/p\/a\/slow\/ALL +retry_wait +not counted in its budget of 3/);
 
     const token = createToken(dir, "viewer", "read");
     const server = await startApi(left, dir, ["serve"]);
