@@ -179,6 +179,10 @@ describe("the UI's details", () => {
     }
     expect(await page.locator(`tr[data-task="${SLOW}"] td.cell[data-date="${DAY}"]`).count()).toBe(1);
     expect(await page.locator(`tr[data-task="${SLOW}"] td.gap[data-date="${hourAfter(7)}"]`).count()).toBe(1);
+    // A date older than the recent ones shown of a row is marked so, not left as if nothing ran.
+    const older = page.locator(`tr[data-task="${HOURLY}"] td.gap.older[data-date="${DAY}"]`);
+    expect(await older.textContent()).toBe("…");
+    expect(await older.getAttribute("title")).toContain(`older than the 8 recent dates shown for ${HOURLY}`);
     await page.close();
   });
 

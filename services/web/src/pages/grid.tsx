@@ -117,6 +117,8 @@ export function GridPage({ q }: { q: URLSearchParams }) {
               </td>
               {dates.map((d) => {
                 const c = row.cells.find((x) => x.logicalDate === d);
+                const older =
+                  row.cells.length > 0 && row.cells.every((x) => Date.parse(d) < Date.parse(x.logicalDate));
                 return c ? (
                   <td
                     class={`cell s-${c.state}`}
@@ -128,7 +130,17 @@ export function GridPage({ q }: { q: URLSearchParams }) {
                     <small>{c.logicalDate.slice(5, 16).replace("T", " ")}</small>
                   </td>
                 ) : (
-                  <td class="gap" data-date={d} />
+                  <td
+                    class={`gap${older ? " older" : ""}`}
+                    data-date={d}
+                    title={
+                      older
+                        ? `${d}: older than the ${row.cells.length} recent dates shown for ${row.task}`
+                        : `${d}: ${row.task} has no interval at this date`
+                    }
+                  >
+                    {older ? "…" : ""}
+                  </td>
                 );
               })}
             </tr>

@@ -118,7 +118,7 @@ export function LogPage({ q }: { q: URLSearchParams }) {
             : `Nothing written since this page opened (the head is at position ${head.data?.value.position ?? "…"}): each event appears here as it is written.`}
         </p>
       )}
-      <ol class="timeline" data-testid="tail">
+      <ol class="timeline" data-testid="tail" hidden={tail.length === 0}>
         {tail.map((e) => (
           <li data-position={e.position}>
             <span class="pos">#{e.position}</span> <strong>{e.type}</strong> {e.streamId}{" "}
