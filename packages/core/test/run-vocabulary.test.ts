@@ -7,6 +7,7 @@ import {
   type RunState,
   summarizeRun,
   type TaskState,
+  withBudget,
   withOutcome,
 } from "@chronolog/core";
 import { describe, expect, it } from "vitest";
@@ -70,6 +71,9 @@ describe("an attempt's place in its interval's retry budget", () => {
       { place: 1, of: 3 },
       { place: 2, of: 3 },
     ]);
+    expect(withBudget(attempts, 3).map((a) => [a.attempt, a.status, a.budget])).toEqual(
+      attempts.map((a, i) => [a.attempt, a.status, places[i]]),
+    );
     expect(places.map(budgetText)).toEqual([
       "not counted in its budget of 3",
       "attempt 1 of 3",

@@ -1,8 +1,5 @@
 import {
-  type AttemptView,
-  type BudgetPlace,
-  budgetPlace,
-  budgetText,
+  type BudgetedAttempt,
   type DomainEvent,
   type EventDataOf,
   evolveRun,
@@ -29,6 +26,7 @@ import {
   type TaskState,
   taskStream,
   ValidationError,
+  withBudget,
 } from "@chronolog/core";
 import { type EventLog, type RecordedEvent, WrongExpectedRevisionError } from "@chronolog/log";
 import { ConflictRetriesExhaustedError } from "./command.js";
@@ -75,9 +73,6 @@ export interface RunTry {
   readonly position: bigint;
 }
 
-/** An attempt with its place in its interval's retry budget. */
-export type BudgetedAttempt = AttemptView & { readonly budget: BudgetPlace; readonly budgetText: string };
-
 export interface RunView {
   /** The run, its `outcomes` those of the try shown. */
   readonly run: RunState;
@@ -97,14 +92,6 @@ export interface RunView {
     /** The attempts the task made in the try shown. */
     attempts: readonly BudgetedAttempt[];
   }>;
-}
-
-/** Each attempt with its place in the retry budget of `maxAttempts`. */
-export function withBudget(attempts: readonly AttemptView[], maxAttempts: number): BudgetedAttempt[] {
-  return attempts.map((a) => {
-    const budget = budgetPlace(attempts, a.attempt, maxAttempts);
-    return { ...a, budget, budgetText: budgetText(budget) };
-  });
 }
 
 /** The tries of a run, from its stream: each RunStarted starts one, a RunFinished ends it. */

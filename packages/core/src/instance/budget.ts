@@ -36,3 +36,20 @@ export function budgetText(p: BudgetPlace): string {
   if (p.place > p.of) return `attempt ${p.place} of ${p.of} (past its budget)`;
   return `attempt ${p.place} of ${p.of}`;
 }
+
+/** An attempt with its place in its interval's retry budget. */
+export type BudgetedAttempt<A extends AttemptView = AttemptView> = A & {
+  readonly budget: BudgetPlace;
+  readonly budgetText: string;
+};
+
+/** Each attempt of one interval with its place in a budget of `maxAttempts`. */
+export function withBudget<A extends AttemptView>(
+  attempts: readonly A[],
+  maxAttempts: number,
+): BudgetedAttempt<A>[] {
+  return attempts.map((a) => {
+    const budget = budgetPlace(attempts, a.attempt, maxAttempts);
+    return { ...a, budget, budgetText: budgetText(budget) };
+  });
+}
