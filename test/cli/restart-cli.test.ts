@@ -77,7 +77,7 @@ describe("a restart loses no work", () => {
     expect(await first.exited).toBe(0);
     expect(Date.now() - t0).toBeLessThan(15_000);
     const [a1] = attempts(dir, task);
-    expect(a1).toMatchObject({ attempt: 1, status: "failed" });
+    expect(a1).toMatchObject({ attempt: 1, status: "interrupted" });
     expect(a1?.endReason).toMatch(/^interrupted: worker shutdown \(grace of 1000 ms elapsed\)$/);
     // The restart runs it again with a new attempt, though its retry policy allows one attempt.
     up(dir, "1");
@@ -91,7 +91,7 @@ describe("a restart loses no work", () => {
       return t?.prevIntervalStart ? true : undefined;
     });
     expect(attempts(dir, task).map((a) => [a.attempt, a.status])).toEqual([
-      [1, "failed"],
+      [1, "interrupted"],
       [2, "success"],
     ]);
   }, 90_000);

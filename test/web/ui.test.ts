@@ -148,7 +148,7 @@ describe("the web UI", () => {
     await attempt.waitFor();
     expect(await attempt.textContent()).toContain("bad input");
     expect(await attempt.locator("a", { hasText: "whole output" }).getAttribute("href")).toMatch(
-      /^\/api\/v1\/attempts\/[^/]+\/output$/,
+      /^#\/output\/ops%2Facme%2Fextract%2FALL%2F[^/]+%2F1$/,
     );
     const history = page.locator("[data-testid=history] li");
     await expect.poll(() => history.count(), { timeout: 15_000 }).toBeGreaterThan(3);

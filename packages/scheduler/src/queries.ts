@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
 import {
   type AttemptView,
+  type BudgetedAttempt,
   currentAttempt,
   type Explanation,
   explainTask,
@@ -13,6 +14,7 @@ import {
   type SchedulerProjection,
   type TaskState,
   taskStream,
+  withBudget,
 } from "@chronolog/core";
 import type { EventLog, RecordedEvent } from "@chronolog/log";
 import { NotFoundError, StateError } from "./errors.js";
@@ -90,7 +92,8 @@ export async function taskHistory(
   return events.sort((a, b) => (a.position < b.position ? -1 : 1));
 }
 
-export type AttemptRow = AttemptView & { readonly logicalDate: string; readonly stream: string };
+/** An attempt of the task, with its interval and its place in the interval's retry budget. */
+export type AttemptRow = BudgetedAttempt & { readonly logicalDate: string; readonly stream: string };
 
 /** Every attempt of the task, oldest interval first. */
 export async function taskAttempts(
@@ -102,7 +105,7 @@ export async function taskAttempts(
   const rows: AttemptRow[] = [];
   for (const stream of await instanceStreamsOf(log, task)) {
     const inst = foldInstance(await log.readStream(stream));
-    for (const a of inst?.attempts ?? [])
+    for (const a of withBudget(inst?.attempts ?? [], task.spec.retry.maxAttempts))
       rows.push({ logicalDate: inst?.logicalDate as string, stream, ...a });
   }
   return rows;

@@ -1,5 +1,5 @@
 import {
-  type AttemptView,
+  type BudgetedAttempt,
   type DomainEvent,
   type EventDataOf,
   evolveRun,
@@ -7,6 +7,7 @@ import {
   foldInstance,
   formatTaskKey,
   type InstanceState,
+  type InstanceStatus,
   instanceStream,
   lastSlotEndingBy,
   nextCronTime,
@@ -15,13 +16,17 @@ import {
   prevCronTime,
   type RunState,
   type RunStatus,
+  type RunSummary,
+  type RunTaskState,
   type RunTrigger,
   runIdOf,
   runStream,
   type SchedulerProjection,
+  summarizeRun,
   type TaskState,
   taskStream,
   ValidationError,
+  withBudget,
 } from "@chronolog/core";
 import { type EventLog, type RecordedEvent, WrongExpectedRevisionError } from "@chronolog/log";
 import { ConflictRetriesExhaustedError } from "./command.js";
@@ -69,16 +74,23 @@ export interface RunTry {
 }
 
 export interface RunView {
+  /** The run, its `outcomes` those of the try shown. */
   readonly run: RunState;
+  /** The run's state, its tasks' states and counts, and why it waits, as of the try shown. */
+  readonly summary: RunSummary;
   /** Every try, the first first. */
   readonly tries: readonly RunTry[];
   /** The try `instances` show the attempts of (the latest unless another was asked for). */
   readonly try: number;
   readonly instances: ReadonlyArray<{
     task: string;
+    /** Its state in the try shown (the summary's). */
+    state: RunTaskState;
+    /** The try shown did not run it again: its earlier outcome stands. */
+    kept: boolean;
     instance: InstanceState | undefined;
     /** The attempts the task made in the try shown. */
-    attempts: readonly AttemptView[];
+    attempts: readonly BudgetedAttempt[];
   }>;
 }
 
@@ -132,30 +144,53 @@ export async function describeRun(
       `run ${runId} has no try ${tryNumber} (tries: ${tries.map((t) => t.try).join(", ") || "none"})`,
     );
   const next = tries[tries.indexOf(shown) + 1];
-  const inTry = (position: bigint) => position > shown.position && (!next || position < next.position);
-  const live = projection.runs.get(runId);
-  const instances = await Promise.all(
+  const ranInTry = new Set(shown.tasks);
+  const outcomes: Record<string, InstanceStatus> = {};
+  const rows = await Promise.all(
     run.tasks.map(async (task) => {
-      const key = projection.tasks.get(task)?.key;
-      if (!key) return { task, instance: undefined, attempts: [] };
-      const stream = await log.readStream(instanceStream(key, run.logicalDate));
+      const t = projection.tasks.get(task);
+      if (!t) return { task, instance: undefined, attempts: [], kept: !ranInTry.has(task) };
+      // The interval's stream as it stood at the end of the try shown.
+      const whole = await log.readStream(instanceStream(t.key, run.logicalDate));
+      const stream = next ? whole.filter((e) => e.position < next.position) : whole;
       const intended = new Map<string, bigint>();
       for (const e of stream)
         if (e.type === "DispatchIntended") intended.set((e.data as { token: string }).token, e.position);
       const instance = foldInstance(stream);
-      const attempts = (instance?.attempts ?? []).filter((a) => inTry(intended.get(a.token) ?? -1n));
-      return { task, instance, attempts };
+      // A task the try ran counts from what the try did for it (an attempt, or a close without
+      // running); one it kept, from its outcome before.
+      const kept = !ranInTry.has(task);
+      const touched = stream.some((e) => e.position > shown.position && e.type !== "CompletionRejected");
+      if (instance && (kept || touched)) outcomes[task] = instance.status;
+      const attempts = withBudget(instance?.attempts ?? [], t.spec.retry.maxAttempts).filter(
+        (a) => (intended.get(a.token) ?? -1n) > shown.position,
+      );
+      return { task, instance: foldInstance(whole), attempts, kept };
     }),
   );
-  const outcomes = { ...(live?.outcomes ?? run.outcomes) };
-  for (const { task, instance } of instances) if (instance) outcomes[task] = instance.status;
-  return { run: { ...run, outcomes }, tries, try: shown.try, instances };
+  const shownRun: RunState = {
+    ...run,
+    outcomes,
+    ...(next ? { status: shown.status, try: shown.try, trigger: shown.trigger, actor: shown.actor } : {}),
+    ...(next ? { startedAt: shown.startedAt, finishedAt: shown.finishedAt } : {}),
+  };
+  const summary = summarizeRun(shownRun, projection.tasks);
+  const instances = rows.map((r) => ({ ...r, state: summary.tasks[r.task] ?? ("pending" as const) }));
+  return { run: shownRun, summary, tries, try: shown.try, instances };
 }
 
-export function listRuns(projection: SchedulerProjection, workflow?: string): RunState[] {
+/** A run with its summary: what the runs list shows of each. */
+export type RunListed = RunState & { readonly summary: RunSummary; readonly blockedBy: readonly string[] };
+
+/** The runs the projection holds (in progress and recent), newest logical date first, each with its summary. */
+export function listRuns(projection: SchedulerProjection, workflow?: string): RunListed[] {
   return [...projection.runs.values()]
     .filter((r) => !workflow || r.workflow === workflow)
-    .sort((a, b) => b.logicalDate.localeCompare(a.logicalDate) || a.runId.localeCompare(b.runId));
+    .sort((a, b) => b.logicalDate.localeCompare(a.logicalDate) || a.runId.localeCompare(b.runId))
+    .map((r) => {
+      const summary = summarizeRun(r, projection.tasks);
+      return { ...r, summary, blockedBy: summary.waiting };
+    });
 }
 
 function workflowTasks(projection: SchedulerProjection, workflow: string): TaskState[] {

@@ -4,6 +4,8 @@ import {
   EVENT_TYPES,
   EventSchemas,
   eventCatalog,
+  RUN_TASK_STATES,
+  type RunTaskState,
   taskSpecSchema,
   workflowSpecSchema,
 } from "@chronolog/core";
@@ -116,6 +118,8 @@ export const Attempt = z
     attempt: z.number().int(),
     token: z.string(),
     status: z.string(),
+    budget: z.object({ place: z.number().int().nullable(), of: z.number().int() }),
+    budgetText: z.string(),
   })
   .catchall(z.unknown())
   .openapi("Attempt");
@@ -125,6 +129,23 @@ export const Written = z
   .catchall(z.unknown())
   .openapi("Written", { description: "what was written, and the log position of its last event" });
 
+const runTaskState = z.enum(RUN_TASK_STATES as [RunTaskState, ...RunTaskState[]]);
+
+export const RunSummary = z
+  .object({
+    state: z.enum(["running", "success", "failed", "partial"]),
+    tasks: z.record(z.string(), runTaskState),
+    counts: z.record(runTaskState, z.number().int()),
+    ended: z.number().int(),
+    total: z.number().int(),
+    waiting: z.array(z.string()),
+    text: z.string(),
+  })
+  .openapi("RunSummary", {
+    description:
+      "a run's state, each task's state in it (`pending`: nothing yet in its latest try), their counts, and why it waits; every surface shows these",
+  });
+
 export const Run = z
   .object({
     runId: z.string(),
@@ -133,10 +154,48 @@ export const Run = z
     status: z.string(),
     try: z.number().int(),
     tasks: z.array(z.string()),
+    summary: RunSummary,
     blockedBy: z.array(z.string()),
   })
   .catchall(z.unknown())
   .openapi("Run");
+
+export const BudgetPlace = z
+  .object({ place: z.number().int().nullable(), of: z.number().int() })
+  .openapi("BudgetPlace", {
+    description:
+      "an attempt's place in its interval's retry budget: every attempt of the interval counts (reruns' too) except interrupted ones (place null)",
+  });
+
+export const RunAttempt = z
+  .object({
+    attempt: z.number().int(),
+    token: z.string(),
+    status: z.string(),
+    budget: BudgetPlace,
+    budgetText: z.string(),
+  })
+  .catchall(z.unknown())
+  .openapi("RunAttempt");
+
+export const RunDetail = z
+  .object({
+    run: Run.omit({ summary: true, blockedBy: true }),
+    summary: RunSummary,
+    blockedBy: z.array(z.string()),
+    try: z.number().int(),
+    tries: z.array(z.object({ try: z.number().int(), status: z.string() }).catchall(z.unknown())),
+    instances: z.array(
+      z.object({
+        task: z.string(),
+        state: runTaskState,
+        kept: z.boolean(),
+        instance: z.unknown(),
+        attempts: z.array(RunAttempt),
+      }),
+    ),
+  })
+  .openapi("RunDetail");
 
 export const Head = z
   .object({ position: z.string(), hash: z.string() })

@@ -1,4 +1,11 @@
-import { EventSchemas, type InstanceStatus, type TaskCondition, type TaskStatus } from "@chronolog/core";
+import {
+  EventSchemas,
+  type InstanceStatus,
+  RUN_TASK_STATES,
+  type RunTaskState,
+  type TaskCondition,
+  type TaskStatus,
+} from "@chronolog/core";
 import { z } from "@hono/zod-openapi";
 
 /**
@@ -120,9 +127,9 @@ export const UiGraphNode = z
     condition: z.union([z.enum(TASK_CONDITIONS), z.literal("outside"), z.literal("missing")]),
     reasons: z.array(z.string()),
     state: z
-      .union([z.enum(INSTANCE_STATUSES), z.literal("none")])
+      .enum(RUN_TASK_STATES as [RunTaskState, ...RunTaskState[]])
       .optional()
-      .openapi({ description: "with `run`: the task's state in that run" }),
+      .openapi({ description: "with `run`: the task's state in that run, as the run's summary gives it" }),
     outside: z.literal(true).optional().openapi({ description: "a parent outside the filter, shown dimmed" }),
     missing: z.literal(true).optional().openapi({ description: "named as a parent, never declared" }),
   })

@@ -12,7 +12,7 @@ import {
   type TaskState,
 } from "@chronolog/core";
 import type { EventLog, RecordedEvent } from "@chronolog/log";
-import { renderProblem, type TaskRow, taskRow } from "@chronolog/scheduler";
+import { describeRun, NotFoundError, renderProblem, type TaskRow, taskRow } from "@chronolog/scheduler";
 import { createRoute, type OpenAPIHono, type z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Caller, Need } from "./auth.js";
@@ -293,9 +293,9 @@ export function uiRoutes(app: OpenAPIHono, o: UiRouteOptions): void {
       const project = c.req.query("project") || undefined;
       const workflow = c.req.query("workflow") || undefined;
       const runId = c.req.query("run") || undefined;
-      const run = runId !== undefined ? p.runs.get(runId) : undefined;
-      if (runId !== undefined && !run) throw new HttpProblem(404, "not_found", `no run ${runId} is known`);
-      const inRun = run ? new Set(run.tasks) : null;
+      // A run's tasks and their states: its summary's, as the run page and the CLI show them.
+      const run = runId !== undefined ? await runSummaryOf(view.log, p, runId) : undefined;
+      const inRun = run ? new Set(run.run.tasks) : null;
       const options = { slots: projectedSlots(p), renderProblem: renderProblem(p) };
       const nodes: Array<z.infer<typeof UiGraphNode>> = [];
       const edges: Array<{ from: string; to: string }> = [];
@@ -317,7 +317,7 @@ export function uiRoutes(app: OpenAPIHono, o: UiRouteOptions): void {
           status: t.status,
           condition: r.condition,
           reasons: [...r.reasons],
-          ...(run ? { state: run.outcomes[id] ?? "none" } : {}),
+          ...(run ? { state: run.summary.tasks[id] ?? "pending" } : {}),
         });
         for (const parent of t.parents) {
           const pid = formatTaskKey(parent);
@@ -380,4 +380,14 @@ export function webFile(root: string, path: string): Response | null {
       "cache-control": immutable ? "public, max-age=31536000, immutable" : "no-cache",
     },
   });
+}
+
+/** A run's view, or 404 naming it. */
+async function runSummaryOf(log: EventLog, p: SchedulerProjection, runId: string) {
+  try {
+    return await describeRun(log, p, runId);
+  } catch (error) {
+    if (error instanceof NotFoundError) throw new HttpProblem(404, "not_found", `no run ${runId} is known`);
+    throw error;
+  }
 }

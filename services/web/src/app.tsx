@@ -9,6 +9,7 @@ import { Login } from "./login";
 import { GraphPage } from "./pages/graph";
 import { GridPage } from "./pages/grid";
 import { LogPage } from "./pages/log";
+import { OutputPage } from "./pages/output";
 import { RunPage } from "./pages/run";
 import { RunsPage } from "./pages/runs";
 import { TaskPage } from "./pages/task";
@@ -29,6 +30,7 @@ const PAGES: Record<string, FunctionComponent<PageProps>> = {
   run: RunPage,
   runs: RunsPage,
   log: LogPage,
+  output: OutputPage,
 };
 
 export function App() {

@@ -3,7 +3,7 @@ import dagre from "@dagrejs/dagre";
 
 /** A node's width and height, in pixels. */
 export const W = 190;
-export const H = 34;
+export const H = 48;
 
 export interface Point {
   readonly x: number;

@@ -1,6 +1,6 @@
 // A graph of tasks drawn as SVG, laid out by graph-layout.ts.
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { type Edge, edgePaths, H, layout, type Point, W } from "./graph-layout";
+import { type Edge, edgePaths, H, layout, W } from "./graph-layout";
 
 /** Above this many nodes, only those in view (and MARGIN pixels around it) are drawn. */
 const CULL_ABOVE = 1500;
@@ -18,7 +18,19 @@ export interface ViewNode {
 /** The node a mouse event is over (one listener for the whole graph, not one a node). */
 const nodeOf = (e: Event): Element | null => (e.target as Element | null)?.closest?.("g.node") ?? null;
 
-const short = (id: string) => (id.length > 28 ? `…${id.slice(-27)}` : id);
+/** Characters a node's line holds at its font size. */
+const FITS = 30;
+
+/**
+ * A node's label, two lines: `project/account` and the name (with its partition unless `ALL`).
+ * A line too long is cut in its middle, so the project and the end of the name both stay.
+ */
+export function nodeLabel(id: string): [string, string] {
+  const [project = "", account = "", name = "", partition = "ALL"] = id.split("/");
+  const fit = (s: string) =>
+    s.length <= FITS ? s : `${s.slice(0, Math.ceil((FITS - 1) / 2))}…${s.slice(-Math.floor((FITS - 1) / 2))}`;
+  return [fit(`${project}/${account}`), fit(partition === "ALL" ? name : `${name}/${partition}`)];
+}
 
 /** The SVG: nodes coloured by `colour(node)`, hovering one shows its reasons, a click opens it. */
 export function GraphView<N extends ViewNode>({
@@ -70,49 +82,55 @@ export function GraphView<N extends ViewNode>({
   }, [l, cull, view]);
   const hovered = hover === null ? undefined : byId.get(hover);
   return (
-    <div class="graph-wrap" ref={wrap}>
-      {/* biome-ignore lint/a11y/noSvgWithoutTitle: each node is labelled by its text; a title would show over every node */}
-      {/* biome-ignore lint/a11y/useKeyWithClickEvents: a pointer view; every task it opens is a link on the grid */}
-      {/* biome-ignore lint/a11y/useKeyWithMouseEvents: the hover tooltip repeats the grid's `now` column and its title */}
-      <svg
-        class="graph"
-        data-testid="graph"
-        onMouseOver={(e) => setHover(nodeOf(e)?.getAttribute("data-task") ?? null)}
-        onMouseLeave={() => setHover(null)}
-        onClick={(e) => {
-          const n = byId.get(nodeOf(e)?.getAttribute("data-task") as string);
-          if (n && !n.missing) onOpen?.(n);
-        }}
-        width={l.width}
-        height={l.height}
-        viewBox={`-10 -10 ${l.width} ${l.height}`}
-      >
-        <path class="edge" d={paths.edgePath} />
-        <path class="arrow" d={paths.arrowPath} />
-        {nodes.map((n) => {
-          const p = l.placed.get(n.id);
-          if (!p || !inView(p.x - W / 2, p.y - H / 2, p.x + W / 2, p.y + H / 2)) return null;
-          const state = colour(n);
-          return (
-            <g
-              class={`node s-${state}${n.missing ? " missing" : ""}${n.outside ? " outside" : ""}`}
-              data-task={n.id}
-              data-state={state}
-              transform={`translate(${p.x - W / 2},${p.y - H / 2})`}
-            >
-              <rect width={W} height={H} rx="5" />
-              <text x="8" y="14">
-                {short(n.id)}
-              </text>
-              <text x="8" y="28" class="sub">
-                {n.missing ? "missing parent" : state}
-              </text>
-            </g>
-          );
-        })}
-      </svg>
-      {hover && hovered && (
-        <div class="tooltip" data-testid="tooltip" style={tooltipAt(l.placed.get(hover), l.width)}>
+    <div class="graph-box">
+      <div class="graph-wrap" ref={wrap}>
+        {/* biome-ignore lint/a11y/noSvgWithoutTitle: each node is labelled by its text; a title would show over every node */}
+        {/* biome-ignore lint/a11y/useKeyWithClickEvents: a pointer view; every task it opens is a link on the grid */}
+        {/* biome-ignore lint/a11y/useKeyWithMouseEvents: the hover tooltip repeats the grid's `now` column and its title */}
+        <svg
+          class="graph"
+          data-testid="graph"
+          onMouseOver={(e) => setHover(nodeOf(e)?.getAttribute("data-task") ?? null)}
+          onMouseLeave={() => setHover(null)}
+          onClick={(e) => {
+            const n = byId.get(nodeOf(e)?.getAttribute("data-task") as string);
+            if (n && !n.missing) onOpen?.(n);
+          }}
+          width={l.width}
+          height={l.height}
+          viewBox={`-10 -10 ${l.width} ${l.height}`}
+        >
+          <path class="edge" d={paths.edgePath} />
+          <path class="arrow" d={paths.arrowPath} />
+          {nodes.map((n) => {
+            const p = l.placed.get(n.id);
+            if (!p || !inView(p.x - W / 2, p.y - H / 2, p.x + W / 2, p.y + H / 2)) return null;
+            const state = colour(n);
+            return (
+              <g
+                class={`node s-${state}${n.missing ? " missing" : ""}${n.outside ? " outside" : ""}`}
+                data-task={n.id}
+                data-state={state}
+                transform={`translate(${p.x - W / 2},${p.y - H / 2})`}
+              >
+                <rect width={W} height={H} rx="5" />
+                <text x="8" y="13" class="sub">
+                  {nodeLabel(n.id)[0]}
+                </text>
+                <text x="8" y="27">
+                  {nodeLabel(n.id)[1]}
+                </text>
+                <text x="8" y="41" class="sub">
+                  {n.missing ? "missing parent" : state}
+                </text>
+              </g>
+            );
+          })}
+        </svg>
+      </div>
+      {/* Beside the graph, never over it: a node's neighbours stay in sight. */}
+      {hover && hovered ? (
+        <div class="tooltip" data-testid="tooltip" role="status">
           <strong>{hover}</strong>
           <div>{hovered.condition}</div>
           <ul>
@@ -121,15 +139,9 @@ export function GraphView<N extends ViewNode>({
             ))}
           </ul>
         </div>
+      ) : (
+        <div class="tooltip empty">Point at a task to see where it stands and why; click it to open it.</div>
       )}
     </div>
   );
 }
-
-/** Beside the node: to its right, or to its left near the graph's right edge. */
-const tooltipAt = (p: Point | undefined, width: number): string =>
-  !p
-    ? ""
-    : p.x + W / 2 + 400 > width
-      ? `left:${Math.max(0, p.x - W / 2 - 394)}px;top:${p.y}px`
-      : `left:${p.x + W / 2 + 14}px;top:${p.y}px`;

@@ -34,6 +34,7 @@ export type Attempt = S["Attempt"] & {
   endReason?: string | null;
   stdoutTail: string;
   stderrTail: string;
+  outputFile?: { bytes: number; sha256: string; cutBytes: number; error?: string } | null;
 };
 
 /** A run, with the fields the document leaves open. */
@@ -42,18 +43,29 @@ export type Run = S["Run"] & {
   actor?: string | null;
   startedAt?: string | null;
   finishedAt?: string | null;
-  outcomes: Record<string, string>;
 };
 
-/** `GET /runs/{id}` (the document says no more than `unknown`). */
-export interface RunView {
-  readonly run: Run;
-  readonly instances: ReadonlyArray<{
-    readonly task: string;
-    readonly instance?: { readonly status: string } | null;
-    readonly attempts: readonly Attempt[];
-  }>;
-}
+export type RunSummary = S["RunSummary"];
+/** Every state a task can have in a run (the summary's enum). */
+export type RunTaskState = keyof S["RunSummary"]["counts"];
+
+/** `GET /runs/{id}`, with the fields the document leaves open. */
+export type RunView = S["RunDetail"] & {
+  run: S["RunDetail"]["run"] & {
+    trigger: string;
+    actor?: string | null;
+    startedAt?: string | null;
+    finishedAt?: string | null;
+  };
+  instances: ReadonlyArray<S["RunDetail"]["instances"][number] & { attempts: readonly RunAttempt[] }>;
+};
+
+/** An attempt of a run's try, with the fields the document leaves open. */
+export type RunAttempt = S["RunAttempt"] & {
+  intendedAt?: string;
+  startedAt?: string | null;
+  endedAt?: string | null;
+};
 
 /** `GET /runs/{id}/critical-path` (the document says no more than `unknown`). */
 export interface CriticalPath {

@@ -1,5 +1,6 @@
 import type { DomainEvent, EventDataOf } from "../events/catalog.js";
 import type { RetryPolicy } from "../spec.js";
+import { budgetPlace } from "./budget.js";
 import { canRetry, retryDelayMs } from "./retry.js";
 import { currentAttempt, type InstanceState, type OutputFileRecord } from "./state.js";
 
@@ -65,8 +66,8 @@ export function retryAfterFailure(
     if (!wasStarted || state.idempotent) return at(0);
     return undefined;
   }
-  // Interrupted attempts are counted apart from the policy's budget.
-  attempt -= state.attempts.filter((a) => a.endReason?.startsWith("interrupted: ")).length;
+  // Interrupted attempts are counted apart from the policy's budget (see budgetPlace).
+  attempt = budgetPlace(state.attempts, attempt, ctx.retry.maxAttempts).place ?? attempt;
   if (errorKind === "lost") {
     if (!wasStarted) return at(0);
     if (!state.idempotent) return undefined;

@@ -6,6 +6,8 @@ export type AttemptStatus =
   | "running"
   | "success"
   | "failed"
+  /** Stopped by a shutdown (the scheduler's stop or drain): not a failure of the task. */
+  | "interrupted"
   | "abandoned"
   | "cancelled"
   | "lease_expired";
@@ -287,7 +289,9 @@ export function evolveInstance(
             ...a,
             workerId: start.workerId,
             startedAt: start.startedAt,
-            status: "failed",
+            // (Recorded as a failure of kind "interrupted": told apart here, on every read of
+            // old and new logs alike.)
+            status: d.error.kind === "interrupted" ? "interrupted" : "failed",
             endedAt: at.recordedAt,
             durationMs: d.durationMs ?? null,
             exitCode: d.exitCode,

@@ -10,7 +10,13 @@ import * as S from "../schemas.js";
 import type { RouteDeps } from "./deps.js";
 import { json, optionalBody, optionalJson } from "./http.js";
 
-const ENDED: ReadonlySet<AttemptView["status"]> = new Set(["success", "failed", "abandoned", "cancelled"]);
+const ENDED: ReadonlySet<AttemptView["status"]> = new Set([
+  "success",
+  "failed",
+  "interrupted",
+  "abandoned",
+  "cancelled",
+]);
 const FILE_POLL_MS = 200;
 const LOG_POLL_MS = 500;
 

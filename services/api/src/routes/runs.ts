@@ -1,4 +1,4 @@
-import { formatTaskKey, instantInput, runBlockers, runIdInput, ValidationError } from "@chronolog/core";
+import { formatTaskKey, instantInput, runIdInput, ValidationError } from "@chronolog/core";
 import { criticalPath, describeRun, listRuns, NotFoundError, rerun, trigger } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { requireProjects } from "../auth.js";
@@ -40,7 +40,7 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
       path: "/runs",
       operationId: "listRuns",
       security: needsToken,
-      summary: "workflow runs, newest logical date first, with what keeps each from finishing",
+      summary: "workflow runs, newest logical date first, each with its summary and why it waits",
       request: { query: atQuery.extend({ workflow: z.string().optional() }) },
       responses: { 200: json(z.array(S.Run), "runs"), ...S.problemResponses(401, 403, 404) },
     }),
@@ -50,11 +50,7 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
       const v = await d.readView(c, at);
       if (workflow !== undefined && !v.projection.workflows.has(workflow))
         throw new NotFoundError(`no workflow ${workflow} is declared`);
-      const runs = listRuns(v.projection, workflow).map((r) => ({
-        ...r,
-        blockedBy: runBlockers(v.projection.tasks, r),
-      }));
-      return jsonText(c, toJson(runs));
+      return jsonText(c, toJson(listRuns(v.projection, workflow)));
     },
   );
   app.openapi(
@@ -65,7 +61,7 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
       security: needsToken,
       summary: "one run with its tries and instances; wait=30s holds the request until it finishes",
       request: { params: runIdParam, query: RunQuery },
-      responses: { 200: json(z.unknown(), "the run"), ...S.problemResponses(400, 401, 403, 404) },
+      responses: { 200: json(S.RunDetail, "the run"), ...S.problemResponses(400, 401, 403, 404) },
     }),
     async (c) => {
       await d.who(c, "read");
@@ -85,7 +81,7 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
       }
       const v = await d.readView(c, q.at);
       const view = await describeRun(v.log, v.projection, runId, q.try);
-      return jsonText(c, toJson({ ...view, blockedBy: runBlockers(v.projection.tasks, view.run) }));
+      return jsonText(c, toJson({ ...view, blockedBy: view.summary.waiting }));
     },
   );
   app.openapi(

@@ -20,7 +20,13 @@ import { taskIdArg, withSession } from "../projection.js";
 const FILE_POLL_MS = 200;
 const LOG_POLL_MS = 500;
 
-const ENDED: ReadonlySet<AttemptView["status"]> = new Set(["success", "failed", "abandoned", "cancelled"]);
+const ENDED: ReadonlySet<AttemptView["status"]> = new Set([
+  "success",
+  "failed",
+  "interrupted",
+  "abandoned",
+  "cancelled",
+]);
 /** An interval whose attempts are over: no retry is due. */
 const SETTLED = TERMINAL_INSTANCE_STATUSES;
 

@@ -1,4 +1,4 @@
-import { formatTaskKey, runBlockers, ValidationError } from "@chronolog/core";
+import { formatTaskKey, RUN_TASK_STATES, type RunSummary, ValidationError } from "@chronolog/core";
 import { criticalPath, describeRun, listRuns, NotFoundError, rerun, trigger } from "@chronolog/scheduler";
 import type { Command } from "commander";
 import { instantArg, runIdArg } from "../args.js";
@@ -17,6 +17,12 @@ function parseParams(pairs: readonly string[]): Record<string, string> {
   return out;
 }
 
+/** A run's tasks by state: "success 1, failed 1, pending 1". */
+const countsText = (s: RunSummary) =>
+  RUN_TASK_STATES.filter((k) => s.counts[k] > 0)
+    .map((k) => `${k} ${s.counts[k]}`)
+    .join(", ") || "-";
+
 const seconds = (ms: number) => `${(ms / 1000).toFixed(3)} s`;
 
 export function registerRunCommands(program: Command, globals: () => DataDirOptions): void {
@@ -28,27 +34,36 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
       await withReadSession(globals(), opts, async ({ projection }) => {
         if (workflow !== undefined && !projection.workflows.has(workflow))
           throw new NotFoundError(`no workflow ${workflow} is declared`);
-        const runs = listRuns(projection, workflow).map((r) => ({
-          ...r,
-          blockedBy: runBlockers(projection.tasks, r),
-        }));
+        const runs = listRuns(projection, workflow);
         if (opts.json) {
           console.log(toJson(runs));
           return;
         }
         console.log(
           table(
-            ["RUN", "STATE", "TRY", "TRIGGER", "TASKS", "DONE", "STARTED", "FINISHED", "WHY"],
+            [
+              "RUN",
+              "STATE",
+              "TRY",
+              "TRIGGER",
+              "TASKS",
+              "ENDED",
+              "STARTED",
+              "FINISHED",
+              "TASK STATES",
+              "WHY IT WAITS",
+            ],
             runs.map((r) => [
               r.runId,
-              r.status,
+              r.summary.state,
               String(r.try),
               r.trigger,
-              String(r.tasks.length),
-              String(Object.values(r.outcomes).filter((o) => o === "success").length),
+              String(r.summary.total),
+              String(r.summary.ended),
               short(r.startedAt),
               short(r.finishedAt),
-              r.blockedBy.join("; "),
+              countsText(r.summary),
+              r.summary.waiting.join("; ") || "-",
             ]),
           ),
         );
@@ -98,12 +113,12 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
             return;
           }
           const r = view.run;
-          const shown = view.tries.find((t) => t.try === view.try);
           const latest = view.try === view.tries.length;
           console.log(
-            `run ${r.runId}: ${r.status}, ${view.tries.length === 1 ? "1 try" : `${view.tries.length} tries`}, first started ${short(r.firstStartedAt)}`,
+            `run ${r.runId}: ${view.tries.at(-1)?.status ?? r.status}, ${view.tries.length === 1 ? "1 try" : `${view.tries.length} tries`}, first started ${short(r.firstStartedAt)}`,
           );
-          for (const b of runBlockers(projection.tasks, r)) console.log(`cannot finish: ${b}`);
+          console.log(`${latest ? "tasks" : `try ${view.try}'s tasks`} ${countsText(view.summary)}`);
+          for (const b of view.summary.waiting) console.log(`waiting: ${b}`);
           if (Object.keys(r.params).length > 0) console.log(`params ${toJson(r.params)}`);
           console.log(
             table(
@@ -120,34 +135,29 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
             ),
           );
           console.log(`\ntry ${view.try}${latest ? "" : ` of ${view.tries.length}`}:`);
-          const ranInTry = new Set(shown?.tasks ?? []);
           console.log(
             table(
               ["TASK", "STATE", "ATTEMPTS", "STARTED", "ENDED", "WHY"],
-              view.instances.map(({ task, instance, attempts }) => {
+              view.instances.map(({ task, state, kept, instance, attempts }) => {
                 const first = attempts[0];
                 const last = attempts.at(-1);
-                // The latest try shows where each instance stands; an earlier one what its attempts did.
-                const state = !ranInTry.has(task)
-                  ? "kept"
-                  : latest
-                    ? (instance?.status ?? "pending")
-                    : (last?.status ?? "-");
                 return [
                   task,
-                  state,
-                  first && last
+                  kept ? `${state} (kept)` : state,
+                  last
                     ? first === last
-                      ? String(first.attempt)
-                      : `${first.attempt}-${last.attempt}`
+                      ? last.budgetText
+                      : `${first?.attempt}-${last.attempt}, the last ${last.budgetText}`
                     : "-",
                   first?.startedAt ?? "-",
                   last?.endedAt ?? "-",
-                  !ranInTry.has(task)
+                  kept
                     ? "not run again in this try: its earlier outcome stands"
-                    : latest
-                      ? (instance?.reason ?? last?.endReason ?? "")
-                      : (last?.endReason ?? ""),
+                    : state === "pending"
+                      ? "no attempt in this try yet"
+                      : latest
+                        ? (instance?.reason ?? last?.endReason ?? "")
+                        : (last?.endReason ?? ""),
                 ];
               }),
             ),

@@ -1,6 +1,8 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import {
   type AttemptView,
+  budgetPlace,
+  budgetText,
   currentAttempt,
   type DeclarationSource,
   explainTask,
@@ -208,7 +210,12 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
         console.log(`now         ${why.condition}: ${why.reasons.join("; ")}`);
         if (instance) {
           const a = currentAttempt(instance);
-          console.log(`instance    ${instance.status}, attempt ${a?.attempt ?? "-"} (${a?.token ?? "-"})`);
+          const place = a
+            ? budgetText(budgetPlace(instance.attempts, a.attempt, task.spec.retry.maxAttempts))
+            : "-";
+          console.log(
+            `instance    ${instance.status}, attempt ${a?.attempt ?? "-"} (${a?.token ?? "-"}): ${a?.status ?? "-"}, ${place}`,
+          );
         }
       });
     });
@@ -272,10 +279,22 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
         }
         console.log(
           table(
-            ["INTERVAL", "#", "TOKEN", "WORKER", "STATE", "INTENDED", "STARTED", "ENDED", "WHY IT ENDED"],
+            [
+              "INTERVAL",
+              "#",
+              "BUDGET",
+              "TOKEN",
+              "WORKER",
+              "STATE",
+              "INTENDED",
+              "STARTED",
+              "ENDED",
+              "WHY IT ENDED",
+            ],
             rows.map((r) => [
               short(r.logicalDate as string),
               String(r.attempt),
+              String(r.budgetText),
               String(r.token),
               String(r.workerId ?? "-"),
               String(r.status),

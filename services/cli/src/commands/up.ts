@@ -114,6 +114,21 @@ function progressLogger(logger: Logger) {
         );
         return;
       case "AttemptFailed": {
+        if (e.data.error.kind === "interrupted") {
+          // Stopped by a shutdown: not a failure of the task.
+          logger.info(
+            {
+              stream: e.streamId,
+              attempt: e.data.attempt,
+              reason: e.data.error.message,
+              next: e.data.retryAt
+                ? "runs again at once after the restart"
+                : "not run again on its own: the task is not idempotent (see why)",
+            },
+            "attempt interrupted by the shutdown",
+          );
+          return;
+        }
         const stderr = lastLineOf(e.data.output?.stderrTail ?? "");
         logger.warn(
           {

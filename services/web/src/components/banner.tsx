@@ -10,7 +10,8 @@ export function Banner({ at, asOf }: { at: string | null; asOf: string | null | 
   return (
     <div class="banner" data-testid="as-of" role="status">
       Time travel: the state as it was after log position <strong>{at}</strong>
-      {when && ` (${time(when)}, hash ${hash.slice(0, 12)}…)`}. Nothing here changes live.
+      {when && ` (${time(when)}, hash ${hash.slice(0, 12)}…)`}
+      {". Nothing here changes live. "}
       <a href={href(page, arg, rest)}>Back to now</a>
     </div>
   );

@@ -5,6 +5,7 @@ interface Bar {
   readonly task: string;
   readonly attempt: number;
   readonly status: string;
+  readonly budget: string;
   readonly start: number;
   readonly end: number;
 }
@@ -16,7 +17,7 @@ export function Gantt({ view, path }: { view: RunView; path: CriticalPath | null
     for (const a of i.attempts) {
       const start = Date.parse(a.startedAt ?? a.intendedAt ?? "");
       const end = a.endedAt ? Date.parse(a.endedAt) : Date.now();
-      bars.push({ task: i.task, attempt: a.attempt, status: a.status, start, end });
+      bars.push({ task: i.task, attempt: a.attempt, status: a.status, budget: a.budgetText, start, end });
     }
   if (bars.length === 0) return <p>No attempts yet.</p>;
   const t0 = Math.min(...bars.map((b) => b.start));
@@ -43,13 +44,14 @@ export function Gantt({ view, path }: { view: RunView; path: CriticalPath | null
               class={`bar s-${b.status}${critical.has(b.task) ? " critical" : ""}`}
               data-task={b.task}
               data-critical={critical.has(b.task) ? "yes" : "no"}
+              data-status={b.status}
               x={x(b.start)}
               y={i * rowH + 3}
               width={Math.max(2, x(b.end) - x(b.start))}
               height={rowH - 6}
             >
               <title>
-                {b.task} attempt {b.attempt}: {b.status}, {((b.end - b.start) / 1000).toFixed(2)} s
+                {`${b.task} attempt ${b.attempt} (${b.budget}): ${b.status}, ${((b.end - b.start) / 1000).toFixed(2)} s`}
               </title>
             </rect>
           );

@@ -247,7 +247,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** workflow runs, newest logical date first, with what keeps each from finishing */
+        /** workflow runs, newest logical date first, each with its summary and why it waits */
         get: operations["listRuns"];
         put?: never;
         post?: never;
@@ -1725,6 +1725,11 @@ export interface components {
             attempt: number;
             token: string;
             status: string;
+            budget: {
+                place: number | null;
+                of: number;
+            };
+            budgetText: string;
         } & {
             [key: string]: unknown;
         };
@@ -1735,9 +1740,77 @@ export interface components {
             status: string;
             try: number;
             tasks: string[];
+            summary: components["schemas"]["RunSummary"];
             blockedBy: string[];
         } & {
             [key: string]: unknown;
+        };
+        /** @description a run's state, each task's state in it (`pending`: nothing yet in its latest try), their counts, and why it waits; every surface shows these */
+        RunSummary: {
+            /** @enum {string} */
+            state: "running" | "success" | "failed" | "partial";
+            tasks: {
+                [key: string]: "success" | "failed" | "abandoned" | "upstream_failed" | "cancelled" | "skipped" | "running" | "queued" | "retry_wait" | "pending";
+            };
+            counts: {
+                success?: number;
+                failed?: number;
+                abandoned?: number;
+                upstream_failed?: number;
+                cancelled?: number;
+                skipped?: number;
+                running?: number;
+                queued?: number;
+                retry_wait?: number;
+                pending?: number;
+            };
+            ended: number;
+            total: number;
+            waiting: string[];
+            text: string;
+        };
+        RunDetail: {
+            run: {
+                runId: string;
+                workflow: string;
+                logicalDate: string;
+                status: string;
+                try: number;
+                tasks: string[];
+            } & {
+                [key: string]: unknown;
+            };
+            summary: components["schemas"]["RunSummary"];
+            blockedBy: string[];
+            try: number;
+            tries: ({
+                try: number;
+                status: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+            instances: {
+                task: string;
+                /** @enum {string} */
+                state: "success" | "failed" | "abandoned" | "upstream_failed" | "cancelled" | "skipped" | "running" | "queued" | "retry_wait" | "pending";
+                kept: boolean;
+                instance?: unknown;
+                attempts: components["schemas"]["RunAttempt"][];
+            }[];
+        };
+        RunAttempt: {
+            attempt: number;
+            token: string;
+            status: string;
+            budget: components["schemas"]["BudgetPlace"];
+            budgetText: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description an attempt's place in its interval's retry budget: every attempt of the interval counts (reruns' too) except interrupted ones (place null) */
+        BudgetPlace: {
+            place: number | null;
+            of: number;
         };
         /** @description the last event's position and hash (position -1: the log is empty) */
         LogHead: {
@@ -1814,8 +1887,11 @@ export interface components {
             status?: "active" | "paused" | "retired";
             condition: ("retired" | "paused" | "failed" | "upstream_failed" | "skipped" | "running" | "queued" | "retry_wait" | "succeeded" | "not_due" | "ended" | "catching_up" | "blocked" | "held" | "ready" | "stuck" | "unknown") | "outside" | "missing";
             reasons: string[];
-            /** @description with `run`: the task's state in that run */
-            state?: ("success" | "failed" | "upstream_failed" | "skipped" | "running" | "queued" | "retry_wait" | "abandoned" | "cancelled") | "none";
+            /**
+             * @description with `run`: the task's state in that run, as the run's summary gives it
+             * @enum {string}
+             */
+            state?: "success" | "failed" | "abandoned" | "upstream_failed" | "cancelled" | "skipped" | "running" | "queued" | "retry_wait" | "pending";
             /**
              * @description a parent outside the filter, shown dimmed
              * @enum {boolean}
@@ -2834,7 +2910,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["RunDetail"];
                 };
             };
             /** @description problem (400) */

@@ -48,6 +48,7 @@ export function GridPage({ q }: { q: URLSearchParams }) {
     [at, project, workflow, state, page, tick],
   );
   const g = r.data?.value;
+  const dates = gridDates(g?.rows ?? []);
   return (
     <section>
       <Banner at={at} asOf={r.data?.asOf} />
@@ -92,7 +93,17 @@ export function GridPage({ q }: { q: URLSearchParams }) {
           <tr>
             <th>task</th>
             <th>now</th>
-            <th colSpan={8}>recent logical dates, newest first</th>
+            {dates.length === 0 ? (
+              <th>recent logical dates, newest first</th>
+            ) : (
+              dates.map((d) => (
+                <th class="date" data-date={d} title={d}>
+                  {d.slice(5, 10)}
+                  <br />
+                  {d.slice(11, 16)}
+                </th>
+              ))
+            )}
           </tr>
         </thead>
         <tbody>
@@ -104,21 +115,52 @@ export function GridPage({ q }: { q: URLSearchParams }) {
               <td class="cond" title={row.reasons.join("\n")}>
                 {row.condition}
               </td>
-              {row.cells.map((c) => (
-                <td
-                  class={`cell s-${c.state}`}
-                  data-state={c.state}
-                  data-date={c.logicalDate}
-                  title={`${c.logicalDate}: ${label(c.state)}`}
-                >
-                  {label(c.state)}
-                  <small>{c.logicalDate.slice(5, 16).replace("T", " ")}</small>
-                </td>
-              ))}
+              {dates.map((d) => {
+                const c = row.cells.find((x) => x.logicalDate === d);
+                const older =
+                  row.cells.length > 0 && row.cells.every((x) => Date.parse(d) < Date.parse(x.logicalDate));
+                return c ? (
+                  <td
+                    class={`cell s-${c.state}`}
+                    data-state={c.state}
+                    data-date={c.logicalDate}
+                    title={`${c.logicalDate}: ${label(c.state)}`}
+                  >
+                    {label(c.state)}
+                    <small>{c.logicalDate.slice(5, 16).replace("T", " ")}</small>
+                  </td>
+                ) : (
+                  <td
+                    class={`gap${older ? " older" : ""}`}
+                    data-date={d}
+                    title={
+                      older
+                        ? `${d}: older than the ${row.cells.length} recent dates shown for ${row.task}`
+                        : `${d}: ${row.task} has no interval at this date`
+                    }
+                  >
+                    {older ? "…" : ""}
+                  </td>
+                );
+              })}
             </tr>
           ))}
         </tbody>
       </table>
     </section>
   );
+}
+
+/** Columns the grid shows at most: the newest dates of its rows. */
+const MAX_COLUMNS = 24;
+
+/**
+ * The grid's columns: every logical date of the rows shown, newest first, so each column is one
+ * date down every row (an hourly and a daily task side by side: each has cells in its own dates'
+ * columns, and a gap in the others').
+ */
+export function gridDates(rows: ReadonlyArray<{ cells: ReadonlyArray<{ logicalDate: string }> }>): string[] {
+  const all = new Set<string>();
+  for (const r of rows) for (const c of r.cells) all.add(c.logicalDate);
+  return [...all].sort((a, b) => Date.parse(b) - Date.parse(a)).slice(0, MAX_COLUMNS);
 }

@@ -31,13 +31,18 @@ export function LogPage({ q }: { q: URLSearchParams }) {
   }, []);
   const events = (r.data?.value.events ?? []).filter((e) => !at || Number(e.position) <= Number(at));
   const next = r.data?.value.next;
+  const last = Number(start) + events.length - 1;
+  // The latest page: nothing newer to go to (as of the position shown, in time travel).
+  const latest = !next || last >= (at ? Number(at) : headPos);
   return (
     <section>
       <Banner at={at} asOf={at ? `${at}` : null} />
       <h1>Log</h1>
       <div class="card">
         <p data-testid="head">
-          Head: position <strong>{head.data?.value.position ?? "…"}</strong>, hash
+          {"Head: position "}
+          <strong>{head.data?.value.position ?? "…"}</strong>
+          {", hash "}
           <code>{head.data?.value.hash ?? ""}</code>
         </p>
         <button
@@ -53,8 +58,8 @@ export function LogPage({ q }: { q: URLSearchParams }) {
         {verify && !("running" in verify) && (
           <p data-testid="verify-result" class={verify.ok ? "ok" : "error"}>
             {verify.ok ? "intact" : `broken at ${verify.break?.position}: ${verify.break?.reason}`}:{" "}
-            {verify.checked} events checked, head
-            {verify.headPosition} <code>{verify.headHash}</code>
+            {`${verify.checked} events checked, head ${verify.headPosition} `}
+            <code>{verify.headHash}</code>
           </p>
         )}
       </div>
@@ -67,10 +72,13 @@ export function LogPage({ q }: { q: URLSearchParams }) {
         >
           ‹ Older
         </button>
-        <span data-testid="log-range">
-          positions {start}–{Number(start) + events.length - 1}
-        </span>
-        <button type="button" disabled={!next} onClick={() => go("log", "", { at, from: next })}>
+        <span data-testid="log-range">{`positions ${start}–${last}`}</span>
+        <button
+          type="button"
+          data-testid="newer"
+          disabled={latest}
+          onClick={() => go("log", "", { at, from: next })}
+        >
           Newer ›
         </button>
         <a href={href("log", "", { at })}>latest</a>
@@ -103,7 +111,14 @@ export function LogPage({ q }: { q: URLSearchParams }) {
         </tbody>
       </table>
       <h2>Live tail</h2>
-      <ol class="timeline" data-testid="tail">
+      {tail.length === 0 && (
+        <p class="empty-note" data-testid="tail-empty">
+          {at
+            ? `Nothing yet: this page shows the log as of position ${at}, and the events written from now on appear here as they come.`
+            : `Nothing written since this page opened (the head is at position ${head.data?.value.position ?? "…"}): each event appears here as it is written.`}
+        </p>
+      )}
+      <ol class="timeline" data-testid="tail" hidden={tail.length === 0}>
         {tail.map((e) => (
           <li data-position={e.position}>
             <span class="pos">#{e.position}</span> <strong>{e.type}</strong> {e.streamId}{" "}

@@ -8,24 +8,31 @@ import { label, time } from "../format";
 import { GraphView } from "../graph";
 import { useLiveTick } from "../live";
 import { go } from "../router";
-import type { CriticalPath, RunView, Whoami } from "../schemas";
+import type { CriticalPath, RunTaskState, RunView, Whoami } from "../schemas";
 import { useLoad } from "../use-load";
 
-/** The sets of a run's tasks shown, by their state in it. */
-const SETS = ["success", "failed", "skipped", "upstream_failed", "cancelled"] as const;
-type Sets = Record<(typeof SETS)[number], string[]>;
+/** Every state a task can have in a run, in the order the run's summary lists them. */
+const STATES: readonly RunTaskState[] = [
+  "success",
+  "failed",
+  "abandoned",
+  "upstream_failed",
+  "cancelled",
+  "skipped",
+  "running",
+  "queued",
+  "retry_wait",
+  "pending",
+];
 
-/** The run's tasks by their state in it: each task's instance's, else the run's record of it. */
-export function runSets(v: RunView | undefined): Sets {
-  const sets = Object.fromEntries(SETS.map((s) => [s, [] as string[]])) as Sets;
-  // Each task's state in the run: its instance's, as the run's tries were folded, else the run's record.
-  const states: Record<string, string> = { ...(v?.run.outcomes ?? {}) };
-  for (const i of v?.instances ?? []) if (i.instance) states[i.task] = i.instance.status;
-  for (const [task, s] of Object.entries(states)) sets[s as keyof Sets]?.push(task);
+/** The run's tasks by their state in it, as the run's summary (the API's, the CLI's) gives it. */
+export function runSets(v: RunView | undefined): Record<RunTaskState, string[]> {
+  const sets = Object.fromEntries(STATES.map((s) => [s, [] as string[]])) as Record<RunTaskState, string[]>;
+  for (const [task, s] of Object.entries(v?.summary.tasks ?? {})) sets[s]?.push(task);
   return sets;
 }
 
-/** One run: its state and sets, its actions, its graph by instance state and a Gantt of its attempts. */
+/** One run: its state and sets, why it waits, its actions, its graph by task state and a Gantt of its attempts. */
 export function RunPage({ arg, q, who }: { arg: string; q: URLSearchParams; who: Whoami | null }) {
   const at = q.get("at");
   const tick = useLiveTick(!at);
@@ -35,6 +42,10 @@ export function RunPage({ arg, q, who }: { arg: string; q: URLSearchParams; who:
   const g = useLoad(() => get("/ui/graph", { query: { run: arg } }, at), [arg, at, tick]);
   const v = r.data?.value as RunView | undefined;
   const sets = runSets(v);
+  // Every state with a task in it, and the ended ones always (a zero says as much).
+  const shown = STATES.filter(
+    (s) => sets[s].length > 0 || ["success", "failed", "upstream_failed", "skipped", "cancelled"].includes(s),
+  );
   return (
     <section>
       <Banner at={at} asOf={r.data?.asOf} />
@@ -45,13 +56,23 @@ export function RunPage({ arg, q, who }: { arg: string; q: URLSearchParams; who:
       {v && (
         <div class="card">
           <p>
-            <span class={`pill s-${v.run.status}`} data-testid="run-status">
-              {v.run.status}
+            <span class={`pill s-${v.summary.state}`} data-testid="run-status">
+              {v.summary.state}
             </span>
-            {` try ${v.run.try} (${v.run.trigger}${v.run.actor ? ` by ${v.run.actor}` : ""}), started ${time(v.run.startedAt)}, finished ${time(v.run.finishedAt)}`}
+            {` try ${v.run.try} (${v.run.trigger}${v.run.actor ? ` by ${v.run.actor}` : ""}), started ${time(v.run.startedAt)}, finished ${time(v.run.finishedAt)}; ${v.summary.ended} of ${v.summary.total} tasks ended`}
           </p>
+          {v.summary.waiting.length > 0 && (
+            <div class="waiting" data-testid="waiting">
+              <strong>Why it waits:</strong>
+              <ul>
+                {v.summary.waiting.map((w) => (
+                  <li>{w}</li>
+                ))}
+              </ul>
+            </div>
+          )}
           <div class="sets" data-testid="sets">
-            {SETS.map((s) => (
+            {shown.map((s) => (
               <div data-set={s}>
                 <span class={`pill s-${s}`}>{label(s)}</span>
                 {` ${sets[s].length} `}
@@ -65,7 +86,7 @@ export function RunPage({ arg, q, who }: { arg: string; q: URLSearchParams; who:
                 who={who}
                 label="Rerun failed"
                 title={`Rerun what failed in ${arg}`}
-                what={`This re-executes the tasks of ${arg} that did not succeed, and everything below them (${sets.failed.length} failed, ${sets.upstream_failed.length} upstream failed).`}
+                what={`This re-executes the tasks of ${arg} that did not succeed, and everything below them (${sets.failed.length + sets.abandoned.length} failed, ${sets.upstream_failed.length} upstream failed, ${sets.cancelled.length} cancelled). Their attempts continue the interval's attempt numbers and share its retry budget.`}
                 run={() => post("/api/v1/runs/{id}/rerun", { path, body: { failedOnly: true } })}
               />
               <TriggerButton who={who} workflow={v.run.workflow} />

@@ -1,7 +1,7 @@
 import { get } from "../api";
 import { Banner } from "../components/banner";
 import { Err } from "../components/err";
-import { time } from "../format";
+import { label, time } from "../format";
 import { useLiveTick } from "../live";
 import { href } from "../router";
 import type { Run } from "../schemas";
@@ -26,6 +26,8 @@ export function RunsPage({ q }: { q: URLSearchParams }) {
             <th>trigger</th>
             <th>started</th>
             <th>finished</th>
+            <th>tasks</th>
+            <th>why it waits</th>
           </tr>
         </thead>
         <tbody>
@@ -35,12 +37,25 @@ export function RunsPage({ q }: { q: URLSearchParams }) {
                 <a href={href("run", x.runId, { at })}>{x.runId}</a>
               </td>
               <td>
-                <span class={`pill s-${x.status}`}>{x.status}</span>
+                <span class={`pill s-${x.summary.state}`}>{x.summary.state}</span>
               </td>
               <td>{x.try}</td>
               <td>{x.trigger}</td>
               <td>{time(x.startedAt)}</td>
               <td>{time(x.finishedAt)}</td>
+              <td data-testid="run-counts">
+                {`${x.summary.ended} of ${x.summary.total} ended`}
+                <small>
+                  {" "}
+                  {Object.entries(x.summary.counts)
+                    .filter(([, n]) => n > 0)
+                    .map(([s, n]) => `${label(s)} ${n}`)
+                    .join(", ")}
+                </small>
+              </td>
+              <td class="waiting" data-testid="run-waiting">
+                {x.summary.waiting.join("; ")}
+              </td>
             </tr>
           ))}
         </tbody>
