@@ -1,4 +1,13 @@
 export { type RenderContext, type TemplateVariables, templateVariables } from "./context.js";
+export {
+  BUILTIN_ENV,
+  clashingNames,
+  configEnvName,
+  envNameOf,
+  envSuffix,
+  paramEnvName,
+  taskEnvironment,
+} from "./environment.js";
 export { TemplateError, type TemplateProblem } from "./errors.js";
 export {
   type OutputEscaping,

@@ -5,7 +5,7 @@ import {
   type SchedulerProjection,
   type TaskState,
 } from "@chronolog/core";
-import { renderOperator, renderTemplate } from "@chronolog/render";
+import { renderOperator, renderTemplate, taskEnvironment } from "@chronolog/render";
 
 /**
  * A task's payload for its current interval: its operator with every template rendered against
@@ -17,6 +17,25 @@ import { renderOperator, renderTemplate } from "@chronolog/render";
 export function renderPayload(task: TaskState, projection: SchedulerProjection): OperatorSpec {
   if (task.spec.operator.type === "noop" || !hasTemplate(task.spec.operator)) return task.spec.operator;
   return renderOperator(task.spec.operator, renderContext(task, projection));
+}
+
+/**
+ * The environment a shell task is given for its current interval (none for other operators):
+ * every param and builtin its templates could read (`taskEnvironment`: `CHRONOLOG_PARAM_NOTE`,
+ * `CHRONOLOG_DS`...), and, in a workflow, `CHRONOLOG_WORKFLOW` and `CHRONOLOG_RUN_ID`. Sent to
+ * the worker with the attempt, not written to the log.
+ */
+export function renderEnvironment(
+  task: TaskState,
+  projection: SchedulerProjection,
+): Record<string, string> | undefined {
+  if (task.spec.operator.type !== "shell") return undefined;
+  const env = taskEnvironment(renderContext(task, projection));
+  if (task.spec.workflow) {
+    env.CHRONOLOG_WORKFLOW = task.spec.workflow;
+    env.CHRONOLOG_RUN_ID = runIdOf(task.spec.workflow, task.logicalDate);
+  }
+  return env;
 }
 
 /** The task's cache key for its current interval, when it declares one. */
