@@ -17,3 +17,5 @@ export {
   renderTemplateWith,
   shellQuote,
 } from "./render.js";
+export { SHELL_CONTEXT_WORDS, type ShellContext, type ShellPiece, scanShell } from "./shell-context.js";
+export { type MisplacedPlaceholder, misplacedPlaceholders } from "./shell-placeholders.js";
