@@ -72,10 +72,13 @@ describe("scanShell: where a placeholder stands", () => {
     expect(contexts("echo $(echo a # ) in a comment\n @) @")).toEqual(["command_substitution", "plain"]);
   });
 
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the shell's ${...}
   it("$((...)) and ${...}", () => {
     expect(contexts("echo $((1 + @)) @")).toEqual(["arithmetic", "plain"]);
     expect(contexts("echo $(( (1) + @ )) @")).toEqual(["arithmetic", "plain"]);
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the shell's ${...}
     expect(contexts("echo ${x:-@} @")).toEqual(["parameter_expansion", "plain"]);
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the shell's ${...}
     expect(contexts('echo ${x:-"}"} @ "${y:-@}"')).toEqual(["plain", "parameter_expansion"]);
   });
 
