@@ -22,7 +22,16 @@ const workflow = (command: string) => ({
       startDate: start,
       endDate: end,
       params: { note: "none" },
-      tasks: [{ name: "say", idempotent: true, operator: { type: "shell", command } }],
+      tasks: [
+        { name: "say", idempotent: true, operator: { type: "shell", command } },
+        // Started by its parent's success commit, not by the pass: the variables come along too.
+        {
+          name: "after",
+          parents: ["say"],
+          idempotent: true,
+          operator: { type: "shell", command: 'echo "after: $CHRONOLOG_PARAM_NOTE"' },
+        },
+      ],
     },
   ],
 });
@@ -97,5 +106,16 @@ describe("params from the HTTP API reach a shell task as data", () => {
       ].join("\n"),
     );
     expect(attempt.stdoutTail).not.toContain("uid=");
+    const after = await waitUntil("the child to finish", () => {
+      const rows = JSON.parse(
+        chronolog(dir, ["attempts", "p/a/after/ALL", "--json"]).stdout || "[]",
+      ) as Array<{
+        status: string;
+        stdoutTail?: string;
+      }>;
+      const last = rows.at(-1);
+      return last && last.status !== "running" && last.status !== "queued" ? last : undefined;
+    });
+    expect(after).toMatchObject({ status: "success", stdoutTail: "after: $(id)\n" });
   }, 90_000);
 });
