@@ -1,6 +1,7 @@
 import { paramEnvName } from "@chronolog/core";
 import type { RenderContext } from "./context.js";
 import { templateVariables } from "./context.js";
+import { TemplateError } from "./errors.js";
 
 /**
  * The template values a shell task also gets as environment variables, so that a command can
@@ -71,7 +72,8 @@ function envText(value: unknown): string {
 
 /**
  * The environment a shell task is given for a render context (see the module's comment).
- * Params and config keys whose names clash are left out.
+ * Params and config keys whose names clash are left out. Throws `TemplateError` for a value with
+ * a NUL byte (no process can be given one).
  */
 export function taskEnvironment(context: RenderContext): Record<string, string> {
   const v = templateVariables(context);
@@ -102,6 +104,12 @@ export function taskEnvironment(context: RenderContext): Record<string, string> 
   for (const [k, value] of Object.entries(params)) {
     const name = paramEnvName(k);
     if (!paramClash.has(name)) env[name] = value;
+  }
+  // A process cannot be given a NUL byte: said here, where the task is held with the reason,
+  // rather than by the worker as it starts the task.
+  for (const [name, value] of Object.entries(env)) {
+    if (value.includes("\u0000"))
+      throw new TemplateError("environment", "context", `${name}: the value contains a NUL byte`);
   }
   return env;
 }

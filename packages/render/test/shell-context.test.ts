@@ -241,6 +241,12 @@ describe("taskEnvironment: every value a template reads, for the shell", () => {
     });
   });
 
+  it("refuses a value with a NUL byte, which no process can be given", () => {
+    expect(() => taskEnvironment({ ...context, params: { note: "a\u0000b" } })).toThrow(
+      "environment: CHRONOLOG_PARAM_NOTE: the value contains a NUL byte",
+    );
+  });
+
   it("leaves out names that clash, rather than pick one", () => {
     const clash = taskEnvironment({ ...context, params: { "a-b": "1", a_b: "2", c: "3" } });
     expect(clash.CHRONOLOG_PARAM_A_B).toBeUndefined();

@@ -44,12 +44,13 @@ export function renderCacheKey(task: TaskState, projection: SchedulerProjection)
   return renderTemplate(task.spec.cacheKey, renderContext(task, projection), "cacheKey");
 }
 
-/** Why the task's payload or cache key does not render, or undefined when both do. */
+/** Why the task's payload, cache key or environment cannot be made, or undefined when all can. */
 export function renderProblem(projection: SchedulerProjection): (task: TaskState) => string | undefined {
   return (task) => {
     try {
       renderPayload(task, projection);
       renderCacheKey(task, projection);
+      renderEnvironment(task, projection);
       return undefined;
     } catch (error) {
       return (error as Error).message;
