@@ -266,6 +266,12 @@ export function renderTemplateWith(
 }
 
 /**
+ * What the scan found in each (short) command seen lately: a task's command is rendered every
+ * interval, the same text each time.
+ */
+const misplacedCache = new Map<string, ReturnType<typeof misplacedPlaceholders>>();
+
+/**
  * Refuses a shell command whose placeholder or tag does not stand in plain words (the first,
  * at its line and column). A template too long or that does not tokenize is left to the render,
  * which says what is wrong with it.
@@ -277,11 +283,17 @@ function refuseMisplaced(
   envName: (expression: string) => string | undefined,
 ): void {
   if (template.length > (liquid.options.parseLimit ?? Number.POSITIVE_INFINITY)) return;
-  let found: ReturnType<typeof misplacedPlaceholders>;
-  try {
-    found = misplacedPlaceholders(template, liquid);
-  } catch {
-    return;
+  let found = misplacedCache.get(template);
+  if (!found) {
+    try {
+      found = misplacedPlaceholders(template, liquid);
+    } catch {
+      return;
+    }
+    if (template.length <= 10_000) {
+      if (misplacedCache.size >= 1024) misplacedCache.clear();
+      misplacedCache.set(template, found);
+    }
   }
   const first = found[0];
   if (!first) return;
