@@ -96,10 +96,11 @@ describe("declare refuses a placeholder that stands inside quotes, a here-docume
     });
   }
 
-  it("in all of them at once, and in builtins, config and tags too, each field in one round", () => {
+  it("in builtins, tags and alert commands too, each field in one round", () => {
     writeFileSync(
       file,
       `${workflow("echo '{{ ds }}'")}      - { name: u, operator: { type: shell, command: "{% if params.note %}echo '{% endif %}'" } }
+      - { name: v, operator: { type: noop }, alerts: [ { command: "notify \\"failed: {{ alert.reason }}\\"" } ] }
 `,
     );
     const r = chronolog(dir, ["declare", file]);
@@ -110,6 +111,9 @@ describe("declare refuses a placeholder that stands inside quotes, a here-docume
     expect(r.stderr).toContain('use "$CHRONOLOG_DS" instead');
     expect(r.stderr).toContain(
       "workflows[0].tasks[1].operator.command: p/a/u/ALL: the {% endif %} tag stands inside single quotes",
+    );
+    expect(r.stderr).toContain(
+      'workflows[0].tasks[2].alerts[0].command: p/a/v/ALL: {{ alert.reason }} stands inside double quotes, where its value would not be one quoted word and could run as shell code; use "$CHRONOLOG_ALERT_REASON" instead',
     );
     // Nothing of any refused declaration was written.
     expect(chronolog(dir, ["log", "read", "--json"]).stdout).toBe("");
