@@ -65,7 +65,7 @@ describe("a halted workflow and its alerts", () => {
     startDate: "${hoursAgo(4)}"
     maxActiveRuns: 2
     alerts:
-      - { command: "echo {{ alert.kind }} {{ alert.message }} >> ${file}" }
+      - { command: "echo {{ alert.kind }} {{ alert.message }} \\"[$CHRONOLOG_ALERT_RUN]\\" >> ${file}" }
       - { on: [run_failed], command: "sleep 30", timeoutMs: 300 }
     tasks:
       - { name: a, operator: { type: shell, command: "exit 3" } }
@@ -80,8 +80,9 @@ describe("a halted workflow and its alerts", () => {
       chronolog(dir, ["why", "p/a/c"]).stdout.includes("they cannot finish") ? true : undefined,
     );
     expect(lines(file).sort()).toEqual([
-      `run_failed run w@${hoursAgo(4)} failed: failed: p/a/a/ALL; upstream_failed: p/a/b/ALL`,
-      `task_failed p/a/a/ALL halted at ${hoursAgo(4)}: exited with code 3`,
+      `run_failed run w@${hoursAgo(4)} failed: failed: p/a/a/ALL; upstream_failed: p/a/b/ALL [w@${hoursAgo(4)}]`,
+      // Each field of the alert is in the command's environment too (a task's alert has no run).
+      `task_failed p/a/a/ALL halted at ${hoursAgo(4)}: exited with code 3 []`,
     ]);
     // The runs behind it say what they wait for; so does the task they hold back.
     const runs = JSON.parse(chronolog(dir, ["runs", "--json"]).stdout) as Array<{

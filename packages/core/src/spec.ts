@@ -148,6 +148,15 @@ export const paramName = z
     "a param name is letters, digits, _ and -, starting with a letter or _",
   );
 
+/**
+ * The environment variable a shell task finds a param in: `CHRONOLOG_PARAM_` and the name
+ * upper-cased, every character that is not a letter or a digit made `_` (`dry-run` ->
+ * `CHRONOLOG_PARAM_DRY_RUN`).
+ */
+export function paramEnvName(name: string): string {
+  return `CHRONOLOG_PARAM_${name.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`;
+}
+
 export const workflowSpecSchema = z
   .object({
     name: keyPart,

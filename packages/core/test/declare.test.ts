@@ -368,6 +368,19 @@ describe("validateDeclarations: each check names the task and the field", () => 
     expect(e).toMatchObject({ code: "cron", path: "workflows[0].cron" });
   });
 
+  it("refuses params that a shell task would find in one environment variable", () => {
+    const doc = (params: string) =>
+      yamlDoc(
+        `workflows:\n  - { name: w, project: p, account: a, cron: "0 2 * * *", startDate: "2026-11-01T00:00:00Z", params: ${params}, tasks: [ { name: t, operator: { type: noop } } ] }\n`,
+      );
+    const e = single(errorsOf(validate([doc('{ dry-run: "", Dry_Run: "", mode: "" }')])));
+    expect(e).toMatchObject({ code: "workflow", path: "workflows[0].params.Dry_Run" });
+    expect(e.message).toBe(
+      'params "dry-run" and "Dry_Run" would both be given to shell tasks as CHRONOLOG_PARAM_DRY_RUN: rename one',
+    );
+    expect(validate([doc('{ dry-run: "", mode: "" }')]).ok).toBe(true);
+  });
+
   it("rejects an unknown time zone, separately from the cron", () => {
     const e = single(errorsOf(validate([standalone({ timezone: "Mars/Olympus" })])));
     expect(e).toMatchObject({ code: "timezone", path: "tasks[0].timezone", task: "p/a/t/ALL" });

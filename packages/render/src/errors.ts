@@ -9,6 +9,11 @@ export type TemplateProblem =
   | "syntax"
   /** A render, memory or template-size limit was exceeded. */
   | "limit"
+  /**
+   * A placeholder or tag of a shell command stands where the shell would not read its value as
+   * one word (inside quotes, a here-document, `$(...)`...).
+   */
+  | "quoting"
   /** Anything else that failed while rendering (a filter that threw). */
   | "render"
   /** The render context itself is invalid (a bad logical date or time zone). */

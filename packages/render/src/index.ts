@@ -1,4 +1,13 @@
 export { type RenderContext, type TemplateVariables, templateVariables } from "./context.js";
+export {
+  BUILTIN_ENV,
+  clashingNames,
+  configEnvName,
+  envNameOf,
+  envSuffix,
+  paramEnvName,
+  taskEnvironment,
+} from "./environment.js";
 export { TemplateError, type TemplateProblem } from "./errors.js";
 export {
   type OutputEscaping,
@@ -8,3 +17,5 @@ export {
   renderTemplateWith,
   shellQuote,
 } from "./render.js";
+export { SHELL_CONTEXT_WORDS, type ShellContext, type ShellPiece, scanShell } from "./shell-context.js";
+export { type MisplacedPlaceholder, misplacedPlaceholders } from "./shell-placeholders.js";

@@ -11,7 +11,9 @@ import {
   UndefinedVariableError,
 } from "liquidjs";
 import { type RenderContext, renderWatch, type TemplateVariables, templateVariables } from "./context.js";
+import { envNameOf } from "./environment.js";
 import { TemplateError, type TemplateProblem } from "./errors.js";
+import { misplacedMessage, misplacedPlaceholders } from "./shell-placeholders.js";
 
 /**
  * Payload templates: Liquid (liquidjs) with Jinja-style `{{ expr | filter }}` output tags and
@@ -34,8 +36,12 @@ import { TemplateError, type TemplateProblem } from "./errors.js";
  * Safe by default: in the two fields where an interpolated value could change what runs, the
  * engine escapes every output itself (liquidjs `outputEscape`, appended to every `{{ }}`,
  * `{% echo %}` and `{% cycle %}` output whose last filter is not a raw one):
- * - a shell operator's `command`: every value is one shell word, single-quoted (`shellQuote`);
- *   `| shell_quote` as the last filter quotes once, not twice;
+ * - a shell operator's `command` (and an alert sink's): every value is one shell word,
+ *   single-quoted (`shellQuote`); `| shell_quote` as the last filter quotes once, not twice.
+ *   That holds only where the shell reads plain words, so a command whose placeholder or tag
+ *   stands inside quotes, a here-document, backquotes, `$(...)`, a comment (see `scanShell`) is
+ *   refused before anything renders, at declare as at run time: its values are in the
+ *   environment instead (`"$CHRONOLOG_PARAM_NOTE"`, see `taskEnvironment`);
  * - an http operator's `url`: every value is URL-encoded (`encodeURIComponent`); `| url_encode`
  *   as the last filter encodes once, not twice.
  * `| raw` as the last filter writes a value as is, for values the declaration fixes (`config`,
@@ -217,15 +223,21 @@ export function renderTemplateWith(
     deadline?: number;
     /** How outputs are escaped (default `none`): see the module's comment. */
     escaping?: OutputEscaping;
+    /**
+     * With `shell` escaping: the environment variable that holds what an output reads (for the
+     * fix a refused placeholder's message gives). Default: a task's (`envNameOf`).
+     */
+    envName?: (expression: string) => string | undefined;
   } = {},
 ): string {
   if (!template.includes("{{") && !template.includes("{%")) return template;
   const escaping = options.escaping ?? "none";
+  const limits = { ...DEFAULT_LIMITS, ...options.limits };
+  const liquid = engine(options.timezone ?? "UTC", limits.parseLimit, escaping);
+  if (escaping === "shell") refuseMisplaced(template, liquid, field, options.envName ?? envNameOf);
   if (escaping !== "none" && RAW_FILTER.test(template) && READS_PARAMS.test(template)) {
     throw new TemplateError(field, "render", RAW_WITH_PARAMS);
   }
-  const limits = { ...DEFAULT_LIMITS, ...options.limits };
-  const liquid = engine(options.timezone ?? "UTC", limits.parseLimit, escaping);
   const renderLimit =
     options.deadline === undefined ? limits.renderLimit : Math.max(1, options.deadline - performance.now());
   const outer = renderWatch.current;
@@ -251,6 +263,47 @@ export function renderTemplateWith(
     throw new TemplateError(field, "render", RAW_WITH_PARAMS);
   }
   return out;
+}
+
+/**
+ * What the scan found in each (short) command seen lately: a task's command is rendered every
+ * interval, the same text each time.
+ */
+const misplacedCache = new Map<string, ReturnType<typeof misplacedPlaceholders>>();
+
+/**
+ * Refuses a shell command whose placeholder or tag does not stand in plain words (the first,
+ * at its line and column). A template too long or that does not tokenize is left to the render,
+ * which says what is wrong with it.
+ */
+function refuseMisplaced(
+  template: string,
+  liquid: Liquid,
+  field: string,
+  envName: (expression: string) => string | undefined,
+): void {
+  if (template.length > (liquid.options.parseLimit ?? Number.POSITIVE_INFINITY)) return;
+  let found = misplacedCache.get(template);
+  if (!found) {
+    try {
+      found = misplacedPlaceholders(template, liquid);
+    } catch {
+      return;
+    }
+    if (template.length <= 10_000) {
+      if (misplacedCache.size >= 1024) misplacedCache.clear();
+      misplacedCache.set(template, found);
+    }
+  }
+  const first = found[0];
+  if (!first) return;
+  throw new TemplateError(
+    field,
+    "quoting",
+    misplacedMessage(first, envName, found.length - 1),
+    first.line,
+    first.column,
+  );
 }
 
 /** Renders one template against a render context (see `renderOperator`). */

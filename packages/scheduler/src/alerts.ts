@@ -66,6 +66,23 @@ export interface AlertSenderOptions {
 const BODY_LIMIT = 4096;
 
 /**
+ * The variable an alert command finds an alert field in: `alert.reason` -> `CHRONOLOG_ALERT_REASON`
+ * (every field of `alert`), for a value used inside quotes or a here-document.
+ */
+export function alertEnvName(expression: string): string | undefined {
+  const m = /^alert\.([a-z_]+)$/.exec(expression.trim());
+  return m ? `CHRONOLOG_ALERT_${(m[1] as string).toUpperCase()}` : undefined;
+}
+
+/** Every field of `alert` as an environment variable (see `alertEnvName`). */
+export function alertEnvironment(variables: TemplateVariables): Record<string, string> {
+  const alert = (variables as unknown as { alert: Record<string, string> }).alert;
+  return Object.fromEntries(
+    Object.entries(alert).map(([k, v]) => [alertEnvName(`alert.${k}`) as string, String(v ?? "")]),
+  );
+}
+
+/**
  * Delivers raised alerts: each sink of each alert the projection holds as not yet delivered,
  * when its try is due, runs the command (`/bin/sh -c`, every interpolated value shell-quoted)
  * or makes the HTTP request (a 2xx is delivered), within the sink's timeout, and records the
@@ -178,7 +195,10 @@ async function send(
   variables: TemplateVariables,
 ): Promise<{ ok: true } | { ok: false; error: string }> {
   if (sink.command !== undefined) {
-    const command = renderTemplateWith(sink.command, variables, "alerts.command", { escaping: "shell" });
+    const command = renderTemplateWith(sink.command, variables, "alerts.command", {
+      escaping: "shell",
+      envName: alertEnvName,
+    });
     return runCommand(command, sink.timeoutMs, variables);
   }
   const http = sink.http as NonNullable<AlertSink["http"]>;
@@ -210,17 +230,11 @@ function runCommand(
   timeoutMs: number,
   variables: TemplateVariables,
 ): Promise<{ ok: true } | { ok: false; error: string }> {
-  const alert = (variables as unknown as { alert: Record<string, string> }).alert;
   return new Promise((resolve) => {
     const child = spawn("/bin/sh", ["-c", command], {
       stdio: ["ignore", "ignore", "pipe"],
       detached: true,
-      env: {
-        ...process.env,
-        CHRONOLOG_ALERT_ID: alert.id,
-        CHRONOLOG_ALERT_KIND: alert.kind,
-        CHRONOLOG_ALERT_MESSAGE: alert.message,
-      },
+      env: { ...process.env, ...alertEnvironment(variables) },
     });
     let stderr = "";
     child.stderr?.on("data", (d: Buffer) => {

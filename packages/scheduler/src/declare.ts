@@ -22,7 +22,7 @@ import {
   renderTemplateWith,
   TemplateError,
 } from "@chronolog/render";
-import { alertVariables } from "./alerts.js";
+import { alertEnvName, alertVariables } from "./alerts.js";
 import { handleCommand } from "./command.js";
 import { catchUp } from "./projection-loader.js";
 
@@ -106,7 +106,10 @@ const SAMPLE_ALERT = alertVariables({
 /** Renders an alert sink's templates against a sample alert (throws TemplateError naming the field). */
 function checkSink(sink: AlertSink, at: string): void {
   if (sink.command !== undefined)
-    renderTemplateWith(sink.command, SAMPLE_ALERT, `${at}.command`, { escaping: "shell" });
+    renderTemplateWith(sink.command, SAMPLE_ALERT, `${at}.command`, {
+      escaping: "shell",
+      envName: alertEnvName,
+    });
   if (sink.http) {
     renderTemplateWith(sink.http.url, SAMPLE_ALERT, `${at}.http.url`, { escaping: "url" });
     for (const [k, v] of Object.entries(sink.http.headers))

@@ -21,7 +21,7 @@ import {
 import type { RunCommand } from "@chronolog/worker";
 import type { ConnectionSlots } from "./admission/connection-slots.js";
 import type { Command, CommandOutcome, Decided } from "./command.js";
-import { renderCacheKey, renderPayload } from "./payload.js";
+import { renderCacheKey, renderEnvironment, renderPayload } from "./payload.js";
 
 /*
  * The intent writer: a task's next attempt announced by a durable DispatchIntended before any
@@ -81,13 +81,15 @@ export class IntentWriter {
   ): IntentCommand | { readonly kind: "render_failed"; readonly error: Error } {
     let operator: OperatorSpec;
     let cacheKey: string | undefined;
+    let env: Record<string, string> | undefined;
     try {
       operator = this.render(task);
       cacheKey = this.cacheKey(task);
+      env = renderEnvironment(task, this.projection);
     } catch (error) {
       return { kind: "render_failed", error: error as Error };
     }
-    return new IntentCommand(this, task, retry, countedAt, operator, cacheKey);
+    return new IntentCommand(this, task, retry, countedAt, operator, cacheKey, env);
   }
 
   /** What became of the intent, from the handler's outcome (or the error it failed with). */
@@ -210,6 +212,8 @@ export class IntentCommand implements Command<IntentState, IntentOutcome | null>
     readonly countedAt: bigint | undefined,
     private readonly operator: OperatorSpec,
     private readonly cacheKey: string | undefined,
+    /** The environment a shell task is given (`renderEnvironment`). */
+    private readonly env: Readonly<Record<string, string>> | undefined,
   ) {
     this.stream = instanceStream(task.key, task.logicalDate);
     this.connection = task.spec.connection;
@@ -254,7 +258,7 @@ export class IntentCommand implements Command<IntentState, IntentOutcome | null>
 
   /** What a worker is sent once the intent is durable. */
   toRun(): RunCommand {
-    return runCommand(this.task, this.attempt, this.token, this.operator);
+    return runCommand(this.task, this.attempt, this.token, this.operator, this.env);
   }
 
   /** The stream existed (an interval run before, now backfilled): read it and go on from it, once. */
@@ -269,6 +273,7 @@ export function runCommand(
   attempt: number,
   token: string,
   operator: OperatorSpec,
+  env: Readonly<Record<string, string>> | undefined,
 ): RunCommand {
   return {
     kind: "run",
@@ -279,6 +284,7 @@ export function runCommand(
     token,
     operator: operator as unknown as Record<string, unknown>,
     leaseSeconds: task.spec.leaseSeconds,
+    ...(env ? { env } : {}),
     // A task that is not idempotent runs only once its start is on record.
     ...(task.spec.idempotent ? {} : { awaitProceed: true }),
   };

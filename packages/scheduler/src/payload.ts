@@ -5,7 +5,7 @@ import {
   type SchedulerProjection,
   type TaskState,
 } from "@chronolog/core";
-import { renderOperator, renderTemplate } from "@chronolog/render";
+import { renderOperator, renderTemplate, taskEnvironment } from "@chronolog/render";
 
 /**
  * A task's payload for its current interval: its operator with every template rendered against
@@ -19,18 +19,38 @@ export function renderPayload(task: TaskState, projection: SchedulerProjection):
   return renderOperator(task.spec.operator, renderContext(task, projection));
 }
 
+/**
+ * The environment a shell task is given for its current interval (none for other operators):
+ * every param and builtin its templates could read (`taskEnvironment`: `CHRONOLOG_PARAM_NOTE`,
+ * `CHRONOLOG_DS`...), and, in a workflow, `CHRONOLOG_WORKFLOW` and `CHRONOLOG_RUN_ID`. Sent to
+ * the worker with the attempt, not written to the log.
+ */
+export function renderEnvironment(
+  task: TaskState,
+  projection: SchedulerProjection,
+): Record<string, string> | undefined {
+  if (task.spec.operator.type !== "shell") return undefined;
+  const env = taskEnvironment(renderContext(task, projection));
+  if (task.spec.workflow) {
+    env.CHRONOLOG_WORKFLOW = task.spec.workflow;
+    env.CHRONOLOG_RUN_ID = runIdOf(task.spec.workflow, task.logicalDate);
+  }
+  return env;
+}
+
 /** The task's cache key for its current interval, when it declares one. */
 export function renderCacheKey(task: TaskState, projection: SchedulerProjection): string | undefined {
   if (task.spec.cacheKey === undefined) return undefined;
   return renderTemplate(task.spec.cacheKey, renderContext(task, projection), "cacheKey");
 }
 
-/** Why the task's payload or cache key does not render, or undefined when both do. */
+/** Why the task's payload, cache key or environment cannot be made, or undefined when all can. */
 export function renderProblem(projection: SchedulerProjection): (task: TaskState) => string | undefined {
   return (task) => {
     try {
       renderPayload(task, projection);
       renderCacheKey(task, projection);
+      renderEnvironment(task, projection);
       return undefined;
     } catch (error) {
       return (error as Error).message;

@@ -25,7 +25,7 @@ import type { InFlight } from "./inflight.js";
 import { runCommand } from "./intent-writer.js";
 import type { Outbox } from "./outbox.js";
 import type { Ownership } from "./ownership.js";
-import { renderCacheKey, renderPayload } from "./payload.js";
+import { renderCacheKey, renderEnvironment, renderPayload } from "./payload.js";
 import type { LeaseBook } from "./reconcile/lease-book.js";
 import type { SchedulerLogger } from "./scheduler-types.js";
 
@@ -143,12 +143,16 @@ export class SuccessCommits implements ChildStarter {
 
   /** The children's intents are durable: in flight until the projection shows them, then to the workers. */
   private started(children: readonly ChildStart[], results: readonly AppendResult[]): void {
-    const { inflight, outbox } = this.parts;
+    const { inflight, outbox, projection } = this.parts;
     children.forEach((c, i) => {
       const r = results[i];
       if (r) inflight.at(c.task.id, r.position);
     });
-    outbox.send(children.map((c) => runCommand(c.task, c.attempt, c.token, c.operator)));
+    outbox.send(
+      children.map((c) =>
+        runCommand(c.task, c.attempt, c.token, c.operator, renderEnvironment(c.task, projection)),
+      ),
+    );
   }
 
   /** What the reports mean for the leases and the workers that sent them. */
@@ -220,6 +224,9 @@ export class SuccessCommits implements ChildStarter {
 
   render(child: TaskState): ReturnType<ChildStarter["render"]> {
     const { projection } = this.parts;
+    // The environment is made again when the child is sent (`started`): made here, a value that
+    // cannot be given holds the child as a payload that does not render would.
+    renderEnvironment(child, projection);
     return { operator: renderPayload(child, projection), cacheKey: renderCacheKey(child, projection) };
   }
 

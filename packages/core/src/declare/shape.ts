@@ -6,6 +6,7 @@ import {
   type ConnectionSpec,
   type OperatorSpec,
   operatorSchema,
+  paramEnvName,
   type WorkflowSpec,
   workflowSpecSchema,
 } from "../spec.js";
@@ -114,6 +115,22 @@ function readDocument(file: string, document: unknown, issues: IssueCollector, s
   });
 }
 
+/** Two params that a shell task would find in one environment variable (`dry-run`, `dry_run`). */
+function checkParamEnvNames(params: Readonly<Record<string, string>>, at: Located, issues: IssueCollector) {
+  const seen = new Map<string, string>();
+  for (const name of Object.keys(params)) {
+    const variable = paramEnvName(name);
+    const other = seen.get(variable);
+    if (other === undefined) seen.set(variable, name);
+    else
+      issues.error(
+        "workflow",
+        { file: at.file, path: `${at.path}.params.${name}` },
+        `params "${other}" and "${name}" would both be given to shell tasks as ${variable}: rename one`,
+      );
+  }
+}
+
 function readWorkflow(raw: unknown, at: Located, issues: IssueCollector, shapes: Shapes): void {
   const parsed = compiled(declaredWorkflowSchema).safeParse(raw);
   if (!parsed.success) {
@@ -137,6 +154,7 @@ function readWorkflow(raw: unknown, at: Located, issues: IssueCollector, shapes:
   });
   const workflow: WorkflowDraft = { ...at, decl, spec, siblings: siblingsOf(decl) };
   shapes.workflows.push(workflow);
+  checkParamEnvNames(spec.params, at, issues);
   checkSchedule(decl, at, undefined, issues);
 
   decl.tasks.forEach((rawTask, j) => {
