@@ -248,22 +248,29 @@ const API_VERSIONS_V0 = Buffer.from([0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 1, 0xff,
 
 type Probe = { ok: true } | { ok: false; reason: string; reached: boolean };
 
+/** How long a probe waits for a TCP connection before it leaves the broker to the client. */
+const PROBE_CONNECT_MS = 3000;
+
 /**
- * Before a client starts: a TLS handshake with the bootstrap brokers, one after another, and
- * one request (ApiVersions, which a broker answers before authentication), until a broker
- * answers. A broker whose certificate does not verify, that does not speak TLS, or that
- * refuses the client's certificate is a LogUnavailableError at once that says why, rather than
- * the client's retries of a connection that cannot succeed. Brokers that cannot be reached at
- * all are left to the client, which retries and reports them in its own way.
+ * Before a client starts: a TLS handshake with each bootstrap broker at once, and one request
+ * (ApiVersions, which a broker answers before authentication). Done when one broker answers. If
+ * none does, a broker whose certificate does not verify, that does not speak TLS, or that
+ * refuses the client's certificate is a LogUnavailableError that says why, at once rather than
+ * after the client's retries of a connection that cannot succeed. Brokers that cannot be
+ * reached at all are left to the client, which retries and reports them in its own way.
  */
 export async function checkTls(brokers: readonly string[], ssl: tls.ConnectionOptions, timeoutMs: number) {
-  let refusal: string | null = null;
-  for (const broker of brokers) {
-    const outcome = await probeTls(broker, ssl, timeoutMs);
-    if (outcome.ok) return;
-    if (outcome.reached) refusal = `kafka broker ${broker}: ${outcome.reason}`;
+  const probes = brokers.map((broker) => probeTls(broker, ssl, timeoutMs));
+  try {
+    await Promise.any(probes.map((p) => p.then((o) => (o.ok ? o : Promise.reject(o)))));
+    return;
+  } catch {
+    // No broker answered: say why the first one that was reached refused.
   }
-  if (refusal) throw new LogUnavailableError(refusal);
+  const outcomes = await Promise.all(probes);
+  const i = outcomes.findIndex((o) => !o.ok && o.reached);
+  const refused = outcomes[i];
+  if (refused && !refused.ok) throw new LogUnavailableError(`kafka broker ${brokers[i]}: ${refused.reason}`);
 }
 
 function probeTls(broker: string, ssl: tls.ConnectionOptions, timeoutMs: number): Promise<Probe> {
@@ -281,6 +288,7 @@ function probeTls(broker: string, ssl: tls.ConnectionOptions, timeoutMs: number)
     let secure = false;
     const done = (r: Probe) => {
       clearTimeout(timer);
+      clearTimeout(connecting);
       socket.destroy();
       resolve(r);
     };
@@ -291,6 +299,12 @@ function probeTls(broker: string, ssl: tls.ConnectionOptions, timeoutMs: number)
           secure ? { ok: true } : { ok: false, reason: "no TLS handshake within the time allowed", reached },
         ),
       timeoutMs,
+    );
+    const connecting = setTimeout(
+      () => {
+        if (!reached) done({ ok: false, reached: false, reason: "no connection" });
+      },
+      Math.min(PROBE_CONNECT_MS, timeoutMs),
     );
     socket.once("connect", () => {
       reached = true;
