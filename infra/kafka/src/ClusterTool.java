@@ -1,4 +1,10 @@
+import java.io.FileReader;
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -20,9 +26,12 @@ import org.apache.kafka.common.serialization.StringSerializer;
 /**
  * Helpers for infra/kafka/start, run in one JVM where possible (a JVM start is the slow part).
  *
- * <p>{@code format CLUSTER_ID CONFIG...}: formats each node's storage, as kafka-storage.sh would.
+ * <p>{@code format CLUSTER_ID [--scram-file FILE] CONFIG...}: formats each node's storage, as
+ * kafka-storage.sh would; each line of FILE ({@code SCRAM-SHA-512=[name=U,password=P]}) adds a
+ * SCRAM user, as its --add-scram does (read from a file so that no password is on a command line).
  *
- * <p>{@code ready BOOTSTRAP BROKERS TIMEOUT_SECONDS}: waits until a fresh cluster really serves: every broker registered, a topic replicated to all
+ * <p>{@code ready BOOTSTRAP BROKERS TIMEOUT_SECONDS [CLIENT_PROPERTIES]}: with the client settings
+ * in CLIENT_PROPERTIES (security protocol, SASL, trust store) if given, waits until a fresh cluster really serves: every broker registered, a topic replicated to all
  * of them accepts an acks=all write, a transaction commits and a group offset commits. The last
  * two create __transaction_state and __consumer_offsets now, so a client's first transaction
  * or group join does not pay for it.
@@ -30,28 +39,51 @@ import org.apache.kafka.common.serialization.StringSerializer;
 public final class ClusterTool {
   public static void main(String[] args) throws Exception {
     if (args.length >= 3 && args[0].equals("format")) {
-      for (int i = 2; i < args.length; i++) {
-        int code =
-            kafka.tools.StorageTool.execute(
-                new String[] {"format", "--cluster-id", args[1], "--config", args[i]}, System.err);
+      int first = 2;
+      List<String> scram = new ArrayList<>();
+      if (args[2].equals("--scram-file") && args.length >= 5) {
+        for (String line : Files.readAllLines(Path.of(args[3]))) {
+          if (!line.isBlank()) {
+            scram.add("--add-scram");
+            scram.add(line.trim());
+          }
+        }
+        first = 4;
+      }
+      for (int i = first; i < args.length; i++) {
+        List<String> call = new ArrayList<>(List.of("format", "--cluster-id", args[1], "--config", args[i]));
+        call.addAll(scram);
+        int code = kafka.tools.StorageTool.execute(call.toArray(new String[0]), System.err);
         if (code != 0) System.exit(code);
       }
       return;
     }
-    if (args.length == 4 && args[0].equals("ready")) {
-      ready(args[1], Integer.parseInt(args[2]), Long.parseLong(args[3]));
+    if ((args.length == 4 || args.length == 5) && args[0].equals("ready")) {
+      Properties client = new Properties();
+      if (args.length == 5) client = load(args[4]);
+      ready(args[1], Integer.parseInt(args[2]), Long.parseLong(args[3]), client);
       return;
     }
-    System.err.println("usage: ClusterTool format CLUSTER_ID CONFIG... | ready BOOTSTRAP BROKERS TIMEOUT_S");
+    System.err.println(
+        "usage: ClusterTool format CLUSTER_ID [--scram-file FILE] CONFIG... | ready BOOTSTRAP BROKERS TIMEOUT_S [CLIENT_PROPERTIES]");
     System.exit(2);
   }
 
-  private static void ready(String bootstrap, int brokers, long timeoutSeconds) throws Exception {
+  private static Properties load(String file) throws IOException {
+    Properties p = new Properties();
+    try (Reader r = new FileReader(file)) {
+      p.load(r);
+    }
+    return p;
+  }
+
+  private static void ready(String bootstrap, int brokers, long timeoutSeconds, Properties client)
+      throws Exception {
     long deadline = System.nanoTime() + timeoutSeconds * 1_000_000_000L;
     Exception last = null;
     while (System.nanoTime() < deadline) {
       try {
-        check(bootstrap, brokers);
+        check(bootstrap, brokers, client);
         return;
       } catch (Exception e) {
         last = e;
@@ -62,9 +94,10 @@ public final class ClusterTool {
     System.exit(1);
   }
 
-  private static void check(String bootstrap, int brokers) throws Exception {
+  private static void check(String bootstrap, int brokers, Properties client) throws Exception {
     String topic = "__chronolog_ready";
     Properties common = new Properties();
+    common.putAll(client);
     common.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     common.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000");
     common.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "10000");

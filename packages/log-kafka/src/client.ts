@@ -1,7 +1,9 @@
 import net from "node:net";
+import tls from "node:tls";
 import { LogUnavailableError, UnsupportedLogLayoutError } from "@chronolog/log";
 import { type Admin, Kafka, type LogEntry, logLevel } from "kafkajs";
 import type { KafkaLogOptions } from "./options.js";
+import { connectionSettings } from "./security.js";
 
 const LEVELS = { error: logLevel.ERROR, warn: logLevel.WARN, info: logLevel.INFO, debug: logLevel.DEBUG };
 const LEVEL_NAMES: Record<number, string> = { 1: "ERROR", 2: "WARN", 4: "INFO", 5: "DEBUG" };
@@ -18,23 +20,50 @@ export function brokerList(brokers: string | readonly string[]): string[] {
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** Every connection with TCP_NODELAY: a request is one small write, and Nagle only delays it. */
-function socketFactory({ host, port, onConnect }: { host: string; port: number; onConnect: () => void }) {
-  const socket = net.connect({ host, port, noDelay: true }, onConnect);
+/**
+ * Every connection with TCP_NODELAY: a request is one small write, and Nagle only delays it.
+ * With `ssl`, a TLS connection that verifies the broker's certificate (and names the host for
+ * SNI unless it is an address).
+ */
+export function socketFactory({
+  host,
+  port,
+  ssl,
+  onConnect,
+}: {
+  host: string;
+  port: number;
+  ssl?: tls.ConnectionOptions | boolean;
+  onConnect: () => void;
+}) {
+  const socket = ssl
+    ? tls.connect(
+        {
+          host,
+          port,
+          ...(net.isIP(host) ? {} : { servername: host }),
+          ...(typeof ssl === "object" ? ssl : {}),
+          rejectUnauthorized: true,
+        },
+        onConnect,
+      )
+    : net.connect({ host, port }, onConnect);
+  socket.setNoDelay(true);
   socket.setKeepAlive(true, 60_000);
   return socket;
 }
 
 /**
  * The Kafka client every part of one log shares (the admin, the writer's producer, the
- * follower's consumer): the brokers, short connection and retry times, and the client's own
- * log lines on stderr at the level asked for.
+ * follower's consumer): the brokers, TLS and SASL if asked for, short connection and retry
+ * times, and the client's own log lines on stderr at the level asked for.
  */
 export function createKafka(options: KafkaLogOptions, requestTimeoutMs: number): Kafka {
   return new Kafka({
     clientId: options.clientId ?? "chronolog",
     brokers: brokerList(options.brokers),
     socketFactory,
+    ...connectionSettings(options),
     connectionTimeout: 3000,
     requestTimeout: requestTimeoutMs,
     retry: { initialRetryTime: 20, maxRetryTime: 1000, retries: 10 },

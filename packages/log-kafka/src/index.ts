@@ -12,4 +12,15 @@ export async function openKafkaLog(options: KafkaLogOptions & EventLogOptions): 
   return new EventLog(await KafkaBackend.open(options), options);
 }
 export { KafkaMembership, type KafkaMembershipOptions } from "./membership.js";
+export {
+  connectionSettings,
+  type KafkaSaslOptions,
+  KafkaSecurityError,
+  type KafkaSecurityOptions,
+  type KafkaTlsOptions,
+  kafkaSecurityFromEnv,
+  SASL_MECHANISMS,
+  type SaslMechanism,
+  SECURITY_ENV,
+} from "./security.js";
 export { monotonicOf, SessionFence, type SessionFenceOptions } from "./session-fence.js";

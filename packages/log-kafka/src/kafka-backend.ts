@@ -10,12 +10,13 @@ import {
 } from "@chronolog/log";
 import { BodyCache, DEFAULT_CACHE_EVENTS } from "./body-cache.js";
 import { IndexCheckpoints, stderrNotice } from "./checkpoints.js";
-import { createKafka, TopicAdmin } from "./client.js";
+import { brokerList, createKafka, TopicAdmin } from "./client.js";
 import { EventReader } from "./event-reader.js";
 import { Follower } from "./follower.js";
 import { type KafkaLogOptions, RECORD_OVERHEAD } from "./options.js";
 import { DEDUPE_WINDOW, RecordDecider } from "./record-decider.js";
 import { RecordFetcher } from "./record-fetcher.js";
+import { checkTls, clearKafkaError, connectionSettings } from "./security.js";
 import { AppendWriter } from "./writer.js";
 
 export { brokerList } from "./client.js";
@@ -106,10 +107,12 @@ export class KafkaBackend implements LogBackend {
   static async open(options: KafkaLogOptions): Promise<KafkaBackend> {
     const backend = new KafkaBackend(options);
     try {
+      const { ssl } = connectionSettings(options);
+      if (ssl) await checkTls(brokerList(options.brokers), ssl, options.requestTimeoutMs ?? 30_000);
       await backend.start();
     } catch (error) {
       await backend.close().catch(() => {});
-      throw error;
+      throw await clearKafkaError(error, options, brokerList(options.brokers));
     }
     return backend;
   }

@@ -1,9 +1,10 @@
 import { LogUnavailableError, UnsupportedLogLayoutError } from "@chronolog/log";
 import { type Consumer, Kafka, logLevel } from "kafkajs";
-import { brokerList } from "./client.js";
+import { brokerList, socketFactory } from "./client.js";
+import { checkTls, clearKafkaError, connectionSettings, type KafkaSecurityOptions } from "./security.js";
 import { monotonicOf, SessionFence } from "./session-fence.js";
 
-export interface KafkaMembershipOptions {
+export interface KafkaMembershipOptions extends KafkaSecurityOptions {
   /** Bootstrap brokers, as for the log. */
   readonly brokers: string | readonly string[];
   /** The log's topic: the shards are the partitions of `<topic>.schedulers`. */
@@ -73,6 +74,8 @@ export class KafkaMembership {
     this.kafka = new Kafka({
       clientId: o.id,
       brokers: brokerList(o.brokers),
+      socketFactory,
+      ...connectionSettings(o),
       connectionTimeout: 3000,
       logLevel: logLevel.NOTHING,
       retry: { initialRetryTime: 50, maxRetryTime: 1000, retries: 20 },
@@ -101,10 +104,12 @@ export class KafkaMembership {
   static async join(o: KafkaMembershipOptions): Promise<KafkaMembership> {
     const m = new KafkaMembership(o);
     try {
+      const { ssl } = connectionSettings(o);
+      if (ssl) await checkTls(brokerList(o.brokers), ssl, 10_000);
       await m.start();
     } catch (error) {
       await m.close().catch(() => {});
-      throw error;
+      throw await clearKafkaError(error, o, brokerList(o.brokers));
     }
     return m;
   }

@@ -1,4 +1,7 @@
-export interface KafkaLogOptions {
+import type { KafkaSecurityOptions } from "./security.js";
+
+/** Options of the log; `tls` and `sasl` (see KafkaSecurityOptions) apply to every connection. */
+export interface KafkaLogOptions extends KafkaSecurityOptions {
   /** Bootstrap brokers: `"127.0.0.1:19092,127.0.0.1:19093"` or a list of `host:port`. */
   readonly brokers: string | readonly string[];
   /** The topic that holds the log. Created (one partition, no retention limit) if missing. */

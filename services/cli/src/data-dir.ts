@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { EventLog, ExportBackend, ExportLineError, LogReadOnlyError } from "@chronolog/log";
+import type { KafkaSecurityOptions } from "@chronolog/log-kafka";
 import { openSqliteLog } from "@chronolog/log-sqlite";
 import { CliError } from "./edge.js";
 
@@ -11,7 +12,8 @@ export interface DataDirOptions {
   readonly dataDir?: string;
   /**
    * Where the log lives: the embedded file in the data directory (default),
-   * `kafka://HOST:PORT[,HOST:PORT]/TOPIC` or `esdb://HOST:PORT[/STREAM][?tls=false&...]`.
+   * `kafka://HOST:PORT[,HOST:PORT]/TOPIC` (`kafka+ssl://` for TLS) or
+   * `esdb://HOST:PORT[/STREAM][?tls=false&...]`.
    */
   readonly log?: string;
   /** Read the log from this export (`log export`), read-only, instead of the live log. */
@@ -38,6 +40,8 @@ interface KafkaTarget {
   readonly kind: "kafka";
   readonly brokers: string;
   readonly topic: string;
+  /** `kafka+ssl://`: TLS to every broker (its settings and SASL's come from the environment). */
+  readonly tls: boolean;
 }
 
 interface EventStoreTarget {
@@ -51,29 +55,63 @@ interface EventStoreTarget {
 export type LogTarget = KafkaTarget | EventStoreTarget;
 
 const LOG_FORMS =
-  "kafka://HOST:PORT[,HOST:PORT]/TOPIC, esdb://HOST:PORT[,HOST:PORT][/STREAM][?tls=false&...] or sqlite";
+  "kafka://HOST:PORT[,HOST:PORT]/TOPIC, kafka+ssl://HOST:PORT[,HOST:PORT]/TOPIC, esdb://HOST:PORT[,HOST:PORT][/STREAM][?tls=false&...] or sqlite";
 
 /**
- * `kafka://127.0.0.1:19092,127.0.0.1:19093/chronolog` -> brokers and topic;
- * `esdb://127.0.0.1:2113/chronolog?tls=false` -> the client's connection string and the stream
- * (`esdb+discover://` too). Null for the embedded log.
+ * A log URL fit for a message: a password in it (`//user:password@`, `password=` and the like
+ * in the query) is replaced by `***`.
+ */
+export function redactLogUrl(url: string): string {
+  return url
+    .replace(
+      /\/\/([^/@?#]*)@/,
+      (_m, userinfo: string) => `//${userinfo.includes(":") ? `${userinfo.split(":")[0]}:***` : userinfo}@`,
+    )
+    .replace(/([?&][^=&#]*(?:pass|secret|token|key|credential)[^=&#]*=)[^&#]*/gi, "$1***");
+}
+
+/**
+ * `kafka://127.0.0.1:19092,127.0.0.1:19093/chronolog` -> brokers and topic (`kafka+ssl://`:
+ * the same over TLS); `esdb://127.0.0.1:2113/chronolog?tls=false` -> the client's connection
+ * string and the stream (`esdb+discover://` too). Null for the embedded log.
  */
 export function parseLogUrl(url: string): LogTarget | null {
   if (url === "sqlite" || url === "") return null;
-  const kafka = /^kafka:\/\/([^/]+)\/([A-Za-z0-9._-]+)$/.exec(url);
-  if (kafka) return { kind: "kafka", brokers: kafka[1] as string, topic: kafka[2] as string };
+  const scheme = /^(kafka(?:\+ssl)?):\/\//.exec(url);
+  if (scheme) {
+    const tls = scheme[1] === "kafka+ssl";
+    const rest = url.slice(scheme[0].length);
+    // Credentials have no place in the URL: it is shown in messages, process lists and logs.
+    if (/^[^/]*@/.test(rest))
+      throw new CliError(
+        `--log "${redactLogUrl(url)}": a Kafka log URL takes no credentials; give them in CHRONOLOG_KAFKA_SASL_MECHANISM, CHRONOLOG_KAFKA_USERNAME and CHRONOLOG_KAFKA_PASSWORD_FILE (or CHRONOLOG_KAFKA_PASSWORD)`,
+        2,
+      );
+    if (rest.includes("?"))
+      throw new CliError(
+        `--log "${redactLogUrl(url)}": a Kafka log URL takes no options; TLS is kafka+ssl://, and its settings and SASL's are CHRONOLOG_KAFKA_* variables`,
+        2,
+      );
+    const kafka = /^([^/]+)\/([A-Za-z0-9._-]+)$/.exec(rest);
+    if (kafka) return { kind: "kafka", brokers: kafka[1] as string, topic: kafka[2] as string, tls };
+    throw new CliError(
+      `--log "${redactLogUrl(url)}": expected ${scheme[1]}://HOST:PORT[,HOST:PORT]/TOPIC`,
+      2,
+    );
+  }
   // The EventStoreDB client's own connection string, with the stream as an optional path.
   const esdb = /^(esdb(?:\+discover)?:\/\/)([^/?]+)(?:\/([^/?]*))?(\?.*)?$/.exec(url);
   if (esdb) {
     const stream = esdb[3] ? decodeURIComponent(esdb[3]) : undefined;
-    if (stream?.startsWith("$")) throw new CliError(`--log "${url}": ${stream} is a system stream`, 2);
+    if (stream?.startsWith("$"))
+      throw new CliError(`--log "${redactLogUrl(url)}": ${stream} is a system stream`, 2);
     return {
       kind: "esdb",
       connectionString: `${esdb[1]}${esdb[2]}${esdb[4] ?? ""}`,
       ...(stream ? { stream } : {}),
     };
   }
-  throw new CliError(`--log "${url}": expected ${LOG_FORMS}`, 2);
+  throw new CliError(`--log "${redactLogUrl(url)}": expected ${LOG_FORMS}`, 2);
 }
 
 export function logUrlOf(options: DataDirOptions): string {
@@ -87,6 +125,28 @@ function kafkaClientLog(): { logLevel?: "error" | "warn" | "info" | "debug" } {
   if (level !== "error" && level !== "warn" && level !== "info" && level !== "debug")
     throw new CliError(`CHRONOLOG_KAFKA_LOG_LEVEL "${level}": expected error, warn, info or debug`, 2);
   return { logLevel: level };
+}
+
+/**
+ * How the Kafka client connects: plaintext for `kafka://`, TLS for `kafka+ssl://`, SASL if
+ * CHRONOLOG_KAFKA_SASL_MECHANISM is set; the CA, client certificate and credentials come from
+ * CHRONOLOG_KAFKA_* variables and files (see kafkaSecurityFromEnv). A setting that cannot be
+ * used is exit 2, and its message names the variable, never a password.
+ */
+export async function kafkaConnectionOf(
+  target: KafkaTarget,
+): Promise<{ brokers: string; topic: string } & KafkaSecurityOptions> {
+  const { kafkaSecurityFromEnv, KafkaSecurityError } = await import("@chronolog/log-kafka");
+  try {
+    return {
+      brokers: target.brokers,
+      topic: target.topic,
+      ...kafkaSecurityFromEnv(process.env, { tls: target.tls }),
+    };
+  } catch (error) {
+    if (error instanceof KafkaSecurityError) throw new CliError(error.message, 2);
+    throw error;
+  }
 }
 
 /** Where a Kafka client keeps checkpoints of its index of the topic, in the data directory. */
@@ -116,8 +176,7 @@ export async function openLogForWrite(
   // A network log's client loads only when that log is asked for.
   if (target?.kind === "kafka")
     return (await import("@chronolog/log-kafka")).openKafkaLog({
-      brokers: target.brokers,
-      topic: target.topic,
+      ...(await kafkaConnectionOf(target)),
       actor,
       ...kafkaClientLog(),
       ...(follow.indexCheckpoints
@@ -134,8 +193,7 @@ export async function openLogForRead(options: DataDirOptions): Promise<EventLog>
   const target = parseLogUrl(logUrlOf(options));
   if (target?.kind === "kafka")
     return (await import("@chronolog/log-kafka")).openKafkaLog({
-      brokers: target.brokers,
-      topic: target.topic,
+      ...(await kafkaConnectionOf(target)),
       actor: "reader",
       createTopic: false,
     });

@@ -36,7 +36,7 @@ program
   )
   .option(
     "--log <url>",
-    "the log: sqlite (the embedded file, default), kafka://HOST:PORT[,HOST:PORT]/TOPIC or esdb://HOST:PORT[/STREAM][?tls=false] (or $CHRONOLOG_LOG)",
+    "the log: sqlite (the embedded file, default), kafka://HOST:PORT[,HOST:PORT]/TOPIC (kafka+ssl:// for TLS) or esdb://HOST:PORT[/STREAM][?tls=false] (or $CHRONOLOG_LOG)",
   )
   .option("--file <export>", "read the log from an export (log export), read-only, instead of the live log")
   .showHelpAfterError()

@@ -23,6 +23,7 @@ import {
   type DataDirOptions,
   dataDirOf,
   defaultActor,
+  kafkaConnectionOf,
   logUrlOf,
   openLogForWrite,
   parseLogUrl,
@@ -241,8 +242,7 @@ async function joinMembership(globals: DataDirOptions, opts: UpOptions, logger: 
   const { KafkaMembership } = await import("@chronolog/log-kafka");
   const id = `s${process.pid}.${randomBytes(3).toString("hex")}`;
   const membership = await KafkaMembership.join({
-    brokers: target.brokers,
-    topic: target.topic,
+    ...(await kafkaConnectionOf(target)),
     id,
     shards,
     sessionTimeoutMs,
