@@ -1,4 +1,4 @@
-import { formatTaskKey, runBlockers, ValidationError } from "@chronolog/core";
+import { counted, formatTaskKey, runBlockers, ValidationError } from "@chronolog/core";
 import { criticalPath, describeRun, listRuns, NotFoundError, rerun, trigger } from "@chronolog/scheduler";
 import type { Command } from "commander";
 import { instantArg, runIdArg } from "../args.js";
@@ -101,7 +101,7 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
           const shown = view.tries.find((t) => t.try === view.try);
           const latest = view.try === view.tries.length;
           console.log(
-            `run ${r.runId}: ${r.status}, ${view.tries.length === 1 ? "1 try" : `${view.tries.length} tries`}, first started ${short(r.firstStartedAt)}`,
+            `run ${r.runId}: ${r.status}, ${counted(view.tries.length, "try", "tries")}, first started ${short(r.firstStartedAt)}`,
           );
           for (const b of runBlockers(projection.tasks, r)) console.log(`cannot finish: ${b}`);
           if (Object.keys(r.params).length > 0) console.log(`params ${toJson(r.params)}`);
@@ -167,7 +167,7 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
       const runId = runIdArg(runText);
       await withSession(globals(), "write", async ({ log, projection }) => {
         const r = await rerun(log, projection, runId, !!opts.failed);
-        console.log(`rerunning ${r.tasks.length} tasks of ${runId}: ${r.tasks.join(", ")}`);
+        console.log(`rerunning ${counted(r.tasks.length, "task")} of ${runId}: ${r.tasks.join(", ")}`);
       });
     });
 
@@ -188,7 +188,7 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
         const logicalDate =
           opts.logicalDate === undefined ? undefined : instantArg(opts.logicalDate, "--logical-date");
         const r = await trigger(log, projection, workflow, logicalDate, params, Date.now());
-        console.log(`started run ${r.runId} (${r.tasks.length} tasks)`);
+        console.log(`started run ${r.runId} (${counted(r.tasks.length, "task")})`);
       });
     });
 }

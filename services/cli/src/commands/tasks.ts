@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import {
   type AttemptView,
+  counted,
   currentAttempt,
   type DeclarationSource,
   explainTask,
@@ -31,6 +32,7 @@ import type { Command } from "commander";
 import { instantArg } from "../args.js";
 import { type DataDirOptions, logFileOf, logUrlOf, parseLogUrl } from "../data-dir.js";
 import { CliError, toJson } from "../edge.js";
+import { eventLine } from "../event-line.js";
 import { short, table } from "../format.js";
 import { type AsOfFlags, addAsOfOptions, taskIdArg, withReadSession, withSession } from "../projection.js";
 
@@ -88,25 +90,20 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
     .action(async (files: string[], opts: { json?: boolean; revive?: boolean; check?: boolean }) => {
       const sources = readSources(files);
       const revive = opts.revive ? { revive: true } : {};
+      // A refused declaration says only why (its errors): nothing was declared, so what its
+      // warnings foretell ("the task will wait for it") does not happen.
       let outcome: Awaited<ReturnType<typeof declare>>;
-      try {
-        if (!opts.check)
-          outcome = await withSession(globals(), "write", ({ log, projection }) =>
-            declare(log, projection, sources, Date.now(), revive),
-          );
-        else if (!logExists(globals()))
-          // No embedded log yet: checked against nothing declared.
-          outcome = checkDeclaration(new SchedulerProjection(), sources, Date.now(), revive);
-        else
-          outcome = await withSession(globals(), "read", async ({ projection }) =>
-            checkDeclaration(projection, sources, Date.now(), revive),
-          );
-      } catch (error) {
-        const warnings =
-          (error as { warnings?: Parameters<typeof formatDeclarationIssue>[0][] }).warnings ?? [];
-        for (const w of warnings) process.stderr.write(`${formatDeclarationIssue(w)}\n`);
-        throw error;
-      }
+      if (!opts.check)
+        outcome = await withSession(globals(), "write", ({ log, projection }) =>
+          declare(log, projection, sources, Date.now(), revive),
+        );
+      else if (!logExists(globals()))
+        // No embedded log yet: checked against nothing declared.
+        outcome = checkDeclaration(new SchedulerProjection(), sources, Date.now(), revive);
+      else
+        outcome = await withSession(globals(), "read", async ({ projection }) =>
+          checkDeclaration(projection, sources, Date.now(), revive),
+        );
       for (const w of outcome.warnings) process.stderr.write(`${formatDeclarationIssue(w)}\n`);
       if (opts.json) {
         console.log(toJson(opts.check ? { ...outcome, check: true } : outcome));
@@ -238,17 +235,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
       const id = taskIdArg(key);
       await withReadSession(globals(), opts, async (s) => {
         const events = await taskHistory(s.log, s.projection, id);
-        for (const e of events) {
-          if (opts.json) console.log(toJson(e));
-          else {
-            const detail =
-              "logicalDate" in e.data ? ` ${short((e.data as { logicalDate: string }).logicalDate)}` : "";
-            const attempt = "attempt" in e.data ? ` attempt ${(e.data as { attempt: number }).attempt}` : "";
-            console.log(
-              `${String(e.position).padStart(8)}  ${e.metadata.recordedAt}  ${e.type}${detail}${attempt}  (${e.metadata.actor})`,
-            );
-          }
-        }
+        for (const e of events) console.log(opts.json ? toJson(e) : eventLine(e));
       });
     });
 
@@ -303,7 +290,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
             const file = r.outputFile as AttemptView["outputFile"];
             if (file)
               console.log(
-                `output file ${file.path} (${file.bytes} bytes, ${file.cutBytes} cut, sha256 ${file.sha256})${file.error ? `: stops short: ${file.error}` : ""}; chronolog logs prints it`,
+                `output file ${file.path} (${counted(file.bytes, "byte")}, ${file.cutBytes} cut, sha256 ${file.sha256})${file.error ? `: stops short: ${file.error}` : ""}; chronolog logs prints it`,
               );
             if (r.stdoutTail)
               process.stdout.write(
@@ -349,7 +336,9 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
           });
           for (const s of plan.skipped) console.log(`skipped ${s.task}: ${s.reason}`);
           for (const t of plan.targets) {
-            console.log(`reset ${t.task}: ${t.intervals} intervals ${short(t.from)} .. ${short(t.until)}`);
+            console.log(
+              `reset ${t.task}: ${counted(t.intervals, "interval")} ${short(t.from)} .. ${short(t.until)}`,
+            );
             if (t.merged)
               console.log(
                 `  joined ${t.merged.was}; it now walks ${short(t.merged.from)} .. ${short(t.merged.until)}`,
@@ -400,8 +389,11 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
           if (progress.failed.length > 0)
             throw new CliError(`backfill stopped: ${progress.failed.join("; ")}`, 6);
           if (!progress.finished)
-            throw new CliError(`backfill not finished: ${progress.done}/${progress.total} intervals`, 7);
-          console.log(`backfill done: ${progress.total} intervals`);
+            throw new CliError(
+              `backfill not finished: ${progress.done}/${counted(progress.total, "interval")}`,
+              7,
+            );
+          console.log(`backfill done: ${counted(progress.total, "interval")}`);
         });
       },
     );

@@ -2,7 +2,14 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { alertMessage, formatTaskKey, lastLineOf, parseDeclarationText, shortInstant } from "@chronolog/core";
+import {
+  alertMessage,
+  counted,
+  formatTaskKey,
+  lastLineOf,
+  parseDeclarationText,
+  shortInstant,
+} from "@chronolog/core";
 import type { RecordedEvent } from "@chronolog/log";
 import {
   AlertSender,
@@ -77,7 +84,7 @@ function progressLogger(logger: Logger) {
   const flushDeclared = () => {
     flushing = false;
     for (const [actor, counts] of declared) {
-      const what = [...counts].map(([k, n]) => `${n} ${k}`).join(", ");
+      const what = [...counts].map(([k, n]) => counted(n, k)).join(", ");
       logger.info({ actor }, `declared: ${what}`);
     }
     declared.clear();
@@ -182,19 +189,19 @@ function progressLogger(logger: Logger) {
           );
         return;
       case "TaskDeclared":
-        countDeclared(actor, "tasks declared");
+        countDeclared(actor, "new task");
         return;
       case "TaskDeclarationChanged":
-        countDeclared(actor, "tasks changed");
+        countDeclared(actor, "changed task");
         return;
       case "TaskRevived":
-        countDeclared(actor, "tasks revived");
+        countDeclared(actor, "revived task");
         return;
       case "ConnectionDeclared":
-        countDeclared(actor, "connections");
+        countDeclared(actor, "connection");
         return;
       case "WorkflowDeclared":
-        countDeclared(actor, "workflows");
+        countDeclared(actor, "workflow");
         return;
       default:
         return;
@@ -476,7 +483,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     ).length;
     if (running > 0)
       process.stderr.write(
-        `waiting for ${running} running attempt${running === 1 ? "" : "s"} (up to ${graceMs / 1000} s; Ctrl-C again to stop now)\n`,
+        `waiting for ${counted(running, "running attempt")} (up to ${graceMs / 1000} s; Ctrl-C again to stop now)\n`,
       );
     clearInterval(timer);
     await api?.close();
