@@ -15,7 +15,7 @@ function oneLine(text: string, max = TEXT_MAX): string {
 }
 
 /** A declared value, as a field change shows it: strings as they are, the rest as JSON. */
-function valueOf(v: unknown): string {
+function shownValue(v: unknown): string {
   if (v === undefined) return "(none)";
   return oneLine(typeof v === "string" ? JSON.stringify(v) : (JSON.stringify(v) ?? String(v)), 60);
 }
@@ -37,7 +37,7 @@ export function summarizeEvent(e: DomainEvent): string {
     }
     case "TaskDeclarationChanged":
       return `${formatTaskKey(e.data.key)} changed ${e.data.changes
-        .map((c) => `${c.field}: ${valueOf(c.from)} -> ${valueOf(c.to)}`)
+        .map((c) => `${c.field}: ${shownValue(c.from)} -> ${shownValue(c.to)}`)
         .join("; ")}`;
     case "TaskPaused":
       return `${formatTaskKey(e.data.key)} paused${because(e.data.reason)}`;

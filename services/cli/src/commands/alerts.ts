@@ -2,7 +2,7 @@ import { type AlertState, alertMessage, counted } from "@chronolog/core";
 import type { Command } from "commander";
 import type { DataDirOptions } from "../data-dir.js";
 import { toJson } from "../edge.js";
-import { short, table } from "../format.js";
+import { listing, short } from "../format.js";
 import { withSession } from "../projection.js";
 
 /** Where an alert's deliveries stand, in words. */
@@ -39,9 +39,10 @@ export function registerAlertsCommand(program: Command, globals: () => DataDirOp
           return;
         }
         console.log(
-          table(
+          listing(
             ["RAISED", "KIND", "MESSAGE", "DELIVERY"],
             alerts.map((a) => [short(a.raisedAt), a.raised.kind, alertMessage(a.raised), deliveryOf(a)]),
+            "no alerts",
           ),
         );
       });

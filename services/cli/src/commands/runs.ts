@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { instantArg, runIdArg } from "../args.js";
 import type { DataDirOptions } from "../data-dir.js";
 import { toJson } from "../edge.js";
-import { short, table } from "../format.js";
+import { listing, short, table } from "../format.js";
 import { type AsOfFlags, addAsOfOptions, withReadSession, withSession } from "../projection.js";
 
 function parseParams(pairs: readonly string[]): Record<string, string> {
@@ -37,7 +37,7 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
           return;
         }
         console.log(
-          table(
+          listing(
             ["RUN", "STATE", "TRY", "TRIGGER", "TASKS", "DONE", "STARTED", "FINISHED", "WHY"],
             runs.map((r) => [
               r.runId,
@@ -50,6 +50,7 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
               short(r.finishedAt),
               r.blockedBy.join("; "),
             ]),
+            workflow === undefined ? "no runs" : `no runs of workflow ${workflow}`,
           ),
         );
       });

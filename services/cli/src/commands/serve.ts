@@ -12,7 +12,7 @@ import {
   openLogForWrite,
 } from "../data-dir.js";
 import { CliError, toJson } from "../edge.js";
-import { table } from "../format.js";
+import { listing } from "../format.js";
 import { createLogger } from "../logger.js";
 
 /** The HTTP API's flags, on `up`, `scheduler` and `serve`. */
@@ -149,7 +149,7 @@ export function registerServeCommands(program: Command, globals: () => DataDirOp
         if (opts.json) console.log(toJson(rows));
         else
           console.log(
-            table(
+            listing(
               ["NAME", "SCOPE", "PROJECTS", "ISSUED", "BY", "REVOKED"],
               rows.map((t) => [
                 t.name,
@@ -159,6 +159,7 @@ export function registerServeCommands(program: Command, globals: () => DataDirOp
                 t.issuedBy,
                 t.revokedAt ?? "-",
               ]),
+              "no tokens issued",
             ),
           );
       } finally {

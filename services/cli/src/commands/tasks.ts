@@ -33,7 +33,7 @@ import { instantArg } from "../args.js";
 import { type DataDirOptions, logFileOf, logUrlOf, parseLogUrl } from "../data-dir.js";
 import { CliError, toJson } from "../edge.js";
 import { eventLine } from "../event-line.js";
-import { short, table } from "../format.js";
+import { listing, short } from "../format.js";
 import { type AsOfFlags, addAsOfOptions, taskIdArg, withReadSession, withSession } from "../projection.js";
 
 /** What the first unfinished task of a backfill waits for, in `why`'s words. */
@@ -155,7 +155,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
           return;
         }
         console.log(
-          table(
+          listing(
             ["TASK", "STATUS", "NOW", "FINISHED", "NEXT INTERVAL", "DUE"],
             rows.map((r) => [
               r.task,
@@ -165,6 +165,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
               short(r.logicalDate),
               short(r.nextRunDate),
             ]),
+            "no tasks are declared",
           ),
         );
       });
@@ -258,7 +259,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
           return;
         }
         console.log(
-          table(
+          listing(
             ["INTERVAL", "#", "TOKEN", "WORKER", "STATE", "INTENDED", "STARTED", "ENDED", "WHY IT ENDED"],
             rows.map((r) => [
               short(r.logicalDate as string),
@@ -271,6 +272,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
               short(r.endedAt as string | null),
               String(r.endReason ?? "-"),
             ]),
+            `${id} has no attempts yet`,
           ),
         );
         // A failed attempt's last line of stderr, without --output: usually what says why.
