@@ -122,6 +122,8 @@ export function summarizeEvent(e: DomainEvent): string {
       const s = e.data.spec;
       return `workflow ${s.name} declared in ${s.project}/${s.account}${s.cron ? `: ${s.cron}${s.timezone ? ` ${s.timezone}` : ""}` : ""}`;
     }
+    case "WorkflowRetired":
+      return `workflow ${e.data.name} retired with ${counted(e.data.tasks.length, "task")}${e.data.tasks.length > 0 ? ` (${e.data.tasks.map(formatTaskKey).join(", ")})` : ""}${because(e.data.reason)}`;
     case "AccessTokenIssued":
       return `token ${e.data.name} issued (${e.data.scope}${e.data.projects.length > 0 ? ` in ${e.data.projects.join(", ")}` : ""})`;
     case "AccessTokenRevoked":

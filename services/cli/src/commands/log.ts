@@ -107,12 +107,16 @@ export function registerLogCommands(program: Command, globals: () => DataDirOpti
               ? await eventLog.readAllStored({ fromPosition: from, maxCount: limit })
               : await eventLog.readAll({ fromPosition: from, maxCount: limit });
           for (const e of events) console.log(opts.json ? toJson(e) : formatLine(e));
-          if (events.length === 0 && !opts.json)
+          if (events.length === 0 && !opts.json) {
+            const head = stream ? 0n : await eventLog.headPosition();
             console.log(
               stream
                 ? `no events in stream ${stream} from revision ${from}`
-                : `no events from position ${from} (the log's head is at ${await eventLog.headPosition()})`,
+                : head < 0n
+                  ? "no events: the log is empty"
+                  : `no events from position ${from} (the log's head is at ${head})`,
             );
+          }
           // At the limit with more to read: say so (on stderr, so that --json stays one event a line).
           if (events.length === limit && limit > 0) {
             const last = events.at(-1) as { position: bigint; revision: bigint };

@@ -26,7 +26,12 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
     .option("--json", "print JSON")
     .action(async (workflow: string | undefined, opts: { json?: boolean } & AsOfFlags) => {
       await withReadSession(globals(), opts, async ({ projection }) => {
-        if (workflow !== undefined && !projection.workflows.has(workflow))
+        // A retired workflow is no longer declared, and its runs are still there to read.
+        if (
+          workflow !== undefined &&
+          !projection.workflows.has(workflow) &&
+          !projection.workflowRevisions.has(workflow)
+        )
           throw new NotFoundError(`no workflow ${workflow} is declared`);
         const runs = listRuns(projection, workflow).map((r) => ({
           ...r,

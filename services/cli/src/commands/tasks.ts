@@ -23,6 +23,7 @@ import {
   requireTask,
   resumeTask,
   retireTask,
+  retireWorkflow,
   taskAttempts,
   taskHistory,
   taskRows,
@@ -121,7 +122,6 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
   for (const [name, verb] of [
     ["pause", "stop dispatching a task (a running attempt finishes)"],
     ["resume", "resume a paused task"],
-    ["retire", "retire a task for good: it never runs again and its children see it as retired"],
   ] as const) {
     program
       .command(name)
@@ -134,15 +134,42 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
           const position =
             name === "pause"
               ? await pauseTask(log, projection, id, opts.reason)
-              : name === "resume"
-                ? await resumeTask(log, projection, id)
-                : await retireTask(log, projection, id, opts.reason);
-          console.log(
-            `${id}: ${name === "pause" ? "paused" : name === "resume" ? "resumed" : "retired"} (position ${position})`,
-          );
+              : await resumeTask(log, projection, id);
+          console.log(`${id}: ${name === "pause" ? "paused" : "resumed"} (position ${position})`);
         });
       });
   }
+
+  program
+    .command("retire")
+    .description(
+      "retire a task for good: it never runs again and its children see it as retired; --workflow W retires a workflow and all its tasks at once",
+    )
+    .argument("[task]", "project/account/name[/partition]")
+    .option("--workflow <name>", "retire this workflow and every task of it, in one atomic write")
+    .option("--reason <text>", "why, recorded in the event")
+    .action(async (key: string | undefined, opts: { reason?: string; workflow?: string }) => {
+      if ((key === undefined) === (opts.workflow === undefined))
+        throw new CliError(
+          key === undefined
+            ? "retire takes a task (project/account/name[/partition]) or --workflow NAME"
+            : "retire takes a task or --workflow NAME, not both",
+          2,
+        );
+      await withSession(globals(), "write", async ({ log, projection }) => {
+        if (opts.workflow !== undefined) {
+          const r = await retireWorkflow(log, projection, opts.workflow, opts.reason);
+          console.log(
+            `workflow ${r.workflow}: retired with ${counted(r.tasks.length, "task")} (position ${r.position})`,
+          );
+          for (const t of r.tasks) console.log(`task ${t}: retired`);
+          return;
+        }
+        const id = taskIdArg(key as string);
+        const position = await retireTask(log, projection, id, opts.reason);
+        console.log(`${id}: retired (position ${position})`);
+      });
+    });
 
   addAsOfOptions(program.command("tasks"))
     .description("list declared tasks with where each stands")

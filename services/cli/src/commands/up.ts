@@ -37,7 +37,7 @@ import {
 import { CliError } from "../edge.js";
 import { createLogger, type Logger } from "../logger.js";
 import { acquireSchedulerLock } from "../scheduler-lock.js";
-import { addHttpOptions, type HttpOptions, startHttp } from "./serve.js";
+import { addHttpOptions, checkHttpOptions, type HttpOptions, startHttp } from "./serve.js";
 
 const EXAMPLE = fileURLToPath(new URL("../../examples/orders.yaml", import.meta.url));
 
@@ -203,6 +203,17 @@ function progressLogger(logger: Logger) {
       case "WorkflowDeclared":
         countDeclared(actor, "workflow");
         return;
+      case "WorkflowRetired":
+        logger.info(
+          {
+            workflow: e.data.name,
+            tasks: e.data.tasks.length,
+            ...(e.data.reason ? { reason: e.data.reason } : {}),
+            actor,
+          },
+          "workflow retired",
+        );
+        return;
       default:
         return;
     }
@@ -276,8 +287,22 @@ function wholeNumber(text: string, flag: string, min: 0 | 1): number {
   return n;
 }
 
+/** A flag's value in milliseconds (`text` times `unit`), above 0 and within a timer's range. */
+function positiveMs(text: string, unit: number, flag: string): number {
+  const ms = Number(text) * unit;
+  if (!(ms > 0 && ms <= 2 ** 31 - 1)) throw new CliError(`${flag} takes a number above 0, not "${text}"`, 2);
+  return ms;
+}
+
 async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   const logger = createLogger("chronolog");
+  // Every flag is checked before anything is opened or written.
+  const workers = wholeNumber(opts.workers, "--workers", 1);
+  const capacity = wholeNumber(opts.capacity, "--capacity", 1);
+  const snapshotMs = positiveMs(opts.snapshotSeconds, 1000, "--snapshot-seconds");
+  const reconcileMs = positiveMs(opts.reconcileMs, 1, "--reconcile-ms");
+  const graceMs = wholeNumber(opts.grace, "--grace", 0) * 1000;
+  checkHttpOptions(opts);
   const warmShells = wholeNumber(opts.warmShells, "--warm-shells", 0);
   const outputMaxBytes = byteSizeArg(opts.outputMaxBytes, "--output-max-bytes");
   const anchorMs = Number(opts.anchorMinutes) * 60_000;
@@ -305,8 +330,8 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   }
   const newPool = (idPrefix: string) =>
     new WorkerPool({
-      size: Number(opts.workers),
-      capacity: Number(opts.capacity),
+      size: workers,
+      capacity,
       warmShells,
       stagingRoot,
       outputRoot: join(dir, "output"),
@@ -332,11 +357,6 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     },
     "projection loaded",
   );
-  if (opts.example) {
-    const source = parseDeclarationText(exampleText(Date.now()), { filename: "examples/orders.yaml" });
-    const outcome = await declare(log, projection, [source], Date.now());
-    for (const t of outcome.tasks) logger.info({ task: t.task, outcome: t.outcome }, "example task");
-  }
   // A checkpoint serialises the whole projection on the event loop: it is skipped when nothing
   // changed, and spaced so that it takes at most a twentieth of the scheduler's time.
   // The last one, made when stopping (`force`), waits for one under way and is always made.
@@ -366,7 +386,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   // is still in it.
   const timer = setInterval(() => {
     checkpoint().catch((error) => logger.error({ err: error }, "checkpoint failed"));
-  }, Number(opts.snapshotSeconds) * 1000);
+  }, snapshotMs);
 
   const membership = await joinMembership(globals, opts, logger);
   // Worker ids carry this scheduler's id (its pid when it runs alone): a worker named in the
@@ -398,7 +418,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     projection,
     dispatcher: pool,
     actor: defaultActor("reconciler"),
-    intervalMs: Number(opts.reconcileMs),
+    intervalMs: reconcileMs,
     logger,
     scheduler,
     isWorkerGone: membership
@@ -447,6 +467,21 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     throw error;
   });
   if (api) logger.info({ url: api.url }, "api listening");
+  // The example is declared once nothing can refuse the start any more (a flag, the lock, the
+  // HTTP API's port): a start that is refused has written nothing.
+  if (opts.example) {
+    const source = parseDeclarationText(exampleText(Date.now()), { filename: "examples/orders.yaml" });
+    const outcome = await declare(log, projection, [source], Date.now()).catch(async (error: unknown) => {
+      clearInterval(timer);
+      await api?.close();
+      await pool.close(0);
+      await membership?.close();
+      await log.close();
+      lock?.release();
+      throw error;
+    });
+    for (const t of outcome.tasks) logger.info({ task: t.task, outcome: t.outcome }, "example task");
+  }
   await scheduler.start();
   const anchoring = opts.anchorFile ? startAnchoring(log, opts.anchorFile, anchorMs, logger) : null;
   // Alone on the embedded log, under the lock: the earlier process and its workers are gone, so
@@ -464,7 +499,6 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   reconciler.start();
   alerts.start();
   let stopping = false;
-  const graceMs = wholeNumber(opts.grace, "--grace", 0) * 1000;
   const stop = async (signal: string) => {
     if (stopping) {
       // A second signal: what still runs is stopped now, and recorded as interrupted.
@@ -505,7 +539,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
   // Said once a stop would be handled: a supervisor may signal as soon as it reads this.
-  logger.info({ workers: Number(opts.workers), tasks: projection.tasks.size }, "chronolog is up");
+  logger.info({ workers, tasks: projection.tasks.size }, "chronolog is up");
   await scheduler.done;
 }
 
