@@ -52,12 +52,19 @@ export function nearestWord(name: string, words: Iterable<string>): string | und
  * a short key, one more per ten characters). The keys of the parent's own project come first,
  * then the nearest; at most three. Keys are grouped by project and by name when first asked, so
  * a catalogue of many tasks costs one pass, and only the projects spelt like the parent's are
- * scanned for edits; each answer is kept, since one missing parent is often named many times.
+ * scanned for edits, within a budget; each answer is kept, since one missing parent is often
+ * named many times.
  */
 export class TaskKeySuggester {
   private byProject: Map<string, string[]> | null = null;
   private byName: Map<string, string[]> | null = null;
   private readonly answers = new Map<string, readonly string[]>();
+  /**
+   * How many keys may still be compared letter by letter: a catalogue that names thousands of
+   * parents declared nowhere, in a project of thousands of tasks, is not held up for its hints
+   * (past this, only another case, partition, project or account of the same name is found).
+   */
+  private comparisons = 2_000_000;
 
   constructor(private readonly known: Iterable<string>) {}
 
@@ -99,7 +106,9 @@ export class TaskKeySuggester {
       consider(key, p === project && a === account ? 1 : editDistance(lower, key.toLowerCase(), 99));
     }
     for (const [p, keys] of byProject) {
+      if (this.comparisons <= 0) break;
       if (p !== project && editDistance(project, p, 2) > 2) continue;
+      this.comparisons -= keys.length;
       for (const key of keys) {
         const k = key.toLowerCase();
         if (Math.abs(k.length - lower.length) > allowed) continue;
