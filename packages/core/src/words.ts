@@ -6,8 +6,3 @@
 export function counted(n: number | bigint, singular: string, plural = `${singular}s`): string {
   return `${n} ${n === 1 || n === 1n ? singular : plural}`;
 }
-
-/** The noun alone, in the number `n` takes: `noun(1, "interval")` is `interval`. */
-export function noun(n: number | bigint, singular: string, plural = `${singular}s`): string {
-  return n === 1 || n === 1n ? singular : plural;
-}
