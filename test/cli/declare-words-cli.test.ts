@@ -1,6 +1,8 @@
+import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, createToken, startApi } from "../api/support.js";
 import { chronolog, Leftovers, tempDataDir } from "../support/cli.js";
@@ -132,12 +134,14 @@ describe("retire --workflow: the workflow and all its tasks, in one write", () =
 describe("retire a workflow through the HTTP API", () => {
   let url = "";
   let admin = "";
+  let ingestOnly = "";
   const dir = tempDataDir("retire-workflow-api");
   left.dirs.push(dir);
   beforeAll(async () => {
     writeFileSync(join(dir, "orders.yaml"), ORDERS);
     expect(chronolog(dir, ["declare", join(dir, "orders.yaml")]).code).toBe(0);
     admin = createToken(dir, "admin", "admin");
+    ingestOnly = createToken(dir, "ingest-ops", "operate", ["ingest"]);
     url = (await startApi(left, dir, ["serve", "--writable"])).url;
   });
 
@@ -156,6 +160,10 @@ describe("retire a workflow through the HTTP API", () => {
     const before = logOf(dir);
     const unknown = await api(url, "/workflows/nope/retire", { token: admin, method: "POST" });
     expect(unknown.status).toBe(404);
+    // A token limited to other projects may not retire it.
+    const elsewhere = await api(url, "/workflows/orders_daily/retire", { token: ingestOnly, method: "POST" });
+    expect(elsewhere.status).toBe(403);
+    expect(elsewhere.text).toContain("cannot retire workflows in project sales");
     expect(logOf(dir)).toBe(before);
     const r = await api(url, "/workflows/orders_daily/retire", { token: admin, body: { reason: "moved" } });
     expect(r.status, r.text).toBe(200);
@@ -190,6 +198,19 @@ describe("a refused start writes nothing", () => {
     expect(r.stderr).toContain(`127.0.0.1:${port} is in use`);
     expect(logOf(dir)).toBe("");
     expect(chronolog(dir, ["log", "read"]).stdout).toBe("no events: the log is empty\n");
+  });
+
+  it("make up passes HTTP= and ARGS= to chronolog up", () => {
+    const root = fileURLToPath(new URL("../..", import.meta.url));
+    const dry = (...vars: string[]) => {
+      const r = spawnSync("make", ["-n", "up", ...vars], { cwd: root, encoding: "utf8" });
+      expect(r.status, r.stderr).toBe(0);
+      return r.stdout.trim().split("\n").at(-1)?.trim();
+    };
+    expect(dry(`HTTP=127.0.0.1:${port}`, "ARGS=--workers 3 --grace 60")).toBe(
+      `./node_modules/.bin/chronolog up --example --http 127.0.0.1:${port} --workers 3 --grace 60`,
+    );
+    expect(dry()).toBe("./node_modules/.bin/chronolog up --example");
   });
 
   it("so does a wrong flag, before anything is opened", () => {

@@ -154,4 +154,23 @@ workflows:
     const read = chronolog(dir, ["log", "read", "-n", "100000"]).stdout;
     for (const l of lines) expect(read).toContain(l);
   });
+
+  it("log tail --json keeps its standard output to the events, one JSON object a line", async () => {
+    const tail = running(dir, ["log", "tail", "--from", "0", "--json"]);
+    const events = await waitUntil("the tail to print the first events", () => {
+      const done = tail.out().split("\n").slice(0, -1);
+      return done.length >= 5 ? done : undefined;
+    });
+    expect(tail.err()).toMatch(
+      /^following the log from position 0 \(the head is at \d+; Ctrl-C to stop\)\n$/,
+    );
+    expect(events.map((l) => (JSON.parse(l) as { position: string }).position).slice(0, 5)).toEqual([
+      "0",
+      "1",
+      "2",
+      "3",
+      "4",
+    ]);
+    tail.child.kill("SIGINT");
+  });
 });
