@@ -45,8 +45,12 @@ test: build lint chromium
 test-embedded: build lint chromium
 	npx vitest run --exclude 'packages/log-kafka/**' 
 
+# `make up HTTP=127.0.0.1:9090` serves the API and the UI there (`HTTP=off`: none); ARGS are
+# passed to `chronolog up` as they are: `make up ARGS="--workers 4 --grace 60"`.
+HTTP ?=
+ARGS ?=
 up: build
-	./node_modules/.bin/chronolog up --example
+	./node_modules/.bin/chronolog up --example $(if $(HTTP),--http $(HTTP)) $(ARGS)
 
 bench: build
 	$(NPM) run bench

@@ -73,6 +73,7 @@ const ROUTES = [
   "POST /api/v1/declarations",
   "GET /api/v1/connections",
   "GET /api/v1/workflows",
+  "POST /api/v1/workflows/{name}/retire",
   "GET /api/v1/tasks",
   "GET /api/v1/tasks/{key}",
   "POST /api/v1/tasks/{key}/pause",

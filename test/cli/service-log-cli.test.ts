@@ -46,7 +46,7 @@ describe("chronolog up's service log", () => {
     // Every line is one event: a time first, never a field continued on a line of its own.
     for (const l of lines) expect(l, l).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] /);
     const line = (what: string) => lines.find((l) => l.includes(what)) ?? "";
-    expect(line("declared: ")).toMatch(/declared: 3 tasks declared .*"?actor"?: ?"?cli:/);
+    expect(line("declared: ")).toMatch(/declared: 3 new tasks .*"?actor"?: ?"?cli:/);
     expect(line("attempt failed")).toContain("no such table: orders");
     expect(line("interval completed")).toContain("p/a/ok/ALL");
     expect(line("task paused")).toMatch(/p\/a\/later\/ALL.*maintenance.*cli:/);

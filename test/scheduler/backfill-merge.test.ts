@@ -179,7 +179,7 @@ describe("two backfills of one task queued before a scheduler runs", () => {
     const second = backfill(dir, WORK, 3, 4);
     expect(second.code, second.stdout).toBe(8);
     expect(second.stderr).toContain(
-      `backfill ${idOf(first)} over ${at(1)} .. ${at(1)} is pending on ${WORK}: 0 of 1 intervals done, next ${at(1)}`,
+      `backfill ${idOf(first)} over ${at(1)} .. ${at(1)} is pending on ${WORK}: 0 of 1 interval done, next ${at(1)}`,
     );
     expect(second.stderr).toContain(`${at(3)} .. ${at(4)} neither overlaps nor touches`);
     expect(written(dir)).toBe(before);

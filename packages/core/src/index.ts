@@ -14,3 +14,4 @@ export * from "./schedule/index.js";
 export * from "./spec.js";
 export * from "./streams.js";
 export * from "./task/index.js";
+export * from "./words.js";

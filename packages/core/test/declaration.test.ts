@@ -7,6 +7,7 @@ import {
   decideDeclaration,
   decideTaskDeclaration,
   decideWorkflowDeclaration,
+  decideWorkflowRetirement,
   declarationOf,
   diffTaskSpecs,
   type TaskSpec,
@@ -335,5 +336,84 @@ describe("decideDeclaration: a whole declaration, one decision", () => {
           [taskStream(keyOf("y")), 0n, ["TaskRetired"]],
         ]);
       });
+  });
+});
+
+describe("decideWorkflowRetirement: a workflow and all its tasks, one atomic write", () => {
+  const spec = specification({
+    fold: projectionOf,
+    decide: (state, input: { name: string; reason?: string }) =>
+      decideWorkflowRetirement(state, input.name, input.reason),
+  });
+  const etl = workflowSpecSchema.parse({ name: "etl", project: "p", account: "a" });
+  const inEtl = (name: string) => taskSpec(name, { workflow: "etl" });
+  const etlWithThreeTasks: Given[] = [
+    ...on(workflowStream("etl"), { type: "WorkflowDeclared", data: { spec: etl } }),
+    ...declaredTask("y", DAY, inEtl("y")),
+    ...declaredTask("x", DAY, inEtl("x")),
+    ...declaredTask("gone", DAY, inEtl("gone")),
+    ...on(taskStream(keyOf("gone")), { type: "TaskRetired", data: { key: keyOf("gone") } }),
+    ...declaredTask("plain"),
+  ];
+
+  it("retires every task of the workflow not retired yet, then the workflow, each at its revision", () => {
+    spec
+      .given(etlWithThreeTasks)
+      .when({ name: "etl", reason: "replaced by etl_v2" })
+      .then({
+        kind: "retire",
+        workflow: etl,
+        tasks: [idOf("x"), idOf("y")],
+        writes: [
+          {
+            streamId: taskStream(keyOf("x")),
+            expectedRevision: 0n,
+            events: [{ type: "TaskRetired", data: { key: keyOf("x"), reason: "replaced by etl_v2" } }],
+          },
+          {
+            streamId: taskStream(keyOf("y")),
+            expectedRevision: 0n,
+            events: [{ type: "TaskRetired", data: { key: keyOf("y"), reason: "replaced by etl_v2" } }],
+          },
+          {
+            streamId: workflowStream("etl"),
+            expectedRevision: 0n,
+            events: [
+              {
+                type: "WorkflowRetired",
+                data: { name: "etl", tasks: [keyOf("x"), keyOf("y")], reason: "replaced by etl_v2" },
+              },
+            ],
+          },
+        ],
+      });
+  });
+
+  it("without a reason, each task says which workflow's retirement retired it", () => {
+    spec
+      .given(etlWithThreeTasks)
+      .when({ name: "etl" })
+      .thenMatches((d) => {
+        if (d.kind !== "retire") throw new Error(d.kind);
+        expect(d.writes[0]?.events[0]).toEqual({
+          type: "TaskRetired",
+          data: { key: keyOf("x"), reason: "workflow etl retired" },
+        });
+        expect(d.writes.at(-1)?.events[0]?.data).toEqual({ name: "etl", tasks: [keyOf("x"), keyOf("y")] });
+      });
+  });
+
+  it("a workflow declared nowhere is refused with the names that are; a retired one as retired", () => {
+    spec
+      .given(etlWithThreeTasks)
+      .when({ name: "elt" })
+      .then({ kind: "unknown", known: ["etl"] });
+    const retiredEtl = on(workflowStream("etl"), {
+      type: "WorkflowRetired",
+      data: { name: "etl", tasks: [keyOf("x"), keyOf("y")] },
+    });
+    spec.given(etlWithThreeTasks, retiredEtl).when({ name: "etl" }).then({ kind: "retired" });
+    // Once retired, it is no longer declared: its name may be declared again.
+    expect(projectionOf([...etlWithThreeTasks, ...retiredEtl]).workflows.has("etl")).toBe(false);
   });
 });

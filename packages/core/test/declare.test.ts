@@ -549,6 +549,52 @@ describe("validateDeclarations: each check names the task and the field", () => 
     expect(okOf(validate([standalone({ parents: ["other/team/later"] })], known)).warnings).toEqual([]);
   });
 
+  it("says which known task a parent declared nowhere most likely means, its own project first", () => {
+    const key = (project: string, account: string, name: string, partition = "ALL") => ({
+      key: { project, account, name, partition },
+      parents: [],
+    });
+    const known = {
+      tasks: [
+        key("ingest", "acme", "orders_raw"),
+        key("ingest", "acme", "orders_raw", "eu"),
+        key("other", "acme", "orders_raw"),
+        key("ingest", "acme", "refunds_raw"),
+        key("zzz", "far", "unrelated"),
+      ],
+    };
+    const [typo] = okOf(validate([standalone({ parents: ["ingest/acme/orders_rwa"] })], known)).warnings;
+    expect(typo).toMatchObject({
+      code: "parent_missing",
+      path: "tasks[0].parents[0]",
+      suggestions: ["ingest/acme/orders_raw/ALL"],
+    });
+    expect(typo?.message).toBe(
+      "p/a/t/ALL: parent ingest/acme/orders_rwa/ALL is not declared (yet) (did you mean ingest/acme/orders_raw/ALL?); the task will wait for it",
+    );
+    // Another partition, another case, another project: the same task is found.
+    const [partition] = okOf(
+      validate([standalone({ parents: ["ingest/acme/orders_raw/us"] })], known),
+    ).warnings;
+    expect(partition?.suggestions).toEqual([
+      "ingest/acme/orders_raw/ALL",
+      "ingest/acme/orders_raw/eu",
+      "other/acme/orders_raw/ALL",
+    ]);
+    const [cased] = okOf(validate([standalone({ parents: ["Ingest/acme/Orders_raw"] })], known)).warnings;
+    expect(cased?.suggestions?.[0]).toBe("ingest/acme/orders_raw/ALL");
+    const [project] = okOf(validate([standalone({ parents: ["sales/acme/orders_raw"] })], known)).warnings;
+    expect(project?.suggestions).toEqual([
+      "ingest/acme/orders_raw/ALL",
+      "other/acme/orders_raw/ALL",
+      "ingest/acme/orders_raw/eu",
+    ]);
+    // Nothing near: no guess.
+    const [far] = okOf(validate([standalone({ parents: ["team/x/completely_else"] })], known)).warnings;
+    expect(far?.suggestions).toBeUndefined();
+    expect(far?.message).not.toContain("did you mean");
+  });
+
   it("rejects malformed parents, unknown siblings and duplicates", () => {
     const bad = errorsOf(
       validate([
@@ -565,7 +611,9 @@ describe("validateDeclarations: each check names the task and the field", () => 
     const doc = yamlDoc(ORDERS_YAML.replace("[ orders_enriched,", "[ orders_enriche,"));
     const e = single(errorsOf(validate([doc])));
     expect(e).toMatchObject({ code: "parent", path: "workflows[0].tasks[1].parents[0]" });
-    expect(e.message).toContain('"orders_enriche" is not a task of workflow "orders"');
+    expect(e.message).toContain(
+      '"orders_enriche" is not a task of workflow "orders" (did you mean "orders_enriched"?)',
+    );
   });
 
   it("sibling parents follow a sibling's own project override and partition", () => {

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import {
   currentAttempt,
   type DomainEvent,
+  decideWorkflowRetirement,
   describeWindow,
   foldInstance,
   instanceStream,
@@ -94,6 +95,51 @@ export function retireTask(log: EventLog, projection: SchedulerProjection, id: s
     if (task.status === "retired") throw new StateError(`task ${id} is already retired`);
     return [{ type: "TaskRetired", data: { key: task.key, ...(reason ? { reason } : {}) } }];
   });
+}
+
+export interface WorkflowRetirement {
+  readonly workflow: string;
+  /** The tasks retired with it, in key order (those retired before are not named). */
+  readonly tasks: readonly string[];
+  /** The log position of the append. */
+  readonly position: bigint;
+}
+
+/**
+ * Retires a workflow and every task of it in one atomic append (decideWorkflowRetirement), with
+ * a compare-and-set on each stream: on a conflict the projection is caught up and it is decided
+ * again. A workflow that is not declared is refused (NotFoundError), one retired already too
+ * (StateError), with nothing written.
+ */
+export async function retireWorkflow(
+  log: EventLog,
+  projection: SchedulerProjection,
+  name: string,
+  reason?: string,
+): Promise<WorkflowRetirement> {
+  const outcome = await handleCommand(log, {
+    name: `retire workflow ${name}`,
+    read: async (fresh) => {
+      if (fresh) await catchUp(log, projection);
+      return projection;
+    },
+    decide: (state) => {
+      const decision = decideWorkflowRetirement(state, name, reason);
+      if (decision.kind === "retired") throw new StateError(`workflow ${name} is already retired`);
+      if (decision.kind === "unknown")
+        throw new NotFoundError(
+          `no workflow ${name} is declared${decision.known.length > 0 ? ` (the workflows are ${decision.known.join(", ")})` : " (none is)"}`,
+        );
+      return { writes: decision.writes, result: decision.tasks };
+    },
+    onConflict: () => "retry",
+  });
+  if (outcome.kind === "conflict") throw outcome.error;
+  const position =
+    outcome.kind === "written"
+      ? ((outcome.results.at(-1) as { position: bigint }).position ?? projection.position)
+      : projection.position;
+  return { workflow: name, tasks: outcome.result, position };
 }
 
 /** The task and, with `downstream`, every task below it, parents before children. */

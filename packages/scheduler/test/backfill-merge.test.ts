@@ -84,7 +84,7 @@ describe("two backfills decided on the same state", () => {
     await expect(backfill(log, b, TASK, h(3), h(2), false)).rejects.toMatchObject({
       type: "state",
       message: expect.stringContaining(
-        `backfill ${first.backfillId} over ${h(6)} .. ${h(6)} is pending on ${TASK}: 0 of 1 intervals done, next ${h(6)}`,
+        `backfill ${first.backfillId} over ${h(6)} .. ${h(6)} is pending on ${TASK}: 0 of 1 interval done, next ${h(6)}`,
       ),
     });
     const written = await resets(log);

@@ -159,7 +159,7 @@ workflows:
     await until("quick to be held", () => why("quick").condition === "held");
     expect(why("slow").condition).toBe("running");
     expect(why("quick").reasons).toEqual([
-      "waiting for a run of workflow daily to finish (1 of 1 runs going)",
+      "waiting for a run of workflow daily to finish (1 of 1 run going)",
     ]);
     await new Promise((r) => setTimeout(r, 300));
     expect(why("quick").condition).toBe("held");

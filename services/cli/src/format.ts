@@ -14,3 +14,15 @@ export function short(iso: string | null | undefined): string {
   if (!iso) return "-";
   return iso.replace(/(?::00)?\.000Z$/, "Z");
 }
+
+/**
+ * A listing: its rows as a table, or, when there are none, `empty` (a sentence such as "no
+ * alerts") instead of a header over nothing.
+ */
+export function listing(
+  headers: readonly string[],
+  rows: ReadonlyArray<readonly string[]>,
+  empty: string,
+): string {
+  return rows.length === 0 ? empty : table(headers, rows);
+}

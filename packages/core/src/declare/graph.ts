@@ -3,6 +3,7 @@ import { findCycles } from "./cycle.js";
 import type { IssueCollector } from "./issues.js";
 import type { ParentRef } from "./parents.js";
 import type { TaskDraft } from "./shape.js";
+import { orList, TaskKeySuggester } from "./suggest.js";
 import type { ExistingDeclarations } from "./validate.js";
 
 /**
@@ -39,6 +40,7 @@ export function checkGraph(
     edges.set(k, []);
     parentsOf.set(k, t.parents.map(formatTaskKey));
   }
+  const suggester = new TaskKeySuggester(known);
   for (const t of tasks) {
     parentsOf.set(
       t.draft.label,
@@ -46,11 +48,13 @@ export function checkGraph(
     );
     for (const p of t.parents) {
       if (known.has(p.label)) continue;
+      const near = suggester.suggest(p.label);
       issues.warning(
         "parent_missing",
         { file: t.draft.file, path: p.path },
-        `parent ${p.label} is not declared (yet); the task will wait for it`,
+        `parent ${p.label} is not declared (yet)${near.length > 0 ? ` (did you mean ${orList(near)}?)` : ""}; the task will wait for it`,
         t.draft.label,
+        near.length > 0 ? { suggestions: near } : undefined,
       );
     }
   }

@@ -29,6 +29,11 @@ export {
   parseDeclarationText,
 } from "./parse.js";
 export {
+  decideWorkflowRetirement,
+  type WorkflowRetirementDecision,
+  type WorkflowRetirementState,
+} from "./retire-workflow.js";
+export {
   type DeclaredStandaloneTask,
   type DeclaredWorkflow,
   type DeclaredWorkflowTask,

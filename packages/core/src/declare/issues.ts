@@ -34,6 +34,8 @@ export interface DeclarationIssue extends FieldIssue {
   readonly task?: string;
   readonly line?: number;
   readonly column?: number;
+  /** What a misspelt name most likely stands for (a parent's nearest known task keys), best first. */
+  readonly suggestions?: readonly string[];
 }
 
 /** `file: path: message`, one line per issue, for terminals and logs. */
@@ -95,8 +97,14 @@ export class IssueCollector {
   }
 
   /** A warning: reported, but the set is still declared. */
-  warning(code: DeclarationIssueCode, at: Located, message: string, task?: string): void {
-    this.warnings.push(issue("warning", code, at, message, task));
+  warning(
+    code: DeclarationIssueCode,
+    at: Located,
+    message: string,
+    task?: string,
+    extra?: { readonly suggestions: readonly string[] },
+  ): void {
+    this.warnings.push({ ...issue("warning", code, at, message, task), ...extra });
   }
 
   /** A schema's problems with the value at `at`, each at its own field below it. */

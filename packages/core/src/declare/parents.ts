@@ -3,6 +3,7 @@ import { formatTaskKey, parseTaskKey, type TaskKey, taskKeySchema } from "../key
 import type { IssueCollector, Located } from "./issues.js";
 import { isPlainObject } from "./merge.js";
 import type { TaskDraft, WorkflowDraft } from "./shape.js";
+import { nearestWord } from "./suggest.js";
 
 /** A task's parent as declared: its full key, its label, and where it is written. */
 export interface ParentRef {
@@ -89,11 +90,14 @@ function siblingParent(
   const all = candidates.filter((k) => k.partition === "ALL");
   const chosen = all.length === 1 ? all[0] : candidates.length === 1 ? candidates[0] : undefined;
   if (!chosen) {
+    const near = candidates.length === 0 ? nearestWord(name, wf.siblings.keys()) : undefined;
     issues.error(
       "parent",
       at,
       candidates.length === 0
-        ? `parent "${name}" is not a task of workflow "${wf.spec.name}" (write project/account/name for a task elsewhere)`
+        ? near
+          ? `parent "${name}" is not a task of workflow "${wf.spec.name}" (did you mean "${near}"?)`
+          : `parent "${name}" is not a task of workflow "${wf.spec.name}" (write project/account/name for a task elsewhere)`
         : `parent "${name}" is ambiguous in workflow "${wf.spec.name}": write the full key with its partition`,
       label,
     );

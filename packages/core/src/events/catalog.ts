@@ -65,6 +65,7 @@ export const eventCatalog = {
   ConnectionDeclared: entry(S.ConnectionDeclared),
   ConnectionSlotsTaken: entry(S.ConnectionSlotsTaken),
   WorkflowDeclared: entry(S.WorkflowDeclared),
+  WorkflowRetired: entry(S.WorkflowRetired),
   AccessTokenIssued: entry(S.AccessTokenIssued),
   AccessTokenRevoked: entry(S.AccessTokenRevoked),
   Note: entry(S.Note),

@@ -328,6 +328,14 @@ export const ConnectionSlotsTaken = z
   })
   .strict();
 export const WorkflowDeclared = z.object({ spec: workflowSpecSchema }).strict();
+/**
+ * A workflow retired for good, in the same append as the retirement of each of its tasks: it is
+ * no longer declared (no run starts), its runs stay readable, and declaring it again needs
+ * revive for its tasks.
+ */
+export const WorkflowRetired = z
+  .object({ name: z.string().min(1), tasks: z.array(key), reason: reason.optional() })
+  .strict();
 
 // ---- access to the HTTP API -------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ import {
   type TaskDecision,
   type TaskView,
 } from "../task/decide-task.js";
+import { counted } from "../words.js";
 
 /** Where a task stands, in one word (the `NOW` column of `chronolog tasks`). */
 export type TaskCondition =
@@ -213,7 +214,7 @@ export function describeHold(
       for (const r of view.runs?.values() ?? [])
         if (r.workflow === h.workflow)
           for (const b of runBlockers(view.tasks ?? new Map(), r)) blocked.add(b);
-      return `waiting for a run of workflow ${h.workflow} to finish (${h.active} of ${h.limit} runs going)${blocked.size > 0 ? `; they cannot finish: ${[...blocked].join("; ")}` : ""}`;
+      return `waiting for a run of workflow ${h.workflow} to finish (${h.active} of ${counted(h.limit, "run")} going)${blocked.size > 0 ? `; they cannot finish: ${[...blocked].join("; ")}` : ""}`;
     }
     case "run_failed_fast":
       return `run ${h.runId} failed fast: nothing new starts in it`;

@@ -97,6 +97,11 @@ export class SchedulerProjection {
           this.workflows.set(e.data.spec.name, e.data.spec);
           this.workflowRevisions.set(e.data.spec.name, e.revision);
         }
+        if (e.type === "WorkflowRetired") {
+          // No longer declared; the revision stays, for a declaration of it again.
+          this.workflows.delete(e.data.name);
+          this.workflowRevisions.set(e.data.name, e.revision);
+        }
         return {};
       case "run":
         return this.applyRun(e);

@@ -1,5 +1,6 @@
 import { firstSlotAtOrAfter, nextCronTime } from "../schedule/cron.js";
 import { resetTo, type SchedulePosition } from "../schedule/interval.js";
+import { counted } from "../words.js";
 import type { BackfillWindow, TaskState } from "./state.js";
 
 /**
@@ -48,7 +49,7 @@ export function describeWindow(task: TaskState, window: BackfillWindow): string 
   const done =
     Date.parse(task.logicalDate) > Date.parse(from) ? slotsIn(task, from, task.logicalDate) - 1 : 0;
   const whose = window.backfillId ? `backfill ${window.backfillId}` : "a rerun";
-  return `${whose} over ${from} .. ${window.until} is pending on ${task.id}: ${done} of ${total} intervals done, next ${task.logicalDate}`;
+  return `${whose} over ${from} .. ${window.until} is pending on ${task.id}: ${done} of ${counted(total, "interval")} done, next ${task.logicalDate}`;
 }
 
 /**

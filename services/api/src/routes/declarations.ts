@@ -1,5 +1,5 @@
 import { parseDeclarationText } from "@chronolog/core";
-import { checkDeclaration, declare } from "@chronolog/scheduler";
+import { checkDeclaration, declare, retireWorkflow } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { type Caller, isProjectLimited, requireProjects } from "../auth.js";
 import { needsToken } from "../openapi.js";
@@ -7,7 +7,7 @@ import { HttpProblem } from "../problem.js";
 import * as S from "../schemas.js";
 import { toJson } from "../state.js";
 import type { RouteDeps } from "./deps.js";
-import { json, jsonText } from "./http.js";
+import { json, jsonText, optionalBody, optionalJson } from "./http.js";
 
 /** The media types a declaration body may have, and the format each means. */
 function declarationFormat(contentType: string | undefined): "yaml" | "json" {
@@ -48,6 +48,11 @@ function requireDeclarable(
       `connections are shared by every project: declaring ${changed.map((x) => x.name).join(", ")} needs a token not limited to projects`,
     );
 }
+
+const WorkflowNameParam = z.object({
+  name: z.string().min(1).openapi({ description: "the workflow's name", example: "orders_daily" }),
+});
+const ReasonBody = z.object({ reason: z.string().min(1).max(2000).optional() });
 
 const DeclareQuery = z.object({
   dryRun: z.enum(["true", "false"]).optional(),
@@ -135,6 +140,33 @@ export function declarationRoutes(d: RouteDeps): OpenAPIHono {
     async (c) => {
       await d.who(c, "read");
       return jsonText(c, toJson([...state.projection.workflows.values()]));
+    },
+  );
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/workflows/{name}/retire",
+      operationId: "retireWorkflow",
+      security: needsToken,
+      summary:
+        "retire a workflow and every task of it in one atomic write (as `chronolog retire --workflow`)",
+      request: { params: WorkflowNameParam, body: optionalBody(ReasonBody) },
+      responses: {
+        200: json(
+          S.Written.extend({ workflow: z.string(), tasks: z.array(z.string()) }),
+          "the workflow and the tasks retired with it",
+        ),
+        ...S.problemResponses(400, 401, 403, 404, 409, 422),
+      },
+    }),
+    async (c) => {
+      const caller = await d.who(c, "operate");
+      const { name } = c.req.valid("param");
+      const project = state.projection.workflows.get(name)?.project;
+      if (project !== undefined) requireProjects(caller, [project], "retire workflows");
+      const body = await optionalJson(c, ReasonBody);
+      const r = await retireWorkflow(d.writer(caller), await state.writeProjection(), name, body.reason);
+      return c.json({ workflow: r.workflow, tasks: [...r.tasks], position: String(r.position) }, 200);
     },
   );
   return app;

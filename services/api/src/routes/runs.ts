@@ -48,7 +48,12 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
       await d.who(c, "read");
       const { workflow, at } = c.req.valid("query");
       const v = await d.readView(c, at);
-      if (workflow !== undefined && !v.projection.workflows.has(workflow))
+      // A retired workflow is no longer declared, and its runs are still there to read.
+      if (
+        workflow !== undefined &&
+        !v.projection.workflows.has(workflow) &&
+        !v.projection.workflowRevisions.has(workflow)
+      )
         throw new NotFoundError(`no workflow ${workflow} is declared`);
       return jsonText(c, toJson(listRuns(v.projection, workflow)));
     },

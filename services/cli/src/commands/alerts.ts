@@ -1,8 +1,8 @@
-import { type AlertState, alertMessage } from "@chronolog/core";
+import { type AlertState, alertMessage, counted } from "@chronolog/core";
 import type { Command } from "commander";
 import type { DataDirOptions } from "../data-dir.js";
 import { toJson } from "../edge.js";
-import { short, table } from "../format.js";
+import { listing, short } from "../format.js";
 import { withSession } from "../projection.js";
 
 /** Where an alert's deliveries stand, in words. */
@@ -13,7 +13,8 @@ function deliveryOf(a: AlertState): string {
       const what =
         sink?.command !== undefined ? "command" : `${sink?.http?.method ?? "POST"} ${sink?.http?.url ?? ""}`;
       if (s.delivered) return `${what}: delivered${s.attempts > 1 ? ` (try ${s.attempts})` : ""}`;
-      if (s.retryAt === null) return `${what}: gave up after ${s.attempts} tries: ${s.lastError ?? ""}`;
+      if (s.retryAt === null)
+        return `${what}: gave up after ${counted(s.attempts, "try", "tries")}: ${s.lastError ?? ""}`;
       return s.attempts === 0
         ? `${what}: being delivered`
         : `${what}: try ${s.attempts} failed (${s.lastError ?? ""}); next try ${short(s.retryAt)}`;
@@ -38,9 +39,10 @@ export function registerAlertsCommand(program: Command, globals: () => DataDirOp
           return;
         }
         console.log(
-          table(
+          listing(
             ["RAISED", "KIND", "MESSAGE", "DELIVERY"],
             alerts.map((a) => [short(a.raisedAt), a.raised.kind, alertMessage(a.raised), deliveryOf(a)]),
+            "no alerts",
           ),
         );
       });

@@ -1,4 +1,4 @@
-import { instantInput, ValidationError } from "@chronolog/core";
+import { counted, instantInput, ValidationError } from "@chronolog/core";
 import { positionAsOf } from "@chronolog/log";
 import { diffPositions } from "@chronolog/scheduler";
 import type { Command } from "commander";
@@ -43,7 +43,7 @@ export function registerDiffCommand(program: Command, globals: () => DataDirOpti
           return;
         }
         console.log(
-          `from position ${diff.from} to ${diff.to}: ${diff.events} events, ${diff.changes.length} changed`,
+          `from position ${diff.from} to ${diff.to}: ${counted(diff.events, "event")}, ${diff.changes.length} changed`,
         );
         for (const c of diff.changes) {
           console.log(`${c.kind} ${c.id}`);

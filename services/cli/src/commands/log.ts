@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { counted } from "@chronolog/core";
 import {
   type ExpectedRevision,
   exportLine,
@@ -20,6 +21,7 @@ import {
 } from "../audit.js";
 import { type DataDirOptions, defaultActor, openLogForRead, openLogForWrite } from "../data-dir.js";
 import { CliError, toJson } from "../edge.js";
+import { eventLine } from "../event-line.js";
 
 function parseExpected(text: string): ExpectedRevision {
   if (text === "any" || text === "no_stream" || text === "exists") return text;
@@ -32,9 +34,13 @@ function parseBigint(name: string, text: string): bigint {
   return BigInt(text);
 }
 
+/**
+ * An event as `log read` prints it: as a readable line (eventLine); stored data that is not
+ * upcast (`--raw`) as it is stored, its type and data as JSON.
+ */
 function formatLine(e: StoredEvent | RecordedEvent): string {
-  const data = "data" in e ? toJson(e.data) : e.dataJson;
-  return `${String(e.position).padStart(8)}  ${e.metadata.recordedAt}  ${e.streamId}@${e.revision}  ${e.type}  ${data}  (${e.metadata.actor})`;
+  if ("data" in e) return eventLine(e);
+  return `${String(e.position).padStart(8)}  ${e.metadata.recordedAt}  ${e.type}  ${e.streamId}@${e.revision}  ${e.metadata.actor}  ${e.dataJson}`;
 }
 
 export function registerLogCommands(program: Command, globals: () => DataDirOptions): void {
@@ -101,6 +107,16 @@ export function registerLogCommands(program: Command, globals: () => DataDirOpti
               ? await eventLog.readAllStored({ fromPosition: from, maxCount: limit })
               : await eventLog.readAll({ fromPosition: from, maxCount: limit });
           for (const e of events) console.log(opts.json ? toJson(e) : formatLine(e));
+          if (events.length === 0 && !opts.json) {
+            const head = stream ? 0n : await eventLog.headPosition();
+            console.log(
+              stream
+                ? `no events in stream ${stream} from revision ${from}`
+                : head < 0n
+                  ? "no events: the log is empty"
+                  : `no events from position ${from} (the log's head is at ${head})`,
+            );
+          }
           // At the limit with more to read: say so (on stderr, so that --json stays one event a line).
           if (events.length === limit && limit > 0) {
             const last = events.at(-1) as { position: bigint; revision: bigint };
@@ -114,7 +130,7 @@ export function registerLogCommands(program: Command, globals: () => DataDirOpti
                 : `position ${last.position}; the log's head is at ${await eventLog.headPosition()}`;
               const next = stream ? last.revision + 1n : last.position + 1n;
               process.stderr.write(
-                `${events.length} events shown, up to ${where}: --limit N to see more, or --from ${next} for the next ones\n`,
+                `${counted(events.length, "event")} shown, up to ${where}: --limit N to see more, or --from ${next} for the next ones\n`,
               );
             }
           }
@@ -131,9 +147,13 @@ export function registerLogCommands(program: Command, globals: () => DataDirOpti
     .option("--json", "print one JSON object per line")
     .action(async (opts: { from?: string; json?: boolean }) => {
       const eventLog = await openLogForRead(globals());
-      const fromPosition =
-        opts.from !== undefined ? parseBigint("--from", opts.from) : (await eventLog.headPosition()) + 1n;
-      const sub = eventLog.subscribe((e) => void console.log(opts.json ? toJson(e) : formatLine(e)), {
+      const head = await eventLog.headPosition();
+      const fromPosition = opts.from !== undefined ? parseBigint("--from", opts.from) : head + 1n;
+      // Where it follows from, on stderr: standard output is the events alone (one JSON a line with --json).
+      process.stderr.write(
+        `following the log from position ${fromPosition} (${head < 0n ? "the log is empty" : `the head is at ${head}`}; Ctrl-C to stop)\n`,
+      );
+      const sub = eventLog.subscribe((e) => void console.log(opts.json ? toJson(e) : eventLine(e)), {
         fromPosition,
       });
       const stop = async () => {
@@ -178,17 +198,15 @@ export function registerLogCommands(program: Command, globals: () => DataDirOpti
         if (b) {
           const line = b.line !== undefined ? `line ${b.line}, ` : "";
           console.log(
-            `chain broken at ${line}position ${b.position ?? "(unknown)"}: ${b.reason}\n(${outcome.checked} events before it verified)`,
+            `chain broken at ${line}position ${b.position ?? "(unknown)"}: ${b.reason}\n(${counted(outcome.checked, "event")} before it verified)`,
           );
         } else
           console.log(
-            `ok: ${outcome.checked} events verified, head at position ${outcome.headPosition}, hash ${outcome.headHash || "(none)"}`,
+            `ok: ${counted(outcome.checked, "event")} verified, head at position ${outcome.headPosition}, hash ${outcome.headHash || "(none)"}`,
           );
         for (const x of failed) console.log(`${x.source}: position ${x.position}: ${x.reason}`);
         if (expectations.length > 0 && failed.length === 0)
-          console.log(
-            `ok: ${expectations.length} expected event${expectations.length === 1 ? "" : "s"} held`,
-          );
+          console.log(`ok: ${counted(expectations.length, "expected event")} held`);
       }
       if (outcome.break || failed.length > 0) process.exitCode = 5;
     });

@@ -1,3 +1,4 @@
+import { counted } from "@chronolog/core";
 import { dropSnapshot, ladderRungs, rebuildWithLadder } from "@chronolog/scheduler";
 import type { Command } from "commander";
 import { type DataDirOptions, dataDirOf, defaultActor, openLogForWrite } from "../data-dir.js";
@@ -30,7 +31,7 @@ export function registerRebuildCommand(program: Command, globals: () => DataDirO
         if (opts.json) console.log(toJson(result));
         else
           console.log(
-            `rebuilt from ${replayed} events in ${result.ms} ms: ${result.tasks} tasks, ${result.activeInstances} instances in play, position ${projection.position}; snapshots at positions ${result.ladder.join(", ") || "-"}`,
+            `rebuilt from ${counted(replayed, "event")} in ${result.ms} ms: ${counted(result.tasks, "task")}, ${counted(result.activeInstances, "instance")} in play, position ${projection.position}; snapshots at positions ${result.ladder.join(", ") || "-"}`,
           );
       } finally {
         await log.close();

@@ -1,10 +1,10 @@
-import { formatTaskKey, RUN_TASK_STATES, type RunSummary, ValidationError } from "@chronolog/core";
+import { counted, formatTaskKey, RUN_TASK_STATES, type RunSummary, ValidationError } from "@chronolog/core";
 import { criticalPath, describeRun, listRuns, NotFoundError, rerun, trigger } from "@chronolog/scheduler";
 import type { Command } from "commander";
 import { instantArg, runIdArg } from "../args.js";
 import type { DataDirOptions } from "../data-dir.js";
 import { toJson } from "../edge.js";
-import { short, table } from "../format.js";
+import { listing, short, table } from "../format.js";
 import { type AsOfFlags, addAsOfOptions, withReadSession, withSession } from "../projection.js";
 
 function parseParams(pairs: readonly string[]): Record<string, string> {
@@ -32,7 +32,12 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
     .option("--json", "print JSON")
     .action(async (workflow: string | undefined, opts: { json?: boolean } & AsOfFlags) => {
       await withReadSession(globals(), opts, async ({ projection }) => {
-        if (workflow !== undefined && !projection.workflows.has(workflow))
+        // A retired workflow is no longer declared, and its runs are still there to read.
+        if (
+          workflow !== undefined &&
+          !projection.workflows.has(workflow) &&
+          !projection.workflowRevisions.has(workflow)
+        )
           throw new NotFoundError(`no workflow ${workflow} is declared`);
         const runs = listRuns(projection, workflow);
         if (opts.json) {
@@ -40,7 +45,7 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
           return;
         }
         console.log(
-          table(
+          listing(
             [
               "RUN",
               "STATE",
@@ -65,6 +70,7 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
               countsText(r.summary),
               r.summary.waiting.join("; ") || "-",
             ]),
+            workflow === undefined ? "no runs" : `no runs of workflow ${workflow}`,
           ),
         );
       });
@@ -115,7 +121,7 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
           const r = view.run;
           const latest = view.try === view.tries.length;
           console.log(
-            `run ${r.runId}: ${view.tries.at(-1)?.status ?? r.status}, ${view.tries.length === 1 ? "1 try" : `${view.tries.length} tries`}, first started ${short(r.firstStartedAt)}`,
+            `run ${r.runId}: ${view.tries.at(-1)?.status ?? r.status}, ${counted(view.tries.length, "try", "tries")}, first started ${short(r.firstStartedAt)}`,
           );
           console.log(`${latest ? "tasks" : `try ${view.try}'s tasks`} ${countsText(view.summary)}`);
           for (const b of view.summary.waiting) console.log(`waiting: ${b}`);
@@ -177,7 +183,7 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
       const runId = runIdArg(runText);
       await withSession(globals(), "write", async ({ log, projection }) => {
         const r = await rerun(log, projection, runId, !!opts.failed);
-        console.log(`rerunning ${r.tasks.length} tasks of ${runId}: ${r.tasks.join(", ")}`);
+        console.log(`rerunning ${counted(r.tasks.length, "task")} of ${runId}: ${r.tasks.join(", ")}`);
       });
     });
 
@@ -198,7 +204,7 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
         const logicalDate =
           opts.logicalDate === undefined ? undefined : instantArg(opts.logicalDate, "--logical-date");
         const r = await trigger(log, projection, workflow, logicalDate, params, Date.now());
-        console.log(`started run ${r.runId} (${r.tasks.length} tasks)`);
+        console.log(`started run ${r.runId} (${counted(r.tasks.length, "task")})`);
       });
     });
 }

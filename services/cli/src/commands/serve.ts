@@ -12,7 +12,7 @@ import {
   openLogForWrite,
 } from "../data-dir.js";
 import { CliError, toJson } from "../edge.js";
-import { table } from "../format.js";
+import { listing } from "../format.js";
 import { createLogger } from "../logger.js";
 
 /** The HTTP API's flags, on `up`, `scheduler` and `serve`. */
@@ -45,6 +45,15 @@ export function addHttpOptions(command: Command): Command {
     );
 }
 
+/** The HTTP API's flags checked (refused with exit 2 when wrong), before anything starts. */
+export function checkHttpOptions(opts: HttpOptions): { sseMaxLag: number; bodyLimitBytes: number } {
+  if (!!opts.tlsCert !== !!opts.tlsKey) throw new CliError("--tls-cert and --tls-key go together", 2);
+  const sseMaxLag = Number(opts.sseMaxLag);
+  if (!Number.isInteger(sseMaxLag) || sseMaxLag < 1)
+    throw new CliError(`--sse-max-lag takes a whole number above 0, not "${opts.sseMaxLag}"`, 2);
+  return { sseMaxLag, bodyLimitBytes: byteSizeArg(opts.bodyLimit, "--body-limit") };
+}
+
 /** Starts the HTTP API unless `--http off`; the scheduler's log takes its writes (if any). */
 export async function startHttp(
   globals: DataDirOptions,
@@ -55,10 +64,7 @@ export async function startHttp(
   shared?: ApiServerOptions["shared"],
 ): Promise<ApiServer | null> {
   if (opts.http === "off") return null;
-  if (!!opts.tlsCert !== !!opts.tlsKey) throw new CliError("--tls-cert and --tls-key go together", 2);
-  const sseMaxLag = Number(opts.sseMaxLag);
-  if (!Number.isInteger(sseMaxLag) || sseMaxLag < 1)
-    throw new CliError(`--sse-max-lag takes a whole number above 0, not "${opts.sseMaxLag}"`, 2);
+  const { sseMaxLag, bodyLimitBytes } = checkHttpOptions(opts);
   const { startApiServer } = await import("@chronolog/api");
   try {
     return await startApiServer({
@@ -66,7 +72,7 @@ export async function startHttp(
       ...(writeLog ? { writeLog } : {}),
       dataDir: dataDirOf(globals),
       listen: opts.http,
-      bodyLimitBytes: byteSizeArg(opts.bodyLimit, "--body-limit"),
+      bodyLimitBytes,
       sseMaxLag,
       ...(opts.publicRead ? { publicRead: true } : {}),
       ...(opts.insecure ? { insecure: true } : {}),
@@ -149,7 +155,7 @@ export function registerServeCommands(program: Command, globals: () => DataDirOp
         if (opts.json) console.log(toJson(rows));
         else
           console.log(
-            table(
+            listing(
               ["NAME", "SCOPE", "PROJECTS", "ISSUED", "BY", "REVOKED"],
               rows.map((t) => [
                 t.name,
@@ -159,6 +165,7 @@ export function registerServeCommands(program: Command, globals: () => DataDirOp
                 t.issuedBy,
                 t.revokedAt ?? "-",
               ]),
+              "no tokens issued",
             ),
           );
       } finally {

@@ -3,6 +3,7 @@ import {
   type AttemptView,
   budgetPlace,
   budgetText,
+  counted,
   currentAttempt,
   type DeclarationSource,
   explainTask,
@@ -24,6 +25,7 @@ import {
   requireTask,
   resumeTask,
   retireTask,
+  retireWorkflow,
   taskAttempts,
   taskHistory,
   taskRows,
@@ -33,7 +35,8 @@ import type { Command } from "commander";
 import { instantArg } from "../args.js";
 import { type DataDirOptions, logFileOf, logUrlOf, parseLogUrl } from "../data-dir.js";
 import { CliError, toJson } from "../edge.js";
-import { short, table } from "../format.js";
+import { eventLine } from "../event-line.js";
+import { listing, short } from "../format.js";
 import { type AsOfFlags, addAsOfOptions, taskIdArg, withReadSession, withSession } from "../projection.js";
 
 /** What the first unfinished task of a backfill waits for, in `why`'s words. */
@@ -90,25 +93,20 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
     .action(async (files: string[], opts: { json?: boolean; revive?: boolean; check?: boolean }) => {
       const sources = readSources(files);
       const revive = opts.revive ? { revive: true } : {};
+      // A refused declaration says only why (its errors): nothing was declared, so what its
+      // warnings foretell ("the task will wait for it") does not happen.
       let outcome: Awaited<ReturnType<typeof declare>>;
-      try {
-        if (!opts.check)
-          outcome = await withSession(globals(), "write", ({ log, projection }) =>
-            declare(log, projection, sources, Date.now(), revive),
-          );
-        else if (!logExists(globals()))
-          // No embedded log yet: checked against nothing declared.
-          outcome = checkDeclaration(new SchedulerProjection(), sources, Date.now(), revive);
-        else
-          outcome = await withSession(globals(), "read", async ({ projection }) =>
-            checkDeclaration(projection, sources, Date.now(), revive),
-          );
-      } catch (error) {
-        const warnings =
-          (error as { warnings?: Parameters<typeof formatDeclarationIssue>[0][] }).warnings ?? [];
-        for (const w of warnings) process.stderr.write(`${formatDeclarationIssue(w)}\n`);
-        throw error;
-      }
+      if (!opts.check)
+        outcome = await withSession(globals(), "write", ({ log, projection }) =>
+          declare(log, projection, sources, Date.now(), revive),
+        );
+      else if (!logExists(globals()))
+        // No embedded log yet: checked against nothing declared.
+        outcome = checkDeclaration(new SchedulerProjection(), sources, Date.now(), revive);
+      else
+        outcome = await withSession(globals(), "read", async ({ projection }) =>
+          checkDeclaration(projection, sources, Date.now(), revive),
+        );
       for (const w of outcome.warnings) process.stderr.write(`${formatDeclarationIssue(w)}\n`);
       if (opts.json) {
         console.log(toJson(opts.check ? { ...outcome, check: true } : outcome));
@@ -126,7 +124,6 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
   for (const [name, verb] of [
     ["pause", "stop dispatching a task (a running attempt finishes)"],
     ["resume", "resume a paused task"],
-    ["retire", "retire a task for good: it never runs again and its children see it as retired"],
   ] as const) {
     program
       .command(name)
@@ -139,15 +136,42 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
           const position =
             name === "pause"
               ? await pauseTask(log, projection, id, opts.reason)
-              : name === "resume"
-                ? await resumeTask(log, projection, id)
-                : await retireTask(log, projection, id, opts.reason);
-          console.log(
-            `${id}: ${name === "pause" ? "paused" : name === "resume" ? "resumed" : "retired"} (position ${position})`,
-          );
+              : await resumeTask(log, projection, id);
+          console.log(`${id}: ${name === "pause" ? "paused" : "resumed"} (position ${position})`);
         });
       });
   }
+
+  program
+    .command("retire")
+    .description(
+      "retire a task for good: it never runs again and its children see it as retired; --workflow W retires a workflow and all its tasks at once",
+    )
+    .argument("[task]", "project/account/name[/partition]")
+    .option("--workflow <name>", "retire this workflow and every task of it, in one atomic write")
+    .option("--reason <text>", "why, recorded in the event")
+    .action(async (key: string | undefined, opts: { reason?: string; workflow?: string }) => {
+      if ((key === undefined) === (opts.workflow === undefined))
+        throw new CliError(
+          key === undefined
+            ? "retire takes a task (project/account/name[/partition]) or --workflow NAME"
+            : "retire takes a task or --workflow NAME, not both",
+          2,
+        );
+      await withSession(globals(), "write", async ({ log, projection }) => {
+        if (opts.workflow !== undefined) {
+          const r = await retireWorkflow(log, projection, opts.workflow, opts.reason);
+          console.log(
+            `workflow ${r.workflow}: retired with ${counted(r.tasks.length, "task")} (position ${r.position})`,
+          );
+          for (const t of r.tasks) console.log(`task ${t}: retired`);
+          return;
+        }
+        const id = taskIdArg(key as string);
+        const position = await retireTask(log, projection, id, opts.reason);
+        console.log(`${id}: retired (position ${position})`);
+      });
+    });
 
   addAsOfOptions(program.command("tasks"))
     .description("list declared tasks with where each stands")
@@ -160,7 +184,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
           return;
         }
         console.log(
-          table(
+          listing(
             ["TASK", "STATUS", "NOW", "FINISHED", "NEXT INTERVAL", "DUE"],
             rows.map((r) => [
               r.task,
@@ -170,6 +194,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
               short(r.logicalDate),
               short(r.nextRunDate),
             ]),
+            "no tasks are declared",
           ),
         );
       });
@@ -245,17 +270,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
       const id = taskIdArg(key);
       await withReadSession(globals(), opts, async (s) => {
         const events = await taskHistory(s.log, s.projection, id);
-        for (const e of events) {
-          if (opts.json) console.log(toJson(e));
-          else {
-            const detail =
-              "logicalDate" in e.data ? ` ${short((e.data as { logicalDate: string }).logicalDate)}` : "";
-            const attempt = "attempt" in e.data ? ` attempt ${(e.data as { attempt: number }).attempt}` : "";
-            console.log(
-              `${String(e.position).padStart(8)}  ${e.metadata.recordedAt}  ${e.type}${detail}${attempt}  (${e.metadata.actor})`,
-            );
-          }
-        }
+        for (const e of events) console.log(opts.json ? toJson(e) : eventLine(e));
       });
     });
 
@@ -278,7 +293,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
           return;
         }
         console.log(
-          table(
+          listing(
             [
               "INTERVAL",
               "#",
@@ -303,6 +318,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
               short(r.endedAt as string | null),
               String(r.endReason ?? "-"),
             ]),
+            `${id} has no attempts yet`,
           ),
         );
         // A failed attempt's last line of stderr, without --output: usually what says why.
@@ -322,7 +338,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
             const file = r.outputFile as AttemptView["outputFile"];
             if (file)
               console.log(
-                `output file ${file.path} (${file.bytes} bytes, ${file.cutBytes} cut, sha256 ${file.sha256})${file.error ? `: stops short: ${file.error}` : ""}; chronolog logs prints it`,
+                `output file ${file.path} (${counted(file.bytes, "byte")}, ${file.cutBytes} cut, sha256 ${file.sha256})${file.error ? `: stops short: ${file.error}` : ""}; chronolog logs prints it`,
               );
             if (r.stdoutTail)
               process.stdout.write(
@@ -368,7 +384,9 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
           });
           for (const s of plan.skipped) console.log(`skipped ${s.task}: ${s.reason}`);
           for (const t of plan.targets) {
-            console.log(`reset ${t.task}: ${t.intervals} intervals ${short(t.from)} .. ${short(t.until)}`);
+            console.log(
+              `reset ${t.task}: ${counted(t.intervals, "interval")} ${short(t.from)} .. ${short(t.until)}`,
+            );
             if (t.merged)
               console.log(
                 `  joined ${t.merged.was}; it now walks ${short(t.merged.from)} .. ${short(t.merged.until)}`,
@@ -419,8 +437,11 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
           if (progress.failed.length > 0)
             throw new CliError(`backfill stopped: ${progress.failed.join("; ")}`, 6);
           if (!progress.finished)
-            throw new CliError(`backfill not finished: ${progress.done}/${progress.total} intervals`, 7);
-          console.log(`backfill done: ${progress.total} intervals`);
+            throw new CliError(
+              `backfill not finished: ${progress.done}/${counted(progress.total, "interval")}`,
+              7,
+            );
+          console.log(`backfill done: ${counted(progress.total, "interval")}`);
         });
       },
     );

@@ -2,7 +2,14 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { alertMessage, formatTaskKey, lastLineOf, parseDeclarationText, shortInstant } from "@chronolog/core";
+import {
+  alertMessage,
+  counted,
+  formatTaskKey,
+  lastLineOf,
+  parseDeclarationText,
+  shortInstant,
+} from "@chronolog/core";
 import type { RecordedEvent } from "@chronolog/log";
 import {
   AlertSender,
@@ -31,7 +38,7 @@ import {
 import { CliError } from "../edge.js";
 import { createLogger, type Logger } from "../logger.js";
 import { acquireSchedulerLock } from "../scheduler-lock.js";
-import { addHttpOptions, type HttpOptions, startHttp } from "./serve.js";
+import { addHttpOptions, checkHttpOptions, type HttpOptions, startHttp } from "./serve.js";
 
 const EXAMPLE = fileURLToPath(new URL("../../examples/orders.yaml", import.meta.url));
 
@@ -78,7 +85,7 @@ function progressLogger(logger: Logger) {
   const flushDeclared = () => {
     flushing = false;
     for (const [actor, counts] of declared) {
-      const what = [...counts].map(([k, n]) => `${n} ${k}`).join(", ");
+      const what = [...counts].map(([k, n]) => counted(n, k)).join(", ");
       logger.info({ actor }, `declared: ${what}`);
     }
     declared.clear();
@@ -198,19 +205,30 @@ function progressLogger(logger: Logger) {
           );
         return;
       case "TaskDeclared":
-        countDeclared(actor, "tasks declared");
+        countDeclared(actor, "new task");
         return;
       case "TaskDeclarationChanged":
-        countDeclared(actor, "tasks changed");
+        countDeclared(actor, "changed task");
         return;
       case "TaskRevived":
-        countDeclared(actor, "tasks revived");
+        countDeclared(actor, "revived task");
         return;
       case "ConnectionDeclared":
-        countDeclared(actor, "connections");
+        countDeclared(actor, "connection");
         return;
       case "WorkflowDeclared":
-        countDeclared(actor, "workflows");
+        countDeclared(actor, "workflow");
+        return;
+      case "WorkflowRetired":
+        logger.info(
+          {
+            workflow: e.data.name,
+            tasks: e.data.tasks.length,
+            ...(e.data.reason ? { reason: e.data.reason } : {}),
+            actor,
+          },
+          "workflow retired",
+        );
         return;
       default:
         return;
@@ -284,8 +302,22 @@ function wholeNumber(text: string, flag: string, min: 0 | 1): number {
   return n;
 }
 
+/** A flag's value in milliseconds (`text` times `unit`), above 0 and within a timer's range. */
+function positiveMs(text: string, unit: number, flag: string): number {
+  const ms = Number(text) * unit;
+  if (!(ms > 0 && ms <= 2 ** 31 - 1)) throw new CliError(`${flag} takes a number above 0, not "${text}"`, 2);
+  return ms;
+}
+
 async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   const logger = createLogger("chronolog");
+  // Every flag is checked before anything is opened or written.
+  const workers = wholeNumber(opts.workers, "--workers", 1);
+  const capacity = wholeNumber(opts.capacity, "--capacity", 1);
+  const snapshotMs = positiveMs(opts.snapshotSeconds, 1000, "--snapshot-seconds");
+  const reconcileMs = positiveMs(opts.reconcileMs, 1, "--reconcile-ms");
+  const graceMs = wholeNumber(opts.grace, "--grace", 0) * 1000;
+  checkHttpOptions(opts);
   const warmShells = wholeNumber(opts.warmShells, "--warm-shells", 0);
   const outputMaxBytes = byteSizeArg(opts.outputMaxBytes, "--output-max-bytes");
   const anchorMs = Number(opts.anchorMinutes) * 60_000;
@@ -313,8 +345,8 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   }
   const newPool = (idPrefix: string) =>
     new WorkerPool({
-      size: Number(opts.workers),
-      capacity: Number(opts.capacity),
+      size: workers,
+      capacity,
       warmShells,
       stagingRoot,
       outputRoot: join(dir, "output"),
@@ -340,11 +372,6 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     },
     "projection loaded",
   );
-  if (opts.example) {
-    const source = parseDeclarationText(exampleText(Date.now()), { filename: "examples/orders.yaml" });
-    const outcome = await declare(log, projection, [source], Date.now());
-    for (const t of outcome.tasks) logger.info({ task: t.task, outcome: t.outcome }, "example task");
-  }
   // A checkpoint serialises the whole projection on the event loop: it is skipped when nothing
   // changed, and spaced so that it takes at most a twentieth of the scheduler's time.
   // The last one, made when stopping (`force`), waits for one under way and is always made.
@@ -374,7 +401,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   // is still in it.
   const timer = setInterval(() => {
     checkpoint().catch((error) => logger.error({ err: error }, "checkpoint failed"));
-  }, Number(opts.snapshotSeconds) * 1000);
+  }, snapshotMs);
 
   const membership = await joinMembership(globals, opts, logger);
   // Worker ids carry this scheduler's id (its pid when it runs alone): a worker named in the
@@ -406,7 +433,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     projection,
     dispatcher: pool,
     actor: defaultActor("reconciler"),
-    intervalMs: Number(opts.reconcileMs),
+    intervalMs: reconcileMs,
     logger,
     scheduler,
     isWorkerGone: membership
@@ -455,6 +482,21 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     throw error;
   });
   if (api) logger.info({ url: api.url }, "api listening");
+  // The example is declared once nothing can refuse the start any more (a flag, the lock, the
+  // HTTP API's port): a start that is refused has written nothing.
+  if (opts.example) {
+    const source = parseDeclarationText(exampleText(Date.now()), { filename: "examples/orders.yaml" });
+    const outcome = await declare(log, projection, [source], Date.now()).catch(async (error: unknown) => {
+      clearInterval(timer);
+      await api?.close();
+      await pool.close(0);
+      await membership?.close();
+      await log.close();
+      lock?.release();
+      throw error;
+    });
+    for (const t of outcome.tasks) logger.info({ task: t.task, outcome: t.outcome }, "example task");
+  }
   await scheduler.start();
   const anchoring = opts.anchorFile ? startAnchoring(log, opts.anchorFile, anchorMs, logger) : null;
   // Alone on the embedded log, under the lock: the earlier process and its workers are gone, so
@@ -472,7 +514,6 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   reconciler.start();
   alerts.start();
   let stopping = false;
-  const graceMs = wholeNumber(opts.grace, "--grace", 0) * 1000;
   const stop = async (signal: string) => {
     if (stopping) {
       // A second signal: what still runs is stopped now, and recorded as interrupted.
@@ -491,7 +532,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     ).length;
     if (running > 0)
       process.stderr.write(
-        `waiting for ${running} running attempt${running === 1 ? "" : "s"} (up to ${graceMs / 1000} s; Ctrl-C again to stop now)\n`,
+        `waiting for ${counted(running, "running attempt")} (up to ${graceMs / 1000} s; Ctrl-C again to stop now)\n`,
       );
     clearInterval(timer);
     await api?.close();
@@ -513,7 +554,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
   // Said once a stop would be handled: a supervisor may signal as soon as it reads this.
-  logger.info({ workers: Number(opts.workers), tasks: projection.tasks.size }, "chronolog is up");
+  logger.info({ workers, tasks: projection.tasks.size }, "chronolog is up");
   await scheduler.done;
 }
 

@@ -87,6 +87,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/workflows/{name}/retire": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** retire a workflow and every task of it in one atomic write (as `chronolog retire --workflow`) */
+        post: operations["retireWorkflow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tasks": {
         parameters: {
             query?: never;
@@ -515,6 +532,13 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description what was written, and the log position of its last event */
+        Written: {
+            /** @example 42 */
+            position: string;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description a page of tasks; `next` is the cursor of the next page */
         TaskPage: {
             items: components["schemas"]["TaskRow"][];
@@ -669,13 +693,6 @@ export interface components {
             reasons: string[];
             decision?: unknown;
             instance?: unknown;
-        };
-        /** @description what was written, and the log position of its last event */
-        Written: {
-            /** @example 42 */
-            position: string;
-        } & {
-            [key: string]: unknown;
         };
         RecordedEvent: {
             /** @example 42 */
@@ -1672,6 +1689,26 @@ export interface components {
             /** @example 42 */
             revision: string;
             /** @enum {string} */
+            type: "WorkflowRetired";
+            data: {
+                name: string;
+                tasks: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                }[];
+                reason?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
             type: "AccessTokenIssued";
             data: {
                 name: string;
@@ -2199,6 +2236,94 @@ export interface operations {
             };
             /** @description problem (403) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    retireWorkflow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the workflow's name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description the workflow and the tasks retired with it */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Written"] & ({
+                        workflow: string;
+                        tasks: string[];
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description problem (400) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (403) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (404) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (422) */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
