@@ -60,9 +60,9 @@ const TASKS: SoakTask[] = [
  */
 function command(dir: string, t: SoakTask): string {
   const journal = join(dir, "journal");
-  const lock = `exec 9>>${join(dir, "locks", t.name)}@{{ logical_date }}; flock -n 9 || echo "OVERLAP ${t.name} {{ logical_date }} $CHRONOLOG_TOKEN" >> ${journal}`;
+  const lock = `exec 9>>${join(dir, "locks", t.name)}@{{ logical_date }}; flock -n 9 || echo "OVERLAP ${t.name} $CHRONOLOG_LOGICAL_DATE $CHRONOLOG_TOKEN" >> ${journal}`;
   const slot = t.connection
-    ? `; exec 8>>${join(dir, "locks", "db.1")}; if ! flock -n 8; then exec 8>>${join(dir, "locks", "db.2")}; flock -n 8 || echo "OVERLIMIT ${t.name} {{ logical_date }}" >> ${journal}; fi`
+    ? `; exec 8>>${join(dir, "locks", "db.1")}; if ! flock -n 8; then exec 8>>${join(dir, "locks", "db.2")}; flock -n 8 || echo "OVERLIMIT ${t.name} $CHRONOLOG_LOGICAL_DATE" >> ${journal}; fi`
     : "";
   return `${lock}${slot}; sleep ${t.sleep}; echo {{ logical_date }} "$CHRONOLOG_TOKEN" >> ${join(dir, "effects", t.name)}`;
 }
