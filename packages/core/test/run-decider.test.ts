@@ -176,6 +176,7 @@ describe("decideRun: finishing", () => {
         skipped: (sets.skipped ?? []).map(idOf),
         upstreamFailed: (sets.upstreamFailed ?? []).map(idOf),
         cancelled: (sets.cancelled ?? []).map(idOf),
+        marked: [],
       },
     },
   });
@@ -240,6 +241,7 @@ describe("decideRun: finishing", () => {
             skipped: [],
             upstreamFailed: [],
             cancelled: [],
+            marked: [],
           },
         }),
       )

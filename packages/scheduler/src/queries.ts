@@ -34,6 +34,8 @@ export interface TaskRow {
   readonly nextRunDate: string | null;
   readonly reasons: readonly string[];
   readonly decision: Explanation["decision"];
+  /** What an operator can do where it stands, each as the command that does it. */
+  readonly nextSteps: Explanation["nextSteps"];
 }
 
 /** Every declared task (or those `filter` keeps), ordered by id, with where each stands now. */
@@ -66,6 +68,7 @@ export function taskRow(
     nextRunDate: task.nextRunDate,
     reasons: why.reasons,
     decision: why.decision,
+    nextSteps: why.nextSteps,
   };
 }
 

@@ -65,8 +65,11 @@ export function retryAfterFailure(
     if (!wasStarted || state.idempotent) return at(0);
     return undefined;
   }
-  // Interrupted attempts are counted apart from the policy's budget.
-  attempt -= state.attempts.filter((a) => a.endReason?.startsWith("interrupted: ")).length;
+  // Interrupted attempts are counted apart from the policy's budget, and so are the attempts
+  // before the interval was reopened (a retry, rerun or backfill starts a fresh budget).
+  const from = state.budgetFrom ?? 0;
+  attempt -=
+    from + state.attempts.filter((a) => a.attempt > from && a.endReason?.startsWith("interrupted: ")).length;
   if (errorKind === "lost") {
     if (!wasStarted) return at(0);
     if (!state.idempotent) return undefined;

@@ -3,6 +3,7 @@ import { type AttemptView, lastLineOf } from "../instance/state.js";
 import { formatTaskKey } from "../keys.js";
 import { runBlockers } from "../run/blockers.js";
 import { shortInstant } from "../schedule/interval.js";
+import { abandonCommand, markCommand, retryCommand } from "../task/decide-halted.js";
 import {
   connectionHolders,
   type DecideOptions,
@@ -43,6 +44,61 @@ export interface Explanation {
   readonly nextRunDate: string | null;
   /** The core's decision itself (null: no such task). */
   readonly decision: TaskDecision | null;
+  /** What an operator can do where the task stands, each as the command that does it. */
+  readonly nextSteps: readonly NextStep[];
+}
+
+/** One way out for an operator: an action on a task's interval, and the command that does it. */
+export interface NextStep {
+  readonly action: "retry" | "mark_succeeded" | "mark_skipped" | "abandon" | "resume";
+  /** The task it acts on (a parent, when that is what holds this one). */
+  readonly task: string;
+  /** The interval it acts on (null: the task as a whole). */
+  readonly interval: string | null;
+  /** The command that does it, as it can be run. */
+  readonly command: string;
+}
+
+/** The ways out of a halted interval: retry it, or mark it succeeded or skipped. */
+function haltedSteps(task: string, interval: string): NextStep[] {
+  return [
+    { action: "retry", task, interval, command: retryCommand(task, interval) },
+    { action: "mark_succeeded", task, interval, command: markCommand(task, interval, "success") },
+    { action: "mark_skipped", task, interval, command: markCommand(task, interval, "skipped") },
+  ];
+}
+
+/**
+ * What an operator can do where a decision leaves the task: a halted interval is retried or
+ * marked; an attempt whose lease expired is abandoned; a paused task resumed; a task blocked by a
+ * parent halted at the interval it needs names that parent's ways out.
+ */
+export function nextStepsFor(d: TaskDecision, taskId: string, logicalDate: string): NextStep[] {
+  switch (d.kind) {
+    case "failed":
+      return haltedSteps(taskId, d.failure.logicalDate);
+    case "fail":
+      return haltedSteps(taskId, d.event.data.logicalDate);
+    case "running":
+      return d.attempt?.status === "lease_expired"
+        ? [
+            {
+              action: "abandon",
+              task: taskId,
+              interval: logicalDate,
+              command: `${abandonCommand(taskId, logicalDate)} --retry`,
+            },
+          ]
+        : [];
+    case "paused":
+      return [{ action: "resume", task: taskId, interval: null, command: `chronolog resume ${taskId}` }];
+    case "blocked":
+      return d.reasons.flatMap((r) =>
+        r.kind === "parent_failed" ? haltedSteps(formatTaskKey(r.parent), r.logicalDate) : [],
+      );
+    default:
+      return [];
+  }
 }
 
 /**
@@ -64,6 +120,7 @@ export function explainTask(
       logicalDate: null,
       nextRunDate: null,
       decision: null,
+      nextSteps: [],
     };
   }
   const decision = decideTask(view, task, nowMs, options.slots ?? projectedSlots(view), options);
@@ -75,6 +132,7 @@ export function explainTask(
     logicalDate: task.logicalDate,
     nextRunDate: task.nextRunDate,
     decision,
+    nextSteps: nextStepsFor(decision, taskId, task.logicalDate),
   };
 }
 
@@ -104,11 +162,11 @@ export function describeDecision(
       return {
         condition: f.state === "upstream_failed" ? "upstream_failed" : "failed",
         reasons: [
-          `blocked by its own ${f.state} interval ${shortInstant(f.logicalDate)} (a task never advances past an interval it did not complete; rerun or abandon it)`,
+          `blocked by its own ${f.state} interval ${shortInstant(f.logicalDate)} (a task never advances past an interval it did not complete: retry it, or mark it succeeded or skipped)`,
           `${shortInstant(f.logicalDate)} ended ${f.state}: ${f.reason}`,
           ...(f.reason.startsWith("interrupted: ")
             ? [
-                "a shutdown interrupted it after it started; the task is not idempotent, so it is not run again on its own (its side effect may have happened): rerun it, or abandon it, once you know",
+                "a shutdown interrupted it after it started; the task is not idempotent, so it is not run again on its own (its side effect may have happened): retry it, or mark it, once you know",
               ]
             : []),
           ...attemptLines(d.attempt, f.reason),
