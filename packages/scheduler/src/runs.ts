@@ -148,8 +148,18 @@ export async function describeRun(
     }),
   );
   const outcomes = { ...(live?.outcomes ?? run.outcomes) };
-  for (const { task, instance } of instances) if (instance) outcomes[task] = instance.status;
-  return { run: { ...run, outcomes }, tries, try: shown.try, instances };
+  const marked: Record<string, "success" | "skipped"> = {};
+  for (const { task, instance } of instances) {
+    if (instance) outcomes[task] = instance.status;
+    if (instance?.marked) marked[task] = instance.marked.outcome;
+  }
+  const { marked: _, ...rest } = run;
+  return {
+    run: { ...rest, outcomes, ...(Object.keys(marked).length > 0 ? { marked } : {}) },
+    tries,
+    try: shown.try,
+    instances,
+  };
 }
 
 export function listRuns(projection: SchedulerProjection, workflow?: string): RunState[] {

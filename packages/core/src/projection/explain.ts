@@ -2,6 +2,7 @@ import { describeGateReason } from "../gate.js";
 import { type AttemptView, lastLineOf } from "../instance/state.js";
 import { formatTaskKey } from "../keys.js";
 import { runBlockers } from "../run/blockers.js";
+import type { RunState } from "../run/state.js";
 import { shortInstant } from "../schedule/interval.js";
 import { abandonCommand, markCommand, retryCommand } from "../task/decide-halted.js";
 import {
@@ -60,7 +61,7 @@ export interface NextStep {
 }
 
 /** The ways out of a halted interval: retry it, or mark it succeeded or skipped. */
-function haltedSteps(task: string, interval: string): NextStep[] {
+export function haltedSteps(task: string, interval: string): NextStep[] {
   return [
     { action: "retry", task, interval, command: retryCommand(task, interval) },
     { action: "mark_succeeded", task, interval, command: markCommand(task, interval, "success") },
@@ -134,6 +135,26 @@ export function explainTask(
     decision,
     nextSteps: nextStepsFor(decision, taskId, task.logicalDate),
   };
+}
+
+/**
+ * The ways out of a run's halted tasks: each task that ended failed, abandoned or cancelled in
+ * it and still stands at its date (retrying or marking it reopens the run, and the tasks closed
+ * as upstream_failed for it go on after it, so they need no step of their own).
+ */
+export function runNextSteps(
+  tasks: ReadonlyMap<string, { readonly logicalDate: string; readonly status: string }>,
+  run: RunState,
+): NextStep[] {
+  const out: NextStep[] = [];
+  for (const id of run.tasks) {
+    const o = run.outcomes[id];
+    if (o !== "failed" && o !== "abandoned" && o !== "cancelled") continue;
+    const t = tasks.get(id);
+    if (t && t.status !== "retired" && t.logicalDate === run.logicalDate)
+      out.push(...haltedSteps(id, run.logicalDate));
+  }
+  return out;
 }
 
 /** A decision in words: its condition and one sentence per reason. */

@@ -1,4 +1,4 @@
-import { formatTaskKey, runBlockers, ValidationError } from "@chronolog/core";
+import { formatTaskKey, type NextStep, runBlockers, runNextSteps, ValidationError } from "@chronolog/core";
 import { criticalPath, describeRun, listRuns, NotFoundError, rerun, trigger } from "@chronolog/scheduler";
 import type { Command } from "commander";
 import { instantArg, runIdArg } from "../args.js";
@@ -17,6 +17,17 @@ function parseParams(pairs: readonly string[]): Record<string, string> {
   return out;
 }
 
+/** A run's next steps, one line per halted task: its retry command, or its mark command. */
+function stepsInWords(steps: readonly NextStep[]): string[] {
+  const out: string[] = [];
+  for (const s of steps) {
+    if (s.action !== "retry") continue;
+    const skip = steps.find((x) => x.task === s.task && x.action === "mark_skipped");
+    out.push(`${s.task} halted: ${s.command}${skip ? `, or ${skip.command}` : ""}`);
+  }
+  return out;
+}
+
 const seconds = (ms: number) => `${(ms / 1000).toFixed(3)} s`;
 
 export function registerRunCommands(program: Command, globals: () => DataDirOptions): void {
@@ -31,6 +42,7 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
         const runs = listRuns(projection, workflow).map((r) => ({
           ...r,
           blockedBy: runBlockers(projection.tasks, r),
+          nextSteps: runNextSteps(projection.tasks, r),
         }));
         if (opts.json) {
           console.log(toJson(runs));
@@ -48,7 +60,7 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
               String(Object.values(r.outcomes).filter((o) => o === "success").length),
               short(r.startedAt),
               short(r.finishedAt),
-              r.blockedBy.join("; "),
+              [...r.blockedBy, ...stepsInWords(r.nextSteps)].join("; "),
             ]),
           ),
         );
@@ -94,7 +106,7 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
             return;
           }
           if (opts.json) {
-            console.log(toJson(view));
+            console.log(toJson({ ...view, nextSteps: runNextSteps(projection.tasks, view.run) }));
             return;
           }
           const r = view.run;
@@ -104,6 +116,7 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
             `run ${r.runId}: ${r.status}, ${view.tries.length === 1 ? "1 try" : `${view.tries.length} tries`}, first started ${short(r.firstStartedAt)}`,
           );
           for (const b of runBlockers(projection.tasks, r)) console.log(`cannot finish: ${b}`);
+          for (const line of stepsInWords(runNextSteps(projection.tasks, r))) console.log(`next: ${line}`);
           if (Object.keys(r.params).length > 0) console.log(`params ${toJson(r.params)}`);
           console.log(
             table(
@@ -133,9 +146,12 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
                   : latest
                     ? (instance?.status ?? "pending")
                     : (last?.status ?? "-");
+                const mark = latest
+                  ? (instance as { marked?: { outcome: string } | null } | undefined)?.marked
+                  : null;
                 return [
                   task,
-                  state,
+                  mark ? `${state} (marked)` : state,
                   first && last
                     ? first === last
                       ? String(first.attempt)
