@@ -1,4 +1,11 @@
-import { formatTaskKey, instantInput, runBlockers, runIdInput, ValidationError } from "@chronolog/core";
+import {
+  formatTaskKey,
+  instantInput,
+  runBlockers,
+  runIdInput,
+  runNextSteps,
+  ValidationError,
+} from "@chronolog/core";
 import { criticalPath, describeRun, listRuns, NotFoundError, rerun, trigger } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { requireProjects } from "../auth.js";
@@ -53,6 +60,7 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
       const runs = listRuns(v.projection, workflow).map((r) => ({
         ...r,
         blockedBy: runBlockers(v.projection.tasks, r),
+        nextSteps: runNextSteps(v.projection.tasks, r),
       }));
       return jsonText(c, toJson(runs));
     },
@@ -85,7 +93,14 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
       }
       const v = await d.readView(c, q.at);
       const view = await describeRun(v.log, v.projection, runId, q.try);
-      return jsonText(c, toJson({ ...view, blockedBy: runBlockers(v.projection.tasks, view.run) }));
+      return jsonText(
+        c,
+        toJson({
+          ...view,
+          blockedBy: runBlockers(v.projection.tasks, view.run),
+          nextSteps: runNextSteps(v.projection.tasks, view.run),
+        }),
+      );
     },
   );
   app.openapi(

@@ -172,6 +172,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tasks/{key}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** run a halted interval again (failed, abandoned, upstream_failed, cancelled): a new attempt, with a fresh retry budget */
+        post: operations["retryInterval"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tasks/{key}/mark": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** mark an interval succeeded or skipped by hand, with a reason: it counts as done for its children */
+        post: operations["markInterval"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tasks/{key}/history": {
         parameters: {
             query?: never;
@@ -529,6 +563,15 @@ export interface components {
             nextRunDate: string | null;
             reasons: string[];
             decision?: unknown;
+            nextSteps: components["schemas"]["NextStep"][];
+        };
+        /** @description a way out for an operator, and the CLI command that does it */
+        NextStep: {
+            /** @enum {string} */
+            action: "retry" | "mark_succeeded" | "mark_skipped" | "abandon" | "resume";
+            task: string;
+            interval: string | null;
+            command: string;
         };
         TaskDetail: {
             task: {
@@ -668,6 +711,7 @@ export interface components {
             condition: string;
             reasons: string[];
             decision?: unknown;
+            nextSteps: components["schemas"]["NextStep"][];
             instance?: unknown;
         };
         /** @description what was written, and the log position of its last event */
@@ -676,6 +720,28 @@ export interface components {
             position: string;
         } & {
             [key: string]: unknown;
+        };
+        /** @description what a retry or a mark of an interval did */
+        IntervalAction: {
+            task: string;
+            logicalDate: string;
+            /** @description how the interval stood before: failed, upstream_failed, ... */
+            was: string;
+            /** @description descendants closed as upstream_failed, reopened */
+            reopened: string[];
+            /** @description the workflow run, reopened as a new try or going already */
+            run: {
+                runId: string;
+                reopened: boolean;
+                try: number;
+            } | null;
+            /** @description retry: the attempt to come */
+            attempt: number | null;
+            /** @description retry: its fresh retry budget */
+            maxAttempts: number;
+            message: string;
+            /** @example 42 */
+            position: string;
         };
         RecordedEvent: {
             /** @example 42 */
@@ -1147,6 +1213,35 @@ export interface components {
             /** @example 42 */
             revision: string;
             /** @enum {string} */
+            type: "IntervalRetried";
+            data: {
+                key: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                };
+                /** Format: date-time */
+                logicalDate: string;
+                by: string;
+                reason?: string;
+                parent?: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                };
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
             type: "DispatchIntended";
             data: {
                 key: {
@@ -1404,6 +1499,31 @@ export interface components {
             /** @example 42 */
             revision: string;
             /** @enum {string} */
+            type: "IntervalMarked";
+            data: {
+                key: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                };
+                /** Format: date-time */
+                logicalDate: string;
+                /** @enum {string} */
+                outcome: "success" | "skipped";
+                reason: string;
+                by: string;
+                runId?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
             type: "CompletionRejected";
             data: {
                 token: string;
@@ -1474,6 +1594,8 @@ export interface components {
                 upstreamFailed: string[];
                 /** @default [] */
                 cancelled: string[];
+                /** @default [] */
+                marked: string[];
             };
             metadata: components["schemas"]["EventMetadata"];
         } | {
@@ -1736,6 +1858,8 @@ export interface components {
             try: number;
             tasks: string[];
             blockedBy: string[];
+            /** @description the ways out of its halted tasks (retry, mark), each as the CLI command */
+            nextSteps: components["schemas"]["NextStep"][];
         } & {
             [key: string]: unknown;
         };
@@ -2442,6 +2566,178 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Written"];
+                };
+            };
+            /** @description problem (400) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (403) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (404) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (422) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    retryInterval: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the task key `project/account/name[/partition]`, URL-encoded (slashes as %2F) */
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description the interval (default: the one the task stands at) */
+                    interval?: string;
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IntervalAction"];
+                };
+            };
+            /** @description problem (400) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (403) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (404) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (422) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    markInterval: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the task key `project/account/name[/partition]`, URL-encoded (slashes as %2F) */
+                key: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the interval (default: the one the task stands at) */
+                    interval?: string;
+                    /** @enum {string} */
+                    outcome: "success" | "skipped";
+                    reason: string;
+                };
+            };
+        };
+        responses: {
+            /** @description marked */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IntervalAction"];
                 };
             };
             /** @description problem (400) */
