@@ -14,6 +14,7 @@ export type GraphNode = S["UiGraphNode"];
 export type GraphEdge = S["UiGraph"]["edges"][number];
 export type RecordedEvent = S["RecordedEvent"];
 export type Verify = S["VerifyResult"];
+export type NextStep = S["NextStep"];
 
 /** A task as `GET /tasks/{key}` answers it, with the fields the document leaves open. */
 export type TaskDetail = S["TaskDetail"] & {
@@ -43,11 +44,15 @@ export type Run = S["Run"] & {
   startedAt?: string | null;
   finishedAt?: string | null;
   outcomes: Record<string, string>;
+  /** task -> the outcome an operator marked it with by hand. */
+  marked?: Record<string, "success" | "skipped">;
 };
 
 /** `GET /runs/{id}` (the document says no more than `unknown`). */
 export interface RunView {
   readonly run: Run;
+  /** The ways out of its halted tasks. */
+  readonly nextSteps?: readonly NextStep[];
   readonly instances: ReadonlyArray<{
     readonly task: string;
     readonly instance?: { readonly status: string } | null;
