@@ -3,6 +3,7 @@ import {
   decideHalted,
   decideRun,
   decideTask,
+  explainTask,
   formatTaskKey,
   type HaltedCommand,
   type HaltedDecision,
@@ -215,6 +216,9 @@ describe("decideHalted: mark an interval", () => {
     // The task advances past it as after a skip: its children see it done.
     const decision = decideTask(p, p.tasks.get(idOf("t")) as never, RECORDED_MS);
     expect(decision).toMatchObject({ kind: "complete", outcome: "skipped" });
+    expect(explainTask(p, idOf("t"), RECORDED_MS).reasons).toEqual([
+      `2026-11-28T02:00Z was skipped (marked by hand by ${BY}: no data that day); advancing the schedule`,
+    ]);
   });
 
   it("given an interval that never ran (blocked), when marked succeeded, then its stream starts with the mark", () => {

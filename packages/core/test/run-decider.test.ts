@@ -176,7 +176,6 @@ describe("decideRun: finishing", () => {
         skipped: (sets.skipped ?? []).map(idOf),
         upstreamFailed: (sets.upstreamFailed ?? []).map(idOf),
         cancelled: (sets.cancelled ?? []).map(idOf),
-        marked: [],
       },
     },
   });
@@ -241,7 +240,6 @@ describe("decideRun: finishing", () => {
             skipped: [],
             upstreamFailed: [],
             cancelled: [],
-            marked: [],
           },
         }),
       )

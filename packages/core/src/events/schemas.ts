@@ -298,8 +298,11 @@ export const RunFinished = z
     skipped: z.array(z.string()).default([]),
     upstreamFailed: z.array(z.string()).default([]),
     cancelled: z.array(z.string()).default([]),
-    /** Tasks whose outcome an operator marked by hand (they are in succeeded or skipped too). */
-    marked: z.array(z.string()).default([]),
+    /**
+     * Tasks whose outcome an operator marked by hand (they are in succeeded or skipped too);
+     * absent when none was.
+     */
+    marked: z.array(z.string()).optional(),
   })
   .strict();
 

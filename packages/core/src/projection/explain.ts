@@ -4,6 +4,7 @@ import { formatTaskKey } from "../keys.js";
 import { runBlockers } from "../run/blockers.js";
 import type { RunState } from "../run/state.js";
 import { shortInstant } from "../schedule/interval.js";
+import { instanceStream } from "../streams.js";
 import { abandonCommand, markCommand, retryCommand } from "../task/decide-halted.js";
 import {
   connectionHolders,
@@ -166,10 +167,13 @@ export function describeDecision(
 ): { condition: TaskCondition; reasons: string[] } {
   const at = shortInstant(logicalDate);
   switch (d.kind) {
-    case "complete":
+    case "complete": {
+      const mark = view.instances.get(instanceStream(d.event.data.key, logicalDate))?.marked;
+      const how = mark ? ` (marked by hand by ${mark.by}: ${mark.reason})` : "";
       return d.outcome === "success"
-        ? { condition: "succeeded", reasons: [`${at} succeeded; advancing the schedule`] }
-        : { condition: "skipped", reasons: [`${at} was skipped; advancing the schedule`] };
+        ? { condition: "succeeded", reasons: [`${at} succeeded${how}; advancing the schedule`] }
+        : { condition: "skipped", reasons: [`${at} was skipped${how}; advancing the schedule`] };
+    }
     case "fail":
       return {
         condition: d.event.data.state === "upstream_failed" ? "upstream_failed" : "failed",

@@ -138,7 +138,8 @@ export function decideRun(
         skipped,
         upstreamFailed,
         cancelled,
-        marked,
+        // (Only when some were: a run no one marked records what it always did.)
+        ...(marked.length > 0 ? { marked } : {}),
       },
     };
   }
