@@ -321,6 +321,16 @@ describe("decideHalted in a workflow", () => {
     });
   });
 
+  it("given a child closed for its failed parent, when the child alone is retried, then it is refused naming the parent", () => {
+    spec("b")
+      .given(wfFailed())
+      .when(RETRY)
+      .thenThrows(
+        "state",
+        /waits for its parent p\/a\/a\/ALL, halted at .* \(failed\): retry the parent first.*chronolog retry p\/a\/a\/ALL --interval/,
+      );
+  });
+
   it("given a run still going, when a task is retried, then no run is written and the run waits for it", () => {
     const history = wfFailed().filter((g) => g.type !== "RunFinished");
     const d = decideHalted(inputOf(projectionOf(history), "a"), RETRY);

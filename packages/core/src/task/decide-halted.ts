@@ -1,6 +1,7 @@
 import { ChronologError, ValidationError } from "../errors.js";
 import type { DomainEvent } from "../events/catalog.js";
 import { currentAttempt, type InstanceState, isTerminal } from "../instance/state.js";
+import { formatTaskKey } from "../keys.js";
 import type { RunState } from "../run/state.js";
 import { runIdOf } from "../run/state.js";
 import { firstSlotAtOrAfter, nextCronTime, prevCronTime } from "../schedule/cron.js";
@@ -150,6 +151,17 @@ export function decideHalted(input: HaltedInput, command: HaltedCommand): Halted
       `${id} ${date} has not ended: nothing to retry (it waits to run: see chronolog why ${id}; to skip it, ${markCommand(id, date, "skipped")})`,
     );
 
+  if (command.kind === "retry") {
+    // Retried while a parent still stands halted at or before it, it would only be closed again.
+    for (const p of task.parents) {
+      const parent = input.tasks.get(formatTaskKey(p));
+      const f = parent?.failure;
+      if (parent && f && f.logicalDate === parent.logicalDate && Date.parse(f.logicalDate) <= at)
+        throw new IntervalRefusedError(
+          `${id} ${date} waits for its parent ${parent.id}, halted at ${f.logicalDate} (${f.state}): retry the parent first, and ${id} goes on after it (${retryCommand(parent.id, f.logicalDate)}), or mark it (${markCommand(parent.id, f.logicalDate, "skipped")})`,
+        );
+    }
+  }
   const writes: HaltedWrite[] = [];
   const reopened = reopenedBelow(input, task);
   const run = runOf(input, task, [task.id, ...reopened.map((t) => t.id)]);
