@@ -1,5 +1,5 @@
 import type { ChildProcess } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CliResult, chronolog, chronologSpawn, Leftovers, tempDataDir } from "../support/cli.js";
@@ -53,7 +53,7 @@ beforeAll(() => {
   const declared = chronolog(dir, ["declare", join(dir, "tasks.yaml")]);
   expect(declared.code, declared.stderr).toBe(0);
   expect(chronolog(dir, ["pause", id("paused"), "--reason", "waiting for the vendor"]).code).toBe(0);
-  up = chronologSpawn(dir, ["up", "--http", "off", "--workers", "2"]);
+  up = chronologSpawn(dir, ["up", "--http", "off", "--workers", "2", "--grace", "1"]);
   left.processes.push(up);
   up.stdout?.resume();
   up.stderr?.resume();
@@ -263,5 +263,76 @@ describe("the ways out of a halted interval, from the CLI", { timeout: 180_000 }
     expect(retired.stderr).toContain("is retired: its intervals cannot be retried or marked");
     expect(head()).toBe(afterRetire);
     expect(afterRetire).toBe(before + 1);
+  });
+});
+
+/** The worker processes `chronolog up` forked. */
+function workerPids(pid: number): number[] {
+  const f = `/proc/${pid}/task/${pid}/children`;
+  if (!existsSync(f)) return [];
+  return readFileSync(f, "utf8").split(/\s+/).filter(Boolean).map(Number);
+}
+
+describe("an attempt whose worker went silent", { timeout: 120_000 }, () => {
+  const stopped: number[] = [];
+  afterAll(() => {
+    for (const pid of stopped) {
+      try {
+        process.kill(pid, "SIGCONT");
+      } catch {
+        // already gone
+      }
+    }
+  });
+
+  it("why names attempt abandon --retry, which works as printed", async () => {
+    const silent = tempDataDir("halted-lease");
+    left.dirs.push(silent);
+    writeFileSync(
+      join(silent, "t.yaml"),
+      `tasks:\n  - { project: p, account: a, name: once, cron: "0 * * * *", startDate: "${latest}", endDate: "${end}", idempotent: false, leaseSeconds: 1, operator: { type: shell, command: "sleep 600" } }\n`,
+    );
+    expect(chronolog(silent, ["declare", join(silent, "t.yaml")]).code).toBe(0);
+    const p = chronologSpawn(silent, [
+      "up",
+      "--http",
+      "off",
+      "--workers",
+      "1",
+      "--reconcile-ms",
+      "200",
+      "--grace",
+      "1",
+    ]);
+    left.processes.push(p);
+    p.stdout?.resume();
+    p.stderr?.resume();
+    const whyOnce = () => JSON.parse(chronolog(silent, ["why", id("once"), "--json"]).stdout) as Why;
+    await waitUntil("the attempt to run", () => (whyOnce().condition === "running" ? true : undefined));
+    // Its worker stops answering: the lease runs out and, the task not being idempotent, waits for an operator.
+    for (const pid of workerPids(p.pid as number)) {
+      process.kill(pid, "SIGSTOP");
+      stopped.push(pid);
+    }
+    const w = await waitUntil("the lease to expire", () => {
+      const x = whyOnce();
+      return x.nextSteps.length > 0 ? x : undefined;
+    });
+    expect(w.reasons[0]).toContain("its lease expired");
+    expect(w.nextSteps.map((s) => s.command)).toEqual([
+      `chronolog attempt abandon ${id("once")} --interval ${latest} --retry`,
+    ]);
+    const r = chronolog(silent, argv(w.nextSteps[0]?.command ?? ""));
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(
+      `${id("once")} ${latest}: attempt 1 abandoned; a new attempt will be dispatched`,
+    );
+    await waitUntil("attempt 2", () => {
+      const a = JSON.parse(chronolog(silent, ["attempts", id("once"), "--json"]).stdout) as Array<{
+        attempt: number;
+        status: string;
+      }>;
+      return a.length === 2 ? a : undefined;
+    });
   });
 });
