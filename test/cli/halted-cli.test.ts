@@ -149,7 +149,14 @@ describe("the ways out of a halted interval, from the CLI", { timeout: 180_000 }
       const r = JSON.parse(chronolog(dir, ["run", runId, "--json"]).stdout || "{}");
       return r.run?.status === "failed" ? r : undefined;
     });
-    expect(why("sum").condition).toBe("upstream_failed");
+    const sum = why("sum");
+    expect(sum.condition).toBe("upstream_failed");
+    // Closed for its parent: the parent's ways out come first (a retry of sum alone is refused).
+    expect(sum.nextSteps[0]?.command).toBe(`chronolog retry ${id("load")} --interval ${latest}`);
+    expect(sum.nextSteps.filter((s) => s.task === id("sum")).map((s) => s.action)).toEqual([
+      "mark_succeeded",
+      "mark_skipped",
+    ]);
     // runs and run ID name the commands, exactly.
     const runs = chronolog(dir, ["runs"]).stdout;
     expect(runs).toContain(

@@ -331,6 +331,28 @@ describe("decideHalted in a workflow", () => {
       );
   });
 
+  it("then why names the parent's ways out for the child, and the child's own marks", () => {
+    const p = projectionOf(wfFailed());
+    const b = explainTask(p, idOf("b"), RECORDED_MS);
+    expect(b.condition).toBe("upstream_failed");
+    expect(b.nextSteps.map((s) => [s.action, s.task])).toEqual([
+      ["retry", idOf("a")],
+      ["mark_succeeded", idOf("a")],
+      ["mark_skipped", idOf("a")],
+      ["mark_succeeded", idOf("b")],
+      ["mark_skipped", idOf("b")],
+    ]);
+    // Each of them works there.
+    for (const s of b.nextSteps) {
+      const command: HaltedCommand =
+        s.action === "retry"
+          ? RETRY
+          : { kind: "mark", outcome: s.action === "mark_succeeded" ? "success" : "skipped", reason: "x" };
+      const name = s.task === idOf("a") ? "a" : "b";
+      expect(() => decideHalted(inputOf(p, name), command)).not.toThrow();
+    }
+  });
+
   it("given a run still going, when a task is retried, then no run is written and the run waits for it", () => {
     const history = wfFailed().filter((g) => g.type !== "RunFinished");
     const d = decideHalted(inputOf(projectionOf(history), "a"), RETRY);

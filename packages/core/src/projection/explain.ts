@@ -16,6 +16,7 @@ import {
   type TaskDecision,
   type TaskView,
 } from "../task/decide-task.js";
+import type { TaskState } from "../task/state.js";
 
 /** Where a task stands, in one word (the `NOW` column of `chronolog tasks`). */
 export type TaskCondition =
@@ -71,16 +72,52 @@ export function haltedSteps(task: string, interval: string): NextStep[] {
 }
 
 /**
+ * An interval closed as upstream_failed while a parent still stands halted goes on once that
+ * parent is retried or marked (a retry of it alone would be closed again): the parent's ways out
+ * come first, then its own marks. Otherwise, its own ways out.
+ */
+function upstreamFirst(
+  taskId: string,
+  interval: string,
+  state: string,
+  tasks: ReadonlyMap<string, TaskState> | undefined,
+): NextStep[] {
+  const own = haltedSteps(taskId, interval);
+  const task = tasks?.get(taskId);
+  if (state !== "upstream_failed" || !tasks || !task) return own;
+  const parents: NextStep[] = [];
+  for (const p of task.parents) {
+    const parent = tasks.get(formatTaskKey(p));
+    const f = parent?.failure;
+    if (
+      parent &&
+      f &&
+      f.logicalDate === parent.logicalDate &&
+      Date.parse(f.logicalDate) <= Date.parse(interval)
+    )
+      parents.push(
+        ...upstreamFirst(parent.id, f.logicalDate, f.state, tasks).filter((s) => s.task !== taskId),
+      );
+  }
+  return parents.length > 0 ? [...parents, ...own.filter((s) => s.action !== "retry")] : own;
+}
+
+/**
  * What an operator can do where a decision leaves the task: a halted interval is retried or
  * marked; an attempt whose lease expired is abandoned; a paused task resumed; a task blocked by a
  * parent halted at the interval it needs names that parent's ways out.
  */
-export function nextStepsFor(d: TaskDecision, taskId: string, logicalDate: string): NextStep[] {
+export function nextStepsFor(
+  d: TaskDecision,
+  taskId: string,
+  logicalDate: string,
+  tasks?: ReadonlyMap<string, TaskState>,
+): NextStep[] {
   switch (d.kind) {
     case "failed":
-      return haltedSteps(taskId, d.failure.logicalDate);
+      return upstreamFirst(taskId, d.failure.logicalDate, d.failure.state, tasks);
     case "fail":
-      return haltedSteps(taskId, d.event.data.logicalDate);
+      return upstreamFirst(taskId, d.event.data.logicalDate, d.event.data.state, tasks);
     case "running":
       return d.attempt?.status === "lease_expired"
         ? [
@@ -134,7 +171,7 @@ export function explainTask(
     logicalDate: task.logicalDate,
     nextRunDate: task.nextRunDate,
     decision,
-    nextSteps: nextStepsFor(decision, taskId, task.logicalDate),
+    nextSteps: nextStepsFor(decision, taskId, task.logicalDate, view.tasks),
   };
 }
 
