@@ -92,9 +92,11 @@ describe("a halted workflow and its alerts", () => {
     const going = runs.filter((r) => r.status === "running");
     expect(going).toHaveLength(2);
     for (const r of going)
-      expect(r.blockedBy).toContain(`blocked by p/a/a/ALL's failed interval ${first}: rerun or abandon it`);
+      expect(r.blockedBy).toContain(
+        `blocked by p/a/a/ALL's failed interval ${first}: chronolog retry p/a/a/ALL --interval ${hoursAgo(4)}, or chronolog mark p/a/a/ALL --interval ${hoursAgo(4)} --skipped --reason "say why"`,
+      );
     expect(chronolog(dir, ["why", "p/a/c"]).stdout).toContain(
-      `(2 of 2 runs going); they cannot finish: blocked by p/a/a/ALL's failed interval ${first}: rerun or abandon it`,
+      `(2 of 2 runs going); they cannot finish: blocked by p/a/a/ALL's failed interval ${first}: chronolog retry p/a/a/ALL --interval ${hoursAgo(4)}`,
     );
     // The sink that hangs is cut at its timeout and tried again; the other was delivered at once.
     const runAlert = await waitUntil("the hanging sink's first try to fail", () => {

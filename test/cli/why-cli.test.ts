@@ -68,7 +68,9 @@ tasks:
     // Held means no attempt: the scheduler has written no intent for it.
     expect(JSON.parse(chronolog(dir, ["attempts", `p/a/${waiter}/ALL`, "--json"]).stdout)).toEqual([]);
     const paused = chronolog(dir, ["why", "p/a/later/ALL"]);
-    expect(paused.stdout).toBe("p/a/later/ALL: paused\n  the task is paused: waiting for the new schema\n");
+    expect(paused.stdout).toBe(
+      "p/a/later/ALL: paused\n  the task is paused: waiting for the new schema\nnext steps:\n  chronolog resume p/a/later/ALL\n",
+    );
     writeFileSync(join(dir, "s1.go"), "");
     writeFileSync(join(dir, "s2.go"), "");
     await waitUntil("s2 to finish", () => {

@@ -31,7 +31,12 @@ export function runIdInput(text: string, field = "run"): string {
     throw new ValidationError(field, [
       {
         path: "",
-        message: `"${text}" is not a run id: use WORKFLOW@LOGICAL_DATE, e.g. etl@2026-11-30T02:00Z`,
+        message: `"${text}" is not a run id: use WORKFLOW@LOGICAL_DATE, e.g. etl@2026-11-30T02:00Z${
+          // A task's key where a run was meant: one interval of a task is retried, not rerun.
+          text.includes("/")
+            ? `; to run one interval of a task again: chronolog retry ${text} --interval DATE`
+            : ""
+        }`,
       },
     ]);
   return `${text.slice(0, at)}@${instantInput(text.slice(at + 1), field)}`;

@@ -400,7 +400,7 @@ describe("describeDecision: the decision in words", () => {
     expect(describeDecision(d, projectionOf([]), DAY, DUE)).toEqual({
       condition: "upstream_failed",
       reasons: [
-        "blocked by its own upstream_failed interval 2026-11-28T02:00Z (a task never advances past an interval it did not complete; rerun or abandon it)",
+        "blocked by its own upstream_failed interval 2026-11-28T02:00Z (a task never advances past an interval it did not complete: retry it, or mark it succeeded or skipped)",
         "2026-11-28T02:00Z ended upstream_failed: p/a/up/ALL failed",
       ],
     });

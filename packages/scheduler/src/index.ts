@@ -4,6 +4,7 @@ export * from "./declare.js";
 export * from "./diff.js";
 export * from "./dispatcher.js";
 export * from "./errors.js";
+export * from "./halted.js";
 export * from "./membership.js";
 export * from "./operations.js";
 export * from "./payload.js";

@@ -7,10 +7,12 @@ import {
   foldInstance,
   instanceStream,
   isTerminal,
+  markCommand,
   parseInstant,
   planWindow,
   prevCronTime,
   resetTo,
+  retryCommand,
   type SchedulerProjection,
   slotsIn,
   type TaskState,
@@ -374,7 +376,12 @@ export async function abandonAttempt(
       if (!inst || !a) throw new NotFoundError(`${id} has no attempt for ${date}`);
       if (options.token !== undefined && a.token !== options.token)
         throw new StateError(`${id} ${date}: attempt ${options.token} is not the current one (${a.token})`);
-      if (isTerminal(inst)) throw new StateError(`${id} ${date} has already ended (${inst.status})`);
+      if (isTerminal(inst))
+        throw new StateError(
+          inst.status === "success" || inst.status === "skipped"
+            ? `${id} ${date} has already ended (${inst.status}): nothing to abandon`
+            : `${id} ${date} has already ended (${inst.status}): retry it with ${retryCommand(id, date)}, or mark it with ${markCommand(id, date, "success")} (or --skipped)`,
+        );
       const abandoned: DomainEvent = {
         type: "AttemptAbandoned",
         data: {

@@ -36,6 +36,8 @@ export interface TaskRow {
   readonly nextRunDate: string | null;
   readonly reasons: readonly string[];
   readonly decision: Explanation["decision"];
+  /** What an operator can do where it stands, each as the command that does it. */
+  readonly nextSteps: Explanation["nextSteps"];
 }
 
 /** Every declared task (or those `filter` keeps), ordered by id, with where each stands now. */
@@ -68,6 +70,7 @@ export function taskRow(
     nextRunDate: task.nextRunDate,
     reasons: why.reasons,
     decision: why.decision,
+    nextSteps: why.nextSteps,
   };
 }
 
@@ -105,7 +108,7 @@ export async function taskAttempts(
   const rows: AttemptRow[] = [];
   for (const stream of await instanceStreamsOf(log, task)) {
     const inst = foldInstance(await log.readStream(stream));
-    for (const a of withBudget(inst?.attempts ?? [], task.spec.retry.maxAttempts))
+    for (const a of withBudget(inst?.attempts ?? [], task.spec.retry.maxAttempts, inst?.budgetFrom ?? 0))
       rows.push({ logicalDate: inst?.logicalDate as string, stream, ...a });
   }
   return rows;

@@ -162,15 +162,23 @@ export async function describeRun(
       const kept = !ranInTry.has(task);
       const touched = stream.some((e) => e.position > shown.position && e.type !== "CompletionRejected");
       if (instance && (kept || touched)) outcomes[task] = instance.status;
-      const attempts = withBudget(instance?.attempts ?? [], t.spec.retry.maxAttempts).filter(
+      const attempts = withBudget(
+        instance?.attempts ?? [],
+        t.spec.retry.maxAttempts,
+        instance?.budgetFrom ?? 0,
+      ).filter(
         (a) => (intended.get(a.token) ?? -1n) > shown.position,
       );
       return { task, instance: foldInstance(whole), attempts, kept };
     }),
   );
+  const marked: Record<string, "success" | "skipped"> = {};
+  for (const { task, instance } of rows) if (instance?.marked) marked[task] = instance.marked.outcome;
+  const { marked: _, ...rest } = run;
   const shownRun: RunState = {
-    ...run,
+    ...rest,
     outcomes,
+    ...(Object.keys(marked).length > 0 ? { marked } : {}),
     ...(next ? { status: shown.status, try: shown.try, trigger: shown.trigger, actor: shown.actor } : {}),
     ...(next ? { startedAt: shown.startedAt, finishedAt: shown.finishedAt } : {}),
   };

@@ -266,7 +266,7 @@ tasks:
     const w = why("broken");
     expect(w.condition).toBe("failed");
     expect(w.reasons).toEqual([
-      `blocked by its own failed interval ${failed.replace(":00.000Z", "Z")} (a task never advances past an interval it did not complete; rerun or abandon it)`,
+      `blocked by its own failed interval ${failed.replace(":00.000Z", "Z")} (a task never advances past an interval it did not complete: retry it, or mark it succeeded or skipped)`,
       `${failed.replace(":00.000Z", "Z")} ended failed: exited with code 2`,
       "last line of stderr: connection refused",
     ]);

@@ -84,6 +84,15 @@ export const DeclareOutcome = z
   })
   .openapi("DeclareOutcome");
 
+export const NextStep = z
+  .object({
+    action: z.enum(["retry", "mark_succeeded", "mark_skipped", "abandon", "resume"]),
+    task: z.string(),
+    interval: z.string().nullable(),
+    command: z.string(),
+  })
+  .openapi("NextStep", { description: "a way out for an operator, and the CLI command that does it" });
+
 export const TaskRow = z
   .object({
     task: z.string(),
@@ -94,6 +103,7 @@ export const TaskRow = z
     nextRunDate: z.string().nullable(),
     reasons: z.array(z.string()),
     decision: z.unknown(),
+    nextSteps: z.array(NextStep),
   })
   .openapi("TaskRow");
 
@@ -107,9 +117,27 @@ export const TaskDetail = z
     condition: z.string(),
     reasons: z.array(z.string()),
     decision: z.unknown(),
+    nextSteps: z.array(NextStep),
     instance: z.unknown(),
   })
   .openapi("TaskDetail");
+
+export const IntervalAction = z
+  .object({
+    task: z.string(),
+    logicalDate: z.string(),
+    was: z.string().openapi({ description: "how the interval stood before: failed, upstream_failed, ..." }),
+    reopened: z.array(z.string()).openapi({ description: "descendants closed as upstream_failed, reopened" }),
+    run: z
+      .object({ runId: z.string(), reopened: z.boolean(), try: z.number().int() })
+      .nullable()
+      .openapi({ description: "the workflow run, reopened as a new try or going already" }),
+    attempt: z.number().int().nullable().openapi({ description: "retry: the attempt to come" }),
+    maxAttempts: z.number().int().openapi({ description: "retry: its fresh retry budget" }),
+    message: z.string(),
+    position,
+  })
+  .openapi("IntervalAction", { description: "what a retry or a mark of an interval did" });
 
 export const Attempt = z
   .object({
@@ -156,6 +184,9 @@ export const Run = z
     tasks: z.array(z.string()),
     summary: RunSummary,
     blockedBy: z.array(z.string()),
+    nextSteps: z.array(NextStep).openapi({
+      description: "the ways out of its halted tasks (retry, mark), each as the CLI command",
+    }),
   })
   .catchall(z.unknown())
   .openapi("Run");

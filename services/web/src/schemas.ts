@@ -14,6 +14,7 @@ export type GraphNode = S["UiGraphNode"];
 export type GraphEdge = S["UiGraph"]["edges"][number];
 export type RecordedEvent = S["RecordedEvent"];
 export type Verify = S["VerifyResult"];
+export type NextStep = S["NextStep"];
 
 /** A task as `GET /tasks/{key}` answers it, with the fields the document leaves open. */
 export type TaskDetail = S["TaskDetail"] & {
@@ -43,6 +44,8 @@ export type Run = S["Run"] & {
   actor?: string | null;
   startedAt?: string | null;
   finishedAt?: string | null;
+  /** task -> the outcome an operator marked it with by hand. */
+  marked?: Record<string, "success" | "skipped">;
 };
 
 export type RunSummary = S["RunSummary"];
@@ -56,7 +59,11 @@ export type RunView = S["RunDetail"] & {
     actor?: string | null;
     startedAt?: string | null;
     finishedAt?: string | null;
+    /** task -> the outcome an operator marked it with by hand. */
+    marked?: Record<string, "success" | "skipped">;
   };
+  /** The ways out of its halted tasks. */
+  readonly nextSteps?: readonly NextStep[];
   instances: ReadonlyArray<S["RunDetail"]["instances"][number] & { attempts: readonly RunAttempt[] }>;
 };
 

@@ -105,6 +105,22 @@ export const IntervalFailed = z
   })
   .strict();
 
+/**
+ * An operator reopened the task's halted interval: the stop recorded there is lifted and the
+ * interval is decided afresh (its parents' gate, its limits), so a new attempt is dispatched for
+ * it, with a fresh retry budget. `parent`: it was reopened because that parent's interval was
+ * retried or marked (it had been closed as upstream_failed for it).
+ */
+export const IntervalRetried = z
+  .object({
+    key,
+    logicalDate: instant,
+    by: z.string().min(1).max(500),
+    reason: reason.optional(),
+    parent: key.optional(),
+  })
+  .strict();
+
 // ---- instance (attempt) stream ------------------------------------------------------------
 
 export const DispatchIntended = z
@@ -225,6 +241,21 @@ export const InstanceCancelled = z
   .object({ key, logicalDate: instant, reason, runId: z.string().optional() })
   .strict();
 
+/**
+ * An operator marked the interval done by hand (succeeded or skipped), with why: it counts as
+ * done for its children, and the task advances past it as after a success or a skip.
+ */
+export const IntervalMarked = z
+  .object({
+    key,
+    logicalDate: instant,
+    outcome: z.enum(["success", "skipped"]),
+    reason,
+    by: z.string().min(1).max(500),
+    runId: z.string().optional(),
+  })
+  .strict();
+
 export const CompletionRejected = z
   .object({
     token: z.string().max(256),
@@ -267,6 +298,11 @@ export const RunFinished = z
     skipped: z.array(z.string()).default([]),
     upstreamFailed: z.array(z.string()).default([]),
     cancelled: z.array(z.string()).default([]),
+    /**
+     * Tasks whose outcome an operator marked by hand (they are in succeeded or skipped too);
+     * absent when none was.
+     */
+    marked: z.array(z.string()).optional(),
   })
   .strict();
 

@@ -122,6 +122,10 @@ export function summarizeEvent(e: DomainEvent): string {
       const s = e.data.spec;
       return `workflow ${s.name} declared in ${s.project}/${s.account}${s.cron ? `: ${s.cron}${s.timezone ? ` ${s.timezone}` : ""}` : ""}`;
     }
+    case "IntervalRetried":
+      return `${formatTaskKey(e.data.key)} ${shortInstant(e.data.logicalDate)} retried by ${e.data.by}, with a fresh retry budget${e.data.parent ? ` (through its halted parent ${formatTaskKey(e.data.parent)})` : ""}${because(e.data.reason)}`;
+    case "IntervalMarked":
+      return `${formatTaskKey(e.data.key)} ${shortInstant(e.data.logicalDate)} marked ${e.data.outcome === "success" ? "succeeded" : "skipped"} by ${e.data.by}${because(e.data.reason)}`;
     case "WorkflowRetired":
       return `workflow ${e.data.name} retired with ${counted(e.data.tasks.length, "task")}${e.data.tasks.length > 0 ? ` (${e.data.tasks.map(formatTaskKey).join(", ")})` : ""}${because(e.data.reason)}`;
     case "AccessTokenIssued":

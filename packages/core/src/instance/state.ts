@@ -63,6 +63,14 @@ export interface AttemptView {
   readonly outputFile: OutputFileRecord | null;
 }
 
+/** An interval an operator marked done by hand. */
+export interface MarkRecord {
+  readonly outcome: "success" | "skipped";
+  readonly by: string;
+  readonly reason: string;
+  readonly at: string;
+}
+
 /** One task for one logical date: the fold of its attempt stream. */
 export interface InstanceState {
   readonly stream: string;
@@ -84,6 +92,14 @@ export interface InstanceState {
   readonly reason: string | null;
   /** The current attempt's cache key, when the task declares one. */
   readonly cacheKey: string | null;
+  /**
+   * Attempts before this number do not count against the retry policy: the last attempt before
+   * the interval was opened again after it had ended (a retry, rerun or backfill of it), which
+   * starts a fresh retry budget. Absent (0) in states kept before it was recorded.
+   */
+  readonly budgetFrom?: number;
+  /** Who marked the interval done by hand, and why (null, or absent: it was not). */
+  readonly marked?: MarkRecord | null;
 }
 
 export function currentAttempt(state: InstanceState): AttemptView | undefined {
@@ -165,6 +181,10 @@ export function evolveInstance(
       outputPath: null,
       outputFile: null,
     };
+    // A dispatch after the interval had ended (reopened by a retry, rerun or backfill) starts a
+    // fresh retry budget; a retry of the policy goes on with the budget it has.
+    const budgetFrom =
+      state && isTerminal(state) ? (state.attempts.at(-1)?.attempt ?? 0) : (state?.budgetFrom ?? 0);
     return {
       stream: at.streamId,
       key: d.key,
@@ -181,8 +201,11 @@ export function evolveInstance(
       dispatchedAt: at.position,
       reason: null,
       cacheKey: d.cacheKey ?? null,
+      budgetFrom,
+      marked: null,
     };
   }
+  if (event.type === "IntervalMarked") return marked(state, event.data, at);
   if (!state) {
     // An outcome with no dispatch before it: only the skip decisions start a stream this way.
     if (
@@ -346,6 +369,31 @@ export function evolveInstance(
     default:
       return state;
   }
+}
+
+/** The interval marked done by hand: its outcome, who and why (its attempts stand as they were). */
+function marked(state: InstanceState | undefined, d: EventDataOf<"IntervalMarked">, at: At): InstanceState {
+  const mark: MarkRecord = { outcome: d.outcome, by: d.by, reason: d.reason, at: at.recordedAt };
+  return {
+    stream: at.streamId,
+    key: d.key,
+    logicalDate: d.logicalDate,
+    runId: d.runId ?? state?.runId ?? null,
+    status: d.outcome,
+    attempts: state?.attempts ?? [],
+    idempotent: state?.idempotent ?? false,
+    leaseSeconds: state?.leaseSeconds ?? 30,
+    connection: state?.connection ?? null,
+    operator: state?.operator ?? {},
+    retryAt: null,
+    revision: at.revision,
+    // The latest decision about the interval: the task completes it from here.
+    dispatchedAt: at.position,
+    reason: `marked ${d.outcome === "success" ? "succeeded" : "skipped"} by ${d.by}: ${d.reason}`,
+    cacheKey: state?.cacheKey ?? null,
+    budgetFrom: state?.budgetFrom ?? 0,
+    marked: mark,
+  };
 }
 
 /** Folds an attempt stream read from the log (for instances no longer held in memory). */

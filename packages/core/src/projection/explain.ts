@@ -2,7 +2,10 @@ import { describeGateReason } from "../gate.js";
 import { type AttemptView, lastLineOf } from "../instance/state.js";
 import { formatTaskKey } from "../keys.js";
 import { runBlockers } from "../run/blockers.js";
+import type { RunState } from "../run/state.js";
 import { shortInstant } from "../schedule/interval.js";
+import { instanceStream } from "../streams.js";
+import { abandonCommand, markCommand, retryCommand } from "../task/decide-halted.js";
 import {
   connectionHolders,
   type DecideOptions,
@@ -13,6 +16,7 @@ import {
   type TaskDecision,
   type TaskView,
 } from "../task/decide-task.js";
+import type { TaskState } from "../task/state.js";
 import { counted } from "../words.js";
 
 /** Where a task stands, in one word (the `NOW` column of `chronolog tasks`). */
@@ -44,6 +48,97 @@ export interface Explanation {
   readonly nextRunDate: string | null;
   /** The core's decision itself (null: no such task). */
   readonly decision: TaskDecision | null;
+  /** What an operator can do where the task stands, each as the command that does it. */
+  readonly nextSteps: readonly NextStep[];
+}
+
+/** One way out for an operator: an action on a task's interval, and the command that does it. */
+export interface NextStep {
+  readonly action: "retry" | "mark_succeeded" | "mark_skipped" | "abandon" | "resume";
+  /** The task it acts on (a parent, when that is what holds this one). */
+  readonly task: string;
+  /** The interval it acts on (null: the task as a whole). */
+  readonly interval: string | null;
+  /** The command that does it, as it can be run. */
+  readonly command: string;
+}
+
+/** The ways out of a halted interval: retry it, or mark it succeeded or skipped. */
+export function haltedSteps(task: string, interval: string): NextStep[] {
+  return [
+    { action: "retry", task, interval, command: retryCommand(task, interval) },
+    { action: "mark_succeeded", task, interval, command: markCommand(task, interval, "success") },
+    { action: "mark_skipped", task, interval, command: markCommand(task, interval, "skipped") },
+  ];
+}
+
+/**
+ * An interval closed as upstream_failed while a parent still stands halted goes on once that
+ * parent is retried or marked (a retry of it alone would be closed again): the parent's ways out
+ * come first, then its own marks. Otherwise, its own ways out.
+ */
+function upstreamFirst(
+  taskId: string,
+  interval: string,
+  state: string,
+  tasks: ReadonlyMap<string, TaskState> | undefined,
+): NextStep[] {
+  const own = haltedSteps(taskId, interval);
+  const task = tasks?.get(taskId);
+  if (state !== "upstream_failed" || !tasks || !task) return own;
+  const parents: NextStep[] = [];
+  for (const p of task.parents) {
+    const parent = tasks.get(formatTaskKey(p));
+    const f = parent?.failure;
+    if (
+      parent &&
+      f &&
+      f.logicalDate === parent.logicalDate &&
+      Date.parse(f.logicalDate) <= Date.parse(interval)
+    )
+      parents.push(
+        ...upstreamFirst(parent.id, f.logicalDate, f.state, tasks).filter((s) => s.task !== taskId),
+      );
+  }
+  return parents.length > 0 ? [...parents, ...own.filter((s) => s.action !== "retry")] : own;
+}
+
+/**
+ * What an operator can do where a decision leaves the task: a halted interval is retried or
+ * marked; an attempt whose lease expired is abandoned; a paused task resumed; a task blocked by a
+ * parent halted at the interval it needs names that parent's ways out.
+ */
+export function nextStepsFor(
+  d: TaskDecision,
+  taskId: string,
+  logicalDate: string,
+  tasks?: ReadonlyMap<string, TaskState>,
+): NextStep[] {
+  switch (d.kind) {
+    case "failed":
+      return upstreamFirst(taskId, d.failure.logicalDate, d.failure.state, tasks);
+    case "fail":
+      return upstreamFirst(taskId, d.event.data.logicalDate, d.event.data.state, tasks);
+    case "running":
+      return d.attempt?.status === "lease_expired"
+        ? [
+            {
+              action: "abandon",
+              task: taskId,
+              interval: logicalDate,
+              command: `${abandonCommand(taskId, logicalDate)} --retry`,
+            },
+          ]
+        : [];
+    case "paused":
+      return [{ action: "resume", task: taskId, interval: null, command: `chronolog resume ${taskId}` }];
+    case "blocked":
+      return d.reasons.flatMap((r) =>
+        r.kind === "parent_failed" ? haltedSteps(formatTaskKey(r.parent), r.logicalDate) : [],
+      );
+    default:
+      return [];
+  }
 }
 
 /**
@@ -65,6 +160,7 @@ export function explainTask(
       logicalDate: null,
       nextRunDate: null,
       decision: null,
+      nextSteps: [],
     };
   }
   const decision = decideTask(view, task, nowMs, options.slots ?? projectedSlots(view), options);
@@ -76,7 +172,28 @@ export function explainTask(
     logicalDate: task.logicalDate,
     nextRunDate: task.nextRunDate,
     decision,
+    nextSteps: nextStepsFor(decision, taskId, task.logicalDate, view.tasks),
   };
+}
+
+/**
+ * The ways out of a run's halted tasks: each task that ended failed, abandoned or cancelled in
+ * it and still stands at its date (retrying or marking it reopens the run, and the tasks closed
+ * as upstream_failed for it go on after it, so they need no step of their own).
+ */
+export function runNextSteps(
+  tasks: ReadonlyMap<string, { readonly logicalDate: string; readonly status: string }>,
+  run: RunState,
+): NextStep[] {
+  const out: NextStep[] = [];
+  for (const id of run.tasks) {
+    const o = run.outcomes[id];
+    if (o !== "failed" && o !== "abandoned" && o !== "cancelled") continue;
+    const t = tasks.get(id);
+    if (t && t.status !== "retired" && t.logicalDate === run.logicalDate)
+      out.push(...haltedSteps(id, run.logicalDate));
+  }
+  return out;
 }
 
 /** A decision in words: its condition and one sentence per reason. */
@@ -88,10 +205,13 @@ export function describeDecision(
 ): { condition: TaskCondition; reasons: string[] } {
   const at = shortInstant(logicalDate);
   switch (d.kind) {
-    case "complete":
+    case "complete": {
+      const mark = view.instances.get(instanceStream(d.event.data.key, logicalDate))?.marked;
+      const how = mark ? ` (marked by hand by ${mark.by}: ${mark.reason})` : "";
       return d.outcome === "success"
-        ? { condition: "succeeded", reasons: [`${at} succeeded; advancing the schedule`] }
-        : { condition: "skipped", reasons: [`${at} was skipped; advancing the schedule`] };
+        ? { condition: "succeeded", reasons: [`${at} succeeded${how}; advancing the schedule`] }
+        : { condition: "skipped", reasons: [`${at} was skipped${how}; advancing the schedule`] };
+    }
     case "fail":
       return {
         condition: d.event.data.state === "upstream_failed" ? "upstream_failed" : "failed",
@@ -105,11 +225,11 @@ export function describeDecision(
       return {
         condition: f.state === "upstream_failed" ? "upstream_failed" : "failed",
         reasons: [
-          `blocked by its own ${f.state} interval ${shortInstant(f.logicalDate)} (a task never advances past an interval it did not complete; rerun or abandon it)`,
+          `blocked by its own ${f.state} interval ${shortInstant(f.logicalDate)} (a task never advances past an interval it did not complete: retry it, or mark it succeeded or skipped)`,
           `${shortInstant(f.logicalDate)} ended ${f.state}: ${f.reason}`,
           ...(f.reason.startsWith("interrupted: ")
             ? [
-                "a shutdown interrupted it after it started; the task is not idempotent, so it is not run again on its own (its side effect may have happened): rerun it, or abandon it, once you know",
+                "a shutdown interrupted it after it started; the task is not idempotent, so it is not run again on its own (its side effect may have happened): retry it, or mark it, once you know",
               ]
             : []),
           ...attemptLines(d.attempt, f.reason),

@@ -2,7 +2,7 @@ import { type AlertState, alertDone, evolveAlert } from "../alert/alert.js";
 import type { DomainEvent } from "../events/catalog.js";
 import { evolveInstance, type InstanceState, isTerminal } from "../instance/state.js";
 import { formatTaskKey, type TaskKey } from "../keys.js";
-import { evolveRun, type RunState, withOutcome } from "../run/state.js";
+import { evolveRun, type RunState, runIdOf, withOutcome, withoutOutcome } from "../run/state.js";
 import type { ConnectionSpec, WorkflowSpec } from "../spec.js";
 import { instanceStream, streamCategory } from "../streams.js";
 import { type DeclaredSpec, evolveTask, type TaskState } from "../task/state.js";
@@ -121,6 +121,15 @@ export class SchedulerProjection {
     this.tasks.set(after.id === id ? after.id : id, after);
     if (e.type === "TaskDeclared" || e.type === "TaskDeclarationChanged") this.indexParents(before, after);
     if (before && before.logicalDate !== after.logicalDate) this.prune(before.id, before.logicalDate);
+    if (e.type === "IntervalRetried" && after.spec.workflow !== undefined) {
+      // Reopened while its run goes on: the run waits for it again.
+      const runId = runIdOf(after.spec.workflow, e.data.logicalDate);
+      const run = this.runs.get(runId);
+      if (run?.status === "running") {
+        this.runs.set(runId, withoutOutcome(run, id));
+        return { task: id, run: runId };
+      }
+    }
     return { task: id };
   }
 
@@ -140,7 +149,7 @@ export class SchedulerProjection {
     if (after.runId) {
       const run = this.runs.get(after.runId);
       if (run) {
-        this.runs.set(after.runId, withOutcome(run, taskId, after.status));
+        this.runs.set(after.runId, withOutcome(run, taskId, after.status, after.marked?.outcome ?? null));
         runTouched = after.runId;
       }
     }
@@ -375,7 +384,7 @@ export class SchedulerProjection {
 }
 
 /** Bumped whenever the projection's shape or fold changes: an old snapshot is then rebuilt from the log. */
-export const SNAPSHOT_FORMAT = 8;
+export const SNAPSHOT_FORMAT = 9;
 
 type Stringly<T, K extends keyof T> = Omit<T, K> & { [P in K]: string };
 

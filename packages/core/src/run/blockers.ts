@@ -1,5 +1,6 @@
 import { TERMINAL_INSTANCE_STATUSES } from "../instance/state.js";
 import { shortInstant } from "../schedule/interval.js";
+import { markCommand, retryCommand } from "../task/decide-halted.js";
 import type { TaskState } from "../task/state.js";
 import type { RunState } from "./state.js";
 
@@ -20,7 +21,9 @@ export function runBlockers(tasks: ReadonlyMap<string, TaskState>, run: RunState
     if (!t) continue;
     const f = t.failure;
     if (f && Date.parse(f.logicalDate) < Date.parse(run.logicalDate))
-      out.push(`blocked by ${id}'s ${f.state} interval ${shortInstant(f.logicalDate)}: rerun or abandon it`);
+      out.push(
+        `blocked by ${id}'s ${f.state} interval ${shortInstant(f.logicalDate)}: ${retryCommand(id, f.logicalDate)}, or ${markCommand(id, f.logicalDate, "skipped")}`,
+      );
     else if (t.status === "paused") out.push(`${id} is paused${t.pausedReason ? `: ${t.pausedReason}` : ""}`);
   }
   return out;

@@ -120,6 +120,7 @@ export function decideRun(
     const skipped = by((s) => s === "skipped");
     const upstreamFailed = by((s) => s === "upstream_failed");
     const cancelled = by((s) => s === "cancelled");
+    const marked = run.tasks.filter((t) => run.marked?.[t] !== undefined);
     finish = {
       type: "RunFinished",
       data: {
@@ -137,6 +138,8 @@ export function decideRun(
         skipped,
         upstreamFailed,
         cancelled,
+        // (Only when some were: a run no one marked records what it always did.)
+        ...(marked.length > 0 ? { marked } : {}),
       },
     };
   }

@@ -31,6 +31,8 @@ export interface RunState {
   readonly firstStartedAt: string;
   /** When the latest try finished (null while it runs). */
   readonly finishedAt: string | null;
+  /** task id -> the outcome an operator marked its interval with by hand (absent: none). */
+  readonly marked?: Readonly<Record<string, "success" | "skipped">>;
 }
 
 export type RunTrigger = "schedule" | "manual" | "rerun" | "backfill";
@@ -56,6 +58,8 @@ export function evolveRun(state: RunState | undefined, event: DomainEvent, at: A
       const outcomes = { ...(state?.outcomes ?? {}) };
       for (const t of tasks) delete outcomes[t];
       const all = state ? [...new Set([...state.tasks, ...tasks])] : tasks;
+      const marked = { ...(state?.marked ?? {}) };
+      for (const t of tasks) delete marked[t];
       return {
         runId: d.runId,
         workflow: d.workflow,
@@ -71,6 +75,7 @@ export function evolveRun(state: RunState | undefined, event: DomainEvent, at: A
         actor: d.requestedBy ?? at.actor ?? null,
         firstStartedAt: state?.firstStartedAt ?? at.recordedAt,
         finishedAt: null,
+        ...(Object.keys(marked).length > 0 ? { marked } : {}),
       };
     }
     case "RunFinished":
@@ -82,8 +87,39 @@ export function evolveRun(state: RunState | undefined, event: DomainEvent, at: A
   }
 }
 
-/** Records a task's instance status in its run (from the attempt stream, not the run stream). */
-export function withOutcome(run: RunState, taskId: string, status: InstanceStatus): RunState {
-  if (run.outcomes[taskId] === status) return run;
-  return { ...run, outcomes: { ...run.outcomes, [taskId]: status } };
+/**
+ * Records a task's instance status in its run (from the attempt stream, not the run stream), and
+ * whether an operator marked it by hand (`marked`: the mark; null: not marked, or no longer).
+ */
+export function withOutcome(
+  run: RunState,
+  taskId: string,
+  status: InstanceStatus,
+  marked: "success" | "skipped" | null = null,
+): RunState {
+  const was = run.marked?.[taskId] ?? null;
+  if (run.outcomes[taskId] === status && was === marked) return run;
+  let next: RunState = { ...run, outcomes: { ...run.outcomes, [taskId]: status } };
+  if (was !== marked) {
+    const all = { ...(run.marked ?? {}) };
+    if (marked === null) delete all[taskId];
+    else all[taskId] = marked;
+    const { marked: _, ...rest } = next;
+    next = Object.keys(all).length > 0 ? { ...rest, marked: all } : rest;
+  }
+  return next;
+}
+
+/**
+ * A task's interval reopened by an operator while its run goes on: it has no outcome in the run
+ * until it is dispatched again, so the run waits for it.
+ */
+export function withoutOutcome(run: RunState, taskId: string): RunState {
+  if (!(taskId in run.outcomes) && !run.marked?.[taskId]) return run;
+  const outcomes = { ...run.outcomes };
+  delete outcomes[taskId];
+  const marked = { ...(run.marked ?? {}) };
+  delete marked[taskId];
+  const { marked: _, ...rest } = run;
+  return { ...rest, outcomes, ...(Object.keys(marked).length > 0 ? { marked } : {}) };
 }

@@ -165,6 +165,13 @@ export function evolveTask(
         movedAt: at.position,
       };
     }
+    case "IntervalRetried": {
+      if (!state) return state;
+      // Only the interval the task stands at: its stop is lifted and it is decided afresh (an
+      // attempt stream from before this move is an earlier one's).
+      if (state.logicalDate !== event.data.logicalDate) return { ...state, revision: at.revision };
+      return { ...state, failure: null, revision: at.revision, movedAt: at.position };
+    }
     case "IntervalFailed": {
       if (!state) return state;
       const d = event.data;

@@ -1,4 +1,4 @@
-import { formatTaskKey, instantInput, runIdInput, ValidationError } from "@chronolog/core";
+import { formatTaskKey, instantInput, runIdInput, runNextSteps, ValidationError } from "@chronolog/core";
 import { criticalPath, describeRun, listRuns, NotFoundError, rerun, trigger } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { requireProjects } from "../auth.js";
@@ -55,7 +55,11 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
         !v.projection.workflowRevisions.has(workflow)
       )
         throw new NotFoundError(`no workflow ${workflow} is declared`);
-      return jsonText(c, toJson(listRuns(v.projection, workflow)));
+      const runs = listRuns(v.projection, workflow).map((r) => ({
+        ...r,
+        nextSteps: runNextSteps(v.projection.tasks, r),
+      }));
+      return jsonText(c, toJson(runs));
     },
   );
   app.openapi(
@@ -86,7 +90,14 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
       }
       const v = await d.readView(c, q.at);
       const view = await describeRun(v.log, v.projection, runId, q.try);
-      return jsonText(c, toJson({ ...view, blockedBy: view.summary.waiting }));
+      return jsonText(
+        c,
+        toJson({
+          ...view,
+          blockedBy: view.summary.waiting,
+          nextSteps: runNextSteps(v.projection.tasks, view.run),
+        }),
+      );
     },
   );
   app.openapi(

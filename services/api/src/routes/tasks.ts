@@ -1,5 +1,6 @@
-import { shownTask } from "@chronolog/core";
+import { describeHalted, type HaltedCommand, instantInput, shownTask } from "@chronolog/core";
 import {
+  actOnInterval,
   pauseTask,
   requireTask,
   resumeTask,
@@ -27,6 +28,21 @@ const TaskListQuery = atQuery.extend({
 });
 
 const ReasonBody = z.object({ reason: z.string().min(1).max(2000).optional() });
+const RetryBody = z.object({
+  interval: z
+    .string()
+    .optional()
+    .openapi({ description: "the interval (default: the one the task stands at)" }),
+  reason: z.string().min(1).max(2000).optional(),
+});
+const MarkBody = z.object({
+  interval: z
+    .string()
+    .optional()
+    .openapi({ description: "the interval (default: the one the task stands at)" }),
+  outcome: z.enum(["success", "skipped"]),
+  reason: z.string().trim().min(1).max(2000),
+});
 
 /** The writes on one task (each as the CLI command of the same name), by operationId. */
 const ACTIONS = {
@@ -87,6 +103,7 @@ export function taskRoutes(d: RouteDeps): OpenAPIHono {
           condition: row.condition,
           reasons: row.reasons,
           decision: row.decision,
+          nextSteps: row.nextSteps,
           instance,
         }),
       );
@@ -120,6 +137,65 @@ export function taskRoutes(d: RouteDeps): OpenAPIHono {
       },
     );
   }
+  const act = async (
+    c: Parameters<RouteDeps["who"]>[0],
+    id: string,
+    interval: string | undefined,
+    command: HaltedCommand,
+  ) => {
+    const caller = await d.who(c, "operate");
+    requireProjects(caller, [id.split("/")[0] as string], command.kind === "retry" ? "retry" : "mark");
+    const date = interval === undefined ? undefined : instantInput(interval, "interval");
+    const r = await actOnInterval(d.writer(caller), await state.writeProjection(), id, date, command, {
+      by: caller.actor,
+      now: d.now(),
+    });
+    const { writes: _writes, ...rest } = r;
+    return c.json({ ...rest, message: describeHalted(r, command), position: String(r.position) }, 200);
+  };
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/tasks/{key}/retry",
+      operationId: "retryInterval",
+      security: needsToken,
+      summary:
+        "run a halted interval again (failed, abandoned, upstream_failed, cancelled): a new attempt, with a fresh retry budget",
+      request: { params: taskKeyParam, body: optionalBody(RetryBody) },
+      responses: {
+        200: json(S.IntervalAction, "retried"),
+        ...S.problemResponses(400, 401, 403, 404, 409, 422),
+      },
+    }),
+    async (c) => {
+      const id = taskIdOf(c.req.valid("param").key);
+      const body = await optionalJson(c, RetryBody);
+      return act(c, id, body.interval, { kind: "retry", ...(body.reason ? { reason: body.reason } : {}) });
+    },
+  );
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/tasks/{key}/mark",
+      operationId: "markInterval",
+      security: needsToken,
+      summary:
+        "mark an interval succeeded or skipped by hand, with a reason: it counts as done for its children",
+      request: {
+        params: taskKeyParam,
+        body: { content: { "application/json": { schema: MarkBody } }, required: true },
+      },
+      responses: {
+        200: json(S.IntervalAction, "marked"),
+        ...S.problemResponses(400, 401, 403, 404, 409, 422),
+      },
+    }),
+    async (c) => {
+      const id = taskIdOf(c.req.valid("param").key);
+      const body = c.req.valid("json");
+      return act(c, id, body.interval, { kind: "mark", outcome: body.outcome, reason: body.reason });
+    },
+  );
   app.openapi(
     createRoute({
       method: "get",

@@ -1,4 +1,12 @@
-import { counted, formatTaskKey, RUN_TASK_STATES, type RunSummary, ValidationError } from "@chronolog/core";
+import {
+  counted,
+  formatTaskKey,
+  type NextStep,
+  RUN_TASK_STATES,
+  type RunSummary,
+  runNextSteps,
+  ValidationError,
+} from "@chronolog/core";
 import { criticalPath, describeRun, listRuns, NotFoundError, rerun, trigger } from "@chronolog/scheduler";
 import type { Command } from "commander";
 import { instantArg, runIdArg } from "../args.js";
@@ -23,6 +31,17 @@ const countsText = (s: RunSummary) =>
     .map((k) => `${k} ${s.counts[k]}`)
     .join(", ") || "-";
 
+/** A run's next steps, one line per halted task: its retry command, or its mark command. */
+function stepsInWords(steps: readonly NextStep[]): string[] {
+  const out: string[] = [];
+  for (const s of steps) {
+    if (s.action !== "retry") continue;
+    const skip = steps.find((x) => x.task === s.task && x.action === "mark_skipped");
+    out.push(`${s.task} halted: ${s.command}${skip ? `, or ${skip.command}` : ""}`);
+  }
+  return out;
+}
+
 const seconds = (ms: number) => `${(ms / 1000).toFixed(3)} s`;
 
 export function registerRunCommands(program: Command, globals: () => DataDirOptions): void {
@@ -39,7 +58,10 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
           !projection.workflowRevisions.has(workflow)
         )
           throw new NotFoundError(`no workflow ${workflow} is declared`);
-        const runs = listRuns(projection, workflow);
+        const runs = listRuns(projection, workflow).map((r) => ({
+          ...r,
+          nextSteps: runNextSteps(projection.tasks, r),
+        }));
         if (opts.json) {
           console.log(toJson(runs));
           return;
@@ -68,7 +90,7 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
               short(r.startedAt),
               short(r.finishedAt),
               countsText(r.summary),
-              r.summary.waiting.join("; ") || "-",
+              [...r.summary.waiting, ...stepsInWords(r.nextSteps)].join("; ") || "-",
             ]),
             workflow === undefined ? "no runs" : `no runs of workflow ${workflow}`,
           ),
@@ -115,7 +137,7 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
             return;
           }
           if (opts.json) {
-            console.log(toJson(view));
+            console.log(toJson({ ...view, nextSteps: runNextSteps(projection.tasks, view.run) }));
             return;
           }
           const r = view.run;
@@ -125,6 +147,8 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
           );
           console.log(`${latest ? "tasks" : `try ${view.try}'s tasks`} ${countsText(view.summary)}`);
           for (const b of view.summary.waiting) console.log(`waiting: ${b}`);
+          if (latest)
+            for (const line of stepsInWords(runNextSteps(projection.tasks, r))) console.log(`next: ${line}`);
           if (Object.keys(r.params).length > 0) console.log(`params ${toJson(r.params)}`);
           console.log(
             table(
@@ -147,9 +171,13 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
               view.instances.map(({ task, state, kept, instance, attempts }) => {
                 const first = attempts[0];
                 const last = attempts.at(-1);
+                const mark = latest
+                  ? (instance as { marked?: { outcome: string } | null } | undefined)?.marked
+                  : null;
+                const shownState = kept ? `${state} (kept)` : state;
                 return [
                   task,
-                  kept ? `${state} (kept)` : state,
+                  mark ? `${shownState} (marked)` : shownState,
                   last
                     ? first === last
                       ? last.budgetText

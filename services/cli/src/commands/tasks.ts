@@ -7,12 +7,15 @@ import {
   currentAttempt,
   type DeclarationSource,
   explainTask,
+  foldInstance,
   formatDeclarationIssue,
   lastLineOf,
   parseDeclarationText,
   SchedulerProjection,
   shownTask,
+  type TaskState,
 } from "@chronolog/core";
+import type { EventLog } from "@chronolog/log";
 import {
   type BackfillPlan,
   backfill,
@@ -20,6 +23,7 @@ import {
   catchUp,
   checkDeclaration,
   declare,
+  instanceStreamsOf,
   pauseTask,
   renderProblem,
   requireTask,
@@ -79,6 +83,21 @@ function readSources(files: readonly string[]): DeclarationSource[] {
     return parseDeclarationText(text, { filename: file === "-" ? "<stdin>" : file });
   });
 }
+
+/**
+ * The latest interval of the task marked by hand, in words (`2026-12-01T03:30Z skipped by ...:
+ * why`), from the attempt streams of its latest MARKS_SHOWN intervals; none when none was marked.
+ */
+async function lastMark(log: EventLog, task: TaskState): Promise<string | null> {
+  for (const stream of (await instanceStreamsOf(log, task)).reverse().slice(0, MARKS_SHOWN)) {
+    const inst = foldInstance(await log.readStream(stream));
+    if (inst?.marked)
+      return `${short(inst.logicalDate)} ${inst.marked.outcome === "success" ? "succeeded" : "skipped"} by ${inst.marked.by} at ${short(inst.marked.at)}: ${inst.marked.reason}`;
+  }
+  return null;
+}
+
+const MARKS_SHOWN = 24;
 
 /** Every logical date the task has an attempt stream for, from its own stream. */
 
@@ -206,13 +225,22 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
     .option("--json", "print JSON")
     .action(async (key: string, opts: { json?: boolean } & AsOfFlags) => {
       const id = taskIdArg(key);
-      await withReadSession(globals(), opts, async ({ projection, now }) => {
+      await withReadSession(globals(), opts, async ({ log, projection, now }) => {
         const task = requireTask(projection, id);
         const why = explainTask(projection, id, now, { renderProblem: renderProblem(projection) });
         const instance = projection.currentInstance(task) ?? null;
         if (opts.json) {
           console.log(
-            toJson({ task: shownTask(task), condition: why.condition, reasons: why.reasons, instance }, 2),
+            toJson(
+              {
+                task: shownTask(task),
+                condition: why.condition,
+                reasons: why.reasons,
+                nextSteps: why.nextSteps,
+                instance,
+              },
+              2,
+            ),
           );
           return;
         }
@@ -236,12 +264,17 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
         if (instance) {
           const a = currentAttempt(instance);
           const place = a
-            ? budgetText(budgetPlace(instance.attempts, a.attempt, task.spec.retry.maxAttempts))
+            ? budgetText(
+                budgetPlace(instance.attempts, a.attempt, task.spec.retry.maxAttempts, instance.budgetFrom ?? 0),
+              )
             : "-";
           console.log(
             `instance    ${instance.status}, attempt ${a?.attempt ?? "-"} (${a?.token ?? "-"}): ${a?.status ?? "-"}, ${place}`,
           );
         }
+        const marked = await lastMark(log, task);
+        if (marked) console.log(`marked      ${marked}`);
+        for (const s of why.nextSteps) console.log(`next        ${s.command}`);
       });
     });
 
@@ -257,6 +290,10 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
         else {
           console.log(`${id}: ${why.condition}`);
           for (const r of why.reasons) console.log(`  ${r}`);
+          if (why.nextSteps.length > 0) {
+            console.log("next steps:");
+            for (const s of why.nextSteps) console.log(`  ${s.command}`);
+          }
         }
         if (why.condition === "unknown") process.exitCode = 4;
       });

@@ -74,7 +74,7 @@ export function AttemptsTable({
                   </a>
                 </td>
                 <td>
-                  {!at && (x.status === "running" || x.status === "queued") && (
+                  {!at && (x.status === "running" || x.status === "queued" || x.status === "lease_expired") && (
                     <ActionButton
                       who={who}
                       label="Abandon"

@@ -7,7 +7,7 @@ import { TriggerButton } from "../components/trigger-button";
 import { label, time } from "../format";
 import { GraphView } from "../graph";
 import { useLiveTick } from "../live";
-import { go } from "../router";
+import { go, href } from "../router";
 import type { CriticalPath, RunTaskState, RunView, Whoami } from "../schemas";
 import { useLoad } from "../use-load";
 
@@ -80,6 +80,28 @@ export function RunPage({ arg, q, who }: { arg: string; q: URLSearchParams; who:
               </div>
             ))}
           </div>
+          {v.run.marked && Object.keys(v.run.marked).length > 0 && (
+            <p data-testid="run-marked">
+              {"Marked by hand: "}
+              {Object.entries(v.run.marked).map(([task, outcome], i) => (
+                <>
+                  {i > 0 && ", "}
+                  <a href={href("task", task, { at })}>{task}</a>
+                  {` ${outcome === "success" ? "succeeded" : "skipped"}`}
+                </>
+              ))}
+            </p>
+          )}
+          {!at &&
+            (v.nextSteps ?? [])
+              .filter((s) => s.action === "retry")
+              .map((s) => (
+                <p class="next-step" data-testid="run-next" data-task={s.task}>
+                  <a href={href("task", s.task)}>{s.task}</a>
+                  {" halted: retry it or mark it on its task page, or "}
+                  <code>{s.command}</code>
+                </p>
+              ))}
           {!at && (
             <div class="actions">
               <ActionButton

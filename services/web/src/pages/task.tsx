@@ -7,7 +7,7 @@ import { Slider } from "../components/slider";
 import { time } from "../format";
 import { useLiveTick } from "../live";
 import { href } from "../router";
-import type { Attempt, TaskDetail, Whoami } from "../schemas";
+import type { Attempt, NextStep, RecordedEvent, TaskDetail, Whoami } from "../schemas";
 import { useLoad } from "../use-load";
 
 /** One task: where it stands and why, its actions, its attempts and its history. */
@@ -45,12 +45,113 @@ export function TaskPage({ arg, q, who }: { arg: string; q: URLSearchParams; who
             <span class="actor" data-testid="actor">
               {e.metadata.actor ?? "—"}
             </span>
+            {byHand(e) && (
+              <span class="by-hand" data-testid="by-hand">
+                {byHand(e)}
+              </span>
+            )}
             <span class="stream">{e.streamId}</span>
             {e.metadata.causationId && <span class="cause">caused by {e.metadata.causationId}</span>}
           </li>
         ))}
       </ol>
     </section>
+  );
+}
+
+/** What an operator did by hand to an interval, in words (a mark or a retry), for the history. */
+function byHand(e: RecordedEvent): string | null {
+  const d = e.data as { outcome?: string; reason?: string; by?: string; logicalDate?: string };
+  if (e.type === "IntervalMarked")
+    return `${time(d.logicalDate ?? null)} marked ${d.outcome === "success" ? "succeeded" : "skipped"} by ${d.by}: ${d.reason}`;
+  if (e.type === "IntervalRetried")
+    return `${time(d.logicalDate ?? null)} retried by ${d.by}${d.reason ? `: ${d.reason}` : ""}`;
+  return null;
+}
+
+const STEP_LABELS: Record<NextStep["action"], string> = {
+  retry: "Retry",
+  mark_succeeded: "Mark succeeded",
+  mark_skipped: "Mark skipped",
+  abandon: "Abandon",
+  resume: "Resume",
+};
+
+/**
+ * The ways out of where the task stands, as `why` names them: a button for each (to a token that
+ * may act), and the CLI command that does the same.
+ */
+function WaysOut({ arg, detail: d, who }: { arg: string; detail: TaskDetail; who: Whoami | null }) {
+  const inst = d.instance as { attempts?: Array<{ token: string; attempt: number; status: string }> } | null;
+  const current = inst?.attempts?.at(-1);
+  const steps = d.nextSteps.filter((s) => s.action !== "abandon" && s.action !== "resume");
+  const running =
+    current &&
+    (current.status === "running" || current.status === "queued" || current.status === "lease_expired");
+  if (steps.length === 0 && !running) return null;
+  return (
+    <div class="ways-out" data-testid="ways-out">
+      {steps.map((s) => {
+        const other = s.task !== arg ? ` ${s.task}` : "";
+        const label = `${STEP_LABELS[s.action]}${other}`;
+        const interval = s.interval ?? "";
+        const path = { key: s.task };
+        const mark = s.action === "mark_succeeded" || s.action === "mark_skipped";
+        return (
+          <div class="way" data-step={s.action} data-task={s.task} data-interval={interval}>
+            <ActionButton
+              who={who}
+              label={label}
+              title={`${label} ${time(interval)}`}
+              what={
+                mark
+                  ? `This marks ${s.task} ${interval} ${s.action === "mark_succeeded" ? "succeeded" : "skipped"} by hand: it counts as done for its children, who then go on, and shows as marked, with your reason and your token's actor (${who?.actor}).`
+                  : `This runs ${s.task} ${interval} again: a new attempt, with a fresh retry budget; its descendants closed as upstream_failed for it wait for it again. Nothing else is reset.`
+              }
+              fields={[{ name: "reason", label: mark ? "Reason (required)" : "Reason (optional)" }]}
+              ok={label}
+              run={(v) =>
+                mark
+                  ? post("/api/v1/tasks/{key}/mark", {
+                      path,
+                      body: {
+                        interval,
+                        outcome: s.action === "mark_succeeded" ? "success" : "skipped",
+                        reason: v.reason ?? "",
+                      },
+                    })
+                  : post("/api/v1/tasks/{key}/retry", {
+                      path,
+                      body: { interval, ...(v.reason ? { reason: v.reason } : {}) },
+                    })
+              }
+            />
+            <code class="cli">{s.command}</code>
+          </div>
+        );
+      })}
+      {running && current && (
+        <div class="way" data-step="abandon" data-task={arg}>
+          <ActionButton
+            who={who}
+            label="Abandon"
+            title={`Abandon attempt ${current.attempt} of ${arg}`}
+            what={`This abandons attempt ${current.attempt} (token ${current.token.slice(0, 12)}…): its worker's report will not count. Retry: type yes to start a new attempt after it.`}
+            fields={[
+              { name: "retry", label: "Retry (yes/no)", value: "no" },
+              { name: "reason", label: "Reason (optional)" },
+            ]}
+            run={(v) =>
+              post("/api/v1/attempts/{token}/abandon", {
+                path: { token: current.token },
+                body: { retry: /^y/i.test(v.retry ?? ""), ...(v.reason ? { reason: v.reason } : {}) },
+              })
+            }
+          />
+          <code class="cli">{`chronolog attempt abandon ${arg} --interval ${d.task.logicalDate}`}</code>
+        </div>
+      )}
+    </div>
   );
 }
 
@@ -91,6 +192,7 @@ function Where({
           <li>{r}</li>
         ))}
       </ul>
+      {!at && <WaysOut arg={arg} detail={d} who={who} />}
       {!at && (
         <div class="actions">
           {task.status === "paused" ? (
