@@ -1,10 +1,11 @@
 import { formatTaskKey, runBlockers, ValidationError } from "@chronolog/core";
 import { criticalPath, describeRun, listRuns, NotFoundError, rerun, trigger } from "@chronolog/scheduler";
 import type { Command } from "commander";
-import { instantArg, runIdArg } from "../args.js";
+import { runIdArg } from "../args.js";
 import type { DataDirOptions } from "../data-dir.js";
 import { toJson } from "../edge.js";
 import { short, table } from "../format.js";
+import { runLines } from "../plans.js";
 import { type AsOfFlags, addAsOfOptions, withReadSession, withSession } from "../projection.js";
 
 function parseParams(pairs: readonly string[]): Record<string, string> {
@@ -163,11 +164,12 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
     )
     .argument("<run>", "run id, WORKFLOW@LOGICAL_DATE (e.g. etl@2026-11-30T02:00Z)")
     .option("--failed", "only the failed, upstream_failed and cancelled instances")
-    .action(async (runText: string, opts: { failed?: boolean }) => {
+    .option("--dry-run", "print what it would rerun and join, and write nothing")
+    .action(async (runText: string, opts: { failed?: boolean; dryRun?: boolean }) => {
       const runId = runIdArg(runText);
       await withSession(globals(), "write", async ({ log, projection }) => {
-        const r = await rerun(log, projection, runId, !!opts.failed);
-        console.log(`rerunning ${r.tasks.length} tasks of ${runId}: ${r.tasks.join(", ")}`);
+        const r = await rerun(log, projection, runId, !!opts.failed, { dryRun: !!opts.dryRun });
+        for (const line of runLines(r)) console.log(line);
       });
     });
 
@@ -175,20 +177,24 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
     .command("trigger")
     .description("start a run of a workflow outside its schedule")
     .argument("<workflow>", "workflow name")
-    .option("--logical-date <instant>", "the interval to run (default: the latest that has ended)")
+    .option(
+      "--logical-date <date>",
+      "the interval to run: an instant, or a day (the one interval that starts on it in the workflow's zone); default: the latest that has ended",
+    )
+    .option("--dry-run", "print the run it would start, and write nothing")
     .option(
       "--param <key=value>",
       "a parameter templates see as params.KEY (repeatable)",
       (v: string, acc: string[]) => [...acc, v],
       [] as string[],
     )
-    .action(async (workflow: string, opts: { logicalDate?: string; param: string[] }) => {
+    .action(async (workflow: string, opts: { logicalDate?: string; param: string[]; dryRun?: boolean }) => {
       const params = parseParams(opts.param);
       await withSession(globals(), "write", async ({ log, projection }) => {
-        const logicalDate =
-          opts.logicalDate === undefined ? undefined : instantArg(opts.logicalDate, "--logical-date");
-        const r = await trigger(log, projection, workflow, logicalDate, params, Date.now());
-        console.log(`started run ${r.runId} (${r.tasks.length} tasks)`);
+        const r = await trigger(log, projection, workflow, opts.logicalDate, params, Date.now(), {
+          dryRun: !!opts.dryRun,
+        });
+        for (const line of runLines(r)) console.log(line);
       });
     });
 }
