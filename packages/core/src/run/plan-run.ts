@@ -302,3 +302,29 @@ export function planRerun(
   };
   return { kind: "planned", plan, writes: [started(plan, tasks, request.revision), ...planned.writes] };
 }
+
+/**
+ * The tasks of a workflow that run `logicalDate` in a backfill's try of its run (a new run or a
+ * reopened one): those that stand at it, and those whose pending backfill window will walk to
+ * it. A task the backfill did not set back (a sibling outside the subtree, or one whose start
+ * date is later) is not in the try, so the run never waits for a task that will not come.
+ */
+export function tasksRunningDate(
+  tasks: Iterable<TaskState>,
+  workflow: string,
+  logicalDate: string,
+): TaskState[] {
+  const at = Date.parse(logicalDate);
+  const out: TaskState[] = [];
+  for (const t of tasks) {
+    if (t.spec.workflow !== workflow || t.status === "retired") continue;
+    const stands = Date.parse(t.logicalDate);
+    const w = t.backfill;
+    if (
+      stands === at ||
+      (w !== null && stands < at && at <= Date.parse(w.until) && at >= Date.parse(w.from ?? t.logicalDate))
+    )
+      out.push(t);
+  }
+  return out;
+}
