@@ -162,7 +162,8 @@ describe("dryRun of a trigger and a rerun with nothing in the way", () => {
       try: 1,
       trigger: "manual",
       params: { mode: "quick" },
-      tasks: [
+      tasks: [EXTRACT, REPORT],
+      intervals: [
         { task: EXTRACT, interval: at330(-2) },
         { task: REPORT, interval: at330(-2) },
       ],

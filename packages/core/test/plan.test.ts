@@ -242,7 +242,8 @@ describe("planTrigger", () => {
       .thenMatches((decision) => {
         if (decision.kind !== "planned") throw new Error(decision.message);
         expect(decision.plan).toMatchObject({ runId: `w@${day(25)}`, try: 1, trigger: "manual", kept: [] });
-        expect(decision.plan.tasks).toEqual([
+        expect(decision.plan.tasks).toEqual([idOf("a"), idOf("b")]);
+        expect(decision.plan.intervals).toEqual([
           {
             task: idOf("a"),
             interval: day(25),

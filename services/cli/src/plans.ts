@@ -45,8 +45,8 @@ export function runLines(r: RunOperation): string[] {
         : "started run";
   const head = `${verb} ${r.runId} (try ${r.try}) with ${r.tasks.length === 1 ? "1 task" : `${r.tasks.length} tasks`}:`;
   const lines = [r.dryRun ? `${DRY} ${head}` : head];
-  const width = Math.max(...r.tasks.map((t) => t.task.length));
-  for (const t of r.tasks) {
+  const width = Math.max(...r.intervals.map((t) => t.task.length));
+  for (const t of r.intervals) {
     lines.push(`  ${t.task.padEnd(width)}  ${short(t.interval)}`);
     for (const note of t.notes) lines.push(`    ${note}`);
     if (t.merged)

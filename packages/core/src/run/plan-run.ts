@@ -35,7 +35,10 @@ export interface RunPlan {
   /** The try it starts (1: the run's first). */
   readonly try: number;
   readonly params: Readonly<Record<string, string>>;
-  readonly tasks: readonly RunPlanTask[];
+  /** The tasks it (re)starts, by id. */
+  readonly tasks: readonly string[];
+  /** Each of them at the run's interval, with what that does to the task. */
+  readonly intervals: readonly RunPlanTask[];
   /** Tasks of the run left as they are (a rerun of what failed keeps what succeeded). */
   readonly kept: readonly string[];
 }
@@ -233,7 +236,8 @@ export function planTrigger(
     trigger: "manual",
     try: (run?.try ?? 0) + 1,
     params: { ...declared, ...params },
-    tasks: planned.planned,
+    tasks: planned.planned.map((t) => t.task),
+    intervals: planned.planned,
     kept: [],
   };
   return { kind: "planned", plan, writes: [started(plan, tasks, existing.revision), ...planned.writes] };
@@ -297,7 +301,8 @@ export function planRerun(
     trigger: "rerun",
     try: run.try + 1,
     params: run.params,
-    tasks: planned.planned,
+    tasks: planned.planned.map((t) => t.task),
+    intervals: planned.planned,
     kept: run.tasks.filter((t) => !rerunning.has(t)),
   };
   return { kind: "planned", plan, writes: [started(plan, tasks, request.revision), ...planned.writes] };
