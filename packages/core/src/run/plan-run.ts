@@ -120,7 +120,7 @@ function resets(
     if (task.status === "paused") notes.push(`paused: it waits for \`chronolog resume ${task.id}\``);
     if (!joins && Date.parse(task.logicalDate) < Date.parse(logicalDate))
       notes.push(
-        `it stands at ${shortInstant(task.logicalDate)}, before the run's interval: after it, it goes on from there`,
+        `it stands at ${shortInstant(task.logicalDate)}, behind the run: it goes on after ${shortInstant(logicalDate)}, and its intervals from ${shortInstant(task.logicalDate)} up to it are not run`,
       );
     else if (!joins && Date.parse(task.logicalDate) > Date.parse(logicalDate))
       notes.push(`afterwards it returns to ${shortInstant(task.logicalDate)}, where it stands now`);
