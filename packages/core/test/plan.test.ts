@@ -5,6 +5,7 @@ import {
   planBackfill,
   planTrigger,
   type RunPlanDecision,
+  runIdOn,
   type SchedulerProjection,
   taskStream,
   tasksRunningDate,
@@ -313,6 +314,15 @@ describe("planTrigger", () => {
           "wait for the running intervals to finish",
         );
       });
+  });
+});
+
+describe("runIdOn", () => {
+  it("a day names the workflow's interval that starts on it; an instant, or an unknown workflow, as before", () => {
+    const p = projectionOf(workflow);
+    expect(runIdOn(p, "w@2026-11-25")).toBe(`w@${day(25)}`);
+    expect(runIdOn(p, "w@2026-11-25T00:00Z")).toBe("w@2026-11-25T00:00:00.000Z");
+    expect(runIdOn(p, "nope@2026-11-25")).toBe("nope@2026-11-25T00:00:00.000Z");
   });
 });
 

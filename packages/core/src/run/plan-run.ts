@@ -1,8 +1,9 @@
 import { ValidationError } from "../errors.js";
+import { runIdInput } from "../input.js";
 import type { InstanceStatus } from "../instance/state.js";
 import type { SchedulerProjection } from "../projection/scheduler-projection.js";
 import { firstSlotAtOrAfter, lastSlotEndingBy, nextCronTime, prevCronTime } from "../schedule/cron.js";
-import { type DateArg, intervalOn } from "../schedule/day.js";
+import { type DateArg, dateArg, intervalOn } from "../schedule/day.js";
 import { shortInstant, toInstant } from "../schedule/interval.js";
 import { runStream, taskStream } from "../streams.js";
 import { describeWindow, planWindow, windowHalted } from "../task/backfill-window.js";
@@ -332,4 +333,18 @@ export function tasksRunningDate(
       out.push(t);
   }
   return out;
+}
+
+/**
+ * A run id as typed: `WORKFLOW@INSTANT` in any form the tables print, or `WORKFLOW@DAY`, which
+ * names the workflow's one interval that starts on that day in its tasks' zone (a declared
+ * workflow's; otherwise the day's midnight UTC, as before).
+ */
+export function runIdOn(projection: SchedulerProjection, text: string, field = "run"): string {
+  const at = text.lastIndexOf("@");
+  const workflow = at > 0 ? text.slice(0, at) : "";
+  const date = at > 0 ? text.slice(at + 1) : "";
+  const first = workflow ? workflowTasks(projection, workflow)[0] : undefined;
+  if (!first || !/^\d{4}-\d{2}-\d{2}$/.test(date)) return runIdInput(text, field);
+  return runIdOf(workflow, intervalOn(dateArg(date, field), first.spec, field, `workflow ${workflow}`));
 }

@@ -1,4 +1,4 @@
-import { dateArg, formatTaskKey, runBlockers, runIdInput, ValidationError } from "@chronolog/core";
+import { dateArg, formatTaskKey, runBlockers, runIdOn, ValidationError } from "@chronolog/core";
 import { criticalPath, describeRun, listRuns, NotFoundError, rerun, trigger } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { requireProjects } from "../auth.js";
@@ -71,7 +71,7 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
     }),
     async (c) => {
       await d.who(c, "read");
-      const runId = runIdInput(c.req.valid("param").id, "id");
+      const runId = runIdOn(state.projection, c.req.valid("param").id, "id");
       const q = c.req.valid("query");
       if (q.at !== undefined && q.wait !== undefined)
         throw new ValidationError("wait", [
@@ -102,7 +102,7 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
     }),
     async (c) => {
       await d.who(c, "read");
-      const runId = runIdInput(c.req.valid("param").id, "id");
+      const runId = runIdOn(state.projection, c.req.valid("param").id, "id");
       const q = c.req.valid("query");
       const v = await d.readView(c, q.at);
       const view = await describeRun(v.log, v.projection, runId, q.try);
@@ -163,7 +163,7 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
     }),
     async (c) => {
       const caller = await d.who(c, "operate");
-      const runId = runIdInput(c.req.valid("param").id, "id");
+      const runId = runIdOn(state.projection, c.req.valid("param").id, "id");
       const body = await optionalJson(c, RerunBody);
       const run = state.projection.runs.get(runId);
       if (run)

@@ -1,4 +1,4 @@
-import { formatTaskKey, runBlockers, ValidationError } from "@chronolog/core";
+import { formatTaskKey, runBlockers, runIdOn, ValidationError } from "@chronolog/core";
 import { criticalPath, describeRun, listRuns, NotFoundError, rerun, trigger } from "@chronolog/scheduler";
 import type { Command } from "commander";
 import { runIdArg } from "../args.js";
@@ -67,13 +67,14 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
     .option("--json", "print JSON")
     .action(
       async (runText: string, opts: { try?: string; criticalPath?: boolean; json?: boolean } & AsOfFlags) => {
-        const runId = runIdArg(runText);
+        runIdArg(runText); // (checked before the log is opened)
         const tryNumber = opts.try === undefined ? undefined : Number(opts.try);
         if (tryNumber !== undefined && (!Number.isInteger(tryNumber) || tryNumber < 1))
           throw new ValidationError("--try", [
             { path: "", message: `takes a try number, 1 or more, not "${opts.try}"` },
           ]);
         await withReadSession(globals(), opts, async ({ log, projection }) => {
+          const runId = runIdOn(projection, runText);
           const view = await describeRun(log, projection, runId, tryNumber);
           const parentsOf = (t: string) => (projection.tasks.get(t)?.parents ?? []).map(formatTaskKey);
           if (opts.criticalPath) {
@@ -166,8 +167,9 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
     .option("--failed", "only the failed, upstream_failed and cancelled instances")
     .option("--dry-run", "print what it would rerun and join, and write nothing")
     .action(async (runText: string, opts: { failed?: boolean; dryRun?: boolean }) => {
-      const runId = runIdArg(runText);
+      runIdArg(runText); // (checked before the log is opened)
       await withSession(globals(), "write", async ({ log, projection }) => {
+        const runId = runIdOn(projection, runText);
         const r = await rerun(log, projection, runId, !!opts.failed, { dryRun: !!opts.dryRun });
         for (const line of runLines(r)) console.log(line);
       });
