@@ -239,4 +239,54 @@ describe("operations say what they will do", () => {
       `run finance_daily@${day(2)}T03:30:00.000Z is already running (try 1, manual)`,
     );
   }, 120_000);
+
+  it("a window stopped at a failed interval is said to be stopped and taken over, never 'joined' as if pending", async () => {
+    const dir = tempDataDir("plans-stopped");
+    left.dirs.push(dir);
+    const HOUR = 3_600_000;
+    const latest = new Date(Math.floor(Date.now() / HOUR) * HOUR - HOUR).toISOString();
+    const end = new Date(Date.parse(latest) + HOUR / 2).toISOString();
+    const file = join(dir, "w.yaml");
+    writeFileSync(
+      file,
+      `workflows:
+  - name: etl
+    project: p
+    account: a
+    cron: "0 * * * *"
+    startDate: "${latest}"
+    endDate: "${end}"
+    tasks:
+      - { name: load, operator: { type: shell, command: "exit 3" } }
+`,
+    );
+    expect(chronolog(dir, ["declare", file]).code).toBe(0);
+    const run = `etl@${latest}`;
+    const failed = (tries: number) =>
+      waitUntil(`${run} to fail try ${tries}`, () => {
+        const r = chronolog(dir, ["run", run, "--json"]);
+        if (r.code !== 0) return undefined;
+        const v = JSON.parse(r.stdout) as { run: { status: string; try: number } };
+        return v.run.try === tries && v.run.status === "failed" ? v : undefined;
+      });
+    const p = up(dir);
+    await failed(1);
+    const rerun = chronolog(dir, ["rerun", run, "--failed"]);
+    expect(rerun.code, rerun.stderr).toBe(0);
+    await failed(2);
+    p.kill("SIGTERM");
+    await new Promise((r) => p.once("exit", r));
+
+    // The rerun has ended (failed); its window on the task stopped at that interval.
+    const short = latest.replace(":00.000Z", "Z");
+    const before = logOf(dir);
+    const dry = chronolog(dir, ["backfill", "p/a/load", "--from", short, "--to", short, "--dry-run"]);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toContain(
+      `  takes over a rerun over ${latest} .. ${latest} stopped on p/a/load/ALL at ${latest} (failed): 0 of 1 intervals done; it now walks ${short} .. ${short}`,
+    );
+    expect(dry.stdout).not.toContain("joined");
+    expect(dry.stdout).not.toContain("is pending");
+    expect(logOf(dir)).toBe(before);
+  }, 120_000);
 });
