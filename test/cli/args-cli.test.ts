@@ -93,7 +93,7 @@ describe("the CLI's arguments and exit codes", () => {
       "--detach",
     ]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('--from: "yesterday" is not an instant');
+    expect(r.stderr).toContain('--from: "yesterday" is not an instant or a day');
     const bad = chronolog(dir, ["run", "etl"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('"etl" is not a run id');

@@ -117,9 +117,15 @@ describe("chronolog logs", () => {
     const none = chronolog(dir, ["logs", "p/a/flaky", "--attempt", "3"]);
     expect(none.code).toBe(4);
     expect(none.stderr).toContain("has no attempt 3 (attempts: 1 to 2)");
-    const never = chronolog(dir, ["logs", "p/a/flaky", "--interval", "2020-01-01"]);
+    const never = chronolog(dir, ["logs", "p/a/flaky", "--interval", "2020-01-01T00:00Z"]);
     expect(never.code).toBe(4);
     expect(never.stderr).toContain("has no attempt for the interval 2020-01-01T00:00Z");
+    // A day holds 24 intervals of an hourly task: it needs the time, and says so.
+    const day = chronolog(dir, ["logs", "p/a/flaky", "--interval", "2020-01-01"]);
+    expect(day.code).toBe(2);
+    expect(day.stderr).toContain(
+      "2020-01-01 holds 24 intervals of p/a/flaky/ALL (0 * * * * (UTC)), 2020-01-01T00:00Z .. 2020-01-01T23:00Z: name one with its time",
+    );
     expect(chronolog(dir, ["logs", "p/a/flaky", "--attempt", "x"]).code).toBe(2);
 
     // Tampered with after the attempt ended: printed, and said so.

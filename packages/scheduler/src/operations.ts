@@ -1,22 +1,26 @@
 import { randomUUID } from "node:crypto";
 import {
+  type BackfillSkip,
+  type BackfillTarget,
   currentAttempt,
   type DomainEvent,
+  dateArg,
   decideWorkflowRetirement,
   describeWindow,
   foldInstance,
   instanceStream,
   isTerminal,
   markCommand,
+  type PlanRefusal,
   parseInstant,
-  planWindow,
-  prevCronTime,
+  planBackfill,
   resetTo,
   retryCommand,
   type SchedulerProjection,
-  slotsIn,
   type TaskState,
   taskStream,
+  unsettled,
+  unsettledRefusal,
   ValidationError,
 } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
@@ -30,15 +34,19 @@ import { catchUp } from "./projection-loader.js";
  * comes back to it: refused, naming the attempt, before anything is written.
  */
 export function requireSettled(projection: SchedulerProjection, tasks: readonly TaskState[]): void {
-  const busy: string[] = [];
-  for (const task of tasks) {
-    const inst = projection.instances.get(instanceStream(task.key, task.logicalDate));
-    if (inst && (!isTerminal(inst) || (inst.status === "success" && inst.dispatchedAt > task.movedAt))) {
-      busy.push(`${task.id} ${task.logicalDate} is ${inst.status}`);
-    }
-  }
-  if (busy.length > 0) {
-    throw new StateError(`wait for the running intervals to finish first: ${busy.join("; ")}`);
+  const busy = unsettled(projection, tasks);
+  if (busy.length > 0) throw refusalError("operation", unsettledRefusal(busy));
+}
+
+/** A planner's refusal as the error the edges map to an exit code or status. */
+export function refusalError(operation: string, r: PlanRefusal): Error {
+  switch (r.error) {
+    case "validation":
+      return new ValidationError(operation, [{ path: r.field ?? "", message: r.message }]);
+    case "not_found":
+      return new NotFoundError(r.message);
+    case "state":
+      return new StateError(r.message);
   }
 }
 
@@ -144,151 +152,26 @@ export async function retireWorkflow(
   return { workflow: name, tasks: outcome.result, position };
 }
 
-/** The task and, with `downstream`, every task below it, parents before children. */
-export function subtree(projection: SchedulerProjection, id: string, downstream: boolean): string[] {
-  const order: string[] = [id];
-  if (!downstream) return order;
-  const seen = new Set(order);
-  for (let i = 0; i < order.length; i++) {
-    for (const child of projection.children.of(order[i] as string)) {
-      if (!seen.has(child) && projection.tasks.has(child)) {
-        seen.add(child);
-        order.push(child);
-      }
-    }
-  }
-  return order;
-}
-
-export interface BackfillTarget {
-  readonly task: string;
-  readonly from: string;
-  readonly until: string;
-  readonly intervals: number;
-  /** The backfill whose window walks the range: this one's, or the pending one it joined. */
-  readonly backfillId: string;
-  /** The pending window it joined, as it was, and the range walked now. */
-  readonly merged?: { readonly was: string; readonly from: string; readonly until: string };
-}
-
 export interface BackfillPlan {
   readonly backfillId: string;
   /** Log position of the last reset written: progress counts only once the projection is past it. */
   readonly writtenUpTo: bigint;
   readonly targets: readonly BackfillTarget[];
-  readonly skipped: ReadonlyArray<{ task: string; reason: string }>;
-}
-
-interface Decided {
-  readonly targets: BackfillTarget[];
-  readonly skipped: Array<{ task: string; reason: string }>;
-  readonly writes: Array<{ streamId: string; events: DomainEvent[]; expectedRevision: bigint }>;
-}
-
-/**
- * The decision of one backfill on the projection as it stands: the resets of every target, or
- * a refusal before anything is written. A target with a backfill or rerun still pending joins
- * it when the ranges overlap or touch (see planWindow); if any target cannot, the whole
- * backfill is refused, naming the pending one, its range and how far it has come.
- */
-function decideBackfill(
-  projection: SchedulerProjection,
-  id: string,
-  from: Date,
-  to: Date,
-  downstream: boolean,
-  force: boolean,
-  backfillId: string,
-  fromText: string,
-): Decided {
-  const named = requireTask(projection, id);
-  const ids = subtree(projection, id, downstream);
-  if (!force) {
-    // What is most likely a mistake is refused with its reason; --force does it all the same.
-    if (from.getTime() < Date.parse(named.spec.startDate))
-      throw new ValidationError("backfill", [
-        {
-          path: "--from",
-          message: `${fromText} is before ${id}'s startDate ${named.spec.startDate}: intervals it was never declared for (use --force to run them anyway)`,
-        },
-      ]);
-    const paused = ids.filter((t) => projection.tasks.get(t)?.status === "paused");
-    if (paused.length > 0)
-      throw new StateError(
-        `${paused.join(", ")} ${paused.length === 1 ? "is" : "are"} paused: a backfill would wait for the resume (resume first, or use --force)`,
-      );
-  }
-  requireSettled(
-    projection,
-    ids.map((t) => projection.tasks.get(t) as TaskState),
-  );
-  const decided: Decided = { targets: [], skipped: [], writes: [] };
-  const refused: string[] = [];
-  for (const taskId of ids) {
-    const task = projection.tasks.get(taskId) as TaskState;
-    if (task.status === "retired") {
-      decided.skipped.push({ task: taskId, reason: "retired" });
-      continue;
-    }
-    const first = resetTo(task.spec.cron, task.spec.timezone, from).logicalDate;
-    const last = prevCronTime(task.spec.cron, task.spec.timezone, to).toISOString();
-    if (Date.parse(first) > Date.parse(last)) {
-      decided.skipped.push({ task: taskId, reason: "no interval of its schedule falls in the range" });
-      continue;
-    }
-    const plan = planWindow(task, first, last);
-    if (plan.kind === "refused") {
-      refused.push(plan.reason);
-      continue;
-    }
-    const { joins, from: rangeFrom, until, resume, ...position } = plan.reset;
-    const windowId = joins?.backfillId ?? backfillId;
-    decided.targets.push({
-      task: taskId,
-      from: first,
-      until: last,
-      intervals: slotsIn(task, first, last),
-      backfillId: windowId,
-      ...(joins
-        ? {
-            merged: {
-              was: describeWindow(task, joins),
-              from: position.logicalDate,
-              until,
-            },
-          }
-        : {}),
-    });
-    decided.writes.push({
-      streamId: taskStream(task.key),
-      expectedRevision: task.revision,
-      events: [
-        {
-          type: "IntervalReset",
-          data: {
-            key: task.key,
-            ...position,
-            reason: "backfill",
-            until,
-            ...(resume ? { resume } : {}),
-            backfillId: windowId,
-            ...(rangeFrom !== position.logicalDate ? { from: rangeFrom } : {}),
-          },
-        },
-      ],
-    });
-  }
-  if (refused.length > 0) throw new StateError(`backfill refused: ${refused.join("; ")}`);
-  return decided;
+  readonly skipped: ReadonlyArray<BackfillSkip>;
+  /** A dry run: the plan as it would be carried out, and nothing written. */
+  readonly dryRun?: boolean;
 }
 
 /**
  * Sets each task's interval back to the first slot at or after `from` (an IntervalReset per
  * task); the tasks then walk forward through the range upstream-first, by the ordinary gate and
  * success path, and return to where they were once they have finished the slot at or before `to`.
- * The resets of all targets are one atomic compare-and-set write; on a conflict (a scheduler, or
- * another backfill, wrote first) the backfill is decided again on the log as it is now, so two
- * backfills racing end merged or one refused, never with a resume point lost.
+ * `from` and `to` are days or instants as typed (a day: the intervals that start on it in each
+ * task's zone). What it does is planBackfill's decision, the same for a dry run (`dryRun`: decided
+ * on the log as it is, nothing written) as for the real one. The resets of all targets are one
+ * atomic compare-and-set write; on a conflict (a scheduler, or another backfill, wrote first) the
+ * backfill is decided again on the log as it is now, so two backfills racing end merged or one
+ * refused, never with a resume point lost.
  */
 export async function backfill(
   log: EventLog,
@@ -297,15 +180,26 @@ export async function backfill(
   fromText: string,
   toText: string,
   downstream: boolean,
-  options: { readonly force?: boolean } = {},
+  options: { readonly force?: boolean; readonly dryRun?: boolean } = {},
 ): Promise<BackfillPlan> {
-  const from = parseInstant(fromText, "--from");
-  const to = parseInstant(toText, "--to");
-  if (to < from)
-    throw new ValidationError("backfill", [
-      { path: "--to", message: `${toText} is before --from ${fromText}` },
-    ]);
-  const backfillId = randomUUID();
+  const request = {
+    task: id,
+    from: dateArg(fromText, "--from"),
+    to: dateArg(toText, "--to"),
+    downstream,
+    force: !!options.force,
+    backfillId: randomUUID(),
+  };
+  const decide = (p: SchedulerProjection) => {
+    const decided = planBackfill(p, request);
+    if (decided.kind === "refused") throw refusalError("backfill", decided);
+    return decided;
+  };
+  if (options.dryRun) {
+    await catchUp(log, projection);
+    const { targets, skipped } = decide(projection);
+    return { backfillId: request.backfillId, writtenUpTo: -1n, targets, skipped, dryRun: true };
+  }
   const outcome = await handleCommand(log, {
     name: `backfill ${id}`,
     read: async (fresh) => {
@@ -313,7 +207,7 @@ export async function backfill(
       return projection;
     },
     decide: (p) => {
-      const decided = decideBackfill(p, id, from, to, downstream, !!options.force, backfillId, fromText);
+      const decided = decide(p);
       return { writes: decided.writes, result: decided };
     },
     onConflict: () => "retry",
@@ -323,7 +217,7 @@ export async function backfill(
   const positions = outcome.kind === "written" ? outcome.results.map((r) => r.position) : [];
   // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max does not take
   const writtenUpTo = positions.reduce((a, b) => (b > a ? b : a), -1n);
-  return { backfillId, writtenUpTo, targets, skipped };
+  return { backfillId: request.backfillId, writtenUpTo, targets, skipped };
 }
 
 /** How far a backfill has come: intervals done per target, from the projection. */

@@ -7,6 +7,7 @@ import {
   runStream,
   type SchedulerProjection,
   type TaskKey,
+  tasksRunningDate,
 } from "@chronolog/core";
 import type { EventLog, StreamWrite } from "@chronolog/log";
 import type { RunToStart } from "./admission/pass-slots.js";
@@ -79,10 +80,12 @@ export class RunKeeper {
   }
 
   /**
-   * A new run has every task of the workflow. A reopened one (a backfill) is a new try of the
-   * run with the tasks that run its date again: those starting now and every other task of the
-   * workflow that stands at that date (held for a slot, or waiting for a parent); the rest keep
-   * their outcomes, so the run can finish, but not before the tasks that run again.
+   * A new run on the schedule has every task of the workflow. A backfill's (a reopened run, or a
+   * new run of a date a backfill set tasks back to) has the tasks that run its date: those
+   * starting now and every other task of the workflow that stands at that date (held for a
+   * slot, or waiting for a parent) or whose backfill walks to it; the rest keep their outcomes
+   * (or, in a new run, are not part of it), so the run can finish, but not before the tasks that
+   * run it.
    */
   private decideStart(runId: string, r: RunToStart, state: RunRead): Decided<string> {
     if (state.run?.status === "running") return { writes: [], result: runId };
@@ -90,12 +93,16 @@ export class RunKeeper {
       (t) => t.spec.workflow === r.workflow && t.status !== "retired",
     );
     const reopening = state.revision !== "no_stream";
-    const tasks = reopening
-      ? uniqueKeys([
-          ...r.reopening,
-          ...workflowTasks.filter((t) => t.logicalDate === r.logicalDate).map((t) => t.key),
-        ])
-      : workflowTasks.map((t) => t.key);
+    // A backfill's try (a new run of a date a backfill set tasks back to, or a run reopened)
+    // has the tasks that run the date: those starting now and those standing at it or walking
+    // to it; a new run on the schedule has every task.
+    const tasks =
+      reopening || r.trigger === "backfill"
+        ? uniqueKeys([
+            ...r.reopening,
+            ...tasksRunningDate(workflowTasks, r.workflow, r.logicalDate).map((t) => t.key),
+          ])
+        : workflowTasks.map((t) => t.key);
     return {
       writes: [
         {

@@ -1,19 +1,19 @@
 import {
+  type AttemptView,
   type BudgetedAttempt,
+  dateArg,
   type DomainEvent,
   type EventDataOf,
   evolveRun,
-  firstSlotAtOrAfter,
   foldInstance,
   formatTaskKey,
   type InstanceState,
   type InstanceStatus,
   instanceStream,
-  lastSlotEndingBy,
-  nextCronTime,
-  parseInstant,
-  planWindow,
-  prevCronTime,
+  planRerun,
+  planTrigger,
+  type RunPlan,
+  type RunPlanDecision,
   type RunState,
   type RunStatus,
   type RunSummary,
@@ -25,13 +25,14 @@ import {
   summarizeRun,
   type TaskState,
   taskStream,
+  triggerDate,
   ValidationError,
   withBudget,
 } from "@chronolog/core";
 import { type EventLog, type RecordedEvent, WrongExpectedRevisionError } from "@chronolog/log";
 import { ConflictRetriesExhaustedError } from "./command.js";
 import { NotFoundError, StateError } from "./errors.js";
-import { requireSettled } from "./operations.js";
+import { refusalError } from "./operations.js";
 import { catchUp } from "./projection-loader.js";
 
 /** A run as its stream holds it, and the stream's revision. */
@@ -201,49 +202,35 @@ export function listRuns(projection: SchedulerProjection, workflow?: string): Ru
     });
 }
 
-function workflowTasks(projection: SchedulerProjection, workflow: string): TaskState[] {
-  return [...projection.tasks.values()].filter((t) => t.spec.workflow === workflow && t.status !== "retired");
-}
-
-/**
- * Sets the task back to `logicalDate` for one interval, returning afterwards to where it was.
- * A task with a backfill (or another rerun) still pending joins it when the date overlaps or
- * touches what it has left, keeping its resume point and id; a date apart from it is refused,
- * since walking the gap would run intervals nobody named (see planWindow).
- */
-function resetForOneInterval(task: TaskState, logicalDate: string): DomainEvent {
-  const plan = planWindow(task, logicalDate, logicalDate);
-  if (plan.kind === "refused") throw new StateError(`rerun of ${logicalDate} refused: ${plan.reason}`);
-  const { joins, from, until, resume, ...position } = plan.reset;
-  return {
-    type: "IntervalReset",
-    data: {
-      key: task.key,
-      // (Due when its interval ends, as on the schedule: always in the past here.)
-      ...position,
-      reason: "operator",
-      until,
-      ...(resume ? { resume } : {}),
-      ...(joins?.backfillId ? { backfillId: joins.backfillId } : {}),
-      ...(from !== position.logicalDate ? { from } : {}),
-    },
-  };
+/** What a rerun or trigger did (or, dry, would do): its plan, and whether it was written. */
+export interface RunOperation extends RunPlan {
+  readonly dryRun?: boolean;
 }
 
 /**
  * Re-executes a run's tasks: with `failedOnly`, just the instances that did not succeed (failed,
  * upstream_failed, cancelled, abandoned) and, through them, their descendants; the tasks that
- * succeeded are kept. The run is reopened (RunStarted, trigger `rerun`) for the tasks rerun.
+ * succeeded are kept. The run is reopened (RunStarted, trigger `rerun`) for the tasks rerun. What
+ * it does is planRerun's decision, the same for a dry run (nothing written) as for the real one.
  */
 export function rerun(
   log: EventLog,
   projection: SchedulerProjection,
   runId: string,
   failedOnly: boolean,
-): Promise<{ tasks: string[] }> {
-  return decidingAgainOnConflict(log, projection, `rerun ${runId}`, () =>
-    rerunOnce(log, projection, runId, failedOnly),
-  );
+  options: { readonly dryRun?: boolean } = {},
+): Promise<RunOperation> {
+  return decidingAgainOnConflict(log, projection, `rerun ${runId}`, async () => {
+    const view = await describeRun(log, projection, runId);
+    const statuses = new Map(view.instances.map((i) => [i.task, i.instance?.status] as const));
+    const decided = planRerun(projection, {
+      run: view.run,
+      revision: view.run.revision,
+      statuses,
+      failedOnly,
+    });
+    return carryOut(log, "rerun", decided, options);
+  });
 }
 
 /** Conflicts a rerun or trigger decides again after, before it gives up. */
@@ -271,50 +258,28 @@ async function decidingAgainOnConflict<T>(
   }
 }
 
-async function rerunOnce(
+/**
+ * A planned run's (re)start and its tasks' resets, in one atomic write, so a run is never opened
+ * for tasks that were not set back to its date; nothing at all for a dry run.
+ */
+async function carryOut(
   log: EventLog,
-  projection: SchedulerProjection,
-  runId: string,
-  failedOnly: boolean,
-): Promise<{ tasks: string[] }> {
-  const view = await describeRun(log, projection, runId);
-  const { run } = view;
-  if (run.status === "running") throw new StateError(`run ${runId} is still running`);
-  const chosen = view.instances.filter(
-    ({ instance }) =>
-      !failedOnly ||
-      (instance !== undefined && instance.status !== "success" && instance.status !== "skipped"),
-  );
-  if (chosen.length === 0) throw new StateError(`run ${runId} has nothing to rerun`);
-  const tasks = chosen.map((c) => projection.tasks.get(c.task)).filter((t): t is TaskState => !!t);
-  requireSettled(projection, tasks);
-  await writeRunAndResets(
-    log,
-    run.revision,
-    {
-      type: "RunStarted",
-      data: {
-        runId,
-        workflow: run.workflow,
-        logicalDate: run.logicalDate,
-        tasks: tasks.map((t) => t.key),
-        trigger: "rerun",
-        params: {},
-        try: run.try + 1,
-      },
-    },
-    tasks,
-    run.logicalDate,
-  );
-  return { tasks: tasks.map((t) => t.id) };
+  operation: string,
+  decided: RunPlanDecision,
+  options: { readonly dryRun?: boolean },
+): Promise<RunOperation> {
+  if (decided.kind === "refused") throw refusalError(operation, decided);
+  if (options.dryRun) return { ...decided.plan, dryRun: true };
+  await log.appendMany(decided.writes.map((w) => ({ ...w })));
+  return decided.plan;
 }
 
 /**
- * Starts a run of a workflow outside its schedule, for the interval starting at `logicalDate`
- * (default: the latest interval that has ended), with parameters templates see as `params`:
- * the workflow's declared params, each at its default unless `params` gives it. A param the
- * workflow does not declare is refused (ValidationError naming the declared ones), before
- * anything is written. The run's RunStarted records the params merged so.
+ * Starts a run of a workflow outside its schedule, for the interval `at` names (a day: the one
+ * interval that starts on it in the workflow's zone; default: the latest interval that has
+ * ended), with parameters templates see as `params`: the workflow's declared params, each at its
+ * default unless `params` gives it. It starts exactly that run, or is refused naming what stands
+ * in the way (see planTrigger), before anything is written; a dry run writes nothing either way.
  */
 export function trigger(
   log: EventLog,
@@ -323,112 +288,20 @@ export function trigger(
   at: string | undefined,
   params: Record<string, string>,
   nowMs: number,
-): Promise<{ runId: string; logicalDate: string; tasks: string[] }> {
-  return decidingAgainOnConflict(log, projection, `trigger ${workflow}`, () =>
-    triggerOnce(log, projection, workflow, at, params, nowMs),
-  );
-}
-
-async function triggerOnce(
-  log: EventLog,
-  projection: SchedulerProjection,
-  workflow: string,
-  at: string | undefined,
-  params: Record<string, string>,
-  nowMs: number,
-): Promise<{ runId: string; logicalDate: string; tasks: string[] }> {
-  const spec = projection.workflows.get(workflow);
-  if (!spec) throw new NotFoundError(`no workflow ${workflow} is declared`);
-  const declared: Readonly<Record<string, string>> = spec.params ?? {};
-  const unknown = Object.keys(params).filter((k) => !Object.hasOwn(declared, k));
-  if (unknown.length > 0) {
-    const names = Object.keys(declared).sort();
-    const known = names.length > 0 ? `its params are ${names.join(", ")}` : "it declares no params";
-    throw new ValidationError(
-      "trigger",
-      unknown.map((k) => ({
-        path: `--param ${k}`,
-        message: `workflow ${workflow} has no param "${k}" (${known})`,
-      })),
-    );
-  }
-  const runParams = { ...declared, ...params };
-  const tasks = workflowTasks(projection, workflow);
-  const first = tasks[0];
-  if (!first) throw new StateError(`workflow ${workflow} has no tasks`);
-  const when = at
-    ? parseInstant(at, "--logical-date")
-    : lastSlotEndingBy(first.spec.cron, first.spec.timezone, new Date(nowMs));
-  const slot = prevCronTime(first.spec.cron, first.spec.timezone, when);
-  const end = nextCronTime(first.spec.cron, first.spec.timezone, slot);
-  if (end.getTime() > nowMs) {
-    throw new ValidationError("trigger", [
-      {
-        path: "--logical-date",
-        message: `the interval ${slot.toISOString()} is not over until ${end.toISOString()}`,
-      },
-    ]);
-  }
-  if (at && slot.getTime() !== when.getTime()) {
-    const next = firstSlotAtOrAfter(first.spec.cron, first.spec.timezone, when);
-    throw new ValidationError("trigger", [
-      {
-        path: "--logical-date",
-        message: `${at} is not a slot of ${first.spec.cron} (${first.spec.timezone}); the nearest are ${slot.toISOString()} and ${next.toISOString()}`,
-      },
-    ]);
-  }
-  const logicalDate = slot.toISOString();
-  const runId = runIdOf(workflow, logicalDate);
-  // (A run the projection no longer holds is read from the log: its tries are counted.)
-  const held = projection.runs.get(runId);
-  const { run: existing, revision } = held
-    ? { run: held, revision: held.revision }
-    : await readRun(log, runId);
-  if (existing?.status === "running") throw new StateError(`run ${runId} is already running`);
-  requireSettled(projection, tasks);
-  await writeRunAndResets(
-    log,
-    revision,
-    {
-      type: "RunStarted",
-      data: {
-        runId,
-        workflow,
-        logicalDate,
-        tasks: tasks.map((t) => t.key),
-        trigger: "manual",
-        params: runParams,
-        try: (existing?.try ?? 0) + 1,
-      },
-    },
-    tasks,
-    logicalDate,
-  );
-  return { runId, logicalDate, tasks: tasks.map((t) => t.id) };
-}
-
-/**
- * The run's (re)start and its tasks' resets, in one atomic write where the log offers it, so a
- * run is never opened for tasks that were not set back to its date.
- */
-async function writeRunAndResets(
-  log: EventLog,
-  runRevision: bigint | "no_stream",
-  started: DomainEvent,
-  tasks: readonly TaskState[],
-  logicalDate: string,
-): Promise<void> {
-  const runId = (started.data as { runId: string }).runId;
-  const resets = tasks.map((t) => ({
-    streamId: taskStream(t.key),
-    events: [resetForOneInterval(t, logicalDate)],
-    expectedRevision: t.revision as bigint | "no_stream",
-  }));
-  await log.appendMany([
-    { streamId: runStream(runId), events: [started], expectedRevision: runRevision },
-    ...resets,
-  ]);
+  options: { readonly dryRun?: boolean } = {},
+): Promise<RunOperation> {
+  const when = at === undefined ? undefined : dateArg(at, "--logical-date");
+  return decidingAgainOnConflict(log, projection, `trigger ${workflow}`, async () => {
+    if (options.dryRun) await catchUp(log, projection);
+    const date = triggerDate(projection, workflow, when, nowMs);
+    if (date.kind === "refused") throw refusalError("trigger", date);
+    const runId = runIdOf(workflow, date.logicalDate);
+    // (A run the projection no longer holds is read from the log: its tries are counted.)
+    const held = projection.runs.get(runId);
+    const existing = held ? { run: held, revision: held.revision } : await readRun(log, runId);
+    const decided = planTrigger(projection, { workflow, logicalDate: date.logicalDate, params, existing });
+    return carryOut(log, "trigger", decided, options);
+  });
 }
 
 export interface CriticalLink {

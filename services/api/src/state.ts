@@ -280,6 +280,7 @@ export class ApiState {
         until,
         intervals: task ? slotsIn(task, from, until) : 0,
         backfillId: id,
+        notes: [],
       });
     }
     return {

@@ -1,7 +1,15 @@
-import { ValidationError } from "@chronolog/core";
+import { dateArg, intervalOn, type TaskState, ValidationError } from "@chronolog/core";
 
 /** Instants and run ids, in every form the CLI prints (see @chronolog/core). */
 export { instantInput as instantArg, runIdInput as runIdArg } from "@chronolog/core";
+
+/**
+ * The interval of `task` that `--interval` (or `flag`) names: an instant as it is, or a day: the
+ * one interval that starts on it in the task's zone (refused, listing them, if several do).
+ */
+export function intervalArg(text: string, task: Pick<TaskState, "id" | "spec">, flag = "--interval"): string {
+  return intervalOn(dateArg(text, flag), task.spec, flag, task.id);
+}
 
 const SIZE_UNITS: Readonly<Record<string, number>> = {
   "": 1,

@@ -1,2 +1,3 @@
 export * from "./cron.js";
+export * from "./day.js";
 export * from "./interval.js";

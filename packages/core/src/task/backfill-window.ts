@@ -42,14 +42,31 @@ function earlier(a: string, b: string): string {
   return Date.parse(a) <= Date.parse(b) ? a : b;
 }
 
-/** The pending window in words: whose it is, its range and how far its walk has come. */
+/**
+ * Whether a window's walk has stopped: the task failed (or was abandoned at) the interval it
+ * stands at, so nothing moves until an operator acts. A range that joins such a window takes it
+ * over rather than waiting behind it.
+ */
+export function windowHalted(task: TaskState): boolean {
+  return task.backfill !== null && task.failure !== null && task.failure.logicalDate === task.logicalDate;
+}
+
+/**
+ * The window in words: whose it is (a backfill's id, or a rerun or trigger of one date), its
+ * range, and where its walk stands: pending (how far it has come, and the next interval), or
+ * stopped at an interval that failed.
+ */
 export function describeWindow(task: TaskState, window: BackfillWindow): string {
   const from = window.from ?? task.logicalDate;
   const total = slotsIn(task, from, window.until);
   const done =
     Date.parse(task.logicalDate) > Date.parse(from) ? slotsIn(task, from, task.logicalDate) - 1 : 0;
   const whose = window.backfillId ? `backfill ${window.backfillId}` : "a rerun";
-  return `${whose} over ${from} .. ${window.until} is pending on ${task.id}: ${done} of ${counted(total, "interval")} done, next ${task.logicalDate}`;
+  const range = `over ${from} .. ${window.until}`;
+  const progress = `${done} of ${counted(total, "interval")} done`;
+  if (task.failure && task.failure.logicalDate === task.logicalDate)
+    return `${whose} ${range} stopped on ${task.id} at ${task.logicalDate} (${task.failure.state}): ${progress}`;
+  return `${whose} ${range} is pending on ${task.id}: ${progress}, next ${task.logicalDate}`;
 }
 
 /**

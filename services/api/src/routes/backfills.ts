@@ -1,4 +1,4 @@
-import { instantInput } from "@chronolog/core";
+import { dateArg } from "@chronolog/core";
 import { backfill, backfillProgress, NotFoundError } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { requireProjects } from "../auth.js";
@@ -15,6 +15,8 @@ const BackfillBody = z.object({
   to: z.string(),
   downstream: z.boolean().optional(),
   force: z.boolean().optional(),
+  /** Decide and return the plan, writing nothing. */
+  dryRun: z.boolean().optional(),
 });
 
 /** Backfills: start one (as `chronolog backfill`), and see how far one has come. */
@@ -32,10 +34,14 @@ export function backfillRoutes(d: RouteDeps): OpenAPIHono {
       path: "/backfills",
       operationId: "backfill",
       security: needsToken,
-      summary: "re-run a range of a task's intervals (downstream: and its subtree), as `backfill`",
+      summary:
+        "re-run a range of a task's intervals (downstream: and its subtree), as `backfill`; from and to take a day (2026-12-01: the intervals that start on it in each task's zone) or an instant; dryRun returns the plan and writes nothing",
       request: { body: { required: true, content: { "application/json": { schema: BackfillBody } } } },
       responses: {
-        200: json(z.unknown(), "the plan"),
+        200: json(
+          z.unknown(),
+          "the plan: every task reset (its range, notes, the pending backfill it joins) or skipped",
+        ),
         ...S.problemResponses(400, 401, 403, 404, 409, 415, 422),
       },
     }),
@@ -44,8 +50,8 @@ export function backfillRoutes(d: RouteDeps): OpenAPIHono {
       const body = c.req.valid("json");
       const id = taskIdOf(body.task);
       requireProjects(caller, [id.split("/")[0] as string], "backfill");
-      const from = instantInput(body.from, "from");
-      const to = instantInput(body.to, "to");
+      const from = dateArg(body.from, "from").text;
+      const to = dateArg(body.to, "to").text;
       const plan = await backfill(
         d.writer(caller),
         await state.writeProjection(),
@@ -53,7 +59,10 @@ export function backfillRoutes(d: RouteDeps): OpenAPIHono {
         from,
         to,
         !!body.downstream,
-        { force: !!body.force },
+        {
+          force: !!body.force,
+          dryRun: !!body.dryRun,
+        },
       );
       return jsonText(c, toJson(plan));
     },

@@ -1,4 +1,13 @@
-import { formatTaskKey, instantInput, runIdInput, runNextSteps, ValidationError } from "@chronolog/core";
+import {
+  dateArg,
+  formatTaskKey,
+  instantInput,
+  runBlockers,
+  runIdInput,
+  runIdOn,
+  runNextSteps,
+  ValidationError,
+} from "@chronolog/core";
 import { criticalPath, describeRun, listRuns, NotFoundError, rerun, trigger } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { requireProjects } from "../auth.js";
@@ -27,8 +36,10 @@ const RunQuery = atQuery.extend({ wait: z.string().optional(), try: tryQuery });
 const TriggerBody = z.object({
   logicalDate: z.string().optional(),
   params: z.record(z.string(), z.string()).optional(),
+  /** Decide and return the plan, writing nothing. */
+  dryRun: z.boolean().optional(),
 });
-const RerunBody = z.object({ failedOnly: z.boolean().optional() });
+const RerunBody = z.object({ failedOnly: z.boolean().optional(), dryRun: z.boolean().optional() });
 
 /** Workflow runs: the list, one run (waited for), its critical path; trigger one, rerun one. */
 export function runRoutes(d: RouteDeps): OpenAPIHono {
@@ -74,7 +85,7 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
     }),
     async (c) => {
       await d.who(c, "read");
-      const runId = runIdInput(c.req.valid("param").id, "id");
+      const runId = runIdOn(state.projection, c.req.valid("param").id, "id");
       const q = c.req.valid("query");
       if (q.at !== undefined && q.wait !== undefined)
         throw new ValidationError("wait", [
@@ -112,7 +123,7 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
     }),
     async (c) => {
       await d.who(c, "read");
-      const runId = runIdInput(c.req.valid("param").id, "id");
+      const runId = runIdOn(state.projection, c.req.valid("param").id, "id");
       const q = c.req.valid("query");
       const v = await d.readView(c, q.at);
       const view = await describeRun(v.log, v.projection, runId, q.try);
@@ -126,10 +137,11 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
       path: "/workflows/{name}/runs",
       operationId: "triggerRun",
       security: needsToken,
-      summary: "trigger a run of a workflow outside its schedule, with params",
+      summary:
+        "trigger exactly one run of a workflow outside its schedule, with params; logicalDate takes a day (the one interval that starts on it in the workflow's zone) or an instant; dryRun returns the plan and writes nothing",
       request: { params: z.object({ name: z.string() }), body: optionalBody(TriggerBody) },
       responses: {
-        200: json(z.unknown(), "the run started"),
+        200: json(z.unknown(), "the run started (or, dry, to start): its try, tasks and interval"),
         ...S.problemResponses(400, 401, 403, 404, 409, 422),
       },
     }),
@@ -141,7 +153,7 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
       if (!wf) throw new NotFoundError(`no workflow ${name} is declared`);
       requireProjects(caller, [wf.project], "trigger workflows");
       const logicalDate =
-        body.logicalDate === undefined ? undefined : instantInput(body.logicalDate, "logicalDate");
+        body.logicalDate === undefined ? undefined : dateArg(body.logicalDate, "logicalDate").text;
       const r = await trigger(
         d.writer(caller),
         await state.writeProjection(),
@@ -149,6 +161,9 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
         logicalDate,
         body.params ?? {},
         d.now(),
+        {
+          dryRun: !!body.dryRun,
+        },
       );
       return jsonText(c, toJson(r));
     },
@@ -159,22 +174,25 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
       path: "/runs/{id}/rerun",
       operationId: "rerun",
       security: needsToken,
-      summary: "re-execute a finished run: all of it, or (failedOnly) what did not succeed and below",
+      summary:
+        "re-execute a finished run: all of it, or (failedOnly) what did not succeed and below; dryRun returns the plan and writes nothing",
       request: { params: runIdParam, body: optionalBody(RerunBody) },
       responses: {
-        200: json(z.unknown(), "the tasks rerun"),
+        200: json(z.unknown(), "the run's new try: the tasks rerun and kept"),
         ...S.problemResponses(400, 401, 403, 404, 409, 422),
       },
     }),
     async (c) => {
       const caller = await d.who(c, "operate");
-      const runId = runIdInput(c.req.valid("param").id, "id");
+      const runId = runIdOn(state.projection, c.req.valid("param").id, "id");
       const body = await optionalJson(c, RerunBody);
       const run = state.projection.runs.get(runId);
       if (run)
         requireProjects(caller, [state.projection.workflows.get(run.workflow)?.project ?? ""], "rerun runs");
-      const r = await rerun(d.writer(caller), await state.writeProjection(), runId, !!body.failedOnly);
-      return jsonText(c, toJson({ runId, ...r }));
+      const r = await rerun(d.writer(caller), await state.writeProjection(), runId, !!body.failedOnly, {
+        dryRun: !!body.dryRun,
+      });
+      return jsonText(c, toJson(r));
     },
   );
   return app;

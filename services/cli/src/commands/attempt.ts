@@ -1,6 +1,6 @@
-import { parseInstant } from "@chronolog/core";
-import { abandonAttempt } from "@chronolog/scheduler";
+import { abandonAttempt, requireTask } from "@chronolog/scheduler";
 import type { Command } from "commander";
+import { intervalArg } from "../args.js";
 import { type DataDirOptions, defaultActor } from "../data-dir.js";
 import { taskIdArg, withSession } from "../projection.js";
 
@@ -12,14 +12,17 @@ export function registerAttemptCommands(program: Command, globals: () => DataDir
       "abandon the current attempt of an interval (say, a task that is not idempotent whose worker lost its lease)",
     )
     .argument("<task>", "project/account/name[/partition]")
-    .option("--interval <instant>", "the interval (default: the task's current one)")
+    .option(
+      "--interval <date>",
+      "the interval: its logical date, or a day (the interval that starts on it in the task's zone); default: the task's current one",
+    )
     .option("--retry", "try again with a new attempt rather than stop at this interval")
     .option("--reason <text>", "why", "abandoned by an operator")
     .action(async (key: string, opts: { interval?: string; retry?: boolean; reason: string }) => {
       const id = taskIdArg(key);
       await withSession(globals(), "write", async ({ log, projection }) => {
         const r = await abandonAttempt(log, projection, id, {
-          ...(opts.interval ? { interval: parseInstant(opts.interval, "--interval").toISOString() } : {}),
+          ...(opts.interval ? { interval: intervalArg(opts.interval, requireTask(projection, id)) } : {}),
           retry: !!opts.retry,
           reason: opts.reason,
           by: defaultActor("operator"),

@@ -11,7 +11,7 @@ import {
 import type { EventLog } from "@chronolog/log";
 import { instanceStreamsOf, localOutputPath, requireTask } from "@chronolog/scheduler";
 import type { Command } from "commander";
-import { instantArg } from "../args.js";
+import { intervalArg } from "../args.js";
 import { type DataDirOptions, dataDirOf } from "../data-dir.js";
 import { CliError } from "../edge.js";
 import { taskIdArg, withSession } from "../projection.js";
@@ -182,7 +182,10 @@ export function registerLogsCommand(program: Command, globals: () => DataDirOpti
     .command("logs")
     .description("print an attempt's whole output (stdout and stderr as they came), live with --follow")
     .argument("<task>", "project/account/name[/partition]")
-    .option("--interval <instant>", "the interval's logical date (default: the latest that ran)")
+    .option(
+      "--interval <date>",
+      "the interval's logical date, or a day: the interval that starts on it in the task's zone (default: the latest that ran)",
+    )
     .option("--attempt <n>", "the attempt's number (default: the latest)")
     .option("-f, --follow", "keep printing while the attempt runs, and its retries after it")
     .action(async (key: string, opts: LogsOptions) => {
@@ -194,7 +197,7 @@ export function registerLogsCommand(program: Command, globals: () => DataDirOpti
       await withSession(globals(), "read", async (s) => {
         const task = requireTask(s.projection, id);
         let stream: string | undefined;
-        const interval = opts.interval === undefined ? undefined : instantArg(opts.interval, "--interval");
+        const interval = opts.interval === undefined ? undefined : intervalArg(opts.interval, task);
         if (interval !== undefined) {
           stream = instanceStream(task.key, interval);
         } else {

@@ -4,15 +4,18 @@ import {
   type NextStep,
   RUN_TASK_STATES,
   type RunSummary,
+  runBlockers,
+  runIdOn,
   runNextSteps,
   ValidationError,
 } from "@chronolog/core";
 import { criticalPath, describeRun, listRuns, NotFoundError, rerun, trigger } from "@chronolog/scheduler";
 import type { Command } from "commander";
-import { instantArg, runIdArg } from "../args.js";
+import { runIdArg } from "../args.js";
 import type { DataDirOptions } from "../data-dir.js";
 import { toJson } from "../edge.js";
 import { listing, short, table } from "../format.js";
+import { runLines } from "../plans.js";
 import { type AsOfFlags, addAsOfOptions, withReadSession, withSession } from "../projection.js";
 
 function parseParams(pairs: readonly string[]): Record<string, string> {
@@ -109,13 +112,14 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
     .option("--json", "print JSON")
     .action(
       async (runText: string, opts: { try?: string; criticalPath?: boolean; json?: boolean } & AsOfFlags) => {
-        const runId = runIdArg(runText);
+        runIdArg(runText); // (checked before the log is opened)
         const tryNumber = opts.try === undefined ? undefined : Number(opts.try);
         if (tryNumber !== undefined && (!Number.isInteger(tryNumber) || tryNumber < 1))
           throw new ValidationError("--try", [
             { path: "", message: `takes a try number, 1 or more, not "${opts.try}"` },
           ]);
         await withReadSession(globals(), opts, async ({ log, projection }) => {
+          const runId = runIdOn(projection, runText);
           const view = await describeRun(log, projection, runId, tryNumber);
           const parentsOf = (t: string) => (projection.tasks.get(t)?.parents ?? []).map(formatTaskKey);
           if (opts.criticalPath) {
@@ -207,11 +211,13 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
     )
     .argument("<run>", "run id, WORKFLOW@LOGICAL_DATE (e.g. etl@2026-11-30T02:00Z)")
     .option("--failed", "only the failed, upstream_failed and cancelled instances")
-    .action(async (runText: string, opts: { failed?: boolean }) => {
-      const runId = runIdArg(runText);
+    .option("--dry-run", "print what it would rerun and join, and write nothing")
+    .action(async (runText: string, opts: { failed?: boolean; dryRun?: boolean }) => {
+      runIdArg(runText); // (checked before the log is opened)
       await withSession(globals(), "write", async ({ log, projection }) => {
-        const r = await rerun(log, projection, runId, !!opts.failed);
-        console.log(`rerunning ${counted(r.tasks.length, "task")} of ${runId}: ${r.tasks.join(", ")}`);
+        const runId = runIdOn(projection, runText);
+        const r = await rerun(log, projection, runId, !!opts.failed, { dryRun: !!opts.dryRun });
+        for (const line of runLines(r)) console.log(line);
       });
     });
 
@@ -219,20 +225,24 @@ export function registerRunCommands(program: Command, globals: () => DataDirOpti
     .command("trigger")
     .description("start a run of a workflow outside its schedule")
     .argument("<workflow>", "workflow name")
-    .option("--logical-date <instant>", "the interval to run (default: the latest that has ended)")
+    .option(
+      "--logical-date <date>",
+      "the interval to run: an instant, or a day (the one interval that starts on it in the workflow's zone); default: the latest that has ended",
+    )
+    .option("--dry-run", "print the run it would start, and write nothing")
     .option(
       "--param <key=value>",
       "a parameter templates see as params.KEY (repeatable)",
       (v: string, acc: string[]) => [...acc, v],
       [] as string[],
     )
-    .action(async (workflow: string, opts: { logicalDate?: string; param: string[] }) => {
+    .action(async (workflow: string, opts: { logicalDate?: string; param: string[]; dryRun?: boolean }) => {
       const params = parseParams(opts.param);
       await withSession(globals(), "write", async ({ log, projection }) => {
-        const logicalDate =
-          opts.logicalDate === undefined ? undefined : instantArg(opts.logicalDate, "--logical-date");
-        const r = await trigger(log, projection, workflow, logicalDate, params, Date.now());
-        console.log(`started run ${r.runId} (${counted(r.tasks.length, "task")})`);
+        const r = await trigger(log, projection, workflow, opts.logicalDate, params, Date.now(), {
+          dryRun: !!opts.dryRun,
+        });
+        for (const line of runLines(r)) console.log(line);
       });
     });
 }

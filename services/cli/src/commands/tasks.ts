@@ -36,11 +36,11 @@ import {
 } from "@chronolog/scheduler";
 import cliProgress from "cli-progress";
 import type { Command } from "commander";
-import { instantArg } from "../args.js";
 import { type DataDirOptions, logFileOf, logUrlOf, parseLogUrl } from "../data-dir.js";
 import { CliError, toJson } from "../edge.js";
 import { eventLine } from "../event-line.js";
-import { listing, short } from "../format.js";
+import { listing, short, table } from "../format.js";
+import { backfillLines } from "../plans.js";
 import { type AsOfFlags, addAsOfOptions, taskIdArg, withReadSession, withSession } from "../projection.js";
 
 /** What the first unfinished task of a backfill waits for, in `why`'s words. */
@@ -394,10 +394,14 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
     .command("backfill")
     .description("re-run a range of intervals: set the task (and with --downstream its subtree) back")
     .argument("<task>", "project/account/name[/partition]")
-    .requiredOption("--from <instant>", "first interval, e.g. 2026-09-01 or 2026-09-01T02:00Z")
-    .requiredOption("--to <instant>", "last interval (inclusive)")
+    .requiredOption(
+      "--from <date>",
+      "first interval: a day (2026-09-01: from the first interval that starts on it, in each task's zone) or an instant (2026-09-01T02:00Z)",
+    )
+    .requiredOption("--to <date>", "last interval, inclusive: a day (its intervals included) or an instant")
     .option("--downstream", "also reset every task below it")
-    .option("--force", "also a range before the task's startDate, or a paused task")
+    .option("--force", "also a range before the tasks' startDates, or a paused task")
+    .option("--dry-run", "print what it would reset and join, and write nothing")
     .option("--detach", "return at once instead of showing progress")
     .option("--timeout <seconds>", "give up waiting after this long", "0")
     .action(
@@ -409,29 +413,18 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
           downstream?: boolean;
           detach?: boolean;
           force?: boolean;
+          dryRun?: boolean;
           timeout: string;
         },
       ) => {
         const id = taskIdArg(key);
         await withSession(globals(), "write", async ({ log, projection }) => {
-          const from = instantArg(opts.from, "--from");
-          const to = instantArg(opts.to, "--to");
-          const plan = await backfill(log, projection, id, from, to, !!opts.downstream, {
+          const plan = await backfill(log, projection, id, opts.from, opts.to, !!opts.downstream, {
             force: !!opts.force,
+            dryRun: !!opts.dryRun,
           });
-          for (const s of plan.skipped) console.log(`skipped ${s.task}: ${s.reason}`);
-          for (const t of plan.targets) {
-            console.log(
-              `reset ${t.task}: ${counted(t.intervals, "interval")} ${short(t.from)} .. ${short(t.until)}`,
-            );
-            if (t.merged)
-              console.log(
-                `  joined ${t.merged.was}; it now walks ${short(t.merged.from)} .. ${short(t.merged.until)}`,
-              );
-          }
-          for (const backfillId of new Set(plan.targets.map((t) => t.backfillId)))
-            console.log(`backfill ${backfillId}`);
-          if (opts.detach) return;
+          for (const line of backfillLines(plan)) console.log(line);
+          if (opts.detach || plan.dryRun || plan.targets.length === 0) return;
           const deadline =
             Number(opts.timeout) > 0 ? Date.now() + Number(opts.timeout) * 1000 : Number.POSITIVE_INFINITY;
           const bar = process.stdout.isTTY

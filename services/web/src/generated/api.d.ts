@@ -334,7 +334,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** trigger a run of a workflow outside its schedule, with params */
+        /** trigger exactly one run of a workflow outside its schedule, with params; logicalDate takes a day (the one interval that starts on it in the workflow's zone) or an instant; dryRun returns the plan and writes nothing */
         post: operations["triggerRun"];
         delete?: never;
         options?: never;
@@ -351,7 +351,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** re-execute a finished run: all of it, or (failedOnly) what did not succeed and below */
+        /** re-execute a finished run: all of it, or (failedOnly) what did not succeed and below; dryRun returns the plan and writes nothing */
         post: operations["rerun"];
         delete?: never;
         options?: never;
@@ -368,7 +368,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** re-run a range of a task's intervals (downstream: and its subtree), as `backfill` */
+        /** re-run a range of a task's intervals (downstream: and its subtree), as `backfill`; from and to take a day (2026-12-01: the intervals that start on it in each task's zone) or an instant; dryRun returns the plan and writes nothing */
         post: operations["backfill"];
         delete?: never;
         options?: never;
@@ -3250,11 +3250,12 @@ export interface operations {
                     params?: {
                         [key: string]: string;
                     };
+                    dryRun?: boolean;
                 };
             };
         };
         responses: {
-            /** @description the run started */
+            /** @description the run started (or, dry, to start): its try, tasks and interval */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3333,11 +3334,12 @@ export interface operations {
             content: {
                 "application/json": {
                     failedOnly?: boolean;
+                    dryRun?: boolean;
                 };
             };
         };
         responses: {
-            /** @description the tasks rerun */
+            /** @description the run's new try: the tasks rerun and kept */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3417,11 +3419,12 @@ export interface operations {
                     to: string;
                     downstream?: boolean;
                     force?: boolean;
+                    dryRun?: boolean;
                 };
             };
         };
         responses: {
-            /** @description the plan */
+            /** @description the plan: every task reset (its range, notes, the pending backfill it joins) or skipped */
             200: {
                 headers: {
                     [name: string]: unknown;
