@@ -6,7 +6,6 @@ import {
   type DomainEvent,
   dateArg,
   decideWorkflowRetirement,
-  describeWindow,
   foldInstance,
   instanceStream,
   isTerminal,

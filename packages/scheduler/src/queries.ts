@@ -9,7 +9,6 @@ import {
   foldInstance,
   type InstanceState,
   instanceStream,
-  isTerminal,
   projectedSlots,
   type SchedulerProjection,
   type TaskState,
@@ -17,7 +16,6 @@ import {
   withBudget,
 } from "@chronolog/core";
 import type { EventLog, RecordedEvent } from "@chronolog/log";
-import { NotFoundError, StateError } from "./errors.js";
 import { requireTask } from "./operations.js";
 import { renderProblem } from "./payload.js";
 

@@ -1,8 +1,6 @@
 import {
-  type AttemptView,
   type BudgetedAttempt,
   dateArg,
-  type DomainEvent,
   type EventDataOf,
   evolveRun,
   foldInstance,
@@ -23,10 +21,7 @@ import {
   runStream,
   type SchedulerProjection,
   summarizeRun,
-  type TaskState,
-  taskStream,
   triggerDate,
-  ValidationError,
   withBudget,
 } from "@chronolog/core";
 import { type EventLog, type RecordedEvent, WrongExpectedRevisionError } from "@chronolog/log";
@@ -167,9 +162,7 @@ export async function describeRun(
         instance?.attempts ?? [],
         t.spec.retry.maxAttempts,
         instance?.budgetFrom ?? 0,
-      ).filter(
-        (a) => (intended.get(a.token) ?? -1n) > shown.position,
-      );
+      ).filter((a) => (intended.get(a.token) ?? -1n) > shown.position);
       return { task, instance: foldInstance(whole), attempts, kept };
     }),
   );

@@ -68,7 +68,8 @@ export function retryAfterFailure(
   }
   // Interrupted attempts are counted apart from the policy's budget, and so are the attempts
   // before the interval was reopened (a retry, rerun or backfill starts a fresh budget).
-  attempt = budgetPlace(state.attempts, attempt, ctx.retry.maxAttempts, state.budgetFrom ?? 0).place ?? attempt;
+  attempt =
+    budgetPlace(state.attempts, attempt, ctx.retry.maxAttempts, state.budgetFrom ?? 0).place ?? attempt;
   if (errorKind === "lost") {
     if (!wasStarted) return at(0);
     if (!state.idempotent) return undefined;

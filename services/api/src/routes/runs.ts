@@ -1,13 +1,4 @@
-import {
-  dateArg,
-  formatTaskKey,
-  instantInput,
-  runBlockers,
-  runIdInput,
-  runIdOn,
-  runNextSteps,
-  ValidationError,
-} from "@chronolog/core";
+import { dateArg, formatTaskKey, runIdOn, runNextSteps, ValidationError } from "@chronolog/core";
 import { criticalPath, describeRun, listRuns, NotFoundError, rerun, trigger } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { requireProjects } from "../auth.js";

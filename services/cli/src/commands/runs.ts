@@ -4,7 +4,6 @@ import {
   type NextStep,
   RUN_TASK_STATES,
   type RunSummary,
-  runBlockers,
   runIdOn,
   runNextSteps,
   ValidationError,

@@ -39,7 +39,7 @@ import type { Command } from "commander";
 import { type DataDirOptions, logFileOf, logUrlOf, parseLogUrl } from "../data-dir.js";
 import { CliError, toJson } from "../edge.js";
 import { eventLine } from "../event-line.js";
-import { listing, short, table } from "../format.js";
+import { listing, short } from "../format.js";
 import { backfillLines } from "../plans.js";
 import { type AsOfFlags, addAsOfOptions, taskIdArg, withReadSession, withSession } from "../projection.js";
 
@@ -265,7 +265,12 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
           const a = currentAttempt(instance);
           const place = a
             ? budgetText(
-                budgetPlace(instance.attempts, a.attempt, task.spec.retry.maxAttempts, instance.budgetFrom ?? 0),
+                budgetPlace(
+                  instance.attempts,
+                  a.attempt,
+                  task.spec.retry.maxAttempts,
+                  instance.budgetFrom ?? 0,
+                ),
               )
             : "-";
           console.log(

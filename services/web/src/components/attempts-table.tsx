@@ -74,21 +74,22 @@ export function AttemptsTable({
                   </a>
                 </td>
                 <td>
-                  {!at && (x.status === "running" || x.status === "queued" || x.status === "lease_expired") && (
-                    <ActionButton
-                      who={who}
-                      label="Abandon"
-                      title={`Abandon attempt ${x.attempt} of ${task}`}
-                      what={`This abandons attempt ${x.attempt} (token ${x.token.slice(0, 12)}…): its worker's report will not count. Retry: type yes to start a new attempt after it.`}
-                      fields={[{ name: "retry", label: "Retry (yes/no)", value: "no" }]}
-                      run={(v) =>
-                        post("/api/v1/attempts/{token}/abandon", {
-                          path: { token: x.token },
-                          body: { retry: /^y/i.test(v.retry ?? "") },
-                        })
-                      }
-                    />
-                  )}
+                  {!at &&
+                    (x.status === "running" || x.status === "queued" || x.status === "lease_expired") && (
+                      <ActionButton
+                        who={who}
+                        label="Abandon"
+                        title={`Abandon attempt ${x.attempt} of ${task}`}
+                        what={`This abandons attempt ${x.attempt} (token ${x.token.slice(0, 12)}…): its worker's report will not count. Retry: type yes to start a new attempt after it.`}
+                        fields={[{ name: "retry", label: "Retry (yes/no)", value: "no" }]}
+                        run={(v) =>
+                          post("/api/v1/attempts/{token}/abandon", {
+                            path: { token: x.token },
+                            body: { retry: /^y/i.test(v.retry ?? "") },
+                          })
+                        }
+                      />
+                    )}
                 </td>
               </tr>
             );

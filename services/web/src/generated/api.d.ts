@@ -87,6 +87,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/workflows/{name}/retire": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** retire a workflow and every task of it in one atomic write (as `chronolog retire --workflow`) */
+        post: operations["retireWorkflow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tasks": {
         parameters: {
             query?: never;
@@ -281,7 +298,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** workflow runs, newest logical date first, with what keeps each from finishing */
+        /** workflow runs, newest logical date first, each with its summary and why it waits */
         get: operations["listRuns"];
         put?: never;
         post?: never;
@@ -549,6 +566,13 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description what was written, and the log position of its last event */
+        Written: {
+            /** @example 42 */
+            position: string;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description a page of tasks; `next` is the cursor of the next page */
         TaskPage: {
             items: components["schemas"]["TaskRow"][];
@@ -713,13 +737,6 @@ export interface components {
             decision?: unknown;
             nextSteps: components["schemas"]["NextStep"][];
             instance?: unknown;
-        };
-        /** @description what was written, and the log position of its last event */
-        Written: {
-            /** @example 42 */
-            position: string;
-        } & {
-            [key: string]: unknown;
         };
         /** @description what a retry or a mark of an interval did */
         IntervalAction: {
@@ -1594,8 +1611,7 @@ export interface components {
                 upstreamFailed: string[];
                 /** @default [] */
                 cancelled: string[];
-                /** @default [] */
-                marked: string[];
+                marked?: string[];
             };
             metadata: components["schemas"]["EventMetadata"];
         } | {
@@ -1794,6 +1810,26 @@ export interface components {
             /** @example 42 */
             revision: string;
             /** @enum {string} */
+            type: "WorkflowRetired";
+            data: {
+                name: string;
+                tasks: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                }[];
+                reason?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
             type: "AccessTokenIssued";
             data: {
                 name: string;
@@ -1847,6 +1883,11 @@ export interface components {
             attempt: number;
             token: string;
             status: string;
+            budget: {
+                place: number | null;
+                of: number;
+            };
+            budgetText: string;
         } & {
             [key: string]: unknown;
         };
@@ -1857,11 +1898,81 @@ export interface components {
             status: string;
             try: number;
             tasks: string[];
+            summary: components["schemas"]["RunSummary"];
             blockedBy: string[];
             /** @description the ways out of its halted tasks (retry, mark), each as the CLI command */
             nextSteps: components["schemas"]["NextStep"][];
         } & {
             [key: string]: unknown;
+        };
+        /** @description a run's state, each task's state in it (`pending`: nothing yet in its latest try), their counts, and why it waits; every surface shows these */
+        RunSummary: {
+            /** @enum {string} */
+            state: "running" | "success" | "failed" | "partial";
+            tasks: {
+                [key: string]: "success" | "failed" | "abandoned" | "upstream_failed" | "cancelled" | "skipped" | "running" | "queued" | "retry_wait" | "pending";
+            };
+            counts: {
+                success?: number;
+                failed?: number;
+                abandoned?: number;
+                upstream_failed?: number;
+                cancelled?: number;
+                skipped?: number;
+                running?: number;
+                queued?: number;
+                retry_wait?: number;
+                pending?: number;
+            };
+            ended: number;
+            total: number;
+            waiting: string[];
+            text: string;
+        };
+        RunDetail: {
+            run: {
+                runId: string;
+                workflow: string;
+                logicalDate: string;
+                status: string;
+                try: number;
+                tasks: string[];
+                /** @description the ways out of its halted tasks (retry, mark), each as the CLI command */
+                nextSteps: components["schemas"]["NextStep"][];
+            } & {
+                [key: string]: unknown;
+            };
+            summary: components["schemas"]["RunSummary"];
+            blockedBy: string[];
+            try: number;
+            tries: ({
+                try: number;
+                status: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+            instances: {
+                task: string;
+                /** @enum {string} */
+                state: "success" | "failed" | "abandoned" | "upstream_failed" | "cancelled" | "skipped" | "running" | "queued" | "retry_wait" | "pending";
+                kept: boolean;
+                instance?: unknown;
+                attempts: components["schemas"]["RunAttempt"][];
+            }[];
+        };
+        RunAttempt: {
+            attempt: number;
+            token: string;
+            status: string;
+            budget: components["schemas"]["BudgetPlace"];
+            budgetText: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description an attempt's place in its interval's retry budget: every attempt of the interval counts (reruns' too) except interrupted ones (place null) */
+        BudgetPlace: {
+            place: number | null;
+            of: number;
         };
         /** @description the last event's position and hash (position -1: the log is empty) */
         LogHead: {
@@ -1938,8 +2049,11 @@ export interface components {
             status?: "active" | "paused" | "retired";
             condition: ("retired" | "paused" | "failed" | "upstream_failed" | "skipped" | "running" | "queued" | "retry_wait" | "succeeded" | "not_due" | "ended" | "catching_up" | "blocked" | "held" | "ready" | "stuck" | "unknown") | "outside" | "missing";
             reasons: string[];
-            /** @description with `run`: the task's state in that run */
-            state?: ("success" | "failed" | "upstream_failed" | "skipped" | "running" | "queued" | "retry_wait" | "abandoned" | "cancelled") | "none";
+            /**
+             * @description with `run`: the task's state in that run, as the run's summary gives it
+             * @enum {string}
+             */
+            state?: "success" | "failed" | "abandoned" | "upstream_failed" | "cancelled" | "skipped" | "running" | "queued" | "retry_wait" | "pending";
             /**
              * @description a parent outside the filter, shown dimmed
              * @enum {boolean}
@@ -2247,6 +2361,94 @@ export interface operations {
             };
             /** @description problem (403) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    retireWorkflow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the workflow's name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description the workflow and the tasks retired with it */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Written"] & ({
+                        workflow: string;
+                        tasks: string[];
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description problem (400) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (403) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (404) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (422) */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3130,7 +3332,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["RunDetail"];
                 };
             };
             /** @description problem (400) */
