@@ -5,9 +5,9 @@
  * Environment: CHRONOLOG_WORKER_ID (default `worker-<pid>`), CHRONOLOG_WORKER_CAPACITY (default
  * 64), CHRONOLOG_STAGING_ROOT (staged outputs off when unset), CHRONOLOG_OUTPUT_ROOT (where each
  * attempt's output is kept in a file; off when unset), CHRONOLOG_OUTPUT_MAX_BYTES (the most one such
- * file keeps, default 1 MiB), CHRONOLOG_RUN_AS (`uid:gid` tasks run as; default the worker's own),
+ * file keeps, default 1 MiB), CHRONOLOG_TASK_IDENTITY (`uid:gid` tasks run as; default the worker's own),
  * CHRONOLOG_WORK_ROOT (where each attempt gets its working directory; none when unset),
- * CHRONOLOG_PASS_ENV (comma-separated names of variables tasks get beyond the allowlist),
+ * CHRONOLOG_TASK_PASS_ENV (comma-separated names of variables tasks get beyond the allowlist),
  * CHRONOLOG_TASK_UMASK (octal, the umask tasks start with), CHRONOLOG_WARM_SHELLS (shells kept
  * started ahead of need for shell tasks, default 2), CHRONOLOG_FAULT (fault injection for the
  * black-box fault tests, see faults.ts; off when unset).
@@ -31,12 +31,12 @@ function intFromEnv(name: string, fallback: number, min: 0 | 1): number {
   return n;
 }
 
-/** `uid:gid` from CHRONOLOG_RUN_AS, or undefined when unset. */
+/** `uid:gid` from CHRONOLOG_TASK_IDENTITY, or undefined when unset. */
 function identityFromEnv(): { uid: number; gid: number } | undefined {
-  const raw = process.env.CHRONOLOG_RUN_AS;
+  const raw = process.env.CHRONOLOG_TASK_IDENTITY;
   if (raw === undefined || raw === "") return undefined;
   const m = /^(\d+):(\d+)$/.exec(raw);
-  if (!m) throw new Error(`CHRONOLOG_RUN_AS must be uid:gid, got ${raw}`);
+  if (!m) throw new Error(`CHRONOLOG_TASK_IDENTITY must be uid:gid, got ${raw}`);
   return { uid: Number(m[1]), gid: Number(m[2]) };
 }
 
@@ -63,7 +63,7 @@ function start(): void {
   const faults = faultsFromEnv(process.env);
   const identity = identityFromEnv();
   const workRoot = process.env.CHRONOLOG_WORK_ROOT || undefined;
-  const passEnv = (process.env.CHRONOLOG_PASS_ENV ?? "").split(",").filter((n) => n !== "");
+  const passEnv = (process.env.CHRONOLOG_TASK_PASS_ENV ?? "").split(",").filter((n) => n !== "");
   configureTasks({ ...(identity ? { identity } : {}), ...(workRoot ? { workRoot } : {}), passEnv });
   const umask = process.env.CHRONOLOG_TASK_UMASK;
   if (umask !== undefined && umask !== "") {
