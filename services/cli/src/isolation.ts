@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdirSync, statSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { isEnvName } from "@chronolog/worker";
 import { CliError } from "./edge.js";
@@ -62,9 +62,14 @@ function canTraverse(
   return (st.mode & 0o001) !== 0;
 }
 
-/** `<root>/staging` and `<root>/work` exist, reachable but not listable by others (0711). */
+/**
+ * Creates what is missing of `taskDir` and its `staging/` and `work/`, each reachable but not
+ * listable by others (0711); the directories above it that exist already are left as they are.
+ */
 function makeRoots(taskDir: string): void {
-  for (const dir of [taskDir, join(taskDir, "staging"), join(taskDir, "work")]) {
+  const missing: string[] = [];
+  for (let dir = taskDir; !existsSync(dir); dir = dirname(dir)) missing.unshift(dir);
+  for (const dir of [...missing, join(taskDir, "staging"), join(taskDir, "work")]) {
     mkdirSync(dir, { recursive: true, mode: 0o711 });
     chmodSync(dir, 0o711);
   }
@@ -103,10 +108,11 @@ export function resolveIsolation(opts: IsolationOptions, dataDir: string): TaskI
       `--task-dir ${taskDir} is inside the data directory ${data}, which tasks must not reach: choose a directory outside it`,
       2,
     );
-  makeRoots(taskDir);
   if (runAs) {
-    // Every directory above it must let the task's user through.
+    // Every directory above it that exists must let the task's user through (what is missing
+    // is created so that it does).
     for (let dir = dirname(taskDir); ; dir = dirname(dir)) {
+      if (!existsSync(dir)) continue;
       const st = statSync(dir);
       if (!canTraverse(st, runAs))
         throw new CliError(
@@ -116,6 +122,7 @@ export function resolveIsolation(opts: IsolationOptions, dataDir: string): TaskI
       if (dir === dirname(dir)) break;
     }
   }
+  makeRoots(taskDir);
   return { ...(runAs ? { runAs } : {}), ownUser, taskDir, passEnv: [...opts.passEnv] };
 }
 

@@ -286,11 +286,11 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
       2,
     );
   const dir = dataDirOf(globals);
+  const isolation = resolveIsolation(opts, dir);
   // The data directory is the scheduler's alone (0700, its files 0600), whatever made it before.
   const tightened = secureDataDir(dir);
   if (tightened > 0)
     logger.info({ dataDir: dir, entries: tightened }, "took others' permissions off the data directory");
-  const isolation = resolveIsolation(opts, dir);
   const notice = isolationNotice(isolation);
   logger[notice.level](notice.fields, notice.message);
   // One scheduler per embedded or EventStoreDB log (held by the data directory's lock);
