@@ -291,11 +291,12 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   const tightened = secureDataDir(dir);
   if (tightened > 0)
     logger.info({ dataDir: dir, entries: tightened }, "took others' permissions off the data directory");
-  const notice = isolationNotice(isolation);
-  logger[notice.level](notice.fields, notice.message);
   // One scheduler per embedded or EventStoreDB log (held by the data directory's lock);
   // schedulers sharing a Kafka log coordinate through a group.
   const lock = parseLogUrl(logUrlOf(globals))?.kind === "kafka" ? null : acquireSchedulerLock(dir);
+  // Said once this process is the one that schedules (a second one is refused above).
+  const notice = isolationNotice(isolation);
+  logger[notice.level](notice.fields, notice.message);
   const stagingRoot = join(isolation.taskDir, "staging");
   if (lock) {
     // Under the lock no attempt or checkpoint of an earlier process is under way, and this
