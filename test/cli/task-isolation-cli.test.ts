@@ -79,8 +79,10 @@ export async function readLog() {
       { mode: 0o644 },
     );
     const end = new Date(Date.parse(LATEST_HOUR) + 1_800_000).toISOString();
-    const task = (name: string, operator: string) =>
-      `  - { project: p, account: a, name: ${name}, cron: "0 * * * *", startDate: "${LATEST_HOUR}", endDate: "${end}", idempotent: true, retry: { maxAttempts: 1 }, operator: ${operator} }`;
+    const task = (name: string, operator: string, extra = "") =>
+      `  - { project: p, account: a, name: ${name}, cron: "0 * * * *", startDate: "${LATEST_HOUR}", endDate: "${end}", idempotent: true, retry: { maxAttempts: 1 }, operator: ${operator}${extra} }`;
+    // An alert sink's command is declared code too: it runs as the tasks do.
+    const sink = `echo "user=$(id -un) secret=\${SECRET_FOR_SCHEDULER:-none} log=$(head -c 6 ${join(dir, "log.db")} 2>&1 | head -c 120)" >&2; exit 1`;
     const shell = (command: string) => `{ type: shell, command: ${JSON.stringify(command)} }`;
     const forgedToken = JSON.stringify({
       name: "forged",
@@ -105,7 +107,11 @@ export async function readLog() {
         ),
       ),
       task("forge", `{ type: node, module: ${JSON.stringify(mod)}, export: forge }`),
-      task("node_read_log", `{ type: node, module: ${JSON.stringify(mod)}, export: readLog }`),
+      task(
+        "node_read_log",
+        `{ type: node, module: ${JSON.stringify(mod)}, export: readLog }`,
+        `, alerts: [{ on: [task_failed], command: ${JSON.stringify(sink)} }]`,
+      ),
       task(
         "ok",
         shell(
@@ -134,6 +140,11 @@ export async function readLog() {
         : undefined;
     });
     expect(up.log).toContain("tasks run as nobody");
+    const alertFailed = await waitUntil("the alert sink to have run", async () =>
+      (await readLog(dir)).find((e) => e.type === "AlertDeliveryFailed"),
+    );
+    const sinkSaid = (alertFailed.data as { error: string }).error;
+    expect(sinkSaid).toMatch(/user=nobody secret=none log=head: cannot open .*Permission denied/);
 
     const only = (name: string): AttemptRow => {
       const rows = attempts(dir, `p/a/${name}`);

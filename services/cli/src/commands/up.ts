@@ -15,7 +15,14 @@ import {
   saveSnapshot,
   schedulerOfWorker,
 } from "@chronolog/scheduler";
-import { discardStaged, removeEmptyStagingDirs, stagingDirFor, WorkerPool } from "@chronolog/worker";
+import {
+  configureTasks,
+  discardStaged,
+  removeEmptyStagingDirs,
+  stagingDirFor,
+  taskBaseEnv,
+  WorkerPool,
+} from "@chronolog/worker";
 import type { Command } from "commander";
 import { byteSizeArg } from "../args.js";
 import { startAnchoring } from "../audit.js";
@@ -419,10 +426,17 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     ...(membership ? { isOwnWorker } : {}),
   });
   // Alerts about the tasks and workflows this scheduler owns are delivered from here.
+  // A command sink is declared code, as a task is: it runs as the tasks do.
+  configureTasks({ passEnv: isolation.passEnv });
   const alerts = new AlertSender({
     log,
     projection,
     logger,
+    commands: {
+      ...(isolation.runAs ? { uid: isolation.runAs.uid, gid: isolation.runAs.gid } : {}),
+      env: () => taskBaseEnv(),
+      cwd: join(isolation.taskDir, "work"),
+    },
     owns: ({ task, workflow }) =>
       scheduler.owns({
         id: task ? formatTaskKey(task) : (workflow ?? ""),
