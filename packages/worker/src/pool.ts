@@ -286,7 +286,7 @@ export class WorkerPool {
 
   /**
    * Kills every worker process now (SIGKILL), and with it everything it runs: a shell task's
-   * watchdog kills its process group when its worker dies, and a node task runs inside it. For
+   * watchdog kills its process group when its worker dies, and a node task's does likewise. For
    * when this process may no longer supervise its attempts, and another may soon take them for
    * lost and run them again: nothing of them may run on. Every attempt the workers had, running
    * or queued, is reported lost with `reason`; attempts still waiting for a worker are dropped

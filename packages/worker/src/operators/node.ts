@@ -1,4 +1,4 @@
-import { type ChildProcess, fork } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -30,6 +30,31 @@ export function moduleUrl(module: string): string {
   if (module.startsWith("file:")) return module;
   return pathToFileURL(isAbsolute(module) ? module : resolve(process.cwd(), module)).href;
 }
+
+/**
+ * What `/bin/sh` runs before it execs the task's node process: the same watchdog a shell task's
+ * process group gets (see shell.ts), on fd 4, a pipe only the worker holds. When the worker
+ * dies, even by SIGKILL, the read returns and the whole group goes, whatever the task's code
+ * is doing (a loop that never yields never hears its channel close).
+ */
+const NODE_WRAPPER = [
+  "( ( read -r _ <&4; kill -KILL 0 ) </dev/null >/dev/null 2>&1 & )",
+  "exec 4<&-",
+  'exec "$0" "$1"',
+].join("\n");
+
+/** Sends `sig` to the task's process group (its node process, what it started, its watchdog). */
+function signalGroup(child: ChildProcess, sig: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, sig);
+  } catch {
+    // ESRCH: the group is already gone.
+  }
+}
+
+/** How long to wait for the task's output to drain after its process exits. */
+const DRAIN_MS = 1000;
 
 function runnerModule(): string {
   const beside = fileURLToPath(new URL("../node-runner.js", import.meta.url));
@@ -66,16 +91,18 @@ export function runNode(spec: NodeOperator, ctx: OperatorContext): Promise<Opera
     const stderr = new TailBuffer();
     let done = false;
     let killTimer: NodeJS.Timeout | undefined;
+    let drainTimer: NodeJS.Timeout | undefined;
     let timer: NodeJS.Timeout | undefined;
     let child: ChildProcess;
     const finish = (outcome: OperatorOutcome, killAfterMs?: number): void => {
       if (done) return;
       done = true;
       clearTimeout(timer);
+      clearTimeout(drainTimer);
       ctx.signal.removeEventListener("abort", onAbort);
       if (killAfterMs !== undefined && child.exitCode === null && child.signalCode === null) {
         // Asked to stop (its signal is aborted): it gets the grace, then it is killed.
-        killTimer = setTimeout(() => child.kill("SIGKILL"), killAfterMs);
+        killTimer = setTimeout(() => signalGroup(child, "SIGKILL"), killAfterMs);
         child.once("exit", () => clearTimeout(killTimer));
       }
       settle(outcome);
@@ -94,22 +121,45 @@ export function runNode(spec: NodeOperator, ctx: OperatorContext): Promise<Opera
         abortKillGraceMs(ctx.signal),
       );
     try {
-      child = fork(runnerModule(), [], {
+      child = spawn("/bin/sh", ["-c", NODE_WRAPPER, process.execPath, runnerModule()], {
         cwd: ctx.workDir ?? process.cwd(),
         env,
-        execArgv: [],
+        detached: true,
         serialization: "json",
-        stdio: ["ignore", "pipe", "pipe", "ipc"],
+        stdio: ["ignore", "pipe", "pipe", "ipc", "pipe"],
         ...spawnIdentity(),
       });
     } catch (err) {
       return settle(failure("exception", `starting the task's process failed: ${(err as Error).message}`, 0));
     }
-    child.stdout?.on("data", (b: Buffer) => ctx.output?.write(b));
-    child.stderr?.on("data", (b: Buffer) => {
-      stderr.write(b);
-      ctx.output?.write(b);
-    });
+    // The outcome is known once the function has ended (or the process has) and what the
+    // process printed has all been read (or, after its exit, a drain's time has passed).
+    let ended: (() => OperatorOutcome) | undefined;
+    let outputOpen = 2;
+    const settleIfKnown = (): void => {
+      if (ended && outputOpen === 0) finish(ended());
+    };
+    for (const [stream, isErr] of [
+      [child.stdout, false],
+      [child.stderr, true],
+    ] as const) {
+      let open = true;
+      const close = (): void => {
+        if (!open) return;
+        open = false;
+        outputOpen--;
+        settleIfKnown();
+      };
+      if (!stream) close();
+      else
+        stream
+          .on("data", (b: Buffer) => {
+            if (isErr) stderr.write(b);
+            ctx.output?.write(b);
+          })
+          .on("end", close)
+          .on("close", close);
+    }
     child.on("error", (err) =>
       finish(
         failure("exception", `the task's process failed: ${err.message}`, elapsed(), {
@@ -118,40 +168,47 @@ export function runNode(spec: NodeOperator, ctx: OperatorContext): Promise<Opera
       ),
     );
     child.on("message", (msg: RunnerReport) => {
-      if (done) return;
+      if (done || ended) return;
       switch (msg?.kind) {
         case "log":
           ctx.output?.write(msg.text.endsWith("\n") ? msg.text : `${msg.text}\n`);
           return;
-        case "returned":
-          if (msg.json !== "") ctx.output?.write(`${msg.json}\n`);
-          finish({
-            ok: true,
-            durationMs: elapsed(),
-            exitCode: null,
-            stdoutTail: tailOf(msg.json),
-            stderrTail: "",
-          });
+        case "returned": {
+          const durationMs = elapsed();
+          ended = () => {
+            if (msg.json !== "") ctx.output?.write(`${msg.json}\n`);
+            return { ok: true, durationMs, exitCode: null, stdoutTail: tailOf(msg.json), stderrTail: "" };
+          };
+          settleIfKnown();
           return;
+        }
         case "threw": {
-          const text = msg.stack ?? msg.message;
-          ctx.output?.write(`${text}\n`);
-          stderr.write(`${text}\n`);
-          finish(failure("exception", msg.message, elapsed(), { stderrTail: stderr.toString() }));
+          const durationMs = elapsed();
+          ended = () => {
+            const text = msg.stack ?? msg.message;
+            ctx.output?.write(`${text}\n`);
+            stderr.write(`${text}\n`);
+            return failure("exception", msg.message, durationMs, { stderrTail: stderr.toString() });
+          };
+          settleIfKnown();
           return;
         }
       }
     });
+    child.stdio[4]?.on("error", () => {});
     child.once("exit", (code, signal) => {
-      const how = signal ? `was killed by signal ${signal}` : `exited with code ${code}`;
-      // Let what it printed last arrive first.
-      setImmediate(() =>
-        finish(
-          failure("exception", `the task's process ${how} before its function returned`, elapsed(), {
+      // What it left behind in its group goes with it (its watchdog included).
+      signalGroup(child, "SIGKILL");
+      if (!ended) {
+        const durationMs = elapsed();
+        const how = signal ? `was killed by signal ${signal}` : `exited with code ${code}`;
+        ended = () =>
+          failure("exception", `the task's process ${how} before its function returned`, durationMs, {
             stderrTail: stderr.toString(),
-          }),
-        ),
-      );
+          });
+      }
+      drainTimer = setTimeout(() => finish((ended as () => OperatorOutcome)()), DRAIN_MS);
+      settleIfKnown();
     });
     ctx.signal.addEventListener("abort", onAbort, { once: true });
     if (spec.timeoutMs !== undefined) {
