@@ -196,7 +196,10 @@ export async function readLog() {
     expect(new Set(added.map((e) => e.metadata.actor.split(":")[0]))).toEqual(new Set(["scheduler"]));
     expect(JSON.parse(chronolog(dir, ["token", "list", "--json"]).stdout)).toEqual([]);
 
-    // The data directory is its user's alone, and holds the secret nowhere.
+    await stopUp(up);
+    // The data directory is its user's alone (its last checkpoint included), and holds the
+    // secret nowhere.
+    expect(existsSync(join(dir, "projection.snapshot.json"))).toBe(true);
     expect(statSync(dir).mode & 0o777).toBe(0o700);
     for (const f of filesUnder(dir)) {
       expect((statSync(f).mode & 0o077).toString(8), f).toBe("0");
@@ -205,7 +208,6 @@ export async function readLog() {
     expect(filesUnder(dir).some((f) => f.includes(`${join(dir, "output")}/`))).toBe(true);
     // Attempts' working directories go with them.
     expect(readdirSync(join(`${dir}-tasks`, "work"))).toEqual([]);
-    await stopUp(up);
   }, 120_000);
 
   it("refuses what would not isolate, before anything is created", () => {
