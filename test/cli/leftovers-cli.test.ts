@@ -54,7 +54,9 @@ describe("leftovers of killed processes", () => {
       { name: "quiet", command: "sleep 60" },
       { name: "staged", command: 'echo part > "$CHRONOLOG_STAGING_DIR/out.csv"; sleep 60' },
     ]);
-    const staging = join(dir, "staging");
+    // Attempts' staging directories are beside the data directory, in its task directory.
+    const staging = join(`${dir}-tasks`, "staging");
+    left.dirs.push(`${dir}-tasks`);
     const first = up(dir);
     await waitUntil("both attempts to have their staging directories", () => {
       const names = ls(staging);
@@ -84,7 +86,8 @@ describe("leftovers of killed processes", () => {
     const dir = tempDataDir("leftover-files");
     left.dirs.push(dir);
     declare(dir, [{ name: "idle", command: "true" }]);
-    const staging = join(dir, "staging");
+    const staging = join(`${dir}-tasks`, "staging");
+    left.dirs.push(`${dir}-tasks`);
     // As killed processes leave them: attempts killed before they wrote anything, checkpoints
     // killed before their rename, and one success without `publishTo` that keeps its output.
     for (let i = 0; i < 12; i++) mkdirSync(join(staging, `0b6c1e2a-killed-${i}`), { recursive: true });

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -10,6 +10,22 @@ export interface CliResult {
   readonly code: number | null;
   readonly stdout: string;
   readonly stderr: string;
+}
+
+/**
+ * The environment every `chronolog` the tests start gets. Tasks run as the tests' own user
+ * (CHRONOLOG_RUN_AS): most suites have their tasks write into the test's directories, which
+ * the user a scheduler started as root runs them as by default (nobody) cannot reach. The
+ * suites of task isolation set it otherwise.
+ */
+export function cliEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    CHRONOLOG_RUN_AS: process.env.CHRONOLOG_RUN_AS ?? userInfo().username,
+    CHRONOLOG_LOG_FORMAT: "json",
+    CHRONOLOG_LOG_LEVEL: "warn",
+    ...extra,
+  };
 }
 
 export function tempDataDir(label = "cli"): string {
@@ -26,7 +42,7 @@ export function chronolog(dataDir: string, args: string[], input?: string, timeo
   const r = spawnSync(process.execPath, [CLI, "--data-dir", dataDir, ...args], {
     encoding: "utf8",
     input,
-    env: { ...process.env, CHRONOLOG_LOG_FORMAT: "json", CHRONOLOG_LOG_LEVEL: "warn" },
+    env: cliEnv(),
     timeout: timeoutMs,
   });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
@@ -43,7 +59,7 @@ export function chronologAsync(
 ): Promise<CliResult> {
   const child = spawn(process.execPath, [CLI, "--data-dir", dataDir, ...args], {
     stdio: ["pipe", "pipe", "pipe"],
-    env: { ...process.env, CHRONOLOG_LOG_FORMAT: "json", CHRONOLOG_LOG_LEVEL: "warn" },
+    env: cliEnv(),
   });
   let stdout = "";
   let stderr = "";
@@ -76,7 +92,7 @@ export function chronologSpawn(
   const [command, ...through] = [...prefix, process.execPath];
   return spawn(command as string, [...through, CLI, "--data-dir", dataDir, ...args], {
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, CHRONOLOG_LOG_FORMAT: "json", CHRONOLOG_LOG_LEVEL: "info", ...env },
+    env: cliEnv({ CHRONOLOG_LOG_LEVEL: "info", ...env }),
   });
 }
 

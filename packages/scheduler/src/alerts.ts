@@ -61,6 +61,20 @@ export interface AlertSenderOptions {
   readonly logger?: { info(o: object, m?: string): void; error(o: object, m?: string): void };
   /** Time between looks for due deliveries. */
   readonly intervalMs?: number;
+  /**
+   * How a command sink runs: as this user, in this environment (computed for each delivery;
+   * the CHRONOLOG_ALERT_* variables are added), in this directory. A sink's command comes from
+   * a declaration, as a task's does, and gets what a task gets. Default: this process's user,
+   * environment and directory.
+   */
+  readonly commands?: AlertCommandSandbox;
+}
+
+export interface AlertCommandSandbox {
+  readonly uid?: number;
+  readonly gid?: number;
+  env(): NodeJS.ProcessEnv;
+  readonly cwd?: string;
 }
 
 const BODY_LIMIT = 4096;
@@ -142,7 +156,7 @@ export class AlertSender {
     const sink = a.raised.sinks[index] as AlertSink;
     let outcome: { ok: true } | { ok: false; error: string };
     try {
-      outcome = await send(sink, alertVariables(a));
+      outcome = await send(sink, alertVariables(a), this.o.commands);
     } catch (error) {
       outcome = { ok: false, error: (error as Error).message };
     }
@@ -193,13 +207,14 @@ async function readAlert(log: EventLog, stream: string): Promise<AlertState | un
 async function send(
   sink: AlertSink,
   variables: TemplateVariables,
+  sandbox: AlertCommandSandbox | undefined,
 ): Promise<{ ok: true } | { ok: false; error: string }> {
   if (sink.command !== undefined) {
     const command = renderTemplateWith(sink.command, variables, "alerts.command", {
       escaping: "shell",
       envName: alertEnvName,
     });
-    return runCommand(command, sink.timeoutMs, variables);
+    return runCommand(command, sink.timeoutMs, variables, sandbox);
   }
   const http = sink.http as NonNullable<AlertSink["http"]>;
   const url = renderTemplateWith(http.url, variables, "alerts.http.url", { escaping: "url" });
@@ -229,12 +244,17 @@ function runCommand(
   command: string,
   timeoutMs: number,
   variables: TemplateVariables,
+  sandbox: AlertCommandSandbox | undefined,
 ): Promise<{ ok: true } | { ok: false; error: string }> {
   return new Promise((resolve) => {
     const child = spawn("/bin/sh", ["-c", command], {
       stdio: ["ignore", "ignore", "pipe"],
       detached: true,
-      env: { ...process.env, ...alertEnvironment(variables) },
+      ...(sandbox?.uid !== undefined && sandbox.gid !== undefined
+        ? { uid: sandbox.uid, gid: sandbox.gid }
+        : {}),
+      ...(sandbox?.cwd !== undefined ? { cwd: sandbox.cwd } : {}),
+      env: { ...(sandbox ? sandbox.env() : process.env), ...alertEnvironment(variables) },
     });
     let stderr = "";
     child.stderr?.on("data", (d: Buffer) => {

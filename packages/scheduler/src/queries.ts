@@ -1,5 +1,5 @@
-import { existsSync } from "node:fs";
-import { basename, join } from "node:path";
+import { existsSync, realpathSync } from "node:fs";
+import { basename, isAbsolute, join, relative, resolve } from "node:path";
 import {
   type AttemptView,
   type BudgetedAttempt,
@@ -121,12 +121,49 @@ export function activeInstanceOfToken(
   return undefined;
 }
 
-/** Where an attempt's output file is on this machine: where it was written, or the data dir's own. */
-export function localOutputPath(a: AttemptView, dataDir: string): string | undefined {
+/**
+ * Where an attempt's output file is on this machine: where it was written, or the data
+ * directory's own copy (`<dataDir>/output/<name>`), and only ever a file inside
+ * `<dataDir>/output` (symbolic links resolved): a log or export that records a path elsewhere
+ * (`outside`) names a file no reader of this data directory may be served.
+ */
+export function locateOutput(
+  a: AttemptView,
+  dataDir: string,
+): { readonly path: string } | { readonly outside: string } | undefined {
   const recorded = a.outputFile?.path ?? a.outputPath;
   if (!recorded) return undefined;
-  if (existsSync(recorded)) return recorded;
+  let root: string;
+  try {
+    root = realpathSync(join(dataDir, "output"));
+  } catch {
+    root = resolve(dataDir, "output");
+  }
+  const inside = (path: string): string | undefined => {
+    let real: string;
+    try {
+      real = realpathSync(path);
+    } catch {
+      return undefined; // not here
+    }
+    const rel = relative(root, real);
+    return rel !== "" && !rel.startsWith("..") && !isAbsolute(rel) ? real : undefined;
+  };
+  const here = inside(recorded);
+  if (here) return { path: here };
   // The data directory moved, or was copied from the host that ran it.
-  const moved = join(dataDir, "output", basename(recorded));
-  return existsSync(moved) ? moved : undefined;
+  const moved = inside(join(root, basename(recorded)));
+  if (moved) return { path: moved };
+  return existsSync(recorded) ? { outside: recorded } : undefined;
+}
+
+/** The path `locateOutput` finds, or undefined (none, or one outside the data directory). */
+export function localOutputPath(a: AttemptView, dataDir: string): string | undefined {
+  const found = locateOutput(a, dataDir);
+  return found && "path" in found ? found.path : undefined;
+}
+
+/** Why an attempt's recorded output file is not served: it is outside the data directory. */
+export function outsideOutputMessage(recorded: string, dataDir: string): string {
+  return `its recorded output file ${recorded} is outside this data directory's output/ (${join(resolve(dataDir), "output")}): not read`;
 }

@@ -28,6 +28,14 @@ export { WorkerPool, type WorkerPoolOptions, type WorkerStats } from "./pool.js"
 export * from "./protocol.js";
 export { WorkerRuntime, type WorkerRuntimeOptions } from "./runtime.js";
 export {
+  configureTasks,
+  isEnvName,
+  type TaskSandbox,
+  taskBaseEnv,
+  taskSandbox,
+  workDirFor,
+} from "./sandbox.js";
+export {
   discardStaged,
   prepareStagingDir,
   publishStaged,

@@ -5,7 +5,10 @@
  * Environment: CHRONOLOG_WORKER_ID (default `worker-<pid>`), CHRONOLOG_WORKER_CAPACITY (default
  * 64), CHRONOLOG_STAGING_ROOT (staged outputs off when unset), CHRONOLOG_OUTPUT_ROOT (where each
  * attempt's output is kept in a file; off when unset), CHRONOLOG_OUTPUT_MAX_BYTES (the most one such
- * file keeps, default 1 MiB), CHRONOLOG_WARM_SHELLS (shells kept
+ * file keeps, default 1 MiB), CHRONOLOG_TASK_IDENTITY (`uid:gid` tasks run as; default the worker's own),
+ * CHRONOLOG_WORK_ROOT (where each attempt gets its working directory; none when unset),
+ * CHRONOLOG_TASK_PASS_ENV (comma-separated names of variables tasks get beyond the allowlist),
+ * CHRONOLOG_TASK_UMASK (octal, the umask tasks start with), CHRONOLOG_WARM_SHELLS (shells kept
  * started ahead of need for shell tasks, default 2), CHRONOLOG_FAULT (fault injection for the
  * black-box fault tests, see faults.ts; off when unset).
  */
@@ -14,6 +17,7 @@ import { setWarmShells } from "./operators/shell.js";
 import { DEFAULT_OUTPUT_MAX_BYTES } from "./output-file.js";
 import type { Batch, WorkerCommand, WorkerReport } from "./protocol.js";
 import { WorkerRuntime } from "./runtime.js";
+import { configureTasks } from "./sandbox.js";
 
 const DEFAULT_CAPACITY = 64;
 const DEFAULT_WARM_SHELLS = 2;
@@ -25,6 +29,15 @@ function intFromEnv(name: string, fallback: number, min: 0 | 1): number {
   if (!Number.isInteger(n) || n < min)
     throw new Error(`${name} must be a ${min === 0 ? "non-negative" : "positive"} integer: ${raw}`);
   return n;
+}
+
+/** `uid:gid` from CHRONOLOG_TASK_IDENTITY, or undefined when unset. */
+function identityFromEnv(): { uid: number; gid: number } | undefined {
+  const raw = process.env.CHRONOLOG_TASK_IDENTITY;
+  if (raw === undefined || raw === "") return undefined;
+  const m = /^(\d+):(\d+)$/.exec(raw);
+  if (!m) throw new Error(`CHRONOLOG_TASK_IDENTITY must be uid:gid, got ${raw}`);
+  return { uid: Number(m[1]), gid: Number(m[2]) };
 }
 
 function sendOverIpc(batch: Batch<WorkerReport>): Promise<void> {
@@ -48,6 +61,16 @@ function start(): void {
   const outputRoot = process.env.CHRONOLOG_OUTPUT_ROOT || undefined;
   const outputMaxBytes = intFromEnv("CHRONOLOG_OUTPUT_MAX_BYTES", DEFAULT_OUTPUT_MAX_BYTES, 0);
   const faults = faultsFromEnv(process.env);
+  const identity = identityFromEnv();
+  const workRoot = process.env.CHRONOLOG_WORK_ROOT || undefined;
+  const passEnv = (process.env.CHRONOLOG_TASK_PASS_ENV ?? "").split(",").filter((n) => n !== "");
+  configureTasks({ ...(identity ? { identity } : {}), ...(workRoot ? { workRoot } : {}), passEnv });
+  const umask = process.env.CHRONOLOG_TASK_UMASK;
+  if (umask !== undefined && umask !== "") {
+    if (!/^[0-7]{1,4}$/.test(umask)) throw new Error(`CHRONOLOG_TASK_UMASK must be octal, got ${umask}`);
+    // The worker's own files (output files) are created with explicit modes.
+    process.umask(Number.parseInt(umask, 8));
+  }
   const runtime = new WorkerRuntime({
     workerId,
     capacity,

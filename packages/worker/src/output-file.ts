@@ -41,8 +41,9 @@ export class OutputFile {
     this.headLimit = Math.floor(maxBytes / 2);
     this.tail = new TailBuffer(maxBytes - this.headLimit);
     try {
-      mkdirSync(resolve(path, ".."), { recursive: true });
-      this.fd = openSync(path, "w");
+      // Only the worker's user reads them: a task's output may hold what others must not see.
+      mkdirSync(resolve(path, ".."), { recursive: true, mode: 0o700 });
+      this.fd = openSync(path, "w", 0o600);
     } catch (err) {
       this.failed = (err as Error).message;
     }

@@ -27,6 +27,14 @@ export interface WorkerPoolOptions {
   readonly warmShells?: number;
   /** The worker entry point; default `main.js` beside this module (`dist/main.js` from `src`). */
   readonly workerModule?: string | URL;
+  /** The uid and gid tasks run as (CHRONOLOG_TASK_IDENTITY); default: the workers' own user. */
+  readonly runAs?: { readonly uid: number; readonly gid: number };
+  /** Where each attempt gets its own working directory, its task's HOME (CHRONOLOG_WORK_ROOT). */
+  readonly workRoot?: string;
+  /** Variables of the workers' environment tasks get beyond the allowlist (CHRONOLOG_TASK_PASS_ENV). */
+  readonly passEnv?: readonly string[];
+  /** The umask task processes start with (CHRONOLOG_TASK_UMASK); default the workers' own. */
+  readonly taskUmask?: number;
   /** Extra environment for the worker processes. */
   readonly env?: Readonly<Record<string, string>>;
   /** Node flags for the worker processes (default none). */
@@ -278,7 +286,7 @@ export class WorkerPool {
 
   /**
    * Kills every worker process now (SIGKILL), and with it everything it runs: a shell task's
-   * watchdog kills its process group when its worker dies, and a node task runs inside it. For
+   * watchdog kills its process group when its worker dies, and a node task's does likewise. For
    * when this process may no longer supervise its attempts, and another may soon take them for
    * lost and run them again: nothing of them may run on. Every attempt the workers had, running
    * or queued, is reported lost with `reason`; attempts still waiting for a worker are dropped
@@ -335,6 +343,19 @@ export class WorkerPool {
     if (this.options.outputMaxBytes !== undefined)
       env.CHRONOLOG_OUTPUT_MAX_BYTES = String(this.options.outputMaxBytes);
     if (this.options.warmShells !== undefined) env.CHRONOLOG_WARM_SHELLS = String(this.options.warmShells);
+    // How tasks run is this pool's to say, never inherited from the environment.
+    for (const k of [
+      "CHRONOLOG_TASK_IDENTITY",
+      "CHRONOLOG_WORK_ROOT",
+      "CHRONOLOG_TASK_PASS_ENV",
+      "CHRONOLOG_TASK_UMASK",
+    ])
+      delete env[k];
+    if (this.options.runAs !== undefined)
+      env.CHRONOLOG_TASK_IDENTITY = `${this.options.runAs.uid}:${this.options.runAs.gid}`;
+    if (this.options.workRoot !== undefined) env.CHRONOLOG_WORK_ROOT = this.options.workRoot;
+    if (this.options.passEnv !== undefined) env.CHRONOLOG_TASK_PASS_ENV = this.options.passEnv.join(",");
+    if (this.options.taskUmask !== undefined) env.CHRONOLOG_TASK_UMASK = this.options.taskUmask.toString(8);
     const child = fork(this.module, [], {
       env,
       execArgv: [...(this.options.execArgv ?? [])],

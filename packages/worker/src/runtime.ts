@@ -1,3 +1,4 @@
+import { chmod } from "node:fs/promises";
 import { TickBatcher } from "./batcher.js";
 import type { WorkerFaults } from "./faults.js";
 import { Fifo } from "./fifo.js";
@@ -15,6 +16,7 @@ import type {
   WorkerCommand,
   WorkerReport,
 } from "./protocol.js";
+import { handOver, makeRoot, prepareWorkDir, removeWorkDir } from "./sandbox.js";
 import { discardStaged, prepareStagingDir, publishStaged, removeIfEmpty } from "./staging.js";
 
 export interface WorkerRuntimeOptions {
@@ -337,6 +339,7 @@ export class WorkerRuntime {
 
     let outcome: OperatorOutcome;
     let stagingDir: string | undefined;
+    let workDir: string | undefined;
     let published = false;
     let heartbeat: NodeJS.Timeout | undefined;
     let output: OutputFile | undefined;
@@ -369,9 +372,14 @@ export class WorkerRuntime {
         a.controller = new AbortController();
         signal = a.controller.signal;
       }
-      // A noop writes nothing: it needs no staging directory.
-      if (this.stagingRoot !== undefined && spec.type !== "noop")
+      // A noop writes nothing: it needs no staging directory. The task's user owns it.
+      if (this.stagingRoot !== undefined && spec.type !== "noop") {
+        await makeRoot(this.stagingRoot);
         stagingDir = await prepareStagingDir(this.stagingRoot, token);
+        await handOver(stagingDir);
+      }
+      // A task that runs a process gets a working directory of its own (its HOME).
+      if (spec.type === "shell" || spec.type === "node") workDir = await prepareWorkDir(token);
       if (keepsOutput) output = OutputFile.open(this.outputRoot as string, token, this.outputMaxBytes);
       const ctx = {
         token,
@@ -379,6 +387,7 @@ export class WorkerRuntime {
         logicalDate: cmd.logicalDate,
         taskKey: cmd.taskKey,
         stagingDir,
+        ...(workDir !== undefined ? { workDir } : {}),
         env: cmd.env,
         signal,
         output,
@@ -392,6 +401,8 @@ export class WorkerRuntime {
       } else if (outcome.ok && spec.publishTo !== undefined && stagingDir !== undefined) {
         // Publish before reporting success: a succeeded report means the outputs are in place.
         try {
+          // Published whole, the directory becomes the target: readable as any published output.
+          await chmod(stagingDir, 0o755);
           await publishStaged(stagingDir, spec.publishTo);
           published = true;
         } catch (err) {
@@ -408,6 +419,7 @@ export class WorkerRuntime {
     } finally {
       clearInterval(heartbeat);
     }
+    if (workDir !== undefined) await removeWorkDir(workDir);
     const outputFile = output?.close();
     if (!outcome.ok && stagingDir !== undefined) await discardStaged(stagingDir).catch(() => {});
     // A success with nowhere to publish keeps what it staged, but an empty directory goes

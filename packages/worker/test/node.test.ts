@@ -109,3 +109,21 @@ describe("noop operator", () => {
     expect(o).toMatchObject({ ok: true, durationMs: 0, stdoutTail: "", stderrTail: "" });
   });
 });
+
+describe("node task's process", () => {
+  it("puts what the function prints in the output, before its value, and its stderr in the tail of a throw", async () => {
+    const mod = join(dir, "prints.mjs");
+    await writeFile(
+      mod,
+      'export default () => { console.log("printed"); return { v: 1 }; };\nexport function fails() { console.error("to stderr"); throw new Error("bad"); }\n',
+    );
+    const chunks: string[] = [];
+    const output = { write: (c: Uint8Array | string) => void chunks.push(String(c)) };
+    const o = await runNode(op({ module: mod }), { ...ctxFor(), output });
+    expect(o.ok).toBe(true);
+    expect(chunks.join("")).toBe('printed\n{"v":1}\n');
+    const f = await runNode(op({ module: mod, export: "fails" }), ctxFor());
+    expect(f.error).toEqual({ kind: "exception", message: "bad" });
+    expect(f.stderrTail).toMatch(/^to stderr\nError: bad/);
+  });
+});

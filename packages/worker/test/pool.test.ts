@@ -195,6 +195,29 @@ describe("WorkerPool", () => {
     expect((await waitFor(() => terminal("after-loss"))).kind).toBe("succeeded");
   });
 
+  it("kills a node task's process with its SIGKILLed worker, even one that never yields", async () => {
+    const { pool, reports, terminal } = newPool(1);
+    await pool.ready();
+    const dir = await tempDir();
+    const pidFile = join(dir, "node.pid");
+    const mod = join(dir, "spin.mjs");
+    await writeFile(
+      mod,
+      `import { writeFileSync } from "node:fs";\nexport default () => { writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); for (;;) {} };\n`,
+    );
+    pool.dispatch([runCmd({ type: "node", module: mod }, { token: "node-spin" })]);
+    await waitFor(() => reports.find((r) => r.kind === "started" && r.token === "node-spin"));
+    const taskPid = await waitFor(() => readPid(pidFile), 5000);
+    const worker = pool.stats()[0]!;
+    expect(taskPid).not.toBe(worker.pid);
+    process.kill(worker.pid!, "SIGKILL");
+    expect(await waitFor(() => terminal("node-spin"), 2000)).toMatchObject({
+      kind: "failed",
+      error: { kind: "lost" },
+    });
+    await waitFor(() => !isAlive(taskPid), 2000);
+  });
+
   it("killAll kills every worker and what it runs at once, reports each attempt lost, and starts new workers", async () => {
     const { pool, reports, terminal } = newPool(2);
     await pool.ready();

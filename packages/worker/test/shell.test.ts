@@ -6,6 +6,7 @@ import { isPlainCommand, runShell, setWarmShells, warmShellPids } from "../src/o
 import { parseOperator, type ShellOperator } from "../src/operators/spec.js";
 import { AttemptAbort } from "../src/operators/types.js";
 import { OUTPUT_TAIL_BYTES } from "../src/protocol.js";
+import { configureTasks } from "../src/sandbox.js";
 import {
   ctxFor,
   harness,
@@ -123,25 +124,39 @@ describe.each([
     expect(o.error?.message).toContain("spawn failed");
   });
 
-  it("passes process, operator and command env plus the CHRONOLOG_* variables, not the IPC channel", async () => {
+  it("passes the allowlist, operator and command env plus the CHRONOLOG_* variables, not the rest of the worker's", async () => {
     const { runtime, finished } = harness({ stagingRoot: await tempDir() });
     process.env.CHRONOLOG_TEST_INHERITED = "inherited";
-    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template
-    const noChannel = "${NODE_CHANNEL_FD:-none}";
-    const cmd = runCmd(
-      shell(
-        `echo "$CHRONOLOG_TEST_INHERITED|$A|$B|$CHRONOLOG_TOKEN|$CHRONOLOG_ATTEMPT|$CHRONOLOG_LOGICAL_DATE|$CHRONOLOG_TASK_KEY|${noChannel}"; basename "$CHRONOLOG_STAGING_DIR"`,
-        { env: { A: "from-op", B: "from-op" } },
-      ),
-      { env: { B: "from-cmd", CHRONOLOG_TOKEN: "spoofed" }, attempt: 3, token: "tok-env" },
-    );
-    runtime.handle({ kind: "batch", messages: [cmd] });
-    const r = await finished("tok-env");
-    delete process.env.CHRONOLOG_TEST_INHERITED;
-    expect(r.kind).toBe("succeeded");
-    expect(r.stdoutTail).toBe(
-      `inherited|from-op|from-cmd|tok-env|3|2026-11-28T02:00:00.000Z|sales/acme/orders/ALL|none\ntok-env\n`,
-    );
+    process.env.SECRET_OF_THE_WORKER = "hidden";
+    process.env.LC_TEST_LOCALE = "kept";
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansions, not templates
+    const unset = "${NODE_CHANNEL_FD:-none}|${CHRONOLOG_TEST_INHERITED:-none}|${SECRET_OF_THE_WORKER:-none}";
+    const cmd = (token: string) =>
+      runCmd(
+        shell(
+          `echo "${unset}|$LC_TEST_LOCALE|$A|$B|$CHRONOLOG_TOKEN|$CHRONOLOG_ATTEMPT|$CHRONOLOG_LOGICAL_DATE|$CHRONOLOG_TASK_KEY"; basename "$CHRONOLOG_STAGING_DIR"`,
+          { env: { A: "from-op", B: "from-op" } },
+        ),
+        { env: { B: "from-cmd", CHRONOLOG_TOKEN: "spoofed" }, attempt: 3, token },
+      );
+    try {
+      runtime.handle({ kind: "batch", messages: [cmd("tok-env")] });
+      const r = await finished("tok-env");
+      expect(r.kind).toBe("succeeded");
+      expect(r.stdoutTail).toBe(
+        "none|none|none|kept|from-op|from-cmd|tok-env|3|2026-11-28T02:00:00.000Z|sales/acme/orders/ALL\ntok-env\n",
+      );
+      // A variable passed on purpose gets through; the others still do not.
+      configureTasks({ passEnv: ["CHRONOLOG_TEST_INHERITED"] });
+      runtime.handle({ kind: "batch", messages: [cmd("tok-env-2")] });
+      const passed = await finished("tok-env-2");
+      expect(passed.stdoutTail.split("|").slice(0, 3)).toEqual(["none", "inherited", "none"]);
+    } finally {
+      configureTasks({ passEnv: [] });
+      delete process.env.CHRONOLOG_TEST_INHERITED;
+      delete process.env.SECRET_OF_THE_WORKER;
+      delete process.env.LC_TEST_LOCALE;
+    }
   });
 
   it("gives the task what a new shell makes of IFS, PPID and OPTIND in its environment", async () => {
@@ -182,6 +197,7 @@ describe("shells started ahead of need", () => {
 
   it("gives the task the worker's environment as it is now, not as it was when the shell started", async () => {
     await waitFor(() => warmShellPids().length === 2);
+    configureTasks({ passEnv: ["CHRONOLOG_TEST_LATE"] });
     process.env.CHRONOLOG_TEST_LATE = "set after the shell started";
     const home = process.env.HOME;
     delete process.env.HOME;
@@ -191,6 +207,7 @@ describe("shells started ahead of need", () => {
       const o = await runShell(op(command, { env: { A: "it's" } }), ctxFor());
       expect(o).toMatchObject({ ok: true, stdoutTail: "set after the shell started|unset|it's\n" });
     } finally {
+      configureTasks({ passEnv: [] });
       delete process.env.CHRONOLOG_TEST_LATE;
       if (home !== undefined) process.env.HOME = home;
     }

@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync } from "node:fs";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { EventLog, ExportBackend, ExportLineError, LogReadOnlyError } from "@chronolog/log";
@@ -22,6 +22,54 @@ export interface DataDirOptions {
 
 export function dataDirOf(options: DataDirOptions): string {
   return resolve(options.dataDir ?? process.env.CHRONOLOG_DATA_DIR ?? DEFAULT_DATA_DIR);
+}
+
+/** The umask this process started with, before `restrictUmask` (what tasks start with). */
+let startUmask: number | undefined;
+
+/**
+ * Makes everything this process creates from now on readable by its own user alone (umask
+ * 077): the log, its WAL, checkpoints, output files, exports. Returns the umask it started with.
+ */
+export function restrictUmask(): number {
+  startUmask ??= process.umask(0o077);
+  return startUmask;
+}
+
+/** The umask this process started with (tasks start with it), or its current one. */
+export function originalUmask(): number {
+  if (startUmask !== undefined) return startUmask;
+  const now = process.umask(0o022);
+  process.umask(now);
+  return now;
+}
+
+/**
+ * Creates the data directory if missing and takes from it, and from everything in it, every
+ * permission of others than its owner: the directory and its subdirectories become 0700 (or
+ * less), its files 0600 (or less). Symbolic links are not followed. Returns how many entries
+ * were tightened.
+ */
+export function secureDataDir(dir: string): number {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  let tightened = 0;
+  const tighten = (path: string): void => {
+    let st: ReturnType<typeof lstatSync>;
+    try {
+      st = lstatSync(path);
+    } catch {
+      return; // gone meanwhile
+    }
+    if (st.isSymbolicLink()) return;
+    if ((st.mode & 0o077) !== 0) {
+      chmodSync(path, st.mode & 0o700);
+      tightened += 1;
+    }
+    if (!st.isDirectory()) return;
+    for (const name of readdirSync(path)) tighten(join(path, name));
+  };
+  tighten(dir);
+  return tightened;
 }
 
 export function logFileOf(options: DataDirOptions): string {
@@ -184,6 +232,8 @@ export async function openLogForWrite(
         : {}),
     });
   if (target?.kind === "esdb") return openEventStore(target, actor);
+  const dir = dataDirOf(options);
+  if (!existsSync(dir)) mkdirSync(dir, { recursive: true, mode: 0o700 });
   return openSqliteLog({ path: logFileOf(options), actor });
 }
 

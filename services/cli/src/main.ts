@@ -13,13 +13,16 @@ import { registerRunCommands } from "./commands/runs.js";
 import { registerServeCommands } from "./commands/serve.js";
 import { registerTaskCommands } from "./commands/tasks.js";
 import { registerUpCommand } from "./commands/up.js";
-import type { DataDirOptions } from "./data-dir.js";
+import { type DataDirOptions, restrictUmask } from "./data-dir.js";
 import { EXIT_CODE_HELP, exitCodeOf, messageOf } from "./edge.js";
 
 // The projection's maps are keyed by ids that producers choose: a seed of this process's own,
 // set before any map is made, keeps a set of ids chosen in advance from colliding in them (and
 // slowing every look-up).
 seedIdMaps(randomInt(0x7fff_ffff));
+
+// What this process creates (the log, checkpoints, output files) is its own user's alone.
+restrictUmask();
 
 const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
   version: string;

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { constants } from "node:os";
 import { performance } from "node:perf_hooks";
 import type { Readable } from "node:stream";
+import { spawnIdentity, taskBaseEnv } from "../sandbox.js";
 import { abortKillGraceMs, abortReason } from "./abort.js";
 import type { ShellOperator } from "./spec.js";
 import { TailBuffer } from "./tail.js";
@@ -25,19 +26,14 @@ const WRAPPER = [WATCHDOG, "exec 3<&-", 'exec /bin/sh -c "$1"'].join("\n");
 /** How long to wait for stdout/stderr to drain after the shell exits. */
 const DRAIN_MS = 1000;
 
-/** Environment variables of the worker's own IPC channel, which a task must not inherit. */
-const PRIVATE_ENV = ["NODE_CHANNEL_FD", "NODE_CHANNEL_SERIALIZATION_MODE", "NODE_UNIQUE_ID"];
-
-/** The worker's own environment, less its IPC channel and any staging directory. */
-function baseEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const k of PRIVATE_ENV) delete env[k];
-  delete env.CHRONOLOG_STAGING_DIR;
-  return env;
-}
-
+/**
+ * The task's environment: the allowlist and the variables passed on purpose (see taskBaseEnv;
+ * nothing else of the worker's), HOME the attempt's working directory, then the operator's env,
+ * the command's (the run's variables), and the attempt's own CHRONOLOG_* variables, which
+ * nothing overrides.
+ */
 export function shellEnv(spec: ShellOperator, ctx: OperatorContext): NodeJS.ProcessEnv {
-  const env = baseEnv();
+  const env = taskBaseEnv(ctx.workDir);
   Object.assign(env, spec.env, ctx.env, {
     CHRONOLOG_TOKEN: ctx.token,
     CHRONOLOG_ATTEMPT: String(ctx.attempt),
@@ -46,6 +42,7 @@ export function shellEnv(spec: ShellOperator, ctx: OperatorContext): NodeJS.Proc
     CHRONOLOG_WORKER_PID: String(process.pid),
   });
   if (ctx.stagingDir !== undefined) env.CHRONOLOG_STAGING_DIR = ctx.stagingDir;
+  else delete env.CHRONOLOG_STAGING_DIR;
   return env;
 }
 
@@ -68,6 +65,13 @@ interface Standby {
   readonly child: ChildProcess;
   /** The environment the shell was started with. */
   readonly env: NodeJS.ProcessEnv;
+  /** The user it runs as (`uid:gid`, or empty for the worker's own). */
+  readonly identity: string;
+}
+
+function identityKey(): string {
+  const id = spawnIdentity();
+  return id.uid === undefined ? "" : `${id.uid}:${id.gid}`;
 }
 
 const standby = {
@@ -100,17 +104,22 @@ function streamsOf(child: ChildProcess): Array<{ ref?(): unknown; unref?(): unkn
 }
 
 function startStandby(): void {
-  const env = baseEnv();
+  const env = taskBaseEnv();
   let child: ChildProcess;
   try {
-    child = spawn("/bin/sh", ["-s"], { env, detached: true, stdio: ["pipe", "pipe", "pipe", "pipe"] });
+    child = spawn("/bin/sh", ["-s"], {
+      env,
+      detached: true,
+      stdio: ["pipe", "pipe", "pipe", "pipe"],
+      ...spawnIdentity(),
+    });
   } catch {
     return;
   }
   child.on("error", () => {});
   child.stdin?.on("error", () => {});
   if (child.pid === undefined) return;
-  const entry: Standby = { child, env };
+  const entry: Standby = { child, env, identity: identityKey() };
   child.once("exit", () => {
     const i = standby.idle.indexOf(entry);
     if (i < 0) return; // taken: its task's exit
@@ -239,7 +248,12 @@ function quote(text: string): string {
  * cold: its environment differs from the shell's in a variable the shell cannot set (a name
  * that is not an identifier), or in one the shell sets for itself.
  */
-function standbyScript(s: Standby, env: NodeJS.ProcessEnv, command: string): string | undefined {
+function standbyScript(
+  s: Standby,
+  env: NodeJS.ProcessEnv,
+  command: string,
+  cwd: string | undefined,
+): string | undefined {
   const exports: string[] = [];
   const unsets: string[] = [];
   const evaluates = standby.execs !== true;
@@ -253,8 +267,10 @@ function standbyScript(s: Standby, env: NodeJS.ProcessEnv, command: string): str
     if (!NAME.test(k) || (evaluates && SHELL_OWN.has(k))) return undefined;
     unsets.push(k);
   }
-  if (command.includes("\0")) return undefined;
+  if (command.includes("\0") || cwd?.includes("\0")) return undefined;
   const lines = ["printf r >&3"];
+  // A directory that cannot be entered fails the task as a cold start would (no command runs).
+  if (cwd !== undefined) lines.push(`cd ${quote(cwd)} || exit 126`);
   if (exports.length > 0) lines.push(`export ${exports.join(" ")}`);
   if (unsets.length > 0) lines.push(`unset ${unsets.join(" ")}`);
   lines.push(
@@ -269,12 +285,23 @@ function standbyScript(s: Standby, env: NodeJS.ProcessEnv, command: string): str
 }
 
 /** A live standby shell given the task's script, or undefined (start cold). */
-function takeStandby(env: NodeJS.ProcessEnv, command: string): ChildProcess | undefined {
+function takeStandby(
+  env: NodeJS.ProcessEnv,
+  command: string,
+  cwd: string | undefined,
+): ChildProcess | undefined {
+  const identity = identityKey();
   for (;;) {
     const s = standby.idle.shift();
     if (!s) return undefined;
     if (s.child.exitCode !== null || s.child.signalCode !== null) continue;
-    const script = standbyScript(s, env, command);
+    // Started as another user (the worker was configured since): not for this task.
+    if (s.identity !== identity) {
+      discardStandby(s);
+      refillAfter(0);
+      continue;
+    }
+    const script = standbyScript(s, env, command, cwd);
     if (script === undefined) {
       standby.idle.unshift(s);
       return undefined;
@@ -304,16 +331,17 @@ export async function runShell(spec: ShellOperator, ctx: OperatorContext): Promi
   const t0 = performance.now();
   if (ctx.signal.aborted) return failure("exception", `cancelled: ${abortReason(ctx.signal)}`, 0);
   const env = shellEnv(spec, ctx);
-  const warm = spec.cwd === undefined ? takeStandby(env, spec.command) : undefined;
+  const warm = spec.cwd === undefined ? takeStandby(env, spec.command, ctx.workDir) : undefined;
   if (warm) {
     const outcome = await supervise(warm, spec, ctx, t0, true);
     if (outcome !== "standby lost") return outcome;
   }
   const child = spawn("/bin/sh", ["-c", WRAPPER, "chronolog-shell", spec.command], {
-    cwd: spec.cwd,
+    cwd: spec.cwd ?? ctx.workDir,
     env,
     detached: true,
     stdio: ["ignore", "pipe", "pipe", "pipe"],
+    ...spawnIdentity(),
   });
   return (await supervise(child, spec, ctx, t0, false)) as OperatorOutcome;
 }

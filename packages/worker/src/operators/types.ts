@@ -8,7 +8,12 @@ export interface OperatorContext {
   readonly taskKey: string;
   /** `<stagingRoot>/<token>` when the worker has a staging root. */
   readonly stagingDir?: string;
-  /** The RunCommand's extra environment (shell only). */
+  /**
+   * The attempt's own working directory (its task's HOME and, unless the operator names a cwd,
+   * working directory), when the worker gives each attempt one (see TaskSandbox.workRoot).
+   */
+  readonly workDir?: string;
+  /** The RunCommand's extra environment (shell and node tasks). */
   readonly env?: Readonly<Record<string, string>>;
   /** Aborted on cancel or worker shutdown; the reason is an {@link AttemptAbort}. */
   readonly signal: AbortSignal;

@@ -1,11 +1,19 @@
 import { createHash } from "node:crypto";
 import { open } from "node:fs/promises";
 import { type AttemptView, foldInstance, formatTaskKey } from "@chronolog/core";
-import { abandonAttempt, activeInstanceOfToken, localOutputPath, NotFoundError } from "@chronolog/scheduler";
+import {
+  abandonAttempt,
+  activeInstanceOfToken,
+  localOutputPath,
+  locateOutput,
+  NotFoundError,
+  outsideOutputMessage,
+} from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { stream } from "hono/streaming";
 import { requireProjects } from "../auth.js";
 import { needsToken } from "../openapi.js";
+import { HttpProblem } from "../problem.js";
 import * as S from "../schemas.js";
 import type { RouteDeps } from "./deps.js";
 import { json, optionalBody, optionalJson } from "./http.js";
@@ -76,6 +84,13 @@ export function attemptRoutes(d: RouteDeps): OpenAPIHono {
       let { a } = await attemptOf(token);
       const path = () => localOutputPath(a, d.dataDir);
       if (!follow) {
+        const found = locateOutput(a, d.dataDir);
+        if (found && "outside" in found)
+          throw new HttpProblem(
+            403,
+            "output_outside",
+            `attempt ${token}: ${outsideOutputMessage(found.outside, d.dataDir)}`,
+          );
         const file = path();
         if (!file)
           throw new NotFoundError(

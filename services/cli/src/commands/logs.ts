@@ -9,7 +9,13 @@ import {
   TERMINAL_INSTANCE_STATUSES,
 } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
-import { instanceStreamsOf, localOutputPath, requireTask } from "@chronolog/scheduler";
+import {
+  instanceStreamsOf,
+  localOutputPath,
+  locateOutput,
+  outsideOutputMessage,
+  requireTask,
+} from "@chronolog/scheduler";
 import type { Command } from "commander";
 import { intervalArg } from "../args.js";
 import { type DataDirOptions, dataDirOf } from "../data-dir.js";
@@ -72,9 +78,9 @@ function describe(id: string, inst: InstanceState, a: AttemptView): string {
  * Prints the output the attempt left, after its end. The file is checked against the size and
  * SHA-256 its end recorded; a file that does not match is reported, with exit code 5.
  */
-function printEnded(reader: FileReader | undefined, a: AttemptView, what: string): void {
+function printEnded(reader: FileReader | undefined, a: AttemptView, what: string, dataDir: string): void {
   if (!reader) {
-    printTails(a, what);
+    printTails(a, what, dataDir);
     return;
   }
   reader.drain();
@@ -96,10 +102,13 @@ function printEnded(reader: FileReader | undefined, a: AttemptView, what: string
 }
 
 /** No file to print: the last 4 KiB of each stream that the attempt's end recorded, if any. */
-function printTails(a: AttemptView, what: string): void {
+function printTails(a: AttemptView, what: string, dataDir: string): void {
   const recorded = a.outputFile?.path ?? a.outputPath;
+  const found = locateOutput(a, dataDir);
   const where = recorded
-    ? `its output file ${recorded} is not on this machine (worker ${a.workerId ?? "unknown"})`
+    ? found && "outside" in found
+      ? outsideOutputMessage(recorded, dataDir)
+      : `its output file ${recorded} is not on this machine (worker ${a.workerId ?? "unknown"})`
     : ENDED.has(a.status)
       ? "its worker kept no output file"
       : "it has not started";
@@ -164,7 +173,7 @@ async function follow(
         view = inst.attempts.find((x) => x.attempt === current) ?? view;
       }
     }
-    printEnded(reader, view, what);
+    printEnded(reader, view, what, dataDir);
     if (attemptNo !== undefined) return;
     // Without --attempt, on to a retry until the interval settles.
     for (;;) {
@@ -231,13 +240,13 @@ export function registerLogsCommand(program: Command, globals: () => DataDirOpti
           const what = describe(id, inst, a);
           const path = localOutputPath(a, dataDir);
           const reader = path ? new FileReader(path) : undefined;
-          if (ENDED.has(a.status)) printEnded(reader, a, what);
+          if (ENDED.has(a.status)) printEnded(reader, a, what, dataDir);
           else {
             reader?.drain();
             process.stderr.write(
               `chronolog: ${what} is ${a.status}: its output so far (--follow for the rest)\n`,
             );
-            if (!reader) printTails(a, what);
+            if (!reader) printTails(a, what, dataDir);
           }
           return;
         }

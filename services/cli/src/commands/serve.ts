@@ -1,7 +1,8 @@
+import { readFileSync } from "node:fs";
 import type { ApiServer, ApiServerOptions, SchedulerHooks } from "@chronolog/api";
 import { issueToken, readTokens, revokeToken } from "@chronolog/api/tokens";
 import { EventSchemas } from "@chronolog/core";
-import type { EventLog } from "@chronolog/log";
+import { type EventLog, verifyExportText } from "@chronolog/log";
 import type { Command } from "commander";
 import { byteSizeArg } from "../args.js";
 import {
@@ -87,6 +88,26 @@ export async function startHttp(
   }
 }
 
+/**
+ * An export is served only once its whole hash chain checks out: what the API answers from it
+ * is then what the log held. A broken one is refused (exit 5), naming where it breaks.
+ */
+function verifyBeforeServing(path: string): void {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new CliError(`--file ${path}: ${(error as Error).message}`, 2);
+  }
+  const { result } = verifyExportText(text);
+  const b = result.break;
+  if (b)
+    throw new CliError(
+      `--file ${path}: not served: its hash chain is broken at ${b.line !== undefined ? `line ${b.line}, ` : ""}position ${b.position ?? "(unknown)"}: ${b.reason} (${result.checked} events before it verified; log verify --file ${path} says more)`,
+      5,
+    );
+}
+
 export function registerServeCommands(program: Command, globals: () => DataDirOptions): void {
   addHttpOptions(
     program
@@ -97,6 +118,8 @@ export function registerServeCommands(program: Command, globals: () => DataDirOp
       .option("--writable", "accept writes (declarations, operator actions) from tokens that may make them"),
   ).action(async (opts: HttpOptions & { writable?: boolean }) => {
     if (opts.http === "off") throw new CliError("serve needs --http HOST:PORT: it serves nothing else", 2);
+    const file = globals().file;
+    if (file !== undefined) verifyBeforeServing(file);
     const logger = createLogger("chronolog");
     const log = opts.writable
       ? await openLogForWrite(globals(), defaultActor("api"))

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
@@ -22,7 +22,14 @@ import {
   saveSnapshot,
   schedulerOfWorker,
 } from "@chronolog/scheduler";
-import { discardStaged, removeEmptyStagingDirs, stagingDirFor, WorkerPool } from "@chronolog/worker";
+import {
+  configureTasks,
+  discardStaged,
+  removeEmptyStagingDirs,
+  stagingDirFor,
+  taskBaseEnv,
+  WorkerPool,
+} from "@chronolog/worker";
 import type { Command } from "commander";
 import { byteSizeArg } from "../args.js";
 import { startAnchoring } from "../audit.js";
@@ -33,9 +40,12 @@ import {
   kafkaConnectionOf,
   logUrlOf,
   openLogForWrite,
+  originalUmask,
   parseLogUrl,
+  secureDataDir,
 } from "../data-dir.js";
 import { CliError } from "../edge.js";
+import { isolationNotice, resolveIsolation } from "../isolation.js";
 import { createLogger, type Logger } from "../logger.js";
 import { acquireSchedulerLock } from "../scheduler-lock.js";
 import { addHttpOptions, checkHttpOptions, type HttpOptions, startHttp } from "./serve.js";
@@ -249,6 +259,9 @@ interface UpOptions extends HttpOptions {
   outputMaxBytes: string;
   anchorFile?: string;
   anchorMinutes: string;
+  runAs?: string;
+  passEnv: string[];
+  taskDir?: string;
 }
 
 /** On a Kafka log, schedulers share the tasks through a consumer group (see KafkaMembership). */
@@ -327,12 +340,18 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
       2,
     );
   const dir = dataDirOf(globals);
-  // On a Kafka log nothing else creates the directory the checkpoints go to.
-  mkdirSync(dir, { recursive: true });
+  const isolation = resolveIsolation(opts, dir);
+  // The data directory is the scheduler's alone (0700, its files 0600), whatever made it before.
+  const tightened = secureDataDir(dir);
+  if (tightened > 0)
+    logger.info({ dataDir: dir, entries: tightened }, "took others' permissions off the data directory");
   // One scheduler per embedded or EventStoreDB log (held by the data directory's lock);
   // schedulers sharing a Kafka log coordinate through a group.
   const lock = parseLogUrl(logUrlOf(globals))?.kind === "kafka" ? null : acquireSchedulerLock(dir);
-  const stagingRoot = join(dir, "staging");
+  // Said once this process is the one that schedules (a second one is refused above).
+  const notice = isolationNotice(isolation);
+  logger[notice.level](notice.fields, notice.message);
+  const stagingRoot = join(isolation.taskDir, "staging");
   if (lock) {
     // Under the lock no attempt or checkpoint of an earlier process is under way, and this
     // process's workers have not started: what killed ones left half-done goes.
@@ -352,6 +371,10 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
       outputRoot: join(dir, "output"),
       outputMaxBytes,
       idPrefix,
+      ...(isolation.runAs ? { runAs: { uid: isolation.runAs.uid, gid: isolation.runAs.gid } } : {}),
+      workRoot: join(isolation.taskDir, "work"),
+      passEnv: isolation.passEnv,
+      taskUmask: originalUmask(),
     });
   // Alone, the workers' ids are known now: they start while the log is opened and the
   // projection loaded, and are ready sooner for what the start-up hands them.
@@ -445,10 +468,17 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     ...(membership ? { isOwnWorker } : {}),
   });
   // Alerts about the tasks and workflows this scheduler owns are delivered from here.
+  // A command sink is declared code, as a task is: it runs as the tasks do.
+  configureTasks({ passEnv: isolation.passEnv });
   const alerts = new AlertSender({
     log,
     projection,
     logger,
+    commands: {
+      ...(isolation.runAs ? { uid: isolation.runAs.uid, gid: isolation.runAs.gid } : {}),
+      env: () => taskBaseEnv(),
+      cwd: join(isolation.taskDir, "work"),
+    },
     owns: ({ task, workflow }) =>
       scheduler.owns({
         id: task ? formatTaskKey(task) : (workflow ?? ""),
@@ -589,6 +619,22 @@ export function registerUpCommand(program: Command, globals: () => DataDirOption
         "append the log's head (POSITION HASH TIME) to this file every --anchor-minutes, and at a clean stop",
       )
       .option("--anchor-minutes <n>", "minutes between two anchors (a fraction, e.g. 0.5, is allowed)", "60")
+      .option(
+        "--run-as <user>",
+        "run tasks as this user (a name, uid or uid:gid; default nobody when started as root, else the scheduler's own user; or $CHRONOLOG_RUN_AS)",
+        process.env.CHRONOLOG_RUN_AS || undefined,
+      )
+      .option(
+        "--pass-env <name>",
+        "give tasks this variable of the scheduler's environment too (repeatable; tasks get only PATH, LANG, LANGUAGE, TZ and LC_* otherwise)",
+        (v: string, acc: string[]) => [...acc, v],
+        [] as string[],
+      )
+      .option(
+        "--task-dir <dir>",
+        "where each attempt gets its working and staging directories, outside the data directory (default DATA_DIR-tasks; or $CHRONOLOG_TASK_DIR)",
+        process.env.CHRONOLOG_TASK_DIR || undefined,
+      )
       .option("--shards <n>", "Kafka log: shards the tasks fall into, for a shard topic created now", "12")
       .option(
         "--session-timeout-ms <ms>",

@@ -1,0 +1,158 @@
+import { spawnSync } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve, sep } from "node:path";
+import { isEnvName } from "@chronolog/worker";
+import { CliError } from "./edge.js";
+
+/** How the local workers run tasks (see `up --run-as`, `--pass-env`, `--task-dir`). */
+export interface TaskIsolation {
+  /** The user tasks run as; undefined: the scheduler's own. */
+  readonly runAs?: { readonly name: string; readonly uid: number; readonly gid: number };
+  /** The scheduler's own user, as `id -un` says. */
+  readonly ownUser: string;
+  /** Where attempts get their working directories (`work/`) and staging directories (`staging/`). */
+  readonly taskDir: string;
+  readonly passEnv: readonly string[];
+}
+
+export interface IsolationOptions {
+  runAs?: string;
+  passEnv: string[];
+  taskDir?: string;
+}
+
+/** The default directory of the tasks' directories: beside the data directory, not in it. */
+export function defaultTaskDir(dataDir: string): string {
+  return `${resolve(dataDir)}-tasks`;
+}
+
+function idOf(flag: "-u" | "-g" | "-un", user?: string): string | undefined {
+  const r = spawnSync("id", user === undefined ? [flag] : [flag, user], { encoding: "utf8" });
+  return r.status === 0 ? r.stdout.trim() : undefined;
+}
+
+/** `name`, `uid` or `uid:gid` -> the user's name, uid and gid. */
+function lookUpUser(spec: string): { name: string; uid: number; gid: number } {
+  const pair = /^(\d+):(\d+)$/.exec(spec);
+  if (pair) return { name: spec, uid: Number(pair[1]), gid: Number(pair[2]) };
+  if (!/^[A-Za-z0-9_.][A-Za-z0-9_.-]*\$?$/.test(spec))
+    throw new CliError(`--run-as "${spec}": expected a user name, a uid or uid:gid`, 2);
+  const uid = idOf("-u", spec);
+  const gid = idOf("-g", spec);
+  if (uid === undefined || gid === undefined)
+    throw new CliError(
+      `--run-as ${spec}: no such user on this host (give uid:gid for a user without a name)`,
+      2,
+    );
+  return {
+    name: /^\d+$/.test(spec) ? (idOf("-un", spec) ?? spec) : spec,
+    uid: Number(uid),
+    gid: Number(gid),
+  };
+}
+
+/** Whether `user` may search (traverse) the directory with this stat. */
+function canTraverse(
+  st: { mode: number; uid: number; gid: number },
+  user: { uid: number; gid: number },
+): boolean {
+  if (user.uid === 0) return true;
+  if (st.uid === user.uid) return (st.mode & 0o100) !== 0;
+  if (st.gid === user.gid) return (st.mode & 0o010) !== 0;
+  return (st.mode & 0o001) !== 0;
+}
+
+/**
+ * Creates what is missing of `taskDir` and its `staging/` and `work/`, each reachable but not
+ * listable by others (0711); the directories above it that exist already are left as they are.
+ */
+function makeRoots(taskDir: string): void {
+  const missing: string[] = [];
+  for (let dir = taskDir; !existsSync(dir); dir = dirname(dir)) missing.unshift(dir);
+  for (const dir of [...missing, join(taskDir, "staging"), join(taskDir, "work")]) {
+    mkdirSync(dir, { recursive: true, mode: 0o711 });
+    chmodSync(dir, 0o711);
+  }
+}
+
+/**
+ * Decides how tasks run: as `--run-as` (default `nobody` when the scheduler is root, else the
+ * scheduler's own user), with the variables `--pass-env` names, in directories under
+ * `--task-dir` (default beside the data directory). Creates the task directory; refuses a run-as
+ * user other than the scheduler's own without root, a task directory inside the data directory,
+ * and one the run-as user cannot reach.
+ */
+export function resolveIsolation(opts: IsolationOptions, dataDir: string): TaskIsolation {
+  const ownUid = process.getuid?.() ?? -1;
+  const ownUser = idOf("-un") ?? String(ownUid);
+  for (const name of opts.passEnv)
+    if (!isEnvName(name)) throw new CliError(`--pass-env "${name}": not a variable name`, 2);
+  const spec = opts.runAs ?? (ownUid === 0 ? "nobody" : undefined);
+  let runAs: TaskIsolation["runAs"];
+  if (spec !== undefined) {
+    const user = lookUpUser(spec);
+    if (user.uid !== ownUid || user.gid !== (process.getgid?.() ?? -1)) {
+      if (ownUid !== 0)
+        throw new CliError(
+          `--run-as ${spec}: running tasks as another user needs the scheduler to run as root (it runs as ${ownUser})`,
+          2,
+        );
+      runAs = user;
+    }
+  }
+  const data = resolve(dataDir);
+  const taskDir = resolve(opts.taskDir ?? defaultTaskDir(data));
+  const inside = relative(data, taskDir);
+  if (inside === "" || (!inside.startsWith("..") && !inside.startsWith(sep)))
+    throw new CliError(
+      `--task-dir ${taskDir} is inside the data directory ${data}, which tasks must not reach: choose a directory outside it`,
+      2,
+    );
+  if (runAs) {
+    // Every directory above it that exists must let the task's user through (what is missing
+    // is created so that it does).
+    for (let dir = dirname(taskDir); ; dir = dirname(dir)) {
+      if (!existsSync(dir)) continue;
+      const st = statSync(dir);
+      if (!canTraverse(st, runAs))
+        throw new CliError(
+          `--task-dir ${taskDir}: ${runAs.name} cannot reach it (${dir} is mode ${(st.mode & 0o777).toString(8).padStart(4, "0")}, owner ${st.uid}): choose a directory ${runAs.name} can reach, or let it through ${dir} (chmod o+x)`,
+          2,
+        );
+      if (dir === dirname(dir)) break;
+    }
+  }
+  makeRoots(taskDir);
+  return { ...(runAs ? { runAs } : {}), ownUser, taskDir, passEnv: [...opts.passEnv] };
+}
+
+/** The start-up line saying what isolation tasks get, and what they do not. */
+export function isolationNotice(iso: TaskIsolation): {
+  level: "info" | "warn";
+  message: string;
+  fields: Record<string, unknown>;
+} {
+  const fields = {
+    runAs: iso.runAs ? `${iso.runAs.name} (${iso.runAs.uid}:${iso.runAs.gid})` : iso.ownUser,
+    taskDir: iso.taskDir,
+    passEnv: iso.passEnv,
+  };
+  if (iso.runAs)
+    return {
+      level: "info",
+      message: `tasks run as ${iso.runAs.name}: they cannot read or write the data directory, see the scheduler's environment or signal its processes`,
+      fields,
+    };
+  if (iso.ownUser === "root" || process.getuid?.() === 0)
+    return {
+      level: "warn",
+      message:
+        "tasks run as root, the scheduler's own user: they get a clean environment and directories of their own, and nothing else keeps them from the data directory or the scheduler",
+      fields,
+    };
+  return {
+    level: "warn",
+    message: `tasks run as ${iso.ownUser}, the scheduler's own user: they get a clean environment and directories of their own, but can read and write the data directory and reach the scheduler's processes; start the scheduler as root with --run-as USER to keep them out`,
+    fields,
+  };
+}
