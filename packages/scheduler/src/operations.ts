@@ -249,7 +249,11 @@ export async function backfill(
   fromText: string,
   toText: string,
   downstream: boolean,
-  options: { readonly force?: boolean } = {},
+  options: {
+    readonly force?: boolean;
+    /** Sees the tasks the plan would reset, on the state it was decided on; throws to refuse it. */
+    readonly permit?: (tasks: readonly string[]) => void;
+  } = {},
 ): Promise<BackfillPlan> {
   const from = parseInstant(fromText, "--from");
   const to = parseInstant(toText, "--to");
@@ -266,6 +270,7 @@ export async function backfill(
     },
     decide: (p) => {
       const decided = decideBackfill(p, id, from, to, downstream, !!options.force, backfillId, fromText);
+      options.permit?.(decided.targets.map((t) => t.task));
       return { writes: decided.writes, result: decided };
     },
     onConflict: () => "retry",
