@@ -1,13 +1,13 @@
 import { instantInput } from "@chronolog/core";
 import { backfill, backfillProgress, NotFoundError } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { requireProjects } from "../auth.js";
+import { requireProjects, requireReadable } from "../auth.js";
 import { needsToken } from "../openapi.js";
 import * as S from "../schemas.js";
 import { toJson } from "../state.js";
 import type { RouteDeps } from "./deps.js";
 import { json, jsonText, requireJson } from "./http.js";
-import { taskIdOf } from "./params.js";
+import { projectOf, taskIdOf } from "./params.js";
 
 const BackfillBody = z.object({
   task: z.string(),
@@ -43,7 +43,7 @@ export function backfillRoutes(d: RouteDeps): OpenAPIHono {
       const caller = await d.who(c, "operate");
       const body = c.req.valid("json");
       const id = taskIdOf(body.task);
-      requireProjects(caller, [id.split("/")[0] as string], "backfill");
+      requireProjects(caller, [projectOf(id)], "backfill");
       const from = instantInput(body.from, "from");
       const to = instantInput(body.to, "to");
       const plan = await backfill(
@@ -53,7 +53,11 @@ export function backfillRoutes(d: RouteDeps): OpenAPIHono {
         from,
         to,
         !!body.downstream,
-        { force: !!body.force },
+        {
+          force: !!body.force,
+          // The whole plan (a downstream one reaches other projects' tasks), as it was decided.
+          permit: (tasks) => requireProjects(caller, tasks.map(projectOf), "backfill"),
+        },
       );
       return jsonText(c, toJson(plan));
     },
@@ -69,10 +73,15 @@ export function backfillRoutes(d: RouteDeps): OpenAPIHono {
       responses: { 200: json(z.unknown(), "progress"), ...S.problemResponses(401, 403, 404) },
     }),
     async (c) => {
-      await d.who(c, "read");
+      const caller = await d.who(c, "read");
       const { id } = c.req.valid("param");
       const plan = await state.backfillPlan(id);
       if (!plan) throw new NotFoundError(`no backfill ${id} is in the log`);
+      requireReadable(
+        caller,
+        plan.targets.map((t) => projectOf(t.task)),
+        "a backfill",
+      );
       return jsonText(c, toJson({ ...plan, progress: backfillProgress(state.projection, plan) }));
     },
   );

@@ -1678,6 +1678,7 @@ export interface components {
                 /** @enum {string} */
                 scope: "read" | "declare" | "operate" | "admin";
                 projects: string[];
+                readProjects?: string[];
                 sha256: string;
             };
             metadata: components["schemas"]["EventMetadata"];
@@ -2675,6 +2676,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description problem (429) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     abandonAttempt: {
@@ -3420,6 +3430,15 @@ export interface operations {
             };
             /** @description problem (403) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (429) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
