@@ -103,6 +103,14 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
   const deps = routeDeps(o);
   const needOf = needsOf(app);
   app.onError((error, c) => problemResponse(c, error));
+  if (o.metrics) {
+    const metrics = o.metrics;
+    app.use("*", async (c, next) => {
+      await next();
+      // The route's pattern, never its values: the label's values stay few.
+      metrics.request(c.req.method, c.req.routePath, c.res.status);
+    });
+  }
   // The edge, before anything else: every answer's security headers, the Host allowlist, a path
   // that decodes, and the token (before a body or a query is looked at).
   app.use("*", async (c, next) => {
@@ -142,14 +150,6 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
     }
     await next();
   });
-  if (o.metrics) {
-    const metrics = o.metrics;
-    app.use("*", async (c, next) => {
-      await next();
-      // The route's pattern, never its values: the label's values stay few.
-      metrics.request(c.req.method, c.req.routePath, c.res.status);
-    });
-  }
   const webRoot = o.webRoot === undefined ? defaultWebRoot() : o.webRoot;
   app.notFound((c) => {
     // A GET outside the API is the web UI's: a file of it, or its index.html (it routes itself).
