@@ -183,6 +183,14 @@ describe("reads limited to projects (token create --read-projects)", () => {
     problem(await call(`/tasks/${key("beta/acme/b")}/history`, { token: t.alpharead }), 403);
     problem(await call(`/tasks/${key("beta/acme/b")}/attempts`, { token: t.alpharead }), 403);
     problem(await call("/runs?workflow=beta_many0", { token: t.alpharead }), 403);
+    // Refused before it would wait for the run (a long poll tells nothing of another project).
+    problem(
+      await call(`/runs/${encodeURIComponent("beta_many0@2026-01-01T00:00:00Z")}?wait=60s`, {
+        token: t.alpharead,
+      }),
+      403,
+      "not a run in project beta",
+    );
     expect((await call(`/tasks/${key("alpha/acme/a")}/history`, { token: t.alpharead })).status).toBe(200);
     // The log: alpha's events only (a task's, a workflow's), none of beta's or the tokens'.
     const log = await call("/log?from=0&limit=10000", { token: t.alpharead });

@@ -101,6 +101,9 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
         throw new ValidationError("wait", [
           { path: "", message: "a run as of a position does not change: wait or at, not both" },
         ]);
+      // Before any wait: a run of a workflow the token may not read is refused at once.
+      const workflow = state.projection.workflows.get(runId.slice(0, runId.lastIndexOf("@")));
+      if (workflow) requireReadable(caller, [workflow.project], "a run");
       const deadline = d.now() + waitMs(q.wait);
       for (; q.at === undefined; ) {
         const run = state.projection.runs.get(runId);
