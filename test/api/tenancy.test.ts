@@ -259,6 +259,13 @@ describe("a rerun of a run the projection no longer holds", () => {
     await stop(server.child);
     server = await startApi(left, dir, ["up", "--workers", "1", "--reconcile-ms", "100"]);
     call = client(server);
+    // Beside a scheduler too (the API reads its projection), a revocation ends the token's stream.
+    const watcher = createToken(dir, "watcher2", "read");
+    const stream = new SseClient(`${server.url}/api/v1/events?access_token=${watcher}`);
+    expect(await stream.opened).toBe(200);
+    expect(chronolog(dir, ["token", "revoke", "watcher2"]).code).toBe(0);
+    await stream.until(() => stream.ended, 20_000, "the revoked token's stream to end under up");
+    expect(stream.frames.map((f) => f.event)).not.toContain("AccessTokenRevoked");
     // An alpha run that has finished.
     let runId = "";
     for (;;) {
