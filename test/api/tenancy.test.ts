@@ -1,5 +1,6 @@
 import type { ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chronologAsync } from "../support/cli.js";
 import { SseClient } from "./events-support.js";
 import {
   type ApiAnswer,
@@ -63,6 +64,12 @@ tasks:
     startDate: "${dayAt(-2)}"
     parents: ["alpha/acme/a"]
     operator: { type: noop }
+  - project: alpha
+    account: acme
+    name: slow
+    cron: "0 0 * * *"
+    startDate: "${dayAt(-1)}"
+    operator: { type: shell, command: "echo started; sleep 600" }
 `;
 
 const left = new Leftovers();
@@ -172,7 +179,10 @@ describe("reads limited to projects (token create --read-projects)", () => {
   it("lists only the readable projects' tasks and workflows, and refuses another's (403)", async () => {
     const tasks = await call("/tasks?limit=1000", { token: t.alpharead });
     expect(tasks.status, tasks.text).toBe(200);
-    expect(tasks.body.items.map((x: { task: string }) => x.task)).toEqual(["alpha/acme/a/ALL"]);
+    expect(tasks.body.items.map((x: { task: string }) => x.task)).toEqual([
+      "alpha/acme/a/ALL",
+      "alpha/acme/slow/ALL",
+    ]);
     const workflows = await call("/workflows", { token: t.alpharead });
     expect(workflows.body.map((w: { name: string }) => w.name)).toEqual(["alpha_daily"]);
     problem(
@@ -196,7 +206,11 @@ describe("reads limited to projects (token create --read-projects)", () => {
     const log = await call("/log?from=0&limit=10000", { token: t.alpharead });
     expect(log.status).toBe(200);
     const streams = new Set(log.body.events.map((e: { streamId: string }) => e.streamId));
-    expect([...streams].sort()).toEqual(["task-alpha/acme/a/ALL", "workflow-alpha_daily"]);
+    expect([...streams].sort()).toEqual([
+      "task-alpha/acme/a/ALL",
+      "task-alpha/acme/slow/ALL",
+      "workflow-alpha_daily",
+    ]);
     const all = await call("/log?from=0&limit=10000", { token: t.admin });
     expect(all.body.events.length).toBeGreaterThan(log.body.events.length);
   });
@@ -257,15 +271,48 @@ describe("revoking a token", () => {
 describe("a rerun of a run the projection no longer holds", () => {
   it("is checked like one in memory: a beta token is refused before and after 1,000 runs pushed it out", async () => {
     await stop(server.child);
-    server = await startApi(left, dir, ["up", "--workers", "1", "--reconcile-ms", "100"]);
+    server = await startApi(left, dir, ["up", "--workers", "1", "--reconcile-ms", "100", "--grace", "0"]);
     call = client(server);
     // Beside a scheduler too (the API reads its projection), a revocation ends the token's stream.
-    const watcher = createToken(dir, "watcher2", "read");
+    // Beside a running `up`, the CLI runs without blocking the test (which reads up's output).
+    const cli = async (args: string[]) => {
+      const r = await chronologAsync(dir, args);
+      expect(r.code, r.stderr).toBe(0);
+      return r.stdout.trim();
+    };
+    const watcher = await cli(["token", "create", "watcher2", "--scope", "read"]);
     const stream = new SseClient(`${server.url}/api/v1/events?access_token=${watcher}`);
     expect(await stream.opened).toBe(200);
-    expect(chronolog(dir, ["token", "revoke", "watcher2"]).code).toBe(0);
+    await cli(["token", "revoke", "watcher2"]);
     await stream.until(() => stream.ended, 20_000, "the revoked token's stream to end under up");
     expect(stream.frames.map((f) => f.event)).not.toContain("AccessTokenRevoked");
+
+    // An attempt in flight: its followed output ends when the follower's token is revoked, and
+    // another project's token may not abandon it.
+    let attempt = "";
+    for (;;) {
+      const r = await call(`/tasks/${key("alpha/acme/slow")}/attempts`, { token: t.admin });
+      const running = r.body.find?.((a: { status: string }) => a.status === "running");
+      if (running) {
+        attempt = running.token;
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const follower = await cli(["token", "create", "follower", "--scope", "read"]);
+    const output = new SseClient(`${server.url}/api/v1/attempts/${attempt}/output?follow=true`, {
+      authorization: `Bearer ${follower}`,
+    });
+    expect(await output.opened).toBe(200);
+    await cli(["token", "revoke", "follower"]);
+    await output.until(() => output.ended, 20_000, "the followed output to end");
+    problem(
+      await call(`/attempts/${attempt}/abandon`, { token: t.betaop, body: { reason: "not mine" } }),
+      403,
+      "token betaop is limited to beta: it cannot abandon attempts in project alpha",
+    );
+    const abandoned = await call(`/attempts/${attempt}/abandon`, { token: t.alphaop, body: {} });
+    expect(abandoned.status, abandoned.text).toBe(200);
     // An alpha run that has finished.
     let runId = "";
     for (;;) {
@@ -312,5 +359,14 @@ describe("a rerun of a run the projection no longer holds", () => {
     const written = eventsFrom(BigInt(before) + 1n);
     expect(written.length).toBeGreaterThan(0);
     expect(new Set(written.map((e) => e.metadata.actor))).toEqual(new Set(["api:alphaop"]));
+    // The beta token, refused everywhere alpha was touched, never wrote a thing.
+    const actors = new Set<string>();
+    for (let from: string | null = "0"; from !== null; ) {
+      const page = await call(`/log?from=${from}&limit=10000`, { token: t.admin });
+      for (const e of page.body.events) actors.add(e.metadata.actor);
+      from = page.body.next;
+    }
+    expect(actors).toContain("api:alphaop");
+    expect(actors).not.toContain("api:betaop");
   }, 240_000);
 });
