@@ -11,9 +11,12 @@ import { type ApiProcess, dataDir, dayAt, declareFile, Leftovers, startApi } fro
 
 /** Chronolog's own metrics, by name and type: renaming one breaks its users' dashboards. */
 const CHRONOLOG_METRICS = {
+  chronolog_api_as_of_builds: "gauge",
   chronolog_api_requests_total: "counter",
   chronolog_api_sse_clients: "gauge",
   chronolog_api_sse_dropped_total: "counter",
+  chronolog_api_streams_open: "gauge",
+  chronolog_api_waiters: "gauge",
   chronolog_completions_total: "counter",
   chronolog_connection_slots_in_use: "gauge",
   chronolog_connection_slots_limit: "gauge",

@@ -176,23 +176,23 @@ describe("chronolog serve", () => {
 });
 
 describe("chronolog token", () => {
-  it("list shows names, scopes and projects, never a secret", () => {
+  it("list shows names, scopes, projects and read limits, never a secret", () => {
     const dir = copyOfSource("token-list");
     const limited = createToken(dir, "producer", "declare", ["sales", "ops"]);
     const r = chronolog(dir, ["token", "list"]);
     expect(r.code, r.stderr).toBe(0);
     const rows = r.stdout.trim().split("\n");
-    expect(rows[0]).toMatch(/^NAME\s+SCOPE\s+PROJECTS\s+ISSUED\s+BY\s+REVOKED$/);
-    expect(rows.slice(1).map((l) => l.split(/\s+/).slice(0, 3))).toEqual([
-      ["admin", "admin", "all"],
-      ["producer", "declare", "sales,ops"],
-      ["reader", "read", "all"],
+    expect(rows[0]).toMatch(/^NAME\s+SCOPE\s+PROJECTS\s+READS\s+ISSUED\s+BY\s+REVOKED$/);
+    expect(rows.slice(1).map((l) => l.split(/\s+/).slice(0, 4))).toEqual([
+      ["admin", "admin", "all", "all"],
+      ["producer", "declare", "sales,ops", "all"],
+      ["reader", "read", "all", "all"],
     ]);
     const json = chronolog(dir, ["token", "list", "--json"]);
     expect(json.code).toBe(0);
     const listed = JSON.parse(json.stdout) as Array<Record<string, unknown>>;
     expect(listed.map((t) => Object.keys(t).sort())).toEqual(
-      listed.map(() => ["issuedAt", "issuedBy", "name", "projects", "revokedAt", "scope"]),
+      listed.map(() => ["issuedAt", "issuedBy", "name", "projects", "readProjects", "revokedAt", "scope"]),
     );
     for (const secret of [admin, reader, limited]) {
       const hex = secret.split(".").at(-1) as string;

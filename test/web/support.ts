@@ -45,6 +45,10 @@ export async function loggedIn(b: Browser, url: string, token: string, hash = "#
   const page = await b.context.newPage();
   const errors: string[] = [];
   page.on("pageerror", (e) => errors.push(e.message));
+  // What the server's Content-Security-Policy refused (a script, a style, a connection).
+  page.on("console", (m) => {
+    if (/Content Security Policy/i.test(m.text())) errors.push(m.text());
+  });
   await page.goto(`${url}/${hash}`);
   await page.fill("input[name=token]", token);
   await page.press("input[name=token]", "Enter");

@@ -342,6 +342,18 @@ describe("the web UI", () => {
     await page.close();
   });
 
+  it("under the server's Content-Security-Policy, no page is refused anything and none fails", async () => {
+    const page = await loggedIn(b, p.url, ops);
+    const runs = await call("/runs?workflow=nightly", { token: ops });
+    await open(page, p.url, "#/graph", "graph");
+    await open(page, p.url, `#/task/${encodeURIComponent(EXTRACT)}`, "where");
+    await open(page, p.url, `#/run/${encodeURIComponent(runs.body[0].runId)}`, "gantt");
+    await open(page, p.url, "#/log", "head");
+    await open(page, p.url, "#/grid", "who");
+    expect((page as Page & { errors?: string[] }).errors).toEqual([]);
+    await page.close();
+  });
+
   it("keyboard: Tab reaches every action and Enter opens its confirmation", async () => {
     const page = await loggedIn(b, p.url, ops);
     const runs = (await call("/runs?workflow=nightly", { token: ops })).body;

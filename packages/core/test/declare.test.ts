@@ -9,6 +9,7 @@ import {
   findCycle,
   findCycles,
   formatDeclarationIssue,
+  MAX_NESTING,
   mergeTaskConfig,
   parseDeclarationText,
   type TaskSpec,
@@ -262,6 +263,45 @@ describe("parseDeclarationText", () => {
     const value = { s: 'a"b\\c\u00e9\n', n: [-1.5e3, 0, 12], t: true, f: false, z: null, o: { x: {} } };
     const text = JSON.stringify(value);
     expect(parseDeclarationText(text, { filename: "v.json" }).document).toEqual(value);
+  });
+
+  it("refuses nesting deeper than MAX_NESTING before parsing, naming the limit and where", () => {
+    const deep = `${"[".repeat(200_000)}${"]".repeat(200_000)}`;
+    const cases: Array<[string, string, number]> = [
+      [`tasks: ${deep}\n`, "d.yaml", 7 + MAX_NESTING - 1],
+      [`{"tasks": ${deep}}`, "d.json", 10 + MAX_NESTING],
+      [`tasks:\n${"- ".repeat(100_000)}x\n`, "s.yaml", 2 * (MAX_NESTING - 1) + 1],
+    ];
+    for (const [text, filename, column] of cases) {
+      let caught: DeclarationSyntaxError | undefined;
+      try {
+        parseDeclarationText(text, { filename });
+      } catch (e) {
+        caught = e as DeclarationSyntaxError;
+      }
+      expect(caught, filename).toBeInstanceOf(DeclarationSyntaxError);
+      expect(caught?.problem).toBe(
+        `nesting is deeper than ${MAX_NESTING} levels, the most a declaration may have`,
+      );
+      expect(caught?.column, filename).toBe(column);
+      // The excerpt is a window of the offending line, with the caret under the column.
+      expect(caught?.excerpt.length, filename).toBeLessThan(400);
+      const [shown = "", caret = ""] = (caught?.excerpt ?? "").split("\n");
+      const line = text.split("\n")[(caught?.line ?? 1) - 1] ?? "";
+      expect(caret.endsWith("^")).toBe(true);
+      expect(shown[caret.length - 1]).toBe(line[column - 1]);
+    }
+  });
+
+  it("takes nesting up to the limit, and brackets in quoted or plain scalars are not nesting", () => {
+    const nested = `${"[".repeat(MAX_NESTING - 2)}1${"]".repeat(MAX_NESTING - 2)}`;
+    expect(parseDeclarationText(`a: ${nested}\n`, { filename: "ok.yaml" }).document).toBeTruthy();
+    expect(parseDeclarationText(`{"a": ${nested}}`, { filename: "ok.json" }).document).toBeTruthy();
+    const scalars = `a: "${"[".repeat(500)}"\nb: echo ${"{".repeat(500)}\nc: '${"[".repeat(500)}'\n`;
+    expect(parseDeclarationText(scalars, { filename: "s.yaml" }).document).toMatchObject({
+      a: "[".repeat(500),
+      c: "[".repeat(500),
+    });
   });
 
   it("refuses an empty file: it declares nothing (a file cut short, or the wrong one)", () => {

@@ -179,7 +179,12 @@ export async function backfill(
   fromText: string,
   toText: string,
   downstream: boolean,
-  options: { readonly force?: boolean; readonly dryRun?: boolean } = {},
+  options: {
+    readonly force?: boolean;
+    readonly dryRun?: boolean;
+    /** Sees the tasks the plan would reset, on the state it was decided on; throws to refuse it. */
+    readonly permit?: (tasks: readonly string[]) => void;
+  } = {},
 ): Promise<BackfillPlan> {
   const request = {
     task: id,
@@ -192,6 +197,7 @@ export async function backfill(
   const decide = (p: SchedulerProjection) => {
     const decided = planBackfill(p, request);
     if (decided.kind === "refused") throw refusalError("backfill", decided);
+    options.permit?.(decided.targets.map((t) => t.task));
     return decided;
   };
   if (options.dryRun) {

@@ -2,6 +2,8 @@ import { ValidationError } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
+import { authorize, type Need } from "./auth.js";
+import { SECURITY_HEADERS, type StreamLimits } from "./guard.js";
 import type { ApiMetrics } from "./metrics.js";
 import { serveOpenApi } from "./openapi.js";
 import { HttpProblem, problemResponse } from "./problem.js";
@@ -33,11 +35,51 @@ export interface ApiAppOptions {
   /** Most events an SSE client may fall behind the log before it is dropped (default 50,000). */
   readonly sseMaxLag?: number;
   readonly now?: () => number;
+  /** Most live streams open per token and in all (default 16 and 256): more are refused with 429. */
+  readonly streamLimits?: Partial<StreamLimits>;
+  /** Most `?at=` views folded at once (default 2), and how many more may wait (default 8). */
+  readonly asOfBuilds?: { readonly concurrent?: number; readonly queued?: number };
+  /**
+   * The `Host` headers the server answers (`name:port`); others are refused with 421. Given
+   * for a loopback bind, where a DNS-rebinding page could otherwise reach it from a browser.
+   */
+  readonly allowedHosts?: () => ReadonlySet<string> | null;
   /** The built web UI served at `/` (default: services/web/dist); null: none. */
   readonly webRoot?: string | null;
 }
 
 export const API_PREFIX = "/api/v1";
+
+/**
+ * What a request needs, known from its method and path alone, so that it is authenticated
+ * (401) and its scope checked (403) before its body or query is validated; null: no token (a
+ * route that takes none, or no route at all: that one is 404). Each route checks its own need
+ * again.
+ */
+function needsOf(app: OpenAPIHono): (method: string, path: string) => Need | null {
+  let routes: Array<{ method: string; pattern: RegExp; secured: boolean }> | null = null;
+  return (method, path) => {
+    // From the OpenAPI registry, once every route is in it: a route with `security` takes a token.
+    routes ??= app.openAPIRegistry.definitions.flatMap((d) =>
+      d.type === "route"
+        ? [
+            {
+              method: d.route.method.toUpperCase(),
+              pattern: new RegExp(`^${d.route.path.replace(/\{[^}/]+\}/g, "[^/]+")}$`),
+              secured: (d.route.security?.length ?? 0) > 0,
+            },
+          ]
+        : [],
+    );
+    const m = method === "HEAD" ? "GET" : method;
+    const route = routes.find((r) => r.method === m && r.pattern.test(path));
+    if (!route?.secured) return null;
+    if (m === "GET") return "read";
+    if (path === `${API_PREFIX}/log/verify`) return "read";
+    if (path === `${API_PREFIX}/declarations`) return "declare";
+    return "operate";
+  };
+}
 
 /**
  * The HTTP API as a Hono app: every route calls the functions the CLI calls, on the API's own
@@ -59,6 +101,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
     },
   });
   const deps = routeDeps(o);
+  const needOf = needsOf(app);
   app.onError((error, c) => problemResponse(c, error));
   if (o.metrics) {
     const metrics = o.metrics;
@@ -68,6 +111,45 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
       metrics.request(c.req.method, c.req.routePath, c.res.status);
     });
   }
+  // The edge, before anything else: every answer's security headers, the Host allowlist, a path
+  // that decodes, and the token (before a body or a query is looked at).
+  app.use("*", async (c, next) => {
+    await next();
+    for (const [name, value] of Object.entries(SECURITY_HEADERS)) c.res.headers.set(name, value);
+  });
+  if (o.allowedHosts) {
+    const allowedHosts = o.allowedHosts;
+    app.use("*", async (c, next) => {
+      const hosts = allowedHosts();
+      const host = (c.req.header("host") ?? "").toLowerCase();
+      if (hosts && !hosts.has(host))
+        return problemResponse(
+          c,
+          new HttpProblem(
+            421,
+            "misdirected",
+            `this server answers only to ${[...hosts].join(", ")}, not to Host ${JSON.stringify(host.slice(0, 100))}`,
+          ),
+        );
+      await next();
+    });
+  }
+  app.use("*", async (c, next) => {
+    try {
+      decodeURIComponent(new URL(c.req.url).pathname);
+    } catch {
+      return problemResponse(
+        c,
+        new HttpProblem(400, "validation", "the path has a malformed percent-encoding (such as %E0%A4%A)"),
+      );
+    }
+    const need = needOf(c.req.method, c.req.path);
+    if (need) {
+      authorize(c, await o.state.currentTokens(), need, !!o.publicRead);
+      deps.remember(c);
+    }
+    await next();
+  });
   const webRoot = o.webRoot === undefined ? defaultWebRoot() : o.webRoot;
   app.notFound((c) => {
     // A GET outside the API is the web UI's: a file of it, or its index.html (it routes itself).

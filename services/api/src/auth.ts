@@ -1,3 +1,4 @@
+import type { SchedulerProjection } from "@chronolog/core";
 import type { Context } from "hono";
 import { HttpProblem } from "./problem.js";
 import type { AccessScope, AccessToken, TokenBook } from "./tokens/index.js";
@@ -66,19 +67,69 @@ export function authorize(c: Context, tokens: TokenBook, need: Need, publicRead:
   return { token: t, actor: `api:${t.name}` };
 }
 
-/** Refuses a write to a project the caller's token is not limited to (403). */
+/** Refuses a write to a project the caller's token is not limited to (403), naming every one outside. */
 export function requireProjects(caller: Caller, projects: Iterable<string>, what: string): void {
   const limit = caller.token?.projects ?? [];
   if (limit.length === 0) return;
-  for (const p of projects)
-    if (!limit.includes(p))
-      throw new HttpProblem(
-        403,
-        "forbidden",
-        `token ${caller.token?.name} is limited to ${limit.join(", ")}: it cannot ${what} in project ${p}`,
-        { project: p, projects: limit },
-      );
+  const outside = [...new Set(projects)].filter((p) => !limit.includes(p)).sort();
+  if (outside.length > 0)
+    throw new HttpProblem(
+      403,
+      "forbidden",
+      `token ${caller.token?.name} is limited to ${limit.join(", ")}: it cannot ${what} in project${outside.length > 1 ? "s" : ""} ${outside.join(", ")}`,
+      { project: outside[0], outside, projects: limit },
+    );
 }
 
 /** Whether the caller's token is limited to some projects. */
 export const isProjectLimited = (caller: Caller) => (caller.token?.projects.length ?? 0) > 0;
+
+/** The projects the caller may read, or null: every one. */
+export function readLimit(caller: Caller): ReadonlySet<string> | null {
+  const limit = caller.token?.readProjects ?? [];
+  return limit.length > 0 ? new Set(limit) : null;
+}
+
+/** Whether the caller may read what is in `project`. */
+export function canRead(caller: Caller, project: string): boolean {
+  const limit = readLimit(caller);
+  return limit === null || limit.has(project);
+}
+
+/** Refuses (403) a read of something in a project the caller's token may not read. */
+export function requireReadable(caller: Caller, projects: Iterable<string>, what: string): void {
+  const limit = readLimit(caller);
+  if (limit === null) return;
+  const outside = [...new Set(projects)].filter((p) => !limit.has(p)).sort();
+  if (outside.length > 0)
+    throw new HttpProblem(
+      403,
+      "forbidden",
+      `token ${caller.token?.name} may read only ${[...limit].join(", ")}: not ${what} in project${outside.length > 1 ? "s" : ""} ${outside.join(", ")}`,
+      { project: outside[0], outside, readProjects: [...limit] },
+    );
+}
+
+/**
+ * The project an event's stream belongs to: a task's and an attempt's by their key, a run's and
+ * a workflow's by the workflow's project; null for what every project shares (connections,
+ * tokens, alerts, notes).
+ */
+export function projectOfStream(streamId: string, projection: SchedulerProjection): string | null {
+  const dash = streamId.indexOf("-");
+  const category = streamId.slice(0, dash);
+  const rest = streamId.slice(dash + 1);
+  if (category === "task" || category === "instance") return rest.split("/")[0] ?? null;
+  if (category === "run")
+    return projection.workflows.get(rest.slice(0, rest.lastIndexOf("@")))?.project ?? null;
+  if (category === "workflow") return projection.workflows.get(rest)?.project ?? null;
+  return null;
+}
+
+/** Whether a read-limited caller may see an event of this stream (one of no project: no). */
+export function canReadStream(caller: Caller, streamId: string, projection: SchedulerProjection): boolean {
+  const limit = readLimit(caller);
+  if (limit === null) return true;
+  const project = projectOfStream(streamId, projection);
+  return project !== null && limit.has(project);
+}

@@ -2,6 +2,7 @@ import { formatTaskKey, projectedSlots } from "@chronolog/core";
 import type { RecordedEvent } from "@chronolog/log";
 import { renderProblem, taskRow } from "@chronolog/scheduler";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Gate, StreamRegistry } from "./guard.js";
 import { collectRuntimeMetrics } from "./runtime-metrics.js";
 import type { ApiState } from "./state.js";
 
@@ -125,6 +126,14 @@ export class ApiMetrics {
       },
     });
     new Gauge({
+      name: "chronolog_api_waiters",
+      help: "Requests waiting for the next event (long polls, idle live streams)",
+      registers,
+      collect() {
+        this.set(state.waiting);
+      },
+    });
+    new Gauge({
       name: "chronolog_log_head_position",
       help: "The position of the last event the API has applied",
       registers,
@@ -189,6 +198,31 @@ export class ApiMetrics {
 
   request(method: string, route: string, status: number): void {
     this.requests.inc({ method, route, status: String(status) });
+  }
+
+  /** Gauges of the open streams and of the views being folded as of a position. */
+  watch(streams: StreamRegistry, asOf: Gate): void {
+    const registers = [this.registry];
+    new Gauge({
+      name: "chronolog_api_streams_open",
+      help: "Live streams open (events and followed outputs), against their cap",
+      labelNames: ["kind"],
+      registers,
+      collect() {
+        this.set({ kind: "open" }, streams.count);
+        this.set({ kind: "limit" }, streams.limits.total);
+      },
+    });
+    new Gauge({
+      name: "chronolog_api_as_of_builds",
+      help: "Views as of a position being folded, and waiting for their turn",
+      labelNames: ["state"],
+      registers,
+      collect() {
+        this.set({ state: "running" }, asOf.active);
+        this.set({ state: "waiting" }, asOf.pending);
+      },
+    });
   }
 
   sseClients(delta: number): void {

@@ -38,9 +38,11 @@ const TITLES: Readonly<Record<number, string>> = {
   409: "Conflict",
   413: "Body too large",
   415: "Unsupported media type",
+  421: "Misdirected request",
   422: "Refused in this state",
+  429: "Too many requests",
   500: "Internal error",
-  503: "Log unavailable",
+  503: "Unavailable",
 };
 
 /** An error raised at the HTTP edge itself (auth, media type, body size), with its status. */
@@ -50,6 +52,8 @@ export class HttpProblem extends Error {
     readonly kind: string,
     message: string,
     readonly fields: Record<string, unknown> = {},
+    /** Headers the answer carries (Retry-After, say). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
     this.name = "HttpProblem";
@@ -115,7 +119,29 @@ export function problemOf(error: unknown): { status: number; body: Record<string
   };
 }
 
+/** The longest text a problem document echoes back: an excerpt of input is cut to this. */
+export const EXCERPT_LIMIT = 300;
+
+/** A string cut to EXCERPT_LIMIT characters, saying how much was left out. */
+export function shortText(text: string, limit = EXCERPT_LIMIT): string {
+  if (text.length <= limit) return text;
+  return `${text.slice(0, limit)}… (${text.length - limit} more characters)`;
+}
+
+/** Every string of a problem document cut short: input is never echoed back whole. */
+function cutShort(value: unknown): unknown {
+  if (typeof value === "string") return shortText(value);
+  if (Array.isArray(value)) return value.map(cutShort);
+  if (value && typeof value === "object")
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, cutShort(v)]));
+  return value;
+}
+
 export function problemResponse(c: Context, error: unknown): Response {
   const { status, body } = problemOf(error);
-  return c.body(JSON.stringify(body), status as 400, { "content-type": "application/problem+json" });
+  const headers = error instanceof HttpProblem ? error.headers : {};
+  return c.body(JSON.stringify(cutShort(body)), status as 400, {
+    ...headers,
+    "content-type": "application/problem+json",
+  });
 }

@@ -3,6 +3,7 @@ import type { EventLog } from "@chronolog/log";
 import { projectionAsOf } from "@chronolog/scheduler";
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import type { Gate } from "./guard.js";
 import type { ApiState } from "./state.js";
 import { TaskIndex } from "./task-index.js";
 
@@ -41,9 +42,10 @@ const KEPT = 8;
 
 /**
  * The views reads answer from: the live one, and the last few positions asked for, each folded
- * once however many requests ask for it at the same time.
+ * once however many requests ask for it at the same time, and only a few folded at once
+ * (`gate`: the others wait their turn, or are refused with 503 when too many wait).
  */
-export function readViews(state: ApiState, dataDir: string, now: () => number): ReadViewOf {
+export function readViews(state: ApiState, dataDir: string, now: () => number, gate: Gate): ReadViewOf {
   const tasks = new TaskIndex(state.projection);
   const recent = new Map<bigint, Promise<ReadView & { hash: string; recordedAt: string }>>();
   return async (c, at) => {
@@ -56,14 +58,16 @@ export function readViews(state: ApiState, dataDir: string, now: () => number): 
       ]);
     let view = recent.get(position);
     if (!view) {
-      view = projectionAsOf(state.log, dataDir, position).then((a) => ({
-        projection: a.projection,
-        log: a.log,
-        now: a.event ? Date.parse(a.event.recordedAt) : now(),
-        tasks: new TaskIndex(a.projection),
-        hash: a.event?.hash ?? "",
-        recordedAt: a.event?.recordedAt ?? "",
-      }));
+      view = gate
+        .run(() => projectionAsOf(state.log, dataDir, position))
+        .then((a) => ({
+          projection: a.projection,
+          log: a.log,
+          now: a.event ? Date.parse(a.event.recordedAt) : now(),
+          tasks: new TaskIndex(a.projection),
+          hash: a.event?.hash ?? "",
+          recordedAt: a.event?.recordedAt ?? "",
+        }));
       recent.set(position, view);
       view.catch(() => recent.delete(position));
       if (recent.size > KEPT) recent.delete(recent.keys().next().value as bigint);

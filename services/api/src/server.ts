@@ -5,6 +5,7 @@ import type { SchedulerProjection } from "@chronolog/core";
 import type { EventLog, RecordedEvent } from "@chronolog/log";
 import { type ServerType, serve } from "@hono/node-server";
 import { createApiApp } from "./app.js";
+import { loopbackHosts, type StreamLimits } from "./guard.js";
 import { ApiMetrics, type SchedulerHooks } from "./metrics.js";
 import { HttpProblem } from "./problem.js";
 import { ApiState } from "./state.js";
@@ -20,6 +21,15 @@ export interface ApiServerOptions {
   readonly publicRead?: boolean;
   readonly bodyLimitBytes?: number;
   readonly sseMaxLag?: number;
+  /** Most live streams per token and in all. */
+  readonly streamLimits?: Partial<StreamLimits>;
+  /** Most `?at=` views folded at once, and waiting. */
+  readonly asOfBuilds?: { readonly concurrent?: number; readonly queued?: number };
+  /**
+   * More names a loopback-bound server answers to (`name` or `name:port`), beside localhost,
+   * 127.0.0.1 and [::1]: a reverse proxy's, say.
+   */
+  readonly allowHosts?: readonly string[];
   readonly tls?: { readonly certFile: string; readonly keyFile: string };
   /** Listen on a non-loopback address without TLS. */
   readonly insecure?: boolean;
@@ -75,7 +85,13 @@ export async function startApiServer(o: ApiServerOptions): Promise<ApiServer> {
     ? await ApiState.shared(o.log, o.dataDir, o.shared.projection, o.shared.feed)
     : await ApiState.open(o.log, o.dataDir);
   const metrics = new ApiMetrics(state, o.hooks);
+  // Bound to loopback, the server answers only to loopback names: a page of another site whose
+  // name a DNS rebinding points at 127.0.0.1 sends its own Host, and is refused.
+  let hosts: Set<string> | null = null;
   const app = createApiApp({
+    ...(isLoopback(host) ? { allowedHosts: () => hosts } : {}),
+    ...(o.streamLimits ? { streamLimits: o.streamLimits } : {}),
+    ...(o.asOfBuilds ? { asOfBuilds: o.asOfBuilds } : {}),
     state,
     writeLog: o.writeLog ?? null,
     dataDir: o.dataDir,
@@ -108,6 +124,15 @@ export async function startApiServer(o: ApiServerOptions): Promise<ApiServer> {
       );
     });
   });
+  if (isLoopback(host)) {
+    hosts = loopbackHosts(host, address.port);
+    for (const extra of o.allowHosts ?? []) {
+      const name = extra.toLowerCase();
+      hosts.add(/:\d+$/.test(name) ? name : `${name}:${address.port}`);
+    }
+    // A browser leaves the port out when it is the scheme's own.
+    if (address.port === (tls ? 443 : 80)) for (const h of [...hosts]) hosts.add(h.replace(/:\d+$/, ""));
+  }
   const shown = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const srv = server as unknown as ServerType;
   return {

@@ -12,6 +12,7 @@ import { readTokens, type TokenBook } from "./tokens/index.js";
 /** An event as the API sends it: serialised once, whoever reads it. */
 export interface WireEvent {
   readonly position: bigint;
+  readonly streamId: string;
   readonly type: string;
   readonly json: string;
 }
@@ -40,12 +41,14 @@ export function toJson(value: unknown): string {
  */
 class LazyWireEvent implements WireEvent {
   readonly position: bigint;
+  readonly streamId: string;
   readonly type: string;
   private event: RecordedEvent | null;
   private text: string | null = null;
 
   constructor(e: RecordedEvent) {
     this.position = e.position;
+    this.streamId = e.streamId;
     this.type = e.type;
     this.event = e;
   }
@@ -232,12 +235,30 @@ export class ApiState {
     return () => this.listeners.delete(listener);
   }
 
-  /** Resolves at the next event applied, or after `ms`. */
-  changed(ms: number): Promise<void> {
+  /** Requests waiting for the next event now. */
+  get waiting(): number {
+    return this.waiters.length;
+  }
+
+  /**
+   * Resolves at the next event applied, or after `ms`, or when `signal` aborts (its client
+   * went away); in the last two cases it no longer waits: it is removed.
+   */
+  changed(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
+      if (signal?.aborted) return resolve();
+      const leave = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", leave);
+        const i = this.waiters.indexOf(done);
+        if (i >= 0) this.waiters.splice(i, 1);
+        resolve();
+      };
+      const timer = setTimeout(leave, ms);
+      signal?.addEventListener("abort", leave, { once: true });
       function done() {
         clearTimeout(timer);
+        signal?.removeEventListener("abort", leave);
         resolve();
       }
       this.waiters.push(done);

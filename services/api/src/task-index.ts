@@ -6,6 +6,8 @@ export interface TaskQuery {
   readonly limit: number;
   readonly cursor?: string;
   readonly project?: string;
+  /** Only tasks of these projects (a token that may read only them). */
+  readonly readable?: ReadonlySet<string>;
   readonly status?: TaskState["status"];
   readonly condition?: string;
 }
@@ -61,6 +63,7 @@ export class TaskIndex {
       const task = this.projection.tasks.get(id) as TaskState;
       last = id;
       if (q.project !== undefined && task.key.project !== q.project) continue;
+      if (q.readable !== undefined && !q.readable.has(task.key.project)) continue;
       if (q.status !== undefined && task.status !== q.status) continue;
       const row = taskRow(this.projection, task, now, options);
       if (q.condition !== undefined && row.condition !== q.condition) continue;

@@ -15,7 +15,7 @@ import type { EventLog, RecordedEvent } from "@chronolog/log";
 import { describeRun, NotFoundError, renderProblem, type TaskRow, taskRow } from "@chronolog/scheduler";
 import { createRoute, type OpenAPIHono, type z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { Caller, Need } from "./auth.js";
+import { type Caller, canRead, type Need } from "./auth.js";
 import { HttpProblem } from "./problem.js";
 import { problemResponses } from "./schemas.js";
 import type { ApiState } from "./state.js";
@@ -211,7 +211,7 @@ export function uiRoutes(app: OpenAPIHono, o: UiRouteOptions): void {
       responses: answer(UiGrid, "a page of the grid"),
     }),
     async (c) => {
-      await o.who(c, "read");
+      const caller = await o.who(c, "read");
       const at = c.req.query("at") || undefined;
       const view = await o.readView(c, at);
       const history = await historyAt(at, view);
@@ -245,6 +245,7 @@ export function uiRoutes(app: OpenAPIHono, o: UiRouteOptions): void {
         .map((id) => p.tasks.get(id) as TaskState)
         .filter(
           (t) =>
+            canRead(caller, t.key.project) &&
             (project === undefined || t.key.project === project) &&
             (workflow === undefined || t.spec.workflow === workflow),
         );
@@ -258,7 +259,9 @@ export function uiRoutes(app: OpenAPIHono, o: UiRouteOptions): void {
         total = kept.length;
         rows = kept.slice(page * limit, page * limit + limit).map(rowOf);
       }
-      const projects = [...new Set([...p.tasks.values()].map((t) => t.key.project))].sort();
+      const projects = [...new Set([...p.tasks.values()].map((t) => t.key.project))]
+        .filter((x) => canRead(caller, x))
+        .sort();
       return c.json(
         {
           rows,
@@ -267,7 +270,10 @@ export function uiRoutes(app: OpenAPIHono, o: UiRouteOptions): void {
           limit,
           pages: Math.max(1, Math.ceil(total / limit)),
           projects,
-          workflows: [...p.workflows.keys()].sort(),
+          workflows: [...p.workflows.values()]
+            .filter((w) => canRead(caller, w.project))
+            .map((w) => w.name)
+            .sort(),
           position: String(p.position),
         },
         200,
@@ -286,7 +292,7 @@ export function uiRoutes(app: OpenAPIHono, o: UiRouteOptions): void {
       responses: answer(UiGraph, "nodes and edges"),
     }),
     async (c) => {
-      await o.who(c, "read");
+      const caller = await o.who(c, "read");
       const at = c.req.query("at") || undefined;
       const view = await o.readView(c, at);
       const p = view.projection;
@@ -301,6 +307,7 @@ export function uiRoutes(app: OpenAPIHono, o: UiRouteOptions): void {
       const edges: Array<{ from: string; to: string }> = [];
       const shown = new Set<string>();
       for (const t of p.tasks.values()) {
+        if (!canRead(caller, t.key.project)) continue;
         if (inRun && !inRun.has(t.id)) continue;
         if (project !== undefined && t.key.project !== project) continue;
         if (workflow !== undefined && t.spec.workflow !== workflow) continue;

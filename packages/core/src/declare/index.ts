@@ -25,6 +25,7 @@ export {
   type DeclarationSource,
   DeclarationSyntaxError,
   declarationFormatOf,
+  MAX_NESTING,
   type ParsedDeclaration,
   parseDeclarationText,
 } from "./parse.js";

@@ -49,6 +49,16 @@ export function parseDeclarationText(
   const { filename } = options;
   const format = options.format ?? declarationFormatOf(filename);
   const source = text.startsWith("\uFEFF") ? text.slice(1) : text;
+  // Before either parser sees it: a document nested thousands deep costs them seconds.
+  const deep = format === "json" ? jsonTooDeep(source) : yamlTooDeep(source);
+  if (deep >= 0)
+    fail(
+      source,
+      filename,
+      format,
+      deep,
+      `nesting is deeper than ${MAX_NESTING} levels, the most a declaration may have`,
+    );
   const document = format === "json" ? parseJson(source, filename) : parseYaml(source, filename);
   return { filename, format, document };
 }
@@ -62,8 +72,103 @@ function fail(
 ): never {
   const { line, column } = lineColumn(text, offset);
   const lineText = text.split(/\r?\n/)[line - 1] ?? "";
-  const excerpt = `${lineText}\n${" ".repeat(Math.max(0, column - 1))}^`;
+  // A window of the line around the column: a line may be the whole (minified) document.
+  const start = Math.max(0, column - 1 - EXCERPT_SIDE);
+  const shown = lineText.slice(start, column - 1 + EXCERPT_SIDE);
+  const before = start > 0 ? "…" : "";
+  const after = start + shown.length < lineText.length ? "…" : "";
+  const excerpt = `${before}${shown}${after}\n${" ".repeat(before.length + column - 1 - start)}^`;
   throw new DeclarationSyntaxError(filename, format, line, column, problem, excerpt);
+}
+
+/** Characters of the offending line an excerpt shows on either side of the column. */
+const EXCERPT_SIDE = 80;
+
+/** How deep a declaration may nest (mappings, sequences, flow collections): refused past it. */
+export const MAX_NESTING = 64;
+
+/** The offset where a JSON text nests past MAX_NESTING (brackets outside strings), or -1. */
+function jsonTooDeep(text: string): number {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 34) {
+      // A string: on past its closing quote (a backslash escapes the next character).
+      for (i++; i < text.length && text.charCodeAt(i) !== 34; i++) if (text.charCodeAt(i) === 92) i++;
+    } else if (c === 91 || c === 123) {
+      if (++depth > MAX_NESTING) return i;
+    } else if (c === 93 || c === 125) depth--;
+  }
+  return -1;
+}
+
+/**
+ * The offset where a YAML text nests past MAX_NESTING, or -1: a line's depth is the block
+ * levels it is indented under, plus the `- ` and `key: ` it opens on the line, plus the flow
+ * collections (`[`, `{`) open there. It may count more than the parser would (a block
+ * scalar's indented lines), never less.
+ */
+function yamlTooDeep(text: string): number {
+  const indents: number[] = [];
+  let flow = 0;
+  let offset = 0;
+  for (const line of text.split("\n")) {
+    const lineStart = offset;
+    offset += line.length + 1;
+    let i = 0;
+    while (line[i] === " ") i++;
+    if (flow === 0) {
+      if (i === line.length || line[i] === "#" || line[i] === "\r") continue;
+      while (indents.length > 0 && (indents.at(-1) as number) >= i) indents.pop();
+      indents.push(i);
+    }
+    let depth = indents.length;
+    let valueStart = true;
+    for (let j = i; j < line.length; j++) {
+      const c = line[j];
+      if (c === "#" && (j === 0 || line[j - 1] === " ")) break;
+      if ((c === "'" || c === '"') && (valueStart || flow > 0)) {
+        // A quoted scalar: on past its closing quote ('' and \" escape one).
+        let k = j + 1;
+        while (k < line.length) {
+          if (c === '"' && line[k] === "\\") k += 2;
+          else if (line[k] === c && c === "'" && line[k + 1] === "'") k += 2;
+          else if (line[k] === c) break;
+          else k++;
+        }
+        j = k;
+        valueStart = false;
+        continue;
+      }
+      if ((c === "[" || c === "{") && (valueStart || flow > 0)) {
+        flow++;
+        if (depth + flow > MAX_NESTING) return lineStart + j;
+        continue;
+      }
+      if ((c === "]" || c === "}") && flow > 0) {
+        flow--;
+        continue;
+      }
+      if (c === "-" && valueStart && flow === 0 && (line[j + 1] === " " || j + 1 === line.length)) {
+        depth++;
+        if (depth + flow > MAX_NESTING) return lineStart + j;
+        continue;
+      }
+      if (c === ":" && (line[j + 1] === " " || j + 1 === line.length) && flow === 0) {
+        depth++;
+        if (depth > MAX_NESTING) return lineStart + j;
+        valueStart = true;
+        continue;
+      }
+      if (c === " " || c === "\t" || c === ",") {
+        if (c === "," && flow > 0) valueStart = true;
+        continue;
+      }
+      valueStart = false;
+    }
+    if (depth + flow > MAX_NESTING) return lineStart + i;
+  }
+  return -1;
 }
 
 function lineColumn(text: string, offset: number): { line: number; column: number } {

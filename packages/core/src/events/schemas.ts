@@ -386,13 +386,15 @@ export const accessTokenName = z
 /**
  * A token issued for the HTTP API. Only the SHA-256 of its secret is kept: the token itself is
  * shown once, to whoever issued it. `projects` limits what it may declare or operate on (empty:
- * every project); reading is not limited.
+ * every project); `readProjects` limits what it may read the same way.
  */
 export const AccessTokenIssued = z
   .object({
     name: accessTokenName,
     scope: z.enum(ACCESS_SCOPES),
     projects: z.array(z.string().min(1).max(128)).max(100),
+    /** The projects it may read (absent or empty: every project). */
+    readProjects: z.array(z.string().min(1).max(128)).max(100).optional(),
     sha256: z.string().regex(/^[0-9a-f]{64}$/),
   })
   .strict();

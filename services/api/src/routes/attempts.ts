@@ -11,7 +11,7 @@ import {
 } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { stream } from "hono/streaming";
-import { requireProjects } from "../auth.js";
+import { requireProjects, requireReadable } from "../auth.js";
 import { needsToken } from "../openapi.js";
 import { HttpProblem } from "../problem.js";
 import * as S from "../schemas.js";
@@ -52,7 +52,8 @@ export function attemptRoutes(d: RouteDeps): OpenAPIHono {
     const inst = foldInstance(await state.log.readStream(streamId));
     const a = inst?.attempts.find((x) => x.token === token);
     if (!a) throw new NotFoundError(`no attempt has token ${token}`);
-    return { a };
+    // `instance-<project>/<account>/...`: the project the attempt is in.
+    return { a, project: streamId.slice("instance-".length).split("/")[0] as string };
   };
   app.openapi(
     createRoute({
@@ -74,14 +75,16 @@ export function attemptRoutes(d: RouteDeps): OpenAPIHono {
             "Chronolog-Output-Check": z.enum(["ok", "changed", "unchecked", "running"]),
           }),
         },
-        ...S.problemResponses(401, 403, 404),
+        ...S.problemResponses(401, 403, 404, 429),
       },
     }),
     async (c) => {
-      await d.who(c, "read");
+      const caller = await d.who(c, "read");
       const { token } = c.req.valid("param");
       const follow = c.req.valid("query").follow === "true";
-      let { a } = await attemptOf(token);
+      const first = await attemptOf(token);
+      requireReadable(caller, [first.project], "an attempt's output");
+      let { a } = first;
       const path = () => localOutputPath(a, d.dataDir);
       if (!follow) {
         const found = locateOutput(a, d.dataDir);
@@ -104,6 +107,7 @@ export function attemptRoutes(d: RouteDeps): OpenAPIHono {
           "chronolog-output-check": check,
         }) as never;
       }
+      const slot = d.streams.admit(caller);
       c.header("content-type", "text/plain; charset=utf-8");
       c.header("chronolog-attempt-status", a.status);
       c.header("chronolog-output-check", "running");
@@ -111,8 +115,18 @@ export function attemptRoutes(d: RouteDeps): OpenAPIHono {
         let offset = 0;
         let lastLogRead = Date.now();
         let aborted = false;
-        out.onAbort(() => {
+        const end = () => {
           aborted = true;
+          slot.release();
+        };
+        out.onAbort(end);
+        (c.env as { outgoing?: import("node:http").ServerResponse } | undefined)?.outgoing?.once(
+          "close",
+          end,
+        );
+        slot.onRevoke(() => {
+          end();
+          void out.close();
         });
         const drain = async () => {
           const file = path();
@@ -130,16 +144,20 @@ export function attemptRoutes(d: RouteDeps): OpenAPIHono {
             await fh.close();
           }
         };
-        while (!aborted) {
-          await drain();
-          if (ENDED.has(a.status)) break;
-          await new Promise((r) => setTimeout(r, FILE_POLL_MS));
-          if (Date.now() - lastLogRead >= LOG_POLL_MS) {
-            lastLogRead = Date.now();
-            ({ a } = await attemptOf(token));
+        try {
+          while (!aborted) {
+            await drain();
+            if (ENDED.has(a.status)) break;
+            await new Promise((r) => setTimeout(r, FILE_POLL_MS));
+            if (Date.now() - lastLogRead >= LOG_POLL_MS) {
+              lastLogRead = Date.now();
+              ({ a } = await attemptOf(token));
+            }
           }
+          if (!aborted) await drain();
+        } finally {
+          slot.release();
         }
-        if (!aborted) await drain();
       }) as never;
     },
   );

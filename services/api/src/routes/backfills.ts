@@ -1,13 +1,13 @@
 import { dateArg } from "@chronolog/core";
 import { backfill, backfillProgress, NotFoundError } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { requireProjects } from "../auth.js";
+import { requireProjects, requireReadable } from "../auth.js";
 import { needsToken } from "../openapi.js";
 import * as S from "../schemas.js";
 import { toJson } from "../state.js";
 import type { RouteDeps } from "./deps.js";
 import { json, jsonText, requireJson } from "./http.js";
-import { taskIdOf } from "./params.js";
+import { projectOf, taskIdOf } from "./params.js";
 
 const BackfillBody = z.object({
   task: z.string(),
@@ -49,7 +49,7 @@ export function backfillRoutes(d: RouteDeps): OpenAPIHono {
       const caller = await d.who(c, "operate");
       const body = c.req.valid("json");
       const id = taskIdOf(body.task);
-      requireProjects(caller, [id.split("/")[0] as string], "backfill");
+      requireProjects(caller, [projectOf(id)], "backfill");
       const from = dateArg(body.from, "from").text;
       const to = dateArg(body.to, "to").text;
       const plan = await backfill(
@@ -62,6 +62,8 @@ export function backfillRoutes(d: RouteDeps): OpenAPIHono {
         {
           force: !!body.force,
           dryRun: !!body.dryRun,
+          // The whole plan (a downstream one reaches other projects' tasks), as it was decided.
+          permit: (tasks) => requireProjects(caller, tasks.map(projectOf), "backfill"),
         },
       );
       return jsonText(c, toJson(plan));
@@ -78,10 +80,15 @@ export function backfillRoutes(d: RouteDeps): OpenAPIHono {
       responses: { 200: json(z.unknown(), "progress"), ...S.problemResponses(401, 403, 404) },
     }),
     async (c) => {
-      await d.who(c, "read");
+      const caller = await d.who(c, "read");
       const { id } = c.req.valid("param");
       const plan = await state.backfillPlan(id);
       if (!plan) throw new NotFoundError(`no backfill ${id} is in the log`);
+      requireReadable(
+        caller,
+        plan.targets.map((t) => projectOf(t.task)),
+        "a backfill",
+      );
       return jsonText(c, toJson({ ...plan, progress: backfillProgress(state.projection, plan) }));
     },
   );

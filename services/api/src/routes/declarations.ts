@@ -1,7 +1,7 @@
 import { parseDeclarationText } from "@chronolog/core";
 import { checkDeclaration, declare, retireWorkflow } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { type Caller, isProjectLimited, requireProjects } from "../auth.js";
+import { type Caller, canRead, isProjectLimited, requireProjects } from "../auth.js";
 import { needsToken } from "../openapi.js";
 import { HttpProblem } from "../problem.js";
 import * as S from "../schemas.js";
@@ -138,8 +138,9 @@ export function declarationRoutes(d: RouteDeps): OpenAPIHono {
       responses: { 200: json(z.array(S.WorkflowSpec), "workflows"), ...S.problemResponses(401, 403) },
     }),
     async (c) => {
-      await d.who(c, "read");
-      return jsonText(c, toJson([...state.projection.workflows.values()]));
+      const caller = await d.who(c, "read");
+      const shown = [...state.projection.workflows.values()].filter((w) => canRead(caller, w.project));
+      return jsonText(c, toJson(shown));
     },
   );
   app.openapi(

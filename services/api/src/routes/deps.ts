@@ -1,6 +1,7 @@
 import type { EventLog } from "@chronolog/log";
 import type { Context } from "hono";
 import { authorize, type Caller, type Need } from "../auth.js";
+import { DEFAULT_STREAM_LIMITS, Gate, type StreamLimits, StreamRegistry } from "../guard.js";
 import type { ApiMetrics } from "../metrics.js";
 import { HttpProblem } from "../problem.js";
 import { type ReadViewOf, readViews } from "../read-view.js";
@@ -20,6 +21,10 @@ export interface RouteDeps {
   readonly metrics?: ApiMetrics;
   /** Most events an SSE client may fall behind the log before it is dropped. */
   readonly sseMaxLag: number;
+  /** The open live streams: capped per token and in all, closed when their token is revoked. */
+  readonly streams: StreamRegistry;
+  /** Marks a request whose token the edge has checked against the log (no second lookup). */
+  readonly remember: (c: Context) => void;
 }
 
 export function routeDeps(o: {
@@ -30,14 +35,29 @@ export function routeDeps(o: {
   readonly metrics?: ApiMetrics;
   readonly sseMaxLag?: number;
   readonly now?: () => number;
+  readonly streamLimits?: Partial<StreamLimits>;
+  readonly asOfBuilds?: { readonly concurrent?: number; readonly queued?: number };
 }): RouteDeps {
   const { state, writeLog } = o;
   const now = o.now ?? Date.now;
+  const checked = new WeakSet<Request>();
+  const streams = new StreamRegistry({ ...DEFAULT_STREAM_LIMITS, ...o.streamLimits });
+  // The log says a token was revoked: its streams end now, before another event reaches them.
+  state.onEvent((e) => {
+    if (e.type === "AccessTokenRevoked") streams.revoke(e.data.name);
+  });
+  const asOf = new Gate(o.asOfBuilds?.concurrent ?? 2, o.asOfBuilds?.queued ?? 8, "views as of a position");
+  o.metrics?.watch(streams, asOf);
   return {
     state,
     dataDir: o.dataDir,
     now,
-    who: async (c, need) => authorize(c, await state.currentTokens(), need, !!o.publicRead),
+    who: async (c, need) =>
+      authorize(c, checked.has(c.req.raw) ? state.tokens : await state.currentTokens(), need, !!o.publicRead),
+    remember: (c) => {
+      checked.add(c.req.raw);
+    },
+    streams,
     writer: (caller) => {
       if (!writeLog)
         throw new HttpProblem(
@@ -47,7 +67,7 @@ export function routeDeps(o: {
         );
       return writeLog.as(caller.actor);
     },
-    readView: readViews(state, o.dataDir, now),
+    readView: readViews(state, o.dataDir, now, asOf),
     ...(o.metrics ? { metrics: o.metrics } : {}),
     sseMaxLag: o.sseMaxLag ?? 50_000,
   };

@@ -1,5 +1,6 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { streamSSE } from "hono/streaming";
+import { canReadStream, readLimit } from "../auth.js";
 import { needsToken } from "../openapi.js";
 import { problemResponses } from "../schemas.js";
 import type { RouteDeps } from "./deps.js";
@@ -40,11 +41,15 @@ export function eventRoutes(d: RouteDeps): OpenAPIHono {
       },
       responses: {
         200: { description: "the stream", content: { "text/event-stream": { schema: z.string() } } },
-        ...problemResponses(400, 401, 403),
+        ...problemResponses(400, 401, 403, 429),
       },
     }),
     async (c) => {
-      await d.who(c, "read");
+      const caller = await d.who(c, "read");
+      // Refused here (429) while a problem document can still be the answer.
+      const slot = d.streams.admit(caller);
+      // A token limited to some projects' reads hears their events only.
+      const limited = readLimit(caller) !== null;
       const lastId = c.req.valid("header")["last-event-id"];
       const fromQuery = c.req.valid("query").from;
       let next =
@@ -57,8 +62,23 @@ export function eventRoutes(d: RouteDeps): OpenAPIHono {
         let closed = false;
         let live = false;
         let dropped: string | null = null;
-        sse.onAbort(() => {
+        // The client gone (its socket closed) or its token revoked: the wait for the next event
+        // ends now, and the stream's place is given back at once, not at the next keepalive.
+        const gone = new AbortController();
+        const end = () => {
           closed = true;
+          gone.abort();
+          slot.release();
+        };
+        sse.onAbort(end);
+        (c.env as { outgoing?: import("node:http").ServerResponse } | undefined)?.outgoing?.once(
+          "close",
+          end,
+        );
+        // Its token revoked: the stream ends at once, before another event is written to it.
+        slot.onRevoke(() => {
+          end();
+          void sse.close();
         });
         metrics?.sseClients(+1);
         // Watches the lag while this client's writes may be blocked on a slow socket.
@@ -75,13 +95,15 @@ export function eventRoutes(d: RouteDeps): OpenAPIHono {
           }
         });
         try {
+          // A comment at once: the answer's headers go out now, not with the first event.
+          await sse.write(": open\n\n");
           while (!closed && !dropped) {
             const events = await state.eventsFrom(next, PAGE);
             if (events.length === 0) {
               live = true;
               // An event applied while the read above was under way is read now, not after a wait.
               if (state.head.position >= next) continue;
-              await state.changed(KEEPALIVE_MS);
+              await state.changed(KEEPALIVE_MS, gone.signal);
               if (!closed && !dropped && state.head.position < next) await sse.write(": keepalive\n\n");
               continue;
             }
@@ -90,10 +112,12 @@ export function eventRoutes(d: RouteDeps): OpenAPIHono {
               // Counted as sent once queued: a `dropped` written while this write waits on a
               // slow socket goes out after it, and must name the position after this one.
               next = e.position + 1n;
+              if (limited && !canReadStream(caller, e.streamId, state.projection)) continue;
               await sse.writeSSE({ id: String(e.position), event: e.type, data: e.json });
             }
           }
         } finally {
+          slot.release();
           stopWatching();
           metrics?.sseClients(-1);
         }

@@ -1,5 +1,6 @@
 import type { EventLog } from "@chronolog/log";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { canReadStream } from "../auth.js";
 import { needsToken } from "../openapi.js";
 import * as S from "../schemas.js";
 import { wireEvent } from "../state.js";
@@ -37,14 +38,16 @@ export function logRoutes(d: RouteDeps): OpenAPIHono {
       },
     }),
     async (c) => {
-      await d.who(c, "read");
+      const caller = await d.who(c, "read");
       const q = c.req.valid("query");
       const events = await state.log.readAll({ fromPosition: BigInt(q.from), maxCount: q.limit });
       const last = events.at(-1);
       const next = last && events.length === q.limit ? String(last.position + 1n) : null;
+      // A token limited to some projects' reads gets their events only (a page may hold fewer).
+      const shown = events.filter((e) => canReadStream(caller, e.streamId, state.projection));
       return jsonText(
         c,
-        `{"events":[${events.map((e) => wireEvent(e).json).join(",")}],"next":${JSON.stringify(next)}}`,
+        `{"events":[${shown.map((e) => wireEvent(e).json).join(",")}],"next":${JSON.stringify(next)}}`,
       );
     },
   );

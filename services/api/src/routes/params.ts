@@ -23,3 +23,6 @@ export function taskIdOf(text: string): string {
   if (!parsed.ok) throw new ValidationError("key", [{ path: "", message: parsed.error }]);
   return formatTaskKey(parsed.key);
 }
+
+/** The project a task id is in: its first part. */
+export const projectOf = (taskId: string): string => taskId.split("/")[0] as string;

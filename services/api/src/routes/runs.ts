@@ -1,14 +1,36 @@
-import { dateArg, formatTaskKey, runIdOn, runNextSteps, ValidationError } from "@chronolog/core";
-import { criticalPath, describeRun, listRuns, NotFoundError, rerun, trigger } from "@chronolog/scheduler";
+import {
+  dateArg,
+  formatTaskKey,
+  type RunState,
+  runIdOn,
+  runNextSteps,
+  type SchedulerProjection,
+  ValidationError,
+} from "@chronolog/core";
+import {
+  criticalPath,
+  describeRun,
+  listRuns,
+  NotFoundError,
+  readRun,
+  rerun,
+  trigger,
+} from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { requireProjects } from "../auth.js";
+import { canRead, requireProjects, requireReadable } from "../auth.js";
 import { needsToken } from "../openapi.js";
 import { atQuery } from "../read-view.js";
 import * as S from "../schemas.js";
 import { toJson } from "../state.js";
 import type { RouteDeps } from "./deps.js";
 import { json, jsonText, optionalBody, optionalJson } from "./http.js";
-import { runIdParam } from "./params.js";
+import { projectOf, runIdParam } from "./params.js";
+
+/** The projects a run touches: its workflow's, and every task's it holds. */
+function runProjects(projection: SchedulerProjection, run: RunState): string[] {
+  const project = projection.workflows.get(run.workflow)?.project;
+  return [...(project ? [project] : []), ...run.tasks.map(projectOf)];
+}
 
 /** How long `?wait=` may hold a request: `30s`, `500ms`, `2m` or plain seconds; at most 120 s. */
 function waitMs(text: string | undefined): number {
@@ -47,7 +69,7 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
       responses: { 200: json(z.array(S.Run), "runs"), ...S.problemResponses(401, 403, 404) },
     }),
     async (c) => {
-      await d.who(c, "read");
+      const caller = await d.who(c, "read");
       const { workflow, at } = c.req.valid("query");
       const v = await d.readView(c, at);
       // A retired workflow is no longer declared, and its runs are still there to read.
@@ -57,10 +79,15 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
         !v.projection.workflowRevisions.has(workflow)
       )
         throw new NotFoundError(`no workflow ${workflow} is declared`);
-      const runs = listRuns(v.projection, workflow).map((r) => ({
-        ...r,
-        nextSteps: runNextSteps(v.projection.tasks, r),
-      }));
+      const wf = workflow === undefined ? undefined : v.projection.workflows.get(workflow);
+      if (wf) requireReadable(caller, [wf.project], "a workflow's runs");
+      const readable = (name: string) => canRead(caller, v.projection.workflows.get(name)?.project ?? "");
+      const runs = listRuns(v.projection, workflow)
+        .filter((r) => readable(r.workflow))
+        .map((r) => ({
+          ...r,
+          nextSteps: runNextSteps(v.projection.tasks, r),
+        }));
       return jsonText(c, toJson(runs));
     },
   );
@@ -75,13 +102,16 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
       responses: { 200: json(S.RunDetail, "the run"), ...S.problemResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      await d.who(c, "read");
+      const caller = await d.who(c, "read");
       const runId = runIdOn(state.projection, c.req.valid("param").id, "id");
       const q = c.req.valid("query");
       if (q.at !== undefined && q.wait !== undefined)
         throw new ValidationError("wait", [
           { path: "", message: "a run as of a position does not change: wait or at, not both" },
         ]);
+      // Before any wait: a run of a workflow the token may not read is refused at once.
+      const workflow = state.projection.workflows.get(runId.slice(0, runId.lastIndexOf("@")));
+      if (workflow) requireReadable(caller, [workflow.project], "a run");
       const deadline = d.now() + waitMs(q.wait);
       for (; q.at === undefined; ) {
         const run = state.projection.runs.get(runId);
@@ -92,6 +122,7 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
       }
       const v = await d.readView(c, q.at);
       const view = await describeRun(v.log, v.projection, runId, q.try);
+      requireReadable(caller, runProjects(v.projection, view.run), "a run");
       return jsonText(
         c,
         toJson({
@@ -113,11 +144,12 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
       responses: { 200: json(z.unknown(), "the critical path"), ...S.problemResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      await d.who(c, "read");
+      const caller = await d.who(c, "read");
       const runId = runIdOn(state.projection, c.req.valid("param").id, "id");
       const q = c.req.valid("query");
       const v = await d.readView(c, q.at);
       const view = await describeRun(v.log, v.projection, runId, q.try);
+      requireReadable(caller, runProjects(v.projection, view.run), "a run");
       const parentsOf = (t: string) => (v.projection.tasks.get(t)?.parents ?? []).map(formatTaskKey);
       return jsonText(c, toJson(criticalPath(view, parentsOf)));
     },
@@ -140,22 +172,18 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
       const caller = await d.who(c, "operate");
       const { name } = c.req.valid("param");
       const body = await optionalJson(c, TriggerBody);
-      const wf = state.projection.workflows.get(name);
-      if (!wf) throw new NotFoundError(`no workflow ${name} is declared`);
-      requireProjects(caller, [wf.project], "trigger workflows");
       const logicalDate =
         body.logicalDate === undefined ? undefined : dateArg(body.logicalDate, "logicalDate").text;
-      const r = await trigger(
-        d.writer(caller),
-        await state.writeProjection(),
-        name,
-        logicalDate,
-        body.params ?? {},
-        d.now(),
-        {
-          dryRun: !!body.dryRun,
-        },
-      );
+      const log = d.writer(caller);
+      const wp = await state.writeProjection();
+      // Checked on the projection the trigger is decided on: the workflow's project and its tasks'.
+      const wf = wp.workflows.get(name);
+      if (!wf) throw new NotFoundError(`no workflow ${name} is declared`);
+      const tasks = [...wp.tasks.values()].filter((t) => t.spec.workflow === name && t.status !== "retired");
+      requireProjects(caller, [wf.project, ...tasks.map((t) => t.key.project)], "trigger workflows");
+      const r = await trigger(log, wp, name, logicalDate, body.params ?? {}, d.now(), {
+        dryRun: !!body.dryRun,
+      });
       return jsonText(c, toJson(r));
     },
   );
@@ -177,13 +205,15 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
       const caller = await d.who(c, "operate");
       const runId = runIdOn(state.projection, c.req.valid("param").id, "id");
       const body = await optionalJson(c, RerunBody);
-      const run = state.projection.runs.get(runId);
-      if (run)
-        requireProjects(caller, [state.projection.workflows.get(run.workflow)?.project ?? ""], "rerun runs");
-      const r = await rerun(d.writer(caller), await state.writeProjection(), runId, !!body.failedOnly, {
-        dryRun: !!body.dryRun,
-      });
-      return jsonText(c, toJson(r));
+      const log = d.writer(caller);
+      const wp = await state.writeProjection();
+      // The run as the projection holds it, or (once it has left memory) as its stream does: a
+      // run is checked the same either way, by its workflow's project and every task's it holds.
+      const run = wp.runs.get(runId) ?? (await readRun(state.log, runId)).run;
+      if (!run) throw new NotFoundError(`no run ${runId} is in the log`);
+      requireProjects(caller, runProjects(wp, run), "rerun runs");
+      const r = await rerun(log, wp, runId, !!body.failedOnly, { dryRun: !!body.dryRun });
+      return jsonText(c, toJson({ runId, ...r }));
     },
   );
   return app;

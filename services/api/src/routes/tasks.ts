@@ -10,14 +10,14 @@ import {
   taskRow,
 } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { requireProjects } from "../auth.js";
+import { readLimit, requireProjects, requireReadable } from "../auth.js";
 import { needsToken } from "../openapi.js";
 import { atQuery } from "../read-view.js";
 import * as S from "../schemas.js";
 import { toJson, toJsonWithBigints, wireEvent } from "../state.js";
 import type { RouteDeps } from "./deps.js";
 import { json, jsonText, optionalBody, optionalJson } from "./http.js";
-import { taskIdOf, taskKeyParam } from "./params.js";
+import { projectOf, taskIdOf, taskKeyParam } from "./params.js";
 
 const TaskListQuery = atQuery.extend({
   project: z.string().optional(),
@@ -66,11 +66,13 @@ export function taskRoutes(d: RouteDeps): OpenAPIHono {
       responses: { 200: json(S.TaskPage, "a page of tasks"), ...S.problemResponses(400, 401, 403) },
     }),
     async (c) => {
-      await d.who(c, "read");
+      const caller = await d.who(c, "read");
       const q = c.req.valid("query");
       const v = await d.readView(c, q.at);
+      const readable = readLimit(caller);
       const page = v.tasks.page(v.now, {
         limit: q.limit,
+        ...(readable ? { readable } : {}),
         ...(q.cursor !== undefined ? { cursor: q.cursor } : {}),
         ...(q.project !== undefined ? { project: q.project } : {}),
         ...(q.status !== undefined ? { status: q.status } : {}),
@@ -90,8 +92,9 @@ export function taskRoutes(d: RouteDeps): OpenAPIHono {
       responses: { 200: json(S.TaskDetail, "the task"), ...S.problemResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      await d.who(c, "read");
+      const caller = await d.who(c, "read");
       const id = taskIdOf(c.req.valid("param").key);
+      requireReadable(caller, [projectOf(id)], "a task");
       const v = await d.readView(c, c.req.valid("query").at);
       const task = requireTask(v.projection, id);
       const row = taskRow(v.projection, task, v.now);
@@ -123,7 +126,7 @@ export function taskRoutes(d: RouteDeps): OpenAPIHono {
       async (c) => {
         const caller = await d.who(c, "operate");
         const id = taskIdOf(c.req.valid("param").key);
-        requireProjects(caller, [id.split("/")[0] as string], action);
+        requireProjects(caller, [projectOf(id)], action);
         const body = await optionalJson(c, ReasonBody);
         const log = d.writer(caller);
         const wp = await state.writeProjection();
@@ -207,8 +210,9 @@ export function taskRoutes(d: RouteDeps): OpenAPIHono {
       responses: { 200: json(z.array(S.RecordedEvent), "events"), ...S.problemResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      await d.who(c, "read");
+      const caller = await d.who(c, "read");
       const id = taskIdOf(c.req.valid("param").key);
+      requireReadable(caller, [projectOf(id)], "a task's history");
       const v = await d.readView(c, c.req.valid("query").at);
       const events = await taskHistory(v.log, v.projection, id);
       return jsonText(c, `[${events.map((e) => wireEvent(e).json).join(",")}]`);
@@ -225,8 +229,9 @@ export function taskRoutes(d: RouteDeps): OpenAPIHono {
       responses: { 200: json(z.array(S.Attempt), "attempts"), ...S.problemResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      await d.who(c, "read");
+      const caller = await d.who(c, "read");
       const id = taskIdOf(c.req.valid("param").key);
+      requireReadable(caller, [projectOf(id)], "a task's attempts");
       const v = await d.readView(c, c.req.valid("query").at);
       return jsonText(c, toJsonWithBigints(await taskAttempts(v.log, v.projection, id)));
     },

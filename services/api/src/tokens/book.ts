@@ -10,6 +10,8 @@ export interface AccessToken {
   readonly scope: AccessScope;
   /** The projects it may declare or operate on; empty: every project. */
   readonly projects: readonly string[];
+  /** The projects it may read; empty: every project. */
+  readonly readProjects: readonly string[];
   readonly sha256: string;
   readonly issuedAt: string;
   readonly issuedBy: string;
@@ -39,6 +41,7 @@ export class TokenBook {
     if (e.type === "AccessTokenIssued")
       this.tokens.set(e.data.name, {
         ...e.data,
+        readProjects: e.data.readProjects ?? [],
         issuedAt: e.metadata.recordedAt,
         issuedBy: e.metadata.actor,
         revokedAt: null,

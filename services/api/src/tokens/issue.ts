@@ -18,11 +18,16 @@ function checked<T>(schema: z.ZodType<T>, value: unknown, subject: string): T {
  */
 export async function issueToken(
   log: EventLog,
-  input: { name: string; scope: string; projects?: readonly string[] },
+  input: { name: string; scope: string; projects?: readonly string[]; readProjects?: readonly string[] },
 ): Promise<{ token: string; record: AccessToken; position: bigint }> {
   const data = checked(
     EventSchemas.AccessTokenIssued.omit({ sha256: true }),
-    { name: input.name, scope: input.scope, projects: [...new Set(input.projects ?? [])] },
+    {
+      name: input.name,
+      scope: input.scope,
+      projects: [...new Set(input.projects ?? [])],
+      ...(input.readProjects?.length ? { readProjects: [...new Set(input.readProjects)] } : {}),
+    },
     "token",
   );
   const book = await readTokens(log);
@@ -41,7 +46,14 @@ export async function issueToken(
   return {
     token,
     position: r.position,
-    record: { ...data, sha256, issuedAt: new Date().toISOString(), issuedBy: log.actor, revokedAt: null },
+    record: {
+      ...data,
+      readProjects: data.readProjects ?? [],
+      sha256,
+      issuedAt: new Date().toISOString(),
+      issuedBy: log.actor,
+      revokedAt: null,
+    },
   };
 }
 

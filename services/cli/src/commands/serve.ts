@@ -25,6 +25,18 @@ export interface HttpOptions {
   publicRead?: boolean;
   bodyLimit: string;
   sseMaxLag: string;
+  maxStreams: string;
+  maxStreamsPerToken: string;
+  asOfBuilds: string;
+  allowHost: string[];
+}
+
+/** A flag's whole number, at least 1 (0 too with `zero`), or a usage error naming the flag. */
+function countArg(text: string, flag: string, zero = false): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n < (zero ? 0 : 1))
+    throw new CliError(`${flag} takes a whole number ${zero ? "(0 or more)" : "above 0"}, not "${text}"`, 2);
+  return n;
 }
 
 export function addHttpOptions(command: Command): Command {
@@ -43,16 +55,42 @@ export function addHttpOptions(command: Command): Command {
       "--sse-max-lag <events>",
       "HTTP API: how far a live-event client may fall behind before it is dropped",
       "50000",
+    )
+    .option("--max-streams <n>", "HTTP API: most live streams open in all (more: 429)", "256")
+    .option("--max-streams-per-token <n>", "HTTP API: most live streams open per token (more: 429)", "16")
+    .option(
+      "--as-of-builds <n>",
+      "HTTP API: most ?at= views folded at once (4 times as many wait; more: 503)",
+      "2",
+    )
+    .option(
+      "--allow-host <name>",
+      "HTTP API on loopback: another Host it answers to, beside localhost, 127.0.0.1, [::1] (repeatable)",
+      (v: string, acc: string[]) => [...acc, v],
+      [] as string[],
     );
 }
 
 /** The HTTP API's flags checked (refused with exit 2 when wrong), before anything starts. */
-export function checkHttpOptions(opts: HttpOptions): { sseMaxLag: number; bodyLimitBytes: number } {
+export function checkHttpOptions(opts: HttpOptions): {
+  sseMaxLag: number;
+  bodyLimitBytes: number;
+  streamLimits: { total: number; perToken: number };
+  concurrent: number;
+} {
   if (!!opts.tlsCert !== !!opts.tlsKey) throw new CliError("--tls-cert and --tls-key go together", 2);
   const sseMaxLag = Number(opts.sseMaxLag);
   if (!Number.isInteger(sseMaxLag) || sseMaxLag < 1)
     throw new CliError(`--sse-max-lag takes a whole number above 0, not "${opts.sseMaxLag}"`, 2);
-  return { sseMaxLag, bodyLimitBytes: byteSizeArg(opts.bodyLimit, "--body-limit") };
+  return {
+    sseMaxLag,
+    bodyLimitBytes: byteSizeArg(opts.bodyLimit, "--body-limit"),
+    streamLimits: {
+      total: countArg(opts.maxStreams, "--max-streams"),
+      perToken: countArg(opts.maxStreamsPerToken, "--max-streams-per-token"),
+    },
+    concurrent: countArg(opts.asOfBuilds, "--as-of-builds"),
+  };
 }
 
 /** Starts the HTTP API unless `--http off`; the scheduler's log takes its writes (if any). */
@@ -65,7 +103,7 @@ export async function startHttp(
   shared?: ApiServerOptions["shared"],
 ): Promise<ApiServer | null> {
   if (opts.http === "off") return null;
-  const { sseMaxLag, bodyLimitBytes } = checkHttpOptions(opts);
+  const { sseMaxLag, bodyLimitBytes, streamLimits, concurrent } = checkHttpOptions(opts);
   const { startApiServer } = await import("@chronolog/api");
   try {
     return await startApiServer({
@@ -75,6 +113,9 @@ export async function startHttp(
       listen: opts.http,
       bodyLimitBytes,
       sseMaxLag,
+      streamLimits,
+      asOfBuilds: { concurrent, queued: concurrent * 4 },
+      allowHosts: opts.allowHost ?? [],
       ...(opts.publicRead ? { publicRead: true } : {}),
       ...(opts.insecure ? { insecure: true } : {}),
       ...(opts.tlsCert && opts.tlsKey ? { tls: { certFile: opts.tlsCert, keyFile: opts.tlsKey } } : {}),
@@ -150,22 +191,41 @@ export function registerServeCommands(program: Command, globals: () => DataDirOp
       (v: string, acc: string[]) => [...acc, v],
       [] as string[],
     )
+    .option(
+      "--read-projects <projects>",
+      "limit what it may read to these projects (comma-separated; repeatable)",
+      (v: string, acc: string[]) => [...acc, ...v.split(",").map((p) => p.trim())],
+      [] as string[],
+    )
     .option("--json", "print the token and its record as JSON")
-    .action(async (name: string, opts: { scope: string; project: string[]; json?: boolean }) => {
-      const log = await openLogForWrite(globals(), defaultActor("cli"));
-      try {
-        const r = await issueToken(log, { name, scope: opts.scope, projects: opts.project });
-        if (opts.json) console.log(toJson({ token: r.token, ...r.record, position: r.position }));
-        else {
-          console.log(r.token);
-          process.stderr.write(
-            `token ${name} (${r.record.scope}${r.record.projects.length ? ` in ${r.record.projects.join(", ")}` : ""}) issued at position ${r.position}: this is the only time it is shown\n`,
-          );
+    .action(
+      async (
+        name: string,
+        opts: { scope: string; project: string[]; readProjects: string[]; json?: boolean },
+      ) => {
+        const empty = opts.readProjects.find((p) => p === "");
+        if (empty !== undefined)
+          throw new CliError("--read-projects takes project names separated by commas", 2);
+        const log = await openLogForWrite(globals(), defaultActor("cli"));
+        try {
+          const r = await issueToken(log, {
+            name,
+            scope: opts.scope,
+            projects: opts.project,
+            readProjects: opts.readProjects,
+          });
+          if (opts.json) console.log(toJson({ token: r.token, ...r.record, position: r.position }));
+          else {
+            console.log(r.token);
+            process.stderr.write(
+              `token ${name} (${r.record.scope}${r.record.projects.length ? ` in ${r.record.projects.join(", ")}` : ""}${r.record.readProjects.length ? `, reading ${r.record.readProjects.join(", ")}` : ""}) issued at position ${r.position}: this is the only time it is shown\n`,
+            );
+          }
+        } finally {
+          await log.close();
         }
-      } finally {
-        await log.close();
-      }
-    });
+      },
+    );
   token
     .command("list")
     .description("the tokens the log has issued: name, scope, projects, when, by whom, revoked")
@@ -179,11 +239,12 @@ export function registerServeCommands(program: Command, globals: () => DataDirOp
         else
           console.log(
             listing(
-              ["NAME", "SCOPE", "PROJECTS", "ISSUED", "BY", "REVOKED"],
+              ["NAME", "SCOPE", "PROJECTS", "READS", "ISSUED", "BY", "REVOKED"],
               rows.map((t) => [
                 t.name,
                 t.scope,
                 t.projects.join(",") || "all",
+                t.readProjects.join(",") || "all",
                 t.issuedAt,
                 t.issuedBy,
                 t.revokedAt ?? "-",

@@ -1836,6 +1836,7 @@ export interface components {
                 /** @enum {string} */
                 scope: "read" | "declare" | "operate" | "admin";
                 projects: string[];
+                readProjects?: string[];
                 sha256: string;
             };
             metadata: components["schemas"]["EventMetadata"];
@@ -3173,6 +3174,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description problem (429) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     abandonAttempt: {
@@ -3921,6 +3931,15 @@ export interface operations {
             };
             /** @description problem (403) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (429) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
