@@ -213,7 +213,7 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
       if (!run) throw new NotFoundError(`no run ${runId} is in the log`);
       requireProjects(caller, runProjects(wp, run), "rerun runs");
       const r = await rerun(log, wp, runId, !!body.failedOnly, { dryRun: !!body.dryRun });
-      return jsonText(c, toJson({ runId, ...r }));
+      return jsonText(c, toJson(r));
     },
   );
   return app;
