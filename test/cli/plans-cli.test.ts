@@ -283,7 +283,7 @@ describe("operations say what they will do", () => {
     const dry = chronolog(dir, ["backfill", "p/a/load", "--from", short, "--to", short, "--dry-run"]);
     expect(dry.code, dry.stderr).toBe(0);
     expect(dry.stdout).toContain(
-      `  takes over a rerun over ${latest} .. ${latest} stopped on p/a/load/ALL at ${latest} (failed): 0 of 1 intervals done; it now walks ${short} .. ${short}`,
+      `  takes over a rerun over ${latest} .. ${latest} stopped on p/a/load/ALL at ${latest} (failed): 0 of 1 interval done; it now walks ${short} .. ${short}`,
     );
     expect(dry.stdout).not.toContain("joined");
     expect(dry.stdout).not.toContain("is pending");
