@@ -139,7 +139,9 @@ describe("the ways out of a halted interval, from the CLI", { timeout: 180_000 }
     );
     await waitUntil("solo to move on", () => (why("solo").condition !== "succeeded" ? true : undefined));
     const history = chronolog(dir, ["history", id("solo")]).stdout;
-    expect(history).toMatch(/IntervalRetried \S+ by cli:\S+ {2}\(cli:/);
+    expect(history).toMatch(
+      /IntervalRetried {2}task-\S+ {2}cli:\S+ {2}\S+ \S+ retried by cli:\S+, with a fresh retry budget/,
+    );
   });
 
   it("a failed task of a workflow: marked skipped as printed, its children go on and the run says it was marked", async () => {
@@ -196,7 +198,7 @@ describe("the ways out of a halted interval, from the CLI", { timeout: 180_000 }
       /marked {6}\S+ skipped by cli:\S+ at \S+: say why/,
     );
     expect(chronolog(dir, ["history", id("load")]).stdout).toMatch(
-      /IntervalMarked \S+ skipped by cli:\S+: say why/,
+      /IntervalMarked {2}instance-\S+ {2}cli:\S+ {2}\S+ \S+ marked skipped by cli:\S+: say why/,
     );
   });
 
