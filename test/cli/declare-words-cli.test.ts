@@ -203,7 +203,9 @@ describe("a refused start writes nothing", () => {
   it("make up passes HTTP= and ARGS= to chronolog up", () => {
     const root = fileURLToPath(new URL("../..", import.meta.url));
     const dry = (...vars: string[]) => {
-      const r = spawnSync("make", ["-n", "up", ...vars], { cwd: root, encoding: "utf8" });
+      // Not the settings of a make this suite may run under (`make test`).
+      const { MAKEFLAGS: _f, MFLAGS: _m, MAKELEVEL: _l, ...env } = process.env;
+      const r = spawnSync("make", ["-n", "up", ...vars], { cwd: root, encoding: "utf8", env });
       expect(r.status, r.stderr).toBe(0);
       return r.stdout.trim().split("\n").at(-1)?.trim();
     };

@@ -95,10 +95,18 @@ describe("an operator's day in the web UI", () => {
     await page.getByTestId("where").waitFor();
     expect(await page.getByTestId("condition").textContent()).toBe("failed");
 
-    // Its output says why.
+    // Its output says why: the tail in the attempts table, then the whole output on its own page,
+    // with its interval, attempt and the check of the file against what the attempt's end recorded.
     await expect
       .poll(() => page.locator("table").filter({ hasText: "fetching rates" }).first().textContent())
       .toContain("no rates file for");
+    const taskPage = page.url();
+    await page.locator("[data-testid=attempts] tbody tr").first().getByTestId("whole-output").click();
+    await expect.poll(() => page.getByTestId("output").textContent()).toContain("no rates file for");
+    expect(await page.getByTestId("output-interval").textContent()).toContain(DAY1.slice(0, 10));
+    await expect.poll(() => page.getByTestId("integrity").getAttribute("data-check")).toBe("intact");
+    await page.goto(taskPage);
+    await page.getByTestId("where").waitFor();
 
     // Every way out is a button, with the CLI command beside it.
     const ways = page.getByTestId("ways-out");
