@@ -205,7 +205,11 @@ describe("a refused start writes nothing", () => {
     const dry = (...vars: string[]) => {
       // Not the settings of a make this suite may run under (`make test`).
       const { MAKEFLAGS: _f, MFLAGS: _m, MAKELEVEL: _l, ...env } = process.env;
-      const r = spawnSync("make", ["-n", "up", ...vars], { cwd: root, encoding: "utf8", env });
+      const r = spawnSync("make", ["-n", "--no-print-directory", "up", ...vars], {
+        cwd: root,
+        encoding: "utf8",
+        env,
+      });
       expect(r.status, r.stderr).toBe(0);
       return r.stdout.trim().split("\n").at(-1)?.trim();
     };

@@ -49,7 +49,7 @@ beforeAll(async () => {
     startDate: "${DAY1}"
     tasks:
       - name: fetch_rates
-        operator: { type: shell, command: ${JSON.stringify(`echo "fetching rates for {{ ds }}"; test -e ${join(dir, "rates")} || { echo "no rates file for {{ ds }}" >&2; exit 4; }`)} }
+        operator: { type: shell, command: ${JSON.stringify(`echo "fetching rates for $CHRONOLOG_DS"; test -e ${join(dir, "rates")} || { echo "no rates file for $CHRONOLOG_DS" >&2; exit 4; }`)} }
       - name: report
         parents: [fetch_rates]
         operator: { type: shell, command: "echo report for {{ ds }}" }
@@ -104,7 +104,8 @@ describe("an operator's day in the web UI", () => {
     await page.locator("[data-testid=attempts] tbody tr").first().getByTestId("whole-output").click();
     await expect.poll(() => page.getByTestId("output").textContent()).toContain("no rates file for");
     expect(await page.getByTestId("output-interval").textContent()).toContain(DAY1.slice(0, 10));
-    await expect.poll(() => page.getByTestId("integrity").getAttribute("data-check")).toBe("intact");
+    await expect.poll(() => page.getByTestId("integrity").getAttribute("data-check")).toBe("ok");
+    expect(await page.getByTestId("integrity").textContent()).toContain("intact");
     await page.goto(taskPage);
     await page.getByTestId("where").waitFor();
 

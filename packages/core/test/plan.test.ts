@@ -206,7 +206,7 @@ describe("planBackfill", () => {
         if (decision.kind !== "planned") throw new Error(decision.message);
         expect(decision.targets[0]?.merged).toEqual({
           how: "took_over",
-          was: `a rerun over ${day(20)} .. ${day(20)} stopped on ${idOf("t")} at ${day(20)} (failed): 0 of 1 intervals done`,
+          was: `a rerun over ${day(20)} .. ${day(20)} stopped on ${idOf("t")} at ${day(20)} (failed): 0 of 1 interval done`,
           from: day(20),
           until: day(20),
         });
