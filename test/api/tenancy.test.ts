@@ -1,6 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chronologAsync } from "../support/cli.js";
+import { waitUntil } from "../support/wait.js";
 import { SseClient } from "./events-support.js";
 import {
   type ApiAnswer,
@@ -289,16 +290,14 @@ describe("a rerun of a run the projection no longer holds", () => {
 
     // An attempt in flight: its followed output ends when the follower's token is revoked, and
     // another project's token may not abandon it.
-    let attempt = "";
-    for (;;) {
-      const r = await call(`/tasks/${key("alpha/acme/slow")}/attempts`, { token: t.admin });
-      const running = r.body.find?.((a: { status: string }) => a.status === "running");
-      if (running) {
-        attempt = running.token;
-        break;
-      }
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    const attempt = await waitUntil(
+      "an attempt of alpha/acme/slow to run",
+      async () => {
+        const r = await call(`/tasks/${key("alpha/acme/slow")}/attempts`, { token: t.admin });
+        return r.body.find?.((a: { status: string }) => a.status === "running")?.token as string | undefined;
+      },
+      60_000,
+    );
     const follower = await cli(["token", "create", "follower", "--scope", "read"]);
     const output = new SseClient(`${server.url}/api/v1/attempts/${attempt}/output?follow=true`, {
       authorization: `Bearer ${follower}`,
@@ -314,17 +313,17 @@ describe("a rerun of a run the projection no longer holds", () => {
     const abandoned = await call(`/attempts/${attempt}/abandon`, { token: t.alphaop, body: {} });
     expect(abandoned.status, abandoned.text).toBe(200);
     // An alpha run that has finished.
-    let runId = "";
-    for (;;) {
-      const runs = await call("/runs?workflow=alpha_daily", { token: t.admin });
-      expect(runs.status, runs.text).toBe(200);
-      const done = runs.body.find((r: { status: string }) => r.status !== "running");
-      if (done) {
-        runId = done.runId;
-        break;
-      }
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    // The first day's run (named, not looked for in the list: the beta runs may have pushed it
+    // out of the projection already), once it has finished.
+    const runId = `alpha_daily@${dayAt(-2).slice(0, 10)}T02:00:00.000Z`;
+    await waitUntil(
+      `${runId} to finish`,
+      async () => {
+        const run = await call(`/runs/${encodeURIComponent(runId)}`, { token: t.admin });
+        return run.status === 200 && run.body.run.status !== "running" ? true : undefined;
+      },
+      60_000,
+    );
     const path = `/runs/${encodeURIComponent(runId)}/rerun`;
     problem(
       await call(path, { token: t.betaop, method: "POST" }),
@@ -332,11 +331,15 @@ describe("a rerun of a run the projection no longer holds", () => {
       "token betaop is limited to beta: it cannot rerun runs in project alpha",
     );
     // Until a thousand runs finished after it: the projection then no longer holds it.
-    for (;;) {
-      const runs = await call("/runs?workflow=alpha_daily", { token: t.admin });
-      if (!runs.body.some((r: { runId: string }) => r.runId === runId)) break;
-      await new Promise((r) => setTimeout(r, 500));
-    }
+    await waitUntil(
+      "a thousand runs to finish after it (the projection then no longer holds it)",
+      async () => {
+        const runs = await call("/runs?workflow=alpha_daily", { token: t.admin });
+        return runs.body.some((r: { runId: string }) => r.runId === runId) ? undefined : true;
+      },
+      300_000,
+      500,
+    );
     await stop(server.child);
     server = await startApi(left, dir, ["serve", "--writable"]);
     call = client(server);
@@ -368,5 +371,5 @@ describe("a rerun of a run the projection no longer holds", () => {
     }
     expect(actors).toContain("api:alphaop");
     expect(actors).not.toContain("api:betaop");
-  }, 240_000);
+  }, 480_000);
 });
