@@ -50,6 +50,10 @@ export const secretSourceSchema = z
     env: z
       .string()
       .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable's name")
+      .refine(
+        (v) => !/^CHRONOLOG_/i.test(v),
+        "Chronolog's own settings (CHRONOLOG_*) cannot be a secret's source",
+      )
       .optional(),
     file: z.string().min(1).optional(),
     command: z.string().min(1).optional(),

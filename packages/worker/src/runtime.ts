@@ -17,7 +17,7 @@ import type {
   WorkerReport,
 } from "./protocol.js";
 import { OUTPUT_TAIL_BYTES } from "./protocol.js";
-import { handOver, makeRoot, prepareWorkDir, removeWorkDir } from "./sandbox.js";
+import { handOver, makeRoot, prepareWorkDir, removeWorkDir, spawnIdentity, taskBaseEnv } from "./sandbox.js";
 import { Masker, type MaskingStream, resolveSecrets, SECRET_PLACEHOLDER } from "./secrets.js";
 import { discardStaged, prepareStagingDir, publishStaged, removeIfEmpty } from "./staging.js";
 
@@ -375,7 +375,11 @@ export class WorkerRuntime {
       // Secrets are resolved here, on this worker's host, once the attempt may run.
       let secretValues: Record<string, string> = {};
       if (cmd.secrets && spec.type !== "noop") {
-        secretValues = await resolveSecrets(cmd.secrets);
+        secretValues = await resolveSecrets(cmd.secrets, {
+          env: process.env,
+          commandEnv: taskBaseEnv(),
+          identity: spawnIdentity(),
+        });
         masker = new Masker(Object.values(secretValues));
         if (spec.type === "http") spec = fillSecrets(spec, secretValues);
       }

@@ -33,27 +33,48 @@ function oneLine(value: string): string {
   return value.endsWith("\r\n") ? value.slice(0, -2) : value.endsWith("\n") ? value.slice(0, -1) : value;
 }
 
+/** Where secrets are read from, and as whom. */
+export interface SecretAccess {
+  /** The environment `{ env }` sources read (the worker's). */
+  readonly env: NodeJS.ProcessEnv;
+  /** The environment a `{ command }` source runs with (the task's clean one). */
+  readonly commandEnv: NodeJS.ProcessEnv;
+  /**
+   * The task's user, when tasks run as another user than the worker's: `{ file }` and `{
+   * command }` sources are read and run as that user, so a declaration reaches through them
+   * no more than its task could.
+   */
+  readonly identity?: { readonly uid?: number; readonly gid?: number };
+}
+
 async function resolveOne(
   name: string,
   source: SecretSource,
-  env: NodeJS.ProcessEnv,
+  access: SecretAccess,
   signal?: AbortSignal,
 ): Promise<string> {
   const what = describe(name, source);
+  const asTask = access.identity?.uid !== undefined;
   let value: string;
   if (source.env !== undefined) {
-    const v = env[source.env];
+    const v = access.env[source.env];
     if (v === undefined || v === "") throw new SecretError(`${what}: the variable is not set on this worker`);
     value = v;
-  } else if (source.file !== undefined) {
+  } else if (source.file !== undefined && !asTask) {
     try {
       value = oneLine(await readFile(source.file, { encoding: "utf8", signal }));
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? "unreadable";
       throw new SecretError(`${what}: the file cannot be read (${code})`);
     }
+  } else if (source.file !== undefined) {
+    const argv = ["cat", "--", source.file];
+    const read = run(what, argv, access, signal).catch(() => {
+      throw new SecretError(`${what}: the file cannot be read by the task's user`);
+    });
+    value = oneLine(await read);
   } else {
-    value = oneLine(await runCommand(what, source.command ?? "", env, signal));
+    value = oneLine(await run(what, ["/bin/sh", "-c", source.command ?? ""], access, signal));
   }
   if (value === "") throw new SecretError(`${what}: the value is empty`);
   if (Buffer.byteLength(value) > MAX_SECRET_BYTES) {
@@ -63,18 +84,20 @@ async function resolveOne(
   return value;
 }
 
-/** Runs a source command as the worker's user; its stderr is dropped (it may hold the value). */
-function runCommand(
+/** Runs a source's command as the task's user; its stderr is dropped (it may hold the value). */
+function run(
   what: string,
-  command: string,
-  env: NodeJS.ProcessEnv,
+  argv: readonly string[],
+  access: SecretAccess,
   signal?: AbortSignal,
 ): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn("/bin/sh", ["-c", command], {
+    const [file, ...args] = argv as [string, ...string[]];
+    const child = spawn(file, args, {
       stdio: ["ignore", "pipe", "ignore"],
-      env,
+      env: access.commandEnv,
       timeout: COMMAND_TIMEOUT_MS,
+      ...(access.identity ?? {}),
       ...(signal ? { signal } : {}),
     });
     const chunks: Buffer[] = [];
@@ -98,12 +121,12 @@ function runCommand(
 /** Resolves every secret of an attempt (each source is read once), by name. */
 export async function resolveSecrets(
   secrets: Readonly<Secrets>,
-  env: NodeJS.ProcessEnv = process.env,
+  access: SecretAccess,
   signal?: AbortSignal,
 ): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const [name, source] of Object.entries(secrets))
-    out[name] = await resolveOne(name, source, env, signal);
+    out[name] = await resolveOne(name, source, access, signal);
   return out;
 }
 

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -72,23 +72,46 @@ describe("resolving secrets", () => {
   it("reads an environment variable, a file and a command's output (one trailing newline dropped)", async () => {
     const got = await resolveSecrets(
       { A: { env: "MY_TOKEN" }, B: { file }, C: { command: "printf 'from-a-command\\n'" } },
-      { MY_TOKEN: "from-the-env", PATH: process.env.PATH },
+      { env: { MY_TOKEN: "from-the-env" }, commandEnv: { PATH: process.env.PATH } },
     );
     expect(got).toEqual({ A: "from-the-env", B: "from-a-file", C: "from-a-command" });
   });
 
   it("fails naming the secret and its source, never a value", async () => {
-    await expect(resolveSecrets({ A: { env: "UNSET_VAR" } }, {})).rejects.toThrow(
+    await expect(resolveSecrets({ A: { env: "UNSET_VAR" } }, { env: {}, commandEnv: {} })).rejects.toThrow(
       new SecretError("secret A (environment variable UNSET_VAR): the variable is not set on this worker"),
     );
-    await expect(resolveSecrets({ B: { file: join(dir, "missing") } }, {})).rejects.toThrow(
-      `secret B (file ${join(dir, "missing")}): the file cannot be read (ENOENT)`,
-    );
+    await expect(
+      resolveSecrets({ B: { file: join(dir, "missing") } }, { env: {}, commandEnv: {} }),
+    ).rejects.toThrow(`secret B (file ${join(dir, "missing")}): the file cannot be read (ENOENT)`);
     const failing = resolveSecrets(
       { C: { command: "echo leaked-value; exit 3" } },
       { PATH: process.env.PATH },
     );
     await expect(failing).rejects.toThrow("secret C (command): the command exited with 3");
     await failing.catch((e: Error) => expect(e.message).not.toContain("leaked-value"));
+  });
+});
+
+describe.skipIf(process.getuid?.() !== 0)("resolving secrets as the task's user", () => {
+  const dir = mkdtempSync(join(tmpdir(), "secrets-root-"));
+  chmodSync(dir, 0o755);
+  const rootOnly = join(dir, "root-only");
+  writeFileSync(rootOnly, "root's-secret\n", { mode: 0o600 });
+  const open = join(dir, "open");
+  writeFileSync(open, "for-the-task\n", { mode: 0o644 });
+  const access = { env: {}, commandEnv: { PATH: process.env.PATH }, identity: { uid: 65534, gid: 65534 } };
+
+  it("reads files and runs commands as the task's user, so it reaches no more than the task", async () => {
+    expect(await resolveSecrets({ F: { file: open }, U: { command: "id -u" } }, access)).toEqual({
+      F: "for-the-task",
+      U: "65534",
+    });
+    await expect(resolveSecrets({ F: { file: rootOnly } }, access)).rejects.toThrow(
+      `secret F (file ${rootOnly}): the file cannot be read by the task's user`,
+    );
+    await expect(resolveSecrets({ C: { command: `cat ${rootOnly}` } }, access)).rejects.toThrow(
+      "secret C (command): the command exited with 1",
+    );
   });
 });
