@@ -60,8 +60,10 @@ describe("declare: secrets", () => {
     const issues = refusal(
       task("a", 'secrets: { "1BAD": { env: X } }, operator: { type: noop }') +
         task("b", "secrets: { CHRONOLOG_TOKEN: { env: X } }, operator: { type: noop }") +
-        task("c", "secrets: { OK: { vault: x } }, operator: { type: noop }"),
+        task("c", "secrets: { OK: { vault: x } }, operator: { type: noop }") +
+        task("d", "secrets: { K: { env: CHRONOLOG_KAFKA_PASSWORD } }, operator: { type: noop }"),
     );
+    expect(issues.join("\n")).toMatch(/tasks\[3\]\.secrets\.K\.env: .*Chronolog's own settings/);
     expect(issues.join("\n")).toMatch(/tasks\[0\]\.secrets\.1BAD.*environment variable's name/);
     expect(issues.join("\n")).toMatch(/tasks\[1\]\.secrets\.CHRONOLOG_TOKEN.*must not start with CHRONOLOG_/);
     expect(issues.join("\n")).toMatch(
