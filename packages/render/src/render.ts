@@ -294,7 +294,8 @@ export function renderTemplateWith(
   return out;
 }
 
-const READS_SECRETS = /(\{\{|\{%)[^}]*\bsecrets\b/;
+/** `secrets.NAME` or `secrets[...]` in a tag (not `config.secrets`, a key of some value). */
+const READS_SECRETS = /(\{\{|\{%)[^}]*?(?<![.\w"'-])secrets\s*[.[]/;
 
 /** Why a field may not read `secrets`, with what to do instead. */
 function secretsRefused(field: string, template: string): string {
