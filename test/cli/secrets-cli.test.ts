@@ -116,6 +116,9 @@ workflows:
       - name: node
         secrets: { API_TOKEN: { command: "cat '${join(files, "token")}'" } }
         operator: { type: node, module: "${module}" }
+      - name: unset
+        secrets: { API_TOKEN: { env: LEAK_TEST_NOT_SET } }
+        operator: { type: shell, command: "echo never runs" }
       - name: call
         connection: echo
         operator:
@@ -140,7 +143,7 @@ workflows:
       answers.push(r.text);
       return r;
     };
-    for (const name of ["sh", "node", "call"]) {
+    for (const name of ["sh", "node", "call", "unset"]) {
       await waitUntil(`${name} to end`, async () => {
         const r = await get(`/tasks/${key(`p/a/${name}/ALL`)}/attempts`);
         return /"(succeeded|failed)"/.test(r.text) ? true : undefined;
@@ -162,6 +165,14 @@ workflows:
       }
     }
     await get("/log?from=0&limit=10000");
+    // A secret that cannot be resolved fails its attempt, naming the secret and its source.
+    const unset = await get(`/tasks/${key("p/a/unset/ALL")}/attempts`);
+    expect(unset.text).toContain(
+      "secret API_TOKEN (environment variable LEAK_TEST_NOT_SET): the variable is not set on this worker",
+    );
+    // The data directory as it is while the scheduler runs (the log's WAL included) ...
+    const running = filesUnder(dir).map((f): [string, Buffer] => [`${f} (running)`, readFileSync(f)]);
+    expect(running.some(([f]) => f.includes("log.db-wal"))).toBe(true);
     up.child.kill("SIGTERM");
     await new Promise((r) => up.child.once("exit", r));
     const cli = [
@@ -178,6 +189,8 @@ workflows:
         .filter((r) => r.url === "/alert")
         .map((r, i): [string, Buffer] => [`alert ${i}`, Buffer.from(r.body)]),
       ...cli.map((r, i): [string, Buffer] => [`cli ${i}`, Buffer.from(r.stdout + r.stderr)]),
+      ...running,
+      // ... and once it stopped (its last snapshot made).
       ...filesUnder(dir).map((f): [string, Buffer] => [f, readFileSync(f)]),
     ];
     const names = places.map(([n]) => n.replace(dir, "DIR"));
