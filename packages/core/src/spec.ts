@@ -21,6 +21,61 @@ export type RetryPolicy = z.output<typeof retryPolicySchema>;
 /** The retry policy of a task that declares none: one attempt (the field defaults above). */
 export const DEFAULT_RETRY: RetryPolicy = Object.freeze(retryPolicySchema.parse({}));
 
+/**
+ * A secret's name: also the environment variable a shell or node task finds its value in, so an
+ * environment variable's name (letters, digits and `_`, not starting with a digit), and not one
+ * of Chronolog's own (`CHRONOLOG_*`).
+ */
+export const secretName = z
+  .string()
+  .min(1, "must not be empty")
+  .max(128, "must be at most 128 characters")
+  .regex(
+    /^[A-Za-z_][A-Za-z0-9_]*$/,
+    "a secret's name is an environment variable's name: letters, digits and _, not starting with a digit",
+  )
+  .refine(
+    (name) => !/^CHRONOLOG_/i.test(name),
+    "a secret's name must not start with CHRONOLOG_ (Chronolog's own variables)",
+  );
+
+/**
+ * Where a secret's value is found, by the worker that runs the attempt, at run time: one of its
+ * environment variables, a file on its host (one trailing newline dropped), or what a command
+ * prints (run by `/bin/sh -c` as the worker's user, one trailing newline dropped). Only this
+ * reference is declared and recorded, never the value.
+ */
+export const secretSourceSchema = z
+  .object({
+    env: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable's name")
+      .refine(
+        (v) => !/^CHRONOLOG_/i.test(v),
+        "Chronolog's own settings (CHRONOLOG_*) cannot be a secret's source",
+      )
+      .optional(),
+    file: z.string().min(1).optional(),
+    command: z.string().min(1).optional(),
+  })
+  .strict()
+  .refine(
+    (s) => [s.env, s.file, s.command].filter((v) => v !== undefined).length === 1,
+    'a secret\'s source is one of { env: VAR }, { file: PATH } or { command: "..." }',
+  );
+export type SecretSource = z.output<typeof secretSourceSchema>;
+
+/** `{ NAME: source }`: the secrets a connection, workflow or task declares. */
+export const secretsSchema = z.record(z.string(), secretSourceSchema).superRefine((secrets, ctx) => {
+  for (const name of Object.keys(secrets)) {
+    const checked = secretName.safeParse(name);
+    if (!checked.success) {
+      ctx.addIssue({ code: "custom", path: [name], message: checked.error.issues[0]?.message ?? "bad name" });
+    }
+  }
+});
+export type Secrets = z.output<typeof secretsSchema>;
+
 export const operatorSchema = z.discriminatedUnion("type", [
   z
     .object({
@@ -117,6 +172,8 @@ export const taskSpecSchema = z
     leaseSeconds: z.number().int().min(1).max(86_400).default(30),
     /** Where its alerts go: its workflow's sinks, then its own. */
     alerts: z.array(alertSinkSchema).default([]),
+    /** Its secrets by reference: its connection's, its workflow's, then its own (by name). */
+    secrets: secretsSchema.optional(),
   })
   .strict();
 export type TaskSpec = z.output<typeof taskSpecSchema>;
@@ -131,6 +188,8 @@ export const connectionSpecSchema = z
     /** Order in which queued tasks are released: by priority (higher first), then logical date. */
     sortOrder: z.enum(["logical_date", "priority"]).default("logical_date"),
     config: z.record(z.string(), z.unknown()).default({}),
+    /** Secrets by reference, given to every task that uses the connection. */
+    secrets: secretsSchema.optional(),
   })
   .strict();
 export type ConnectionSpec = z.output<typeof connectionSpecSchema>;
@@ -175,6 +234,8 @@ export const workflowSpecSchema = z
     params: z.record(paramName, z.string()).default({}),
     /** Where its alerts go (its tasks' too): a run failed, a task halted, an operator needed. */
     alerts: z.array(alertSinkSchema).default([]),
+    /** Secrets by reference, given to every task of the workflow. */
+    secrets: secretsSchema.optional(),
   })
   .strict();
 export type WorkflowSpec = z.output<typeof workflowSpecSchema>;

@@ -26,14 +26,43 @@ export interface RenderContext {
    * param (even under `| default:` or `{% if %}`) fails: `declare` checks templates this way.
    */
   readonly declaredParams?: readonly string[];
+  /**
+   * The names of the task's secrets: an http operator's headers and body may write
+   * `{{ secrets.NAME }}`, rendered as a placeholder the worker fills in with the value it resolves.
+   */
+  readonly secrets?: readonly string[];
 }
+
+/**
+ * A secret as templates see it: a reference, written out as `{{ secrets.NAME }}` (the
+ * placeholder the worker replaces with the value). Any filter or `raw` is refused: the count of
+ * placeholders written is checked against the count of references output.
+ */
+export class SecretRef {
+  constructor(readonly name: string) {}
+  get placeholder(): string {
+    return `{{ secrets.${this.name} }}`;
+  }
+  /** Called only when a filter or `raw` turns the reference into text: noted, and refused. */
+  toString(): string {
+    if (renderWatch.current) renderWatch.current.secretMisused = true;
+    return this.placeholder;
+  }
+}
+
+/** `{{ secrets.NAME }}` as the scheduler writes it into a payload for the worker to fill in. */
+export const SECRET_PLACEHOLDER = /\{\{ secrets\.([A-Za-z_][A-Za-z0-9_]*) \}\}/g;
 
 /**
  * What the render under way has read: set by `renderTemplateWith` around one synchronous render,
  * read by the params object and by the `raw` filter (rendering is synchronous, so one slot
  * suffices).
  */
-export const renderWatch: { current: { paramsRead: boolean; rawUsed: boolean } | undefined } = {
+export const renderWatch: {
+  current:
+    | { paramsRead: boolean; rawUsed: boolean; secretsOut?: number; secretMisused?: boolean }
+    | undefined;
+} = {
   current: undefined,
 };
 
@@ -96,6 +125,8 @@ export interface TemplateVariables {
   readonly data_interval_start: string;
   readonly data_interval_end: string;
   readonly prev_interval_start: string | null;
+  /** Only where secrets may be written (an http operator's headers and body). */
+  readonly secrets?: Readonly<Record<string, SecretRef>>;
   readonly task: {
     readonly project: string;
     readonly account: string;

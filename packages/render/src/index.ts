@@ -1,4 +1,10 @@
-export { type RenderContext, type TemplateVariables, templateVariables } from "./context.js";
+export {
+  type RenderContext,
+  SECRET_PLACEHOLDER,
+  SecretRef,
+  type TemplateVariables,
+  templateVariables,
+} from "./context.js";
 export {
   BUILTIN_ENV,
   clashingNames,

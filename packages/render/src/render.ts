@@ -10,7 +10,14 @@ import {
   type TopLevelToken,
   UndefinedVariableError,
 } from "liquidjs";
-import { type RenderContext, renderWatch, type TemplateVariables, templateVariables } from "./context.js";
+import {
+  type RenderContext,
+  renderWatch,
+  SECRET_PLACEHOLDER,
+  SecretRef,
+  type TemplateVariables,
+  templateVariables,
+} from "./context.js";
 import { envNameOf } from "./environment.js";
 import { TemplateError, type TemplateProblem } from "./errors.js";
 import { misplacedMessage, misplacedPlaceholders } from "./shell-placeholders.js";
@@ -81,6 +88,10 @@ export function shellQuote(value: unknown): string {
 /** How a value is written into the output: objects and arrays as JSON, null as nothing. */
 function outputText(value: unknown): string {
   if (value === null || value === undefined) return "";
+  if (value instanceof SecretRef) {
+    if (renderWatch.current) renderWatch.current.secretsOut = (renderWatch.current.secretsOut ?? 0) + 1;
+    return value.placeholder;
+  }
   if (typeof value === "object") return JSON.stringify(value) ?? "";
   return String(value);
 }
@@ -232,6 +243,9 @@ export function renderTemplateWith(
 ): string {
   if (!template.includes("{{") && !template.includes("{%")) return template;
   const escaping = options.escaping ?? "none";
+  if (variables.secrets === undefined && READS_SECRETS.test(template)) {
+    throw new TemplateError(field, "render", secretsRefused(field, template));
+  }
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
   const liquid = engine(options.timezone ?? "UTC", limits.parseLimit, escaping);
   if (escaping === "shell") refuseMisplaced(template, liquid, field, options.envName ?? envNameOf);
@@ -241,7 +255,10 @@ export function renderTemplateWith(
   const renderLimit =
     options.deadline === undefined ? limits.renderLimit : Math.max(1, options.deadline - performance.now());
   const outer = renderWatch.current;
-  const watch = { paramsRead: false, rawUsed: false };
+  const watch: { paramsRead: boolean; rawUsed: boolean; secretsOut?: number; secretMisused?: boolean } = {
+    paramsRead: false,
+    rawUsed: false,
+  };
   renderWatch.current = watch;
   let out: string;
   try {
@@ -262,7 +279,31 @@ export function renderTemplateWith(
   if (escaping !== "none" && watch.rawUsed && watch.paramsRead) {
     throw new TemplateError(field, "render", RAW_WITH_PARAMS);
   }
+  // Every placeholder the worker will fill in must be one a secret reference wrote: not a
+  // param's value (which would read a secret it was not given), nor a filtered reference.
+  if (variables.secrets !== undefined) {
+    const placeholders = out.match(SECRET_PLACEHOLDER)?.length ?? 0;
+    if (watch.secretMisused || placeholders !== (watch.secretsOut ?? 0)) {
+      throw new TemplateError(
+        field,
+        "render",
+        "a secret is written as {{ secrets.NAME }} with no filter, and no other value may look like one",
+      );
+    }
+  }
   return out;
+}
+
+/** `secrets.NAME` or `secrets[...]` in a tag (not `config.secrets`, a key of some value). */
+const READS_SECRETS = /(\{\{|\{%)[^}]*?(?<![.\w"'-])secrets\s*[.[]/;
+
+/** Why a field may not read `secrets`, with what to do instead. */
+function secretsRefused(field: string, template: string): string {
+  const name = /\bsecrets\.([A-Za-z_][A-Za-z0-9_]*)/.exec(template)?.[1];
+  if (field === "operator.command") {
+    return `secrets cannot be written into a shell command: the task finds each in its environment (use "$${name ?? "NAME"}")`;
+  }
+  return `secrets may be written only into an http operator's headers and body, not ${field}: shell and node tasks find each in their environment${name ? ` ($${name})` : ""}`;
 }
 
 /**
@@ -350,13 +391,21 @@ export function renderOperator(
         ...(operator.cwd !== undefined ? { cwd: render(operator.cwd, "operator.cwd") } : {}),
         env: renderValues(operator.env, "operator.env"),
       };
-    case "http":
+    case "http": {
+      // Headers and body, and only they, may write the task's secrets (as placeholders).
+      const secrets = Object.fromEntries((context.secrets ?? []).map((n) => [n, new SecretRef(n)]));
+      const withSecrets = { ...variables, secrets };
+      const renderSecret = (text: string, field: string) =>
+        renderTemplateWith(text, withSecrets, field, { ...options, escaping: "none" });
       return {
         ...operator,
         url: render(operator.url, "operator.url", "url"),
-        headers: renderValues(operator.headers, "operator.headers"),
-        ...(operator.body !== undefined ? { body: render(operator.body, "operator.body") } : {}),
+        headers: Object.fromEntries(
+          Object.entries(operator.headers).map(([k, v]) => [k, renderSecret(v, `operator.headers.${k}`)]),
+        ),
+        ...(operator.body !== undefined ? { body: renderSecret(operator.body, "operator.body") } : {}),
       };
+    }
     case "node":
       return {
         ...operator,

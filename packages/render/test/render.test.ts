@@ -483,3 +483,63 @@ describe("limits", () => {
     expect(renderTemplate(long, context, "operator.body", { parseLimit: 10_000 })).toHaveLength(2010);
   });
 });
+
+describe("secrets: placeholders in an http operator's headers and body only", () => {
+  const http = (fields: Partial<Extract<OperatorSpec, { type: "http" }>>): OperatorSpec => ({
+    type: "http",
+    method: "POST",
+    url: "https://api.internal/x",
+    headers: {},
+    ...fields,
+  });
+  const withSecrets: RenderContext = {
+    ...context,
+    secrets: ["TOKEN"],
+    config: { ...context.config, secrets: "a config key" },
+  };
+
+  it("renders {{ secrets.NAME }} as the placeholder the worker fills in", () => {
+    const op = renderOperator(
+      http({
+        headers: { Authorization: "Bearer {{ secrets.TOKEN }}" },
+        body: '{"t":"{{ secrets.TOKEN }}","d":"{{ ds }}"}',
+      }),
+      withSecrets,
+    );
+    expect(op).toMatchObject({
+      headers: { Authorization: "Bearer {{ secrets.TOKEN }}" },
+      body: '{"t":"{{ secrets.TOKEN }}","d":"2026-11-01"}',
+    });
+    // A value of some other object named `secrets` is just a value.
+    expect(renderTemplate("{{ config.secrets }}", withSecrets)).toBe("a config key");
+  });
+
+  it("refuses a param or a filter that would forge or alter a placeholder", () => {
+    const forged = { ...withSecrets, params: { note: "{{ secrets.TOKEN }}" } };
+    expect(renderError(() => renderOperator(http({ body: "{{ params.note }}" }), forged)).message).toMatch(
+      /operator\.body: .*no other value may look like one/,
+    );
+    for (const body of ["{{ secrets.TOKEN | upcase }}", "{{ secrets.TOKEN | raw }}"]) {
+      expect(renderError(() => renderOperator(http({ body }), withSecrets)).message).toMatch(
+        /with no filter/,
+      );
+    }
+    expect(
+      renderError(() => renderOperator(http({ body: "{{ secrets.OTHER }}" }), withSecrets)).problem,
+    ).toBe("undefined_variable");
+  });
+
+  it("refuses secrets in every other field", () => {
+    const cases: [OperatorSpec, string][] = [
+      [shell("curl -H {{ secrets.TOKEN }} x"), "operator.command"],
+      [shell("x", { env: { T: "{{ secrets.TOKEN }}" } }), "operator.env.T"],
+      [http({ url: "https://h/?k={{ secrets.TOKEN }}" }), "operator.url"],
+    ];
+    for (const [op, field] of cases) {
+      expect(renderError(() => renderOperator(op, withSecrets)).field).toBe(field);
+    }
+    expect(
+      renderError(() => renderOperator(shell("echo {{ secrets.TOKEN }}"), withSecrets)).message,
+    ).toContain('use "$TOKEN"');
+  });
+});

@@ -59,6 +59,7 @@ const checkTemplates: TemplateCheck = (spec, params) => {
       config: spec.config,
       params,
       declaredParams: Object.keys(params),
+      secrets: Object.keys(spec.secrets ?? {}),
     };
   } catch (error) {
     return [templateIssue(error)];

@@ -285,6 +285,8 @@ export function runCommand(
     operator: operator as unknown as Record<string, unknown>,
     leaseSeconds: task.spec.leaseSeconds,
     ...(env ? { env } : {}),
+    // Its secrets by reference: the worker resolves them (their values never pass here).
+    ...(task.spec.secrets && task.spec.operator.type !== "noop" ? { secrets: task.spec.secrets } : {}),
     // A task that is not idempotent runs only once its start is on record.
     ...(task.spec.idempotent ? {} : { awaitProceed: true }),
   };

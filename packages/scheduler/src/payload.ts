@@ -68,6 +68,7 @@ function renderContext(task: TaskState, projection: SchedulerProjection) {
     prevIntervalStart: task.prevIntervalStart,
     timezone: task.spec.timezone,
     config: task.spec.config,
+    secrets: Object.keys(task.spec.secrets ?? {}),
     // The run's params over the workflow's defaults (a run started before a param was declared
     // sees its default).
     params: task.spec.workflow

@@ -7,7 +7,7 @@
  * attempt stream before anything is applied.
  */
 
-import type { AttemptFailureKind } from "@chronolog/core";
+import type { AttemptFailureKind, Secrets } from "@chronolog/core";
 
 export interface RunCommand {
   readonly kind: "run";
@@ -23,6 +23,13 @@ export interface RunCommand {
   readonly leaseSeconds: number;
   /** Extra environment for shell tasks (merged over the worker's own). */
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * The task's secrets by reference (`{ NAME: { env } | { file } | { command } }`): resolved by
+   * this worker when the attempt runs, given to shell and node tasks as environment variables
+   * and written into an http operator's `{{ secrets.NAME }}` placeholders; every value is masked
+   * in what the attempt reports.
+   */
+  readonly secrets?: Readonly<Secrets>;
   /**
    * For tasks that are not idempotent: report `started`, then wait for a ProceedCommand (sent
    * once AttemptStarted is durable) before running anything. An attempt that never got that far

@@ -16,7 +16,9 @@ import type {
   WorkerCommand,
   WorkerReport,
 } from "./protocol.js";
-import { handOver, makeRoot, prepareWorkDir, removeWorkDir } from "./sandbox.js";
+import { OUTPUT_TAIL_BYTES } from "./protocol.js";
+import { handOver, makeRoot, prepareWorkDir, removeWorkDir, spawnIdentity, taskBaseEnv } from "./sandbox.js";
+import { Masker, type MaskingStream, resolveSecrets, SECRET_PLACEHOLDER } from "./secrets.js";
 import { discardStaged, prepareStagingDir, publishStaged, removeIfEmpty } from "./staging.js";
 
 export interface WorkerRuntimeOptions {
@@ -343,10 +345,13 @@ export class WorkerRuntime {
     let published = false;
     let heartbeat: NodeJS.Timeout | undefined;
     let output: OutputFile | undefined;
+    /** Masks the attempt's secrets in all it reports and writes (none until they are resolved). */
+    let masker: Masker | undefined;
+    let masked: MaskingStream | undefined;
     /** The operator that ran, once it has (for the fault hooks). */
     let ran: WorkerOperator | undefined;
     try {
-      const spec: WorkerOperator = parseOperator(cmd.operator);
+      let spec: WorkerOperator = parseOperator(cmd.operator);
       if (spec.publishTo !== undefined && this.stagingRoot === undefined) {
         throw new Error(
           "operator has publishTo but this worker has no staging root (CHRONOLOG_STAGING_ROOT)",
@@ -367,6 +372,17 @@ export class WorkerRuntime {
       // Stopped while it waited (cancelled, or the worker is shutting down): it never runs.
       const stoppedWhileWaiting = a.abort;
       if (stoppedWhileWaiting) throw stoppedWhileWaiting;
+      // Secrets are resolved here, on this worker's host, once the attempt may run.
+      let secretValues: Record<string, string> = {};
+      if (cmd.secrets && spec.type !== "noop") {
+        secretValues = await resolveSecrets(cmd.secrets, {
+          env: process.env,
+          commandEnv: taskBaseEnv(),
+          identity: spawnIdentity(),
+        });
+        masker = new Masker(Object.values(secretValues));
+        if (spec.type === "http") spec = fillSecrets(spec, secretValues);
+      }
       let signal = NEVER;
       if (spec.type !== "noop") {
         a.controller = new AbortController();
@@ -381,6 +397,7 @@ export class WorkerRuntime {
       // A task that runs a process gets a working directory of its own (its HOME).
       if (spec.type === "shell" || spec.type === "node") workDir = await prepareWorkDir(token);
       if (keepsOutput) output = OutputFile.open(this.outputRoot as string, token, this.outputMaxBytes);
+      if (output && masker) masked = masker.stream(output);
       const ctx = {
         token,
         attempt,
@@ -388,9 +405,9 @@ export class WorkerRuntime {
         taskKey: cmd.taskKey,
         stagingDir,
         ...(workDir !== undefined ? { workDir } : {}),
-        env: cmd.env,
+        env: masker && spec.type !== "http" ? { ...cmd.env, ...secretValues } : cmd.env,
         signal,
-        output,
+        output: masked ?? output,
       };
       outcome = await runOperator(spec, ctx);
       ran = spec;
@@ -420,7 +437,9 @@ export class WorkerRuntime {
       clearInterval(heartbeat);
     }
     if (workDir !== undefined) await removeWorkDir(workDir);
+    masked?.end();
     const outputFile = output?.close();
+    if (masker) outcome = maskOutcome(outcome, masker);
     if (!outcome.ok && stagingDir !== undefined) await discardStaged(stagingDir).catch(() => {});
     // A success with nowhere to publish keeps what it staged, but an empty directory goes
     // (after its report is out): the staging root does not fill up with one per attempt.
@@ -492,4 +511,35 @@ export class WorkerRuntime {
       this.batcher.push(report);
     }
   }
+}
+
+/** The outcome with every secret masked in its tails and its error message. */
+function maskOutcome(outcome: OperatorOutcome, masker: Masker): OperatorOutcome {
+  // A tail that fills its buffer may start inside a value cut at the front.
+  const cut = (tail: string) => Buffer.byteLength(tail) >= OUTPUT_TAIL_BYTES - 3;
+  return {
+    ...outcome,
+    stdoutTail: masker.maskTail(outcome.stdoutTail, cut(outcome.stdoutTail)),
+    stderrTail: masker.maskTail(outcome.stderrTail, cut(outcome.stderrTail)),
+    ...(outcome.error ? { error: { ...outcome.error, message: masker.mask(outcome.error.message) } } : {}),
+  };
+}
+
+/** An http operator with its `{{ secrets.NAME }}` placeholders (headers and body only) filled in. */
+function fillSecrets(
+  spec: Extract<WorkerOperator, { type: "http" }>,
+  values: Readonly<Record<string, string>>,
+): WorkerOperator {
+  const fill = (text: string, field: string) =>
+    text.replace(SECRET_PLACEHOLDER, (_, name: string) => {
+      const value = values[name];
+      if (value === undefined)
+        throw new Error(`${field} names secret ${name}, which the task does not declare`);
+      return value;
+    });
+  return {
+    ...spec,
+    headers: Object.fromEntries(Object.entries(spec.headers).map(([k, v]) => [k, fill(v, `headers.${k}`)])),
+    ...(spec.body !== undefined ? { body: fill(spec.body, "body") } : {}),
+  };
 }

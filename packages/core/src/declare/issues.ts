@@ -19,7 +19,8 @@ export type DeclarationIssueCode =
   | "parent_missing"
   | "cycle"
   | "workflow"
-  | "template";
+  | "template"
+  | "credential";
 
 /**
  * One problem found in a set of declaration files. `path` is the field inside `file`

@@ -1,5 +1,5 @@
 import { formatTaskKey } from "../keys.js";
-import type { OperatorType } from "../spec.js";
+import type { OperatorType, Secrets } from "../spec.js";
 import type { IssueCollector, Located } from "./issues.js";
 import type { ConnectionDraft, Shapes, TaskDraft, WorkflowDraft } from "./shape.js";
 import type { ExistingDeclarations } from "./validate.js";
@@ -12,7 +12,10 @@ import type { ExistingDeclarations } from "./validate.js";
 
 export interface Names {
   /** Every connection a task may name, with the operators it allows: declared already, or here. */
-  readonly connections: ReadonlyMap<string, { readonly operators: readonly OperatorType[] }>;
+  readonly connections: ReadonlyMap<
+    string,
+    { readonly operators: readonly OperatorType[]; readonly secrets?: Secrets | undefined }
+  >;
   /** The connections declared here, each at its first declaration. */
   readonly declaredConnections: ReadonlyMap<string, ConnectionDraft>;
   /** The workflows declared here, each at its first declaration. */
@@ -22,8 +25,13 @@ export interface Names {
 }
 
 export function checkNames(shapes: Shapes, existing: ExistingDeclarations, issues: IssueCollector): Names {
-  const connections = new Map<string, { operators: readonly OperatorType[] }>();
-  for (const c of existing.connections ?? []) connections.set(c.name, { operators: c.operators });
+  const connections = new Map<
+    string,
+    { operators: readonly OperatorType[]; secrets?: Secrets | undefined }
+  >();
+  for (const c of existing.connections ?? []) {
+    connections.set(c.name, { operators: c.operators, secrets: c.secrets });
+  }
   const declaredConnections = new Map<string, ConnectionDraft>();
   for (const c of shapes.connections) {
     const first = declaredConnections.get(c.spec.name);
@@ -36,7 +44,7 @@ export function checkNames(shapes: Shapes, existing: ExistingDeclarations, issue
       continue;
     }
     declaredConnections.set(c.spec.name, c);
-    connections.set(c.spec.name, { operators: c.spec.operators });
+    connections.set(c.spec.name, { operators: c.spec.operators, secrets: c.spec.secrets });
   }
 
   const existingWorkflows = new Map<string, { project: string; account: string }>();

@@ -1,5 +1,6 @@
 import { compiled } from "../compiled.js";
-import { type TaskSpec, type TaskSpecInput, taskSpecSchema } from "../spec.js";
+import { type Secrets, type TaskSpec, type TaskSpecInput, taskSpecSchema } from "../spec.js";
+import { checkLiteralCredentials } from "./credentials.js";
 import type { IssueCollector, Located } from "./issues.js";
 import { mergeTaskConfig } from "./merge.js";
 import type { Names } from "./names.js";
@@ -83,6 +84,16 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
     }
   }
 
+  // Secrets: the connection's, then the workflow's, then the task's own (a name given again
+  // takes the nearer source).
+  const connectionSecrets = connection ? names.connections.get(connection.value)?.secrets : undefined;
+  const secrets: Secrets = {
+    ...(connectionSecrets ?? {}),
+    ...(wf?.decl.secrets ?? {}),
+    ...(decl.secrets ?? {}),
+  };
+  if (operator) checkLiteralCredentials(operator, at("operator"), label, issues);
+
   const parents = resolveParents(d, issues);
   const alerts = [...(wf?.spec.alerts ?? []), ...parseSinks(decl.alerts, d, label, issues)];
   const clean = issues.errorCount === errorsBefore;
@@ -111,6 +122,7 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
     ...(end ? { endDate: end } : {}),
     ...(connection ? { connection: connection.value } : {}),
     ...(decl.cacheKey !== undefined ? { cacheKey: decl.cacheKey } : {}),
+    ...(Object.keys(secrets).length > 0 ? { secrets } : {}),
   };
   const spec = compiled(taskSpecSchema).safeParse(input);
   if (!spec.success) {

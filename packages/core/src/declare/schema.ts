@@ -1,6 +1,12 @@
 import { z } from "zod";
 import { keyPart } from "../keys.js";
-import { connectionSpecSchema, paramName, retryPolicySchema, workflowSpecSchema } from "../spec.js";
+import {
+  connectionSpecSchema,
+  paramName,
+  retryPolicySchema,
+  secretsSchema,
+  workflowSpecSchema,
+} from "../spec.js";
 
 /**
  * The declaration file format (YAML or JSON, same structure). Every object is `.strict()`, so a
@@ -65,6 +71,8 @@ const inheritable = {
   retry: declaredRetrySchema.optional(),
   idempotent: z.boolean().optional(),
   leaseSeconds: z.number().int().min(1).max(86_400).optional(),
+  /** `{ NAME: { env } | { file } | { command } }`: a task's are added to its workflow's. */
+  secrets: secretsSchema.optional(),
 };
 
 const taskOwn = {

@@ -151,6 +151,7 @@ function readWorkflow(raw: unknown, at: Located, issues: IssueCollector, shapes:
     config: decl.config ?? {},
     params: decl.params ?? {},
     alerts: parseSinks(decl.alerts, at, undefined, issues),
+    ...(decl.secrets ? { secrets: decl.secrets } : {}),
   });
   const workflow: WorkflowDraft = { ...at, decl, spec, siblings: siblingsOf(decl) };
   shapes.workflows.push(workflow);

@@ -1,5 +1,5 @@
 import type { TaskKey } from "../keys.js";
-import type { ConnectionSpec, OperatorType, TaskSpec, WorkflowSpec } from "../spec.js";
+import type { ConnectionSpec, OperatorType, Secrets, TaskSpec, WorkflowSpec } from "../spec.js";
 import { checkGraph } from "./graph.js";
 import { type DeclarationIssue, IssueCollector } from "./issues.js";
 import { checkNames, checkRedeclaredConnections } from "./names.js";
@@ -17,7 +17,11 @@ export interface ExistingDeclarations {
     readonly operator?: { readonly type: OperatorType };
   }>;
   /** Declared connections; `ConnectionSpec` fits. */
-  readonly connections?: Iterable<{ readonly name: string; readonly operators: readonly OperatorType[] }>;
+  readonly connections?: Iterable<{
+    readonly name: string;
+    readonly operators: readonly OperatorType[];
+    readonly secrets?: Secrets | undefined;
+  }>;
   /** Declared workflows; `WorkflowSpec` fits. A name belongs to one project/account. */
   readonly workflows?: Iterable<{
     readonly name: string;

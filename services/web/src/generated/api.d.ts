@@ -728,6 +728,13 @@ export interface components {
                         /** @default 10000 */
                         timeoutMs: number;
                     }[];
+                    secrets?: {
+                        [key: string]: {
+                            env?: string;
+                            file?: string;
+                            command?: string;
+                        };
+                    };
                 };
             } & {
                 [key: string]: unknown;
@@ -903,6 +910,13 @@ export interface components {
                         /** @default 10000 */
                         timeoutMs: number;
                     }[];
+                    secrets?: {
+                        [key: string]: {
+                            env?: string;
+                            file?: string;
+                            command?: string;
+                        };
+                    };
                 };
                 /** Format: date-time */
                 logicalDate: string;
@@ -1053,6 +1067,13 @@ export interface components {
                         /** @default 10000 */
                         timeoutMs: number;
                     }[];
+                    secrets?: {
+                        [key: string]: {
+                            env?: string;
+                            file?: string;
+                            command?: string;
+                        };
+                    };
                 };
                 changes: {
                     field: string;
@@ -1721,6 +1742,13 @@ export interface components {
                     config: {
                         [key: string]: unknown;
                     };
+                    secrets?: {
+                        [key: string]: {
+                            env?: string;
+                            file?: string;
+                            command?: string;
+                        };
+                    };
                 };
             };
             metadata: components["schemas"]["EventMetadata"];
@@ -1800,6 +1828,13 @@ export interface components {
                         /** @default 10000 */
                         timeoutMs: number;
                     }[];
+                    secrets?: {
+                        [key: string]: {
+                            env?: string;
+                            file?: string;
+                            command?: string;
+                        };
+                    };
                 };
             };
             metadata: components["schemas"]["EventMetadata"];
@@ -2260,6 +2295,13 @@ export interface operations {
                         config: {
                             [key: string]: unknown;
                         };
+                        secrets?: {
+                            [key: string]: {
+                                env?: string;
+                                file?: string;
+                                command?: string;
+                            };
+                        };
                     }[];
                 };
             };
@@ -2348,6 +2390,13 @@ export interface operations {
                             /** @default 10000 */
                             timeoutMs: number;
                         }[];
+                        secrets?: {
+                            [key: string]: {
+                                env?: string;
+                                file?: string;
+                                command?: string;
+                            };
+                        };
                     }[];
                 };
             };
