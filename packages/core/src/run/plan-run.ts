@@ -5,13 +5,15 @@ import type { SchedulerProjection } from "../projection/scheduler-projection.js"
 import { firstSlotAtOrAfter, lastSlotEndingBy, nextCronTime, prevCronTime } from "../schedule/cron.js";
 import { type DateArg, dateArg, intervalOn } from "../schedule/day.js";
 import { shortInstant, toInstant } from "../schedule/interval.js";
-import { runStream, taskStream } from "../streams.js";
+import { runStream } from "../streams.js";
 import { describeWindow, planWindow, windowHalted } from "../task/backfill-window.js";
 import {
   type JoinedWindow,
+  joinedWindow,
   type PlannedWrite,
   type PlanRefusal,
   refusal,
+  resetWrite,
   unsettled,
   unsettledRefusal,
 } from "../task/plan-backfill.js";
@@ -116,7 +118,7 @@ function resets(
       refused.push(plan.reason);
       continue;
     }
-    const { joins, from, until, resume, ...position } = plan.reset;
+    const { joins } = plan.reset;
     const notes: string[] = [];
     if (task.status === "paused") notes.push(`paused: it waits for \`chronolog resume ${task.id}\``);
     if (!joins && Date.parse(task.logicalDate) < Date.parse(logicalDate))
@@ -125,40 +127,10 @@ function resets(
       );
     else if (!joins && Date.parse(task.logicalDate) > Date.parse(logicalDate))
       notes.push(`afterwards it returns to ${shortInstant(task.logicalDate)}, where it stands now`);
-    planned.push({
-      task: task.id,
-      interval: logicalDate,
-      ...(joins
-        ? {
-            merged: {
-              was: describeWindow(task, joins),
-              how: windowHalted(task) ? "took_over" : "joined",
-              from: position.logicalDate,
-              until,
-            },
-          }
-        : {}),
-      notes,
-    });
-    writes.push({
-      streamId: taskStream(task.key),
-      expectedRevision: task.revision,
-      events: [
-        {
-          type: "IntervalReset",
-          data: {
-            key: task.key,
-            // (Due when its interval ends, as on the schedule: always in the past here.)
-            ...position,
-            reason: "operator",
-            until,
-            ...(resume ? { resume } : {}),
-            ...(joins?.backfillId ? { backfillId: joins.backfillId } : {}),
-            ...(from !== position.logicalDate ? { from } : {}),
-          },
-        },
-      ],
-    });
+    const merged = joinedWindow(task, plan.reset);
+    planned.push({ task: task.id, interval: logicalDate, ...(merged ? { merged } : {}), notes });
+    // (Due when its interval ends, as on the schedule: always in the past here.)
+    writes.push(resetWrite(task, plan.reset, "operator", joins?.backfillId));
   }
   if (refused.length > 0) return refusal("state", `${refusedAs} refused: ${refused.join("; ")}`);
   return { kind: "ok", planned, writes };

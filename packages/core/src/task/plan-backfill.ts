@@ -5,7 +5,7 @@ import { firstSlotAtOrAfter, prevCronTime } from "../schedule/cron.js";
 import { type DateArg, rangeEnd, rangeStart } from "../schedule/day.js";
 import { shortInstant, toInstant } from "../schedule/interval.js";
 import { instanceStream, taskStream } from "../streams.js";
-import { describeWindow, planWindow, slotsIn, windowHalted } from "./backfill-window.js";
+import { describeWindow, planWindow, slotsIn, type WindowReset, windowHalted } from "./backfill-window.js";
 import type { TaskState } from "./state.js";
 
 /** One write a plan makes: events for a stream, expected at a revision (compare-and-set). */
@@ -37,6 +37,45 @@ export interface JoinedWindow {
   /** The range walked now. */
   readonly from: string;
   readonly until: string;
+}
+
+/** The pending window a range set on `task` joins or takes over, as a plan says it (none: none). */
+export function joinedWindow(task: TaskState, reset: WindowReset): JoinedWindow | undefined {
+  if (!reset.joins) return undefined;
+  return {
+    was: describeWindow(task, reset.joins),
+    how: windowHalted(task) ? "took_over" : "joined",
+    from: reset.logicalDate,
+    until: reset.until,
+  };
+}
+
+/** The IntervalReset that sets `task` back over the range `reset` decided, in the window `backfillId`. */
+export function resetWrite(
+  task: TaskState,
+  reset: WindowReset,
+  reason: "backfill" | "operator",
+  backfillId: string | undefined,
+): PlannedWrite {
+  const { joins: _, from, until, resume, ...position } = reset;
+  return {
+    streamId: taskStream(task.key),
+    expectedRevision: task.revision,
+    events: [
+      {
+        type: "IntervalReset",
+        data: {
+          key: task.key,
+          ...position,
+          reason,
+          until,
+          ...(resume ? { resume } : {}),
+          ...(backfillId ? { backfillId } : {}),
+          ...(from !== position.logicalDate ? { from } : {}),
+        },
+      },
+    ],
+  };
 }
 
 export interface BackfillTarget {
@@ -218,44 +257,18 @@ export function planBackfill(projection: SchedulerProjection, request: BackfillR
       continue;
     }
     reset.push(task);
-    const { joins, from: rangeFrom, until, resume, ...position } = plan.reset;
-    const windowId = joins?.backfillId ?? backfillId;
+    const windowId = plan.reset.joins?.backfillId ?? backfillId;
+    const merged = joinedWindow(task, plan.reset);
     targets.push({
       task: taskId,
       from: first,
       until: last,
       intervals: slotsIn(task, first, last),
       backfillId: windowId,
-      ...(joins
-        ? {
-            merged: {
-              was: describeWindow(task, joins),
-              how: windowHalted(task) ? "took_over" : "joined",
-              from: position.logicalDate,
-              until,
-            },
-          }
-        : {}),
+      ...(merged ? { merged } : {}),
       notes,
     });
-    writes.push({
-      streamId: taskStream(task.key),
-      expectedRevision: task.revision,
-      events: [
-        {
-          type: "IntervalReset",
-          data: {
-            key: task.key,
-            ...position,
-            reason: "backfill",
-            until,
-            ...(resume ? { resume } : {}),
-            backfillId: windowId,
-            ...(rangeFrom !== position.logicalDate ? { from: rangeFrom } : {}),
-          },
-        },
-      ],
-    });
+    writes.push(resetWrite(task, plan.reset, "backfill", windowId));
   }
   const busy = unsettled(projection, reset);
   if (busy.length > 0) return unsettledRefusal(busy);
