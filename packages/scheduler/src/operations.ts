@@ -18,24 +18,12 @@ import {
   type SchedulerProjection,
   type TaskState,
   taskStream,
-  unsettled,
-  unsettledRefusal,
   ValidationError,
 } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import { handleCommand } from "./command.js";
 import { NotFoundError, StateError } from "./errors.js";
 import { catchUp } from "./projection-loader.js";
-
-/**
- * Moving a task's schedule while an attempt of its current interval is in flight (or has
- * succeeded without the task advancing yet) would let that interval run again when the task
- * comes back to it: refused, naming the attempt, before anything is written.
- */
-export function requireSettled(projection: SchedulerProjection, tasks: readonly TaskState[]): void {
-  const busy = unsettled(projection, tasks);
-  if (busy.length > 0) throw refusalError("operation", unsettledRefusal(busy));
-}
 
 /** A planner's refusal as the error the edges map to an exit code or status. */
 export function refusalError(operation: string, r: PlanRefusal): Error {
