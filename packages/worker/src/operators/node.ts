@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -40,7 +40,7 @@ export function moduleUrl(module: string): string {
 const NODE_WRAPPER = [
   "( ( read -r _ <&4; kill -KILL 0 ) </dev/null >/dev/null 2>&1 & )",
   "exec 4<&-",
-  'exec "$0" "$1"',
+  'exec "$0" --input-type=module -e "$1"',
 ].join("\n");
 
 /** Sends `sig` to the task's process group (its node process, what it started, its watchdog). */
@@ -60,6 +60,16 @@ function runnerModule(): string {
   const beside = fileURLToPath(new URL("../node-runner.js", import.meta.url));
   if (existsSync(beside)) return beside;
   return fileURLToPath(new URL("../../dist/node-runner.js", import.meta.url));
+}
+
+let runnerSource: string | undefined;
+/**
+ * The runner's code, read once and given to node inline (`-e`): the task's user need not reach
+ * the worker's own files, which may lie under a directory only the scheduler's user can enter.
+ */
+function runnerCode(): string {
+  runnerSource ??= readFileSync(runnerModule(), "utf8");
+  return runnerSource;
 }
 
 /**
@@ -121,7 +131,7 @@ export function runNode(spec: NodeOperator, ctx: OperatorContext): Promise<Opera
         abortKillGraceMs(ctx.signal),
       );
     try {
-      child = spawn("/bin/sh", ["-c", NODE_WRAPPER, process.execPath, runnerModule()], {
+      child = spawn("/bin/sh", ["-c", NODE_WRAPPER, process.execPath, runnerCode()], {
         cwd: ctx.workDir ?? process.cwd(),
         env,
         detached: true,
