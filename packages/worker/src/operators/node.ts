@@ -145,6 +145,11 @@ export function runNode(spec: NodeOperator, ctx: OperatorContext): Promise<Opera
     // The outcome is known once the function has ended (or the process has) and what the
     // process printed has all been read (or, after its exit, a drain's time has passed).
     let ended: (() => OperatorOutcome) | undefined;
+    /**
+     * Whether `ended` is only the process's exit: the function's own answer may still be on its
+     * way (a message and the exit event come in either order), and takes its place.
+     */
+    let endedByExit = false;
     let outputOpen = 2;
     const settleIfKnown = (): void => {
       if (ended && outputOpen === 0) finish(ended());
@@ -178,12 +183,13 @@ export function runNode(spec: NodeOperator, ctx: OperatorContext): Promise<Opera
       ),
     );
     child.on("message", (msg: RunnerReport) => {
-      if (done || ended) return;
+      if (done || (ended && !endedByExit)) return;
       switch (msg?.kind) {
         case "log":
           ctx.output?.write(msg.text.endsWith("\n") ? msg.text : `${msg.text}\n`);
           return;
         case "returned": {
+          endedByExit = false;
           const durationMs = elapsed();
           ended = () => {
             if (msg.json !== "") ctx.output?.write(`${msg.json}\n`);
@@ -193,6 +199,7 @@ export function runNode(spec: NodeOperator, ctx: OperatorContext): Promise<Opera
           return;
         }
         case "threw": {
+          endedByExit = false;
           const durationMs = elapsed();
           ended = () => {
             const text = msg.stack ?? msg.message;
@@ -212,6 +219,7 @@ export function runNode(spec: NodeOperator, ctx: OperatorContext): Promise<Opera
       if (!ended) {
         const durationMs = elapsed();
         const how = signal ? `was killed by signal ${signal}` : `exited with code ${code}`;
+        endedByExit = true;
         ended = () =>
           failure("exception", `the task's process ${how} before its function returned`, durationMs, {
             stderrTail: stderr.toString(),
