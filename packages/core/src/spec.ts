@@ -150,6 +150,17 @@ export const alertSinkSchema = z
   });
 export type AlertSink = z.output<typeof alertSinkSchema>;
 
+/**
+ * A worker queue's name: where a task's attempts run. A task with no queue runs in the
+ * scheduler's own worker pool; one with a queue runs only on workers that serve that queue.
+ */
+export const queueName = z
+  .string()
+  .regex(
+    /^[a-z0-9][a-z0-9_.-]{0,63}$/,
+    "a queue name is lower-case letters, digits, _, . and -, at most 64, starting with a letter or digit",
+  );
+
 /** The normalised declaration of one task, as recorded in TaskDeclared / TaskDeclarationChanged. */
 export const taskSpecSchema = z
   .object({
@@ -162,6 +173,8 @@ export const taskSpecSchema = z
     catchup: z.boolean().default(true),
     operator: operatorSchema,
     connection: keyPart.optional(),
+    /** The worker queue its attempts go to; absent: the scheduler's own pool. */
+    queue: queueName.optional(),
     parents: z.array(taskKeySchema).default([]),
     retry: retryPolicySchema.default(DEFAULT_RETRY),
     idempotent: z.boolean().default(false),

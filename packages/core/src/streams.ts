@@ -43,5 +43,10 @@ export function alertStream(alertId: string): string {
   return `alert-${alertId}`;
 }
 
+/** One stream per remote worker: `worker-<id>`, its connections and disconnections. */
+export function workerStream(workerId: string): string {
+  return `worker-${workerId}`;
+}
+
 /** The one stream of the HTTP API's access tokens: issued and revoked, in order. */
 export const ACCESS_TOKEN_STREAM = "access-tokens";

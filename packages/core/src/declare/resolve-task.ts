@@ -94,6 +94,7 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
   };
   if (operator) checkLiteralCredentials(operator, at("operator"), label, issues);
 
+  const queue = pick("queue");
   const parents = resolveParents(d, issues);
   const alerts = [...(wf?.spec.alerts ?? []), ...parseSinks(decl.alerts, d, label, issues)];
   const clean = issues.errorCount === errorsBefore;
@@ -121,6 +122,7 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
     ...(wf ? { workflow: wf.spec.name } : {}),
     ...(end ? { endDate: end } : {}),
     ...(connection ? { connection: connection.value } : {}),
+    ...(queue ? { queue: queue.value } : {}),
     ...(decl.cacheKey !== undefined ? { cacheKey: decl.cacheKey } : {}),
     ...(Object.keys(secrets).length > 0 ? { secrets } : {}),
   };

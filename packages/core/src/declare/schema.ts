@@ -3,6 +3,7 @@ import { keyPart } from "../keys.js";
 import {
   connectionSpecSchema,
   paramName,
+  queueName,
   retryPolicySchema,
   secretsSchema,
   workflowSpecSchema,
@@ -68,6 +69,8 @@ const inheritable = {
   endDate: declaredDateTime.optional(),
   catchup: z.boolean().optional(),
   connection: keyPart.optional(),
+  /** The worker queue its attempts go to (workers started with `--queue NAME`). */
+  queue: queueName.optional(),
   retry: declaredRetrySchema.optional(),
   idempotent: z.boolean().optional(),
   leaseSeconds: z.number().int().min(1).max(86_400).optional(),

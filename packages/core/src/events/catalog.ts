@@ -68,6 +68,8 @@ export const eventCatalog = {
   ConnectionSlotsTaken: entry(S.ConnectionSlotsTaken),
   WorkflowDeclared: entry(S.WorkflowDeclared),
   WorkflowRetired: entry(S.WorkflowRetired),
+  WorkerConnected: entry(S.WorkerConnected),
+  WorkerDisconnected: entry(S.WorkerDisconnected),
   AccessTokenIssued: entry(S.AccessTokenIssued),
   AccessTokenRevoked: entry(S.AccessTokenRevoked),
   Note: entry(S.Note),

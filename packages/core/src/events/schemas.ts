@@ -5,6 +5,7 @@ import {
   alertSinkSchema,
   connectionSpecSchema,
   instant,
+  queueName,
   taskSpecSchema,
   workflowSpecSchema,
 } from "../spec.js";
@@ -400,6 +401,39 @@ export const AccessTokenIssued = z
   .strict();
 /** A token revoked: it is refused from then on, and its name may be issued again. */
 export const AccessTokenRevoked = z.object({ name: accessTokenName, reason: reason.optional() }).strict();
+
+// ---- remote workers ------------------------------------------------------------------------
+
+const workerId = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/, "a worker id is letters, digits, _, ., : and -, at most 128");
+/**
+ * A worker on another host connected to a scheduler and registered: from then on the scheduler
+ * sends it attempts of its queues, at most `capacity` at once. Written on the worker's stream
+ * (`worker-<id>`) by the scheduler it connected to, before any attempt is sent to it.
+ */
+export const WorkerConnected = z
+  .object({
+    worker: workerId,
+    host: z.string().min(1).max(255),
+    queues: z.array(queueName).min(1).max(64),
+    capacity: z.number().int().min(1).max(100_000),
+    /** The worker's protocol version and build, e.g. `1 (chronolog 0.1.0)`. */
+    version: z.string().min(1).max(128),
+    /** The scheduler it connected to (its member id when several share a Kafka log). */
+    scheduler: z.string().min(1).max(255).optional(),
+    /** The name of the token it connected with. */
+    token: z.string().min(1).max(64).optional(),
+    /** Attempts it still ran when it connected (after a reconnect): their dispatch tokens. */
+    running: z.array(z.string().min(1)).max(100_000).default([]),
+  })
+  .strict();
+/**
+ * A remote worker is gone from the scheduler: it said goodbye, its link broke, it fell behind
+ * (its buffer filled) or its heartbeats stopped. Its attempts are handled as a lost worker's
+ * (the reconcile loop), unless it reconnects and announces them first.
+ */
+export const WorkerDisconnected = z.object({ worker: workerId, reason: reason }).strict();
 
 // ---- free-form (the `log append` command, tests) ------------------------------------------
 

@@ -128,6 +128,10 @@ export function summarizeEvent(e: DomainEvent): string {
       return `${formatTaskKey(e.data.key)} ${shortInstant(e.data.logicalDate)} marked ${e.data.outcome === "success" ? "succeeded" : "skipped"} by ${e.data.by}${because(e.data.reason)}`;
     case "WorkflowRetired":
       return `workflow ${e.data.name} retired with ${counted(e.data.tasks.length, "task")}${e.data.tasks.length > 0 ? ` (${e.data.tasks.map(formatTaskKey).join(", ")})` : ""}${because(e.data.reason)}`;
+    case "WorkerConnected":
+      return `worker ${e.data.worker} on ${e.data.host} connected: ${e.data.queues.length === 1 ? "queue" : "queues"} ${e.data.queues.join(", ")}, capacity ${e.data.capacity}, version ${e.data.version}${e.data.running.length > 0 ? `, still running ${counted(e.data.running.length, "attempt")}` : ""}`;
+    case "WorkerDisconnected":
+      return `worker ${e.data.worker} disconnected: ${e.data.reason}`;
     case "AccessTokenIssued":
       return `token ${e.data.name} issued (${e.data.scope}${e.data.projects.length > 0 ? ` in ${e.data.projects.join(", ")}` : ""})`;
     case "AccessTokenRevoked":
