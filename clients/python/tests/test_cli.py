@@ -154,6 +154,11 @@ class DeclareTest(unittest.TestCase):
         self.assertEqual((e.status, e.kind), (409, "wrong_expected_revision"))
         self.assertEqual(e.stream_id, "task-sales/acme/contested/ALL")
         self.assertIn("declared by another writer", e.detail)
+        # Both revisions: the one it was decided on, and the one another writer left.
+        self.assertIsNotNone(e.expected)
+        self.assertIsNotNone(e.actual)
+        self.assertNotEqual(e.expected, e.actual)
+        self.assertTrue(str(e.actual).isdigit(), e.problem)
 
 
 if __name__ == "__main__":

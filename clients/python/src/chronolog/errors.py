@@ -116,19 +116,26 @@ class ConflictError(ChronologError):
     """409: a compare-and-set lost to another writer; nothing was written.
 
     ``stream_id`` names the stream, ``expected`` the revision this write was decided on and
-    ``actual`` the one the stream had (when the server says them)."""
+    ``actual`` the one another writer left it at (a revision, or ``no_stream``), as the server
+    says them; for a command that kept losing, those of its last conflict (``last``)."""
+
+    def _field(self, name: str) -> str | None:
+        if name in self.problem:
+            return _str(self.problem[name])
+        last = self.problem.get("last")
+        return _str(last.get(name)) if isinstance(last, Mapping) else None
 
     @property
     def stream_id(self) -> str | None:
-        return _str(self.problem.get("streamId"))
+        return self._field("streamId")
 
     @property
     def expected(self) -> str | None:
-        return _str(self.problem.get("expected"))
+        return self._field("expected")
 
     @property
     def actual(self) -> str | None:
-        return _str(self.problem.get("actual"))
+        return self._field("actual")
 
 
 class PayloadTooLargeError(ChronologError):
