@@ -198,6 +198,10 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(issue["file"], "<request>")
         with self.assertRaises(NotFoundError):
             self.admin.task("sales/acme/bad/ALL")
+        # A dry run is refused with the same issues.
+        with self.assertRaises(ValidationError) as dry:
+            self.admin.declare(wf, dry_run=True)
+        self.assertEqual(dry.exception.issues, e.issues)
         with self.assertRaises(ValidationError) as undeclared:
             self.admin.trigger("py_etl", params={"nope": "x"})
         self.assertIn('no param "nope"', undeclared.exception.detail)
