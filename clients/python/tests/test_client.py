@@ -176,7 +176,10 @@ class ClientTest(unittest.TestCase):
     def test_a_python_task_is_refused_by_the_schedulers_own_workers(self) -> None:
         wf = Workflow("py_on_node", project="sales", account="acme", cron="0 2 * * *", start_date=midnight(20))
         wf.add(Task("pyfn", python("tests.pipeline:load", args={"region": "eu"})))
-        self.admin.declare(wf)
+        declared = self.admin.declare(wf)
+        # Declared without a queue, with a warning that none of the scheduler's workers runs it.
+        (warning,) = declared["warnings"]
+        self.assertIn("a python task runs on a Python worker serving its queue", str(warning))
         run_id = self.admin.trigger("py_on_node", logical_date=day(-2))["runId"]
         self.assertEqual(run_status(self.admin.wait(run_id, timeout=120, check=False)), "failed")
         (attempt,) = self.admin.attempts("sales/acme/pyfn/ALL")

@@ -395,8 +395,14 @@ describe("validateDeclarations: each check names the task and the field", () => 
     const [task] = okOf(validate([standalone({ operator, queue: "py" })])).tasks;
     expect(task?.operator).toEqual(operator);
     expect(task?.queue).toBe("py");
-    const bare = okOf(validate([standalone({ operator: { type: "python", function: "m:f" } })])).tasks[0];
-    expect(bare?.operator).toEqual({ type: "python", function: "m:f", args: {} });
+    expect(okOf(validate([standalone({ operator, queue: "py" })])).warnings).toEqual([]);
+    const bare = okOf(validate([standalone({ operator: { type: "python", function: "m:f" } })]));
+    expect(bare.tasks[0]?.operator).toEqual({ type: "python", function: "m:f", args: {} });
+    // Without a queue it is declared, with a warning: no worker of the scheduler's runs it.
+    expect(bare.warnings).toEqual([
+      expect.objectContaining({ path: "tasks[0].operator", task: "p/a/t/ALL", code: "operator" }),
+    ]);
+    expect(bare.warnings[0]?.message).toContain("a python task runs on a Python worker serving its queue");
   });
 
   it("refuses a python function that is not module.path:qualname, naming the field", () => {
