@@ -8,7 +8,7 @@ import unittest
 from datetime import datetime, timedelta, timezone
 from urllib.parse import urlsplit
 
-from chronolog import Client, Event, Task, noop
+from chronolog import Client, Event, Task, TooManyRequestsError, noop
 from tests.server import Chronolog, Proxy, wait_for
 
 KEY = "follow/acme/ticker/ALL"
@@ -101,6 +101,28 @@ class FollowTest(unittest.TestCase):
         self.assertTrue(all(e.stream_id == f"task-{KEY}" for e in seen))
         self.assertGreaterEqual(follower.reconnects, 2)
         self.assertGreaterEqual(self.proxy.accepted, 3)
+
+
+
+
+class StreamCapTest(unittest.TestCase):
+    def test_a_stream_over_the_tokens_cap_is_429_with_retry_after(self) -> None:
+        server = Chronolog("caps")
+        try:
+            token = server.token("admin", "admin")
+            client = Client(server.start(("serve", "--max-streams-per-token", "1")), token)
+            with client.follow() as first:
+                opened = threading.Thread(target=lambda: next(iter(first), None), daemon=True)
+                opened.start()
+                wait_for("the first stream to open", lambda: first.connected)
+                second = client.follow(reconnect=False)
+                with self.assertRaises(TooManyRequestsError) as refused:
+                    next(iter(second))
+                self.assertEqual(refused.exception.status, 429)
+                self.assertEqual(refused.exception.retry_after, 5.0)
+                self.assertTrue(refused.exception.detail)
+        finally:
+            server.stop()
 
 
 if __name__ == "__main__":

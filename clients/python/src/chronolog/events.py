@@ -31,7 +31,8 @@ class Follower:
     to the last position it gave, so the stream resumes exactly after it.
 
     ``position`` is the last event's position given (``None`` before the first), ``reconnects``
-    how many times it connected again. ``close()`` ends the iteration (from any thread)."""
+    how many times it connected again, ``connected`` whether a stream is open now. ``close()``
+    ends the iteration (from any thread)."""
 
     def __init__(
         self,
@@ -45,6 +46,7 @@ class Follower:
         self._t = transport
         self.position: int | None = last
         self.reconnects = 0
+        self.connected = False
         self._reconnect = reconnect
         self._idle = idle_timeout
         self._max_backoff = max_backoff
@@ -121,8 +123,10 @@ class Follower:
                 raise TransportError(f"GET /events: {e or type(e).__name__}") from e
             if res.status != 200:
                 raise problem_of(Answer(res.status, {k.lower(): v for k, v in res.getheaders()}, res.read()))
+            self.connected = True
             yield from self._read(res)
         finally:
+            self.connected = False
             self._conn = None
             conn.close()
 
