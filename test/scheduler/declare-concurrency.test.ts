@@ -86,6 +86,11 @@ describe("declare: two producers at once", () => {
         expect(error).toBeInstanceOf(DeclaredMeanwhileError);
         expect(error.type).toBe("wrong_expected_revision");
         expect(error.subject).toBe("task p/x/shared/ALL");
+        // Both revisions: the one it was decided on, and the one the winner left the stream at.
+        expect(error.streamId).toBe("task-p/x/shared/ALL");
+        expect(error.expected).toBeDefined();
+        expect(error.actual).toBeDefined();
+        expect(error.actual).not.toBe(error.expected);
         const winner = outcomes[0]?.status === "fulfilled" ? 30 : 60;
         expect(reader.tasks.get("p/x/shared/ALL")?.spec.leaseSeconds).toBe(winner);
       } finally {

@@ -76,6 +76,20 @@ export const secretsSchema = z.record(z.string(), secretSourceSchema).superRefin
 });
 export type Secrets = z.output<typeof secretsSchema>;
 
+/** A Python identifier (ASCII): letters, digits and `_`, not starting with a digit. */
+const PY_IDENT = "[A-Za-z_][A-Za-z0-9_]*";
+
+/**
+ * A Python function's reference, `module.path:qualname` (as setuptools' entry points write it):
+ * the dotted module a Python worker imports, and the dotted name of the function in it.
+ */
+export const pythonFunctionRef = z
+  .string()
+  .regex(
+    new RegExp(`^${PY_IDENT}(\\.${PY_IDENT})*:${PY_IDENT}(\\.${PY_IDENT})*$`),
+    'a python function is "module.path:qualname" (dotted Python names, one colon), e.g. "mypipeline.orders:load"',
+  );
+
 export const operatorSchema = z.discriminatedUnion("type", [
   z
     .object({
@@ -108,6 +122,15 @@ export const operatorSchema = z.discriminatedUnion("type", [
       timeoutMs: z.number().int().positive().optional(),
       /** Staged outputs: on success the attempt's staging directory is moved here, atomically. */
       publishTo: z.string().min(1).optional(),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal("python"),
+      /** `module.path:qualname`, the function a Python worker imports and calls. */
+      function: pythonFunctionRef,
+      /** Keyword arguments the function is called with (templates rendered, as a node task's). */
+      args: z.record(z.string(), z.unknown()).default({}),
     })
     .strict(),
   z.object({ type: z.literal("noop") }).strict(),
@@ -196,7 +219,7 @@ export const connectionSpecSchema = z
   .object({
     name: keyPart,
     /** Which operators may use it; empty means any. */
-    operators: z.array(z.enum(["shell", "http", "node", "noop"])).default([]),
+    operators: z.array(z.enum(["shell", "http", "node", "python", "noop"])).default([]),
     maxParallelism: z.number().int().min(1).max(100_000).default(16),
     /** Order in which queued tasks are released: by priority (higher first), then logical date. */
     sortOrder: z.enum(["logical_date", "priority"]).default("logical_date"),

@@ -390,6 +390,38 @@ describe("validateDeclarations: each check names the task and the field", () => 
     expect(e.message).toContain("0 25 * * *");
   });
 
+  it("takes a python operator, a function by its module:qualname with args (templates rendered)", () => {
+    const operator = { type: "python", function: "mypipeline.orders:Loader.load", args: { day: "{{ ds }}" } };
+    const [task] = okOf(validate([standalone({ operator, queue: "py" })])).tasks;
+    expect(task?.operator).toEqual(operator);
+    expect(task?.queue).toBe("py");
+    expect(okOf(validate([standalone({ operator, queue: "py" })])).warnings).toEqual([]);
+    const bare = okOf(validate([standalone({ operator: { type: "python", function: "m:f" } })]));
+    expect(bare.tasks[0]?.operator).toEqual({ type: "python", function: "m:f", args: {} });
+    // Without a queue it is declared, with a warning: no worker of the scheduler's runs it.
+    expect(bare.warnings).toEqual([
+      expect.objectContaining({ path: "tasks[0].operator", task: "p/a/t/ALL", code: "operator" }),
+    ]);
+    expect(bare.warnings[0]?.message).toContain("a python task runs on a Python worker serving its queue");
+  });
+
+  it("refuses a python function that is not module.path:qualname, naming the field", () => {
+    for (const fn of [
+      "load",
+      "mypipeline.orders.load",
+      "a:b:c",
+      "my-pipeline:load",
+      "m:",
+      ":f",
+      "1m:f",
+      "m:f()",
+    ]) {
+      const e = single(errorsOf(validate([standalone({ operator: { type: "python", function: fn } })])));
+      expect(e, fn).toMatchObject({ path: "tasks[0].operator.function", task: "p/a/t/ALL" });
+      expect(e.message, fn).toContain('a python function is "module.path:qualname"');
+    }
+  });
+
   it("rejects crons without 5 fields, unknown aliases and hashed values", () => {
     for (const cron of ["0 2 * *", "0 0 2 * * *", "@secondly", "@fortnightly", "H 2 * * *", "not a cron"]) {
       const e = single(errorsOf(validate([standalone({ cron })])));

@@ -407,6 +407,7 @@ export function renderOperator(
       };
     }
     case "node":
+    case "python":
       return {
         ...operator,
         args: renderDeep(operator.args, "operator.args", render) as Record<string, unknown>,

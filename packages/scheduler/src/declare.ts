@@ -14,7 +14,7 @@ import {
   type TemplateIssue,
   validateDeclarations,
 } from "@chronolog/core";
-import type { AppendResult, EventLog, StreamWrite } from "@chronolog/log";
+import type { AppendResult, EventLog, ExpectedRevision, StreamWrite } from "@chronolog/log";
 import {
   type RenderContext,
   renderOperator,
@@ -146,6 +146,8 @@ export async function declare(
   // What each declared thing was when first decided on: a retry that finds one declared anew
   // by someone else (and not to what this declaration says) refuses rather than overwrite it.
   let first: Map<string, string> | null = null;
+  // The revision each stream was at when first decided on, for the refusal to name.
+  let firstRevisions: Map<string, ExpectedRevision> | null = null;
   const outcome = await handleCommand(log, {
     name: "declare",
     // Always on the log as it is now (not only after a conflict): what this declaration finds
@@ -158,8 +160,15 @@ export async function declare(
       const decided = decideOn(state, sources, nowMs, options);
       warnings = decided.warnings;
       const now = declaredVersions(state, decided.decision);
-      if (first === null) first = now;
-      else refuseIfDeclaredMeanwhile(state, decided.decision, first, now);
+      const revisions = new Map(decided.decision.writes.map((w) => [w.streamId, w.expectedRevision]));
+      if (first === null || firstRevisions === null) {
+        first = now;
+        firstRevisions = revisions;
+      } else
+        refuseIfDeclaredMeanwhile(state, decided.decision, first, now, {
+          first: firstRevisions,
+          now: revisions,
+        });
       return { writes: decided.decision.writes, result: decided.decision };
     },
     append: (writes) => appendInBatches(log, writes),
@@ -201,6 +210,7 @@ function refuseIfDeclaredMeanwhile(
   decision: Pick<DeclareOutcome, "tasks" | "workflows" | "connections">,
   first: ReadonlyMap<string, string>,
   now: ReadonlyMap<string, string>,
+  revisions: { first: ReadonlyMap<string, ExpectedRevision>; now: ReadonlyMap<string, ExpectedRevision> },
 ): void {
   const items = [
     ...decision.tasks.map((t) => ({ what: `task ${t.task}`, outcome: t.outcome, stream: `task-${t.task}` })),
@@ -219,7 +229,10 @@ function refuseIfDeclaredMeanwhile(
     if (item.outcome === "unchanged") continue;
     const before = first.get(item.what);
     if (before === undefined || before === now.get(item.what)) continue;
-    throw new DeclaredMeanwhileError(item.what, item.stream, state);
+    throw new DeclaredMeanwhileError(item.what, item.stream, state, {
+      expected: revisions.first.get(item.stream),
+      actual: revisions.now.get(item.stream),
+    });
   }
 }
 
@@ -227,16 +240,23 @@ function refuseIfDeclaredMeanwhile(
 export class DeclaredMeanwhileError extends ChronologError {
   readonly type = "wrong_expected_revision" as const;
   readonly streamId: string;
+  /** The revision the stream was at when this declaration was decided on. */
+  readonly expected: ExpectedRevision | undefined;
+  /** The revision the other writer left it at. */
+  readonly actual: ExpectedRevision | undefined;
   constructor(
     readonly subject: string,
     streamId: string,
     state: SchedulerProjection,
+    revisions: { expected?: ExpectedRevision | undefined; actual?: ExpectedRevision | undefined } = {},
   ) {
     super(
       `${subject} was declared by another writer while this declaration was being written (the log is at position ${state.position}): nothing was written; declare again to put this version over that one`,
     );
     this.name = "DeclaredMeanwhileError";
     this.streamId = streamId;
+    this.expected = revisions.expected;
+    this.actual = revisions.actual;
   }
 }
 

@@ -19,6 +19,8 @@ export interface RunCommand {
   readonly token: string;
   /** The rendered operator (an OperatorSpec with templates already rendered). */
   readonly operator: Record<string, unknown>;
+  /** The task's worker queue, when it declares one (workers that serve that queue run it). */
+  readonly queue?: string;
   /** Seconds the lease lasts without a heartbeat; the worker heartbeats at a third of it. */
   readonly leaseSeconds: number;
   /** Extra environment for shell tasks (merged over the worker's own). */

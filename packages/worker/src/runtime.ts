@@ -403,6 +403,7 @@ export class WorkerRuntime {
         attempt,
         logicalDate: cmd.logicalDate,
         taskKey: cmd.taskKey,
+        ...(cmd.queue !== undefined ? { queue: cmd.queue } : {}),
         stagingDir,
         ...(workDir !== undefined ? { workDir } : {}),
         env: masker && spec.type !== "http" ? { ...cmd.env, ...secretValues } : cmd.env,

@@ -50,6 +50,7 @@ export function checkLiteralCredentials(
       for (const [k, v] of Object.entries(operator.env)) warnUrl(v, `env.${k}`);
       break;
     case "node":
+    case "python":
       warnUrl(JSON.stringify(operator.args), "args");
       break;
     case "noop":

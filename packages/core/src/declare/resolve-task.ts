@@ -95,6 +95,14 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
   if (operator) checkLiteralCredentials(operator, at("operator"), label, issues);
 
   const queue = pick("queue");
+  // A python task runs only on a Python worker serving its queue: without one, it never runs.
+  if (operator?.type === "python" && !queue)
+    issues.warning(
+      "operator",
+      at("operator"),
+      "a python task runs on a Python worker serving its queue: give it one (queue: NAME), or the scheduler's own workers refuse each attempt",
+      label,
+    );
   const parents = resolveParents(d, issues);
   const alerts = [...(wf?.spec.alerts ?? []), ...parseSinks(decl.alerts, d, label, issues)];
   const clean = issues.errorCount === errorsBefore;

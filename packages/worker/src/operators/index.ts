@@ -1,6 +1,7 @@
 import { runHttp } from "./http.js";
 import { runNode } from "./node.js";
 import { runNoop } from "./noop.js";
+import { refusePython } from "./python.js";
 import { runShell } from "./shell.js";
 import type { WorkerOperator } from "./spec.js";
 import type { OperatorContext, OperatorOutcome } from "./types.js";
@@ -14,6 +15,8 @@ export function runOperator(spec: WorkerOperator, ctx: OperatorContext): Promise
       return runHttp(spec, ctx);
     case "node":
       return runNode(spec, ctx);
+    case "python":
+      return refusePython(spec, ctx);
     case "noop":
       return runNoop(spec, ctx);
   }

@@ -3,6 +3,7 @@ import type { OperatorSpec } from "@chronolog/core";
 export type ShellOperator = Extract<OperatorSpec, { type: "shell" }>;
 export type HttpOperator = Extract<OperatorSpec, { type: "http" }>;
 export type NodeOperator = Extract<OperatorSpec, { type: "node" }>;
+export type PythonOperator = Extract<OperatorSpec, { type: "python" }>;
 export type NoopOperator = Extract<OperatorSpec, { type: "noop" }>;
 
 /** A rendered operator as the worker runs it: an OperatorSpec plus the worker-only `publishTo`. */
@@ -73,6 +74,15 @@ export function parseOperator(raw: Record<string, unknown>): WorkerOperator {
         args: args as Record<string, unknown>,
         timeoutMs: optMs(raw.timeoutMs),
         ...extra,
+      };
+    }
+    case "python": {
+      const args = raw.args ?? {};
+      if (typeof args !== "object" || args === null) throw new Error("python args must be an object");
+      return {
+        type: "python",
+        function: str(raw.function, "python function"),
+        args: args as Record<string, unknown>,
       };
     }
     case "noop":

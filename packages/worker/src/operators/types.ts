@@ -13,6 +13,8 @@ export interface OperatorContext {
    * working directory), when the worker gives each attempt one (see TaskSandbox.workRoot).
    */
   readonly workDir?: string;
+  /** The task's worker queue, when it declares one. */
+  readonly queue?: string;
   /** The RunCommand's extra environment (shell and node tasks). */
   readonly env?: Readonly<Record<string, string>>;
   /** Aborted on cancel or worker shutdown; the reason is an {@link AttemptAbort}. */

@@ -660,9 +660,18 @@ export interface components {
                         publishTo?: string;
                     } | {
                         /** @enum {string} */
+                        type: "python";
+                        function: string;
+                        /** @default {} */
+                        args: {
+                            [key: string]: unknown;
+                        };
+                    } | {
+                        /** @enum {string} */
                         type: "noop";
                     };
                     connection?: string;
+                    queue?: string;
                     /** @default [] */
                     parents: {
                         project: string;
@@ -842,9 +851,18 @@ export interface components {
                         publishTo?: string;
                     } | {
                         /** @enum {string} */
+                        type: "python";
+                        function: string;
+                        /** @default {} */
+                        args: {
+                            [key: string]: unknown;
+                        };
+                    } | {
+                        /** @enum {string} */
                         type: "noop";
                     };
                     connection?: string;
+                    queue?: string;
                     /** @default [] */
                     parents: {
                         project: string;
@@ -999,9 +1017,18 @@ export interface components {
                         publishTo?: string;
                     } | {
                         /** @enum {string} */
+                        type: "python";
+                        function: string;
+                        /** @default {} */
+                        args: {
+                            [key: string]: unknown;
+                        };
+                    } | {
+                        /** @enum {string} */
                         type: "noop";
                     };
                     connection?: string;
+                    queue?: string;
                     /** @default [] */
                     parents: {
                         project: string;
@@ -1730,7 +1757,7 @@ export interface components {
                 spec: {
                     name: string;
                     /** @default [] */
-                    operators: ("shell" | "http" | "node" | "noop")[];
+                    operators: ("shell" | "http" | "node" | "python" | "noop")[];
                     /** @default 16 */
                     maxParallelism: number;
                     /**
@@ -1856,6 +1883,39 @@ export interface components {
                     partition: string;
                 }[];
                 reason?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "WorkerConnected";
+            data: {
+                worker: string;
+                host: string;
+                queues: string[];
+                capacity: number;
+                version: string;
+                scheduler?: string;
+                token?: string;
+                /** @default [] */
+                running: string[];
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "WorkerDisconnected";
+            data: {
+                worker: string;
+                reason: string;
             };
             metadata: components["schemas"]["EventMetadata"];
         } | {
@@ -2283,7 +2343,7 @@ export interface operations {
                     "application/json": {
                         name: string;
                         /** @default [] */
-                        operators: ("shell" | "http" | "node" | "noop")[];
+                        operators: ("shell" | "http" | "node" | "python" | "noop")[];
                         /** @default 16 */
                         maxParallelism: number;
                         /**
