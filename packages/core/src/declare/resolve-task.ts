@@ -63,8 +63,17 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
   const { operator, inline } = checkOperator(decl.operator, d, label, issues);
 
   // An outside task is never run: a connection or queue of its own would promise slots and
-  // workers it never takes, so it is an error; one inherited from its workflow is not carried.
+  // workers it never takes, so it is an error.
   const external = operator?.type === "external";
+  // A run is what Chronolog runs: an outside task stands on its own, and a workflow's tasks
+  // name it as a parent.
+  if (external && wf)
+    issues.error(
+      "operator",
+      at("operator"),
+      "an external task is declared on its own (under tasks:), not in a workflow: Chronolog never runs it, and the workflow's tasks name it as a parent",
+      label,
+    );
   if (external)
     for (const field of ["connection", "queue"] as const)
       if (decl[field] !== undefined)
