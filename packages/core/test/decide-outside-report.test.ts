@@ -233,6 +233,10 @@ describe("decideOutsideReport: out of order, repeated, conflicting", () => {
     });
     const why = explainTask(p, idOf("v"), LATER_MS);
     expect(why.condition).toBe("failed");
+    expect(why.reasons).toEqual([
+      `stopped at 2026-11-28T02:00Z, failed: reported failed by ${BY}: no file in the drop`,
+      `it goes on once 2026-11-28T02:00Z is reported succeeded (chronolog report ${idOf("v")} --interval ${DAY}), or marked`,
+    ]);
     expect(why.nextSteps.map((s) => s.action)).toEqual([
       "report_succeeded",
       "mark_succeeded",

@@ -3,7 +3,7 @@ import type { InstanceState } from "../instance/state.js";
 import { formatTaskKey } from "../keys.js";
 import { shortInstant } from "../schedule/interval.js";
 import { isExternal } from "../spec.js";
-import type { TaskState } from "../task/state.js";
+import type { TaskFailure, TaskState } from "../task/state.js";
 
 /**
  * `why` for outside tasks (`operator: { type: external }`): what their children wait for, and
@@ -75,4 +75,23 @@ export function describeOutsideBlock(
   const first = Date.parse(parent.logicalDate) <= Date.parse(r.expected) ? parent.logicalDate : r.expected;
   const through = first === r.expected ? "" : ` (and its intervals through ${reportedDate(r.expected)})`;
   return `waits for an outside report of ${id} ${reportedDate(first)}${through}${r.paused ? " (it is paused)" : ""}`;
+}
+
+/** Why an outside task stopped at an interval reported failed, and the reports held behind it. */
+export function describeOutsideFailure(
+  task: TaskState,
+  failure: TaskFailure,
+  view: { readonly instances: ReadonlyMap<string, InstanceState> },
+): string[] {
+  const at = reportedDate(failure.logicalDate);
+  const out = [
+    `stopped at ${at}, ${failure.state}: ${failure.reason}`,
+    `it goes on once ${at} is reported succeeded (${reportCommand(task.id, failure.logicalDate)}), or marked`,
+  ];
+  const held = heldReports(task, view.instances);
+  if (held.length > 0)
+    out.push(
+      `held until it is in (its intervals complete in order): ${held.map((i) => `${reportedDate(i.logicalDate)} ${describeReport(i)}`).join("; ")}`,
+    );
+  return out;
 }

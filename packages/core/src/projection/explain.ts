@@ -19,7 +19,12 @@ import {
 } from "../task/decide-task.js";
 import type { TaskState } from "../task/state.js";
 import { counted } from "../words.js";
-import { describeAwaited, describeOutsideBlock, reportCommand } from "./explain-outside.js";
+import {
+  describeAwaited,
+  describeOutsideBlock,
+  describeOutsideFailure,
+  reportCommand,
+} from "./explain-outside.js";
 
 /** Where a task stands, in one word (the `NOW` column of `chronolog tasks`). */
 export type TaskCondition =
@@ -195,7 +200,12 @@ export function explainTask(
     };
   }
   const decision = decideTask(view, task, nowMs, options.slots ?? projectedSlots(view), options);
-  const { condition, reasons } = describeDecision(decision, view, task.logicalDate, nowMs);
+  const described = describeDecision(decision, view, task.logicalDate, nowMs);
+  const { condition } = described;
+  const reasons =
+    decision.kind === "failed" && isExternal(task.spec)
+      ? describeOutsideFailure(task, decision.failure, view)
+      : described.reasons;
   return {
     task: taskId,
     condition,
