@@ -11,7 +11,16 @@ import {
   taskStream,
 } from "@chronolog/core";
 import { describe, expect, it } from "vitest";
-import { DAY, declaredTask, idOf, keyOf, NEXT_DAY, streamOf, taskSpec } from "./support/events.js";
+import {
+  DAY,
+  declaredTask,
+  idOf,
+  intervalCompleted,
+  keyOf,
+  NEXT_DAY,
+  streamOf,
+  taskSpec,
+} from "./support/events.js";
 import { type Given, instanceOf, on, projectionOf, specification } from "./support/specification.js";
 
 const BY = "api:acme-drop";
@@ -130,6 +139,17 @@ describe("decideOutsideReport: an outside task's interval reported by its produc
   });
 
   it("an outside task is never ready to dispatch, whatever its parents", () => {
+    // Its parent has finished the interval: a task run by Chronolog would be ready now.
+    const withParent = [
+      ...declaredTask("t"),
+      ...intervalCompleted("t"),
+      ...declaredTask("v", DAY, taskSpec("v", { operator: { type: "external" }, parents: [keyOf("t")] })),
+    ];
+    const q = projectionOf(withParent);
+    expect(decideTask(q, q.tasks.get(idOf("v")) as never, LATER_MS)).toEqual({
+      kind: "held",
+      hold: { on: "outside_report", task: idOf("v"), logicalDate: DAY },
+    });
     const p = projectionOf(outside());
     const d = decideTask(p, p.tasks.get(idOf("v")) as never, LATER_MS);
     expect(d.kind).toBe("held");
