@@ -16,6 +16,7 @@ import {
   declaredTask,
   idOf,
   intervalCompleted,
+  intervalReset,
   keyOf,
   NEXT_DAY,
   streamOf,
@@ -233,6 +234,18 @@ describe("decideOutsideReport: out of order, repeated, conflicting", () => {
   it("given a completed interval reported succeeded, when reported succeeded again, then nothing is written", () => {
     const history = advanced(after(outside(), report(outside(), DAY, OK)), "v");
     expect(report(history, DAY, OK)).toMatchObject({ status: "unchanged", writes: [] });
+  });
+
+  it("given the task set back by a backfill past a report, when reported again, then it is recorded again", () => {
+    const done = advanced(after(outside(), report(outside(), DAY, OK)), "v");
+    const setBack = [...done, ...intervalReset("v", DAY)];
+    const p = projectionOf(setBack);
+    expect(decideTask(p, p.tasks.get(idOf("v")) as never, LATER_MS).kind).toBe("held");
+    const d = report(setBack, DAY, OK);
+    expect(d).toMatchObject({ status: "recorded", before: { outcome: "succeeded" } });
+    expect(d.writes[0]?.expectedRevision).toBe(0n);
+    const q = projectionOf(after(setBack, d));
+    expect(decideTask(q, q.tasks.get(idOf("v")) as never, LATER_MS).kind).toBe("complete");
   });
 
   it("given an interval reported succeeded, when reported failed, then it is refused naming both", () => {
