@@ -187,7 +187,12 @@ describe("a report killed mid-write", () => {
     );
     expect(chronolog(dir, ["declare", join(dir, "more.yaml")]).code).toBe(0);
     const RATES = "vendor/acme/rates/ALL";
-    for (const delay of [20, 120, 250, 400, 700]) {
+    // How long a report takes here, to the refusal that reads and decides as a report does: the
+    // kills land from the middle of its run to past its end, around the append.
+    const started = Date.now();
+    expect(chronolog(dir, ["report", RATES, "--interval", h3]).code).toBe(8);
+    const took = Date.now() - started;
+    for (const delay of [0.5, 0.7, 0.8, 0.9, 1, 1.1].map((f) => Math.round(f * took))) {
       const child = chronologSpawn(dir, ["report", RATES, "--interval", h0]);
       left.processes.push(child);
       child.stdout?.resume();
