@@ -80,6 +80,7 @@ const ROUTES = [
   "POST /api/v1/tasks/{key}/resume",
   "POST /api/v1/tasks/{key}/retire",
   "POST /api/v1/tasks/{key}/retry",
+  "POST /api/v1/tasks/{key}/intervals/{date}",
   "POST /api/v1/tasks/{key}/mark",
   "GET /api/v1/tasks/{key}/history",
   "GET /api/v1/tasks/{key}/attempts",

@@ -134,9 +134,19 @@ export const operatorSchema = z.discriminatedUnion("type", [
     })
     .strict(),
   z.object({ type: z.literal("noop") }).strict(),
+  /**
+   * A task Chronolog never runs: whoever produces its data reports each interval succeeded or
+   * failed (`chronolog report`, `POST /api/v1/tasks/{key}/intervals/{date}`).
+   */
+  z.object({ type: z.literal("external") }).strict(),
 ]);
 export type OperatorSpec = z.output<typeof operatorSchema>;
 export type OperatorType = OperatorSpec["type"];
+
+/** Whether a task is an outside one: never dispatched, its intervals reported by their producer. */
+export function isExternal(spec: { readonly operator: OperatorSpec }): boolean {
+  return spec.operator.type === "external";
+}
 
 /** What an alert is raised for. */
 export const ALERT_KINDS = ["task_failed", "needs_operator", "run_failed"] as const;

@@ -374,7 +374,7 @@ export function renderOperator(
 ): OperatorSpec {
   // Nothing to render: the variables (zoned dates among them) would be made for nothing, once
   // per task at declare and once per dispatch.
-  if (operator.type === "noop") return { ...operator };
+  if (operator.type === "noop" || operator.type === "external") return { ...operator };
   const variables = templateVariables(context);
   const deadline = performance.now() + (limits?.renderLimit ?? DEFAULT_LIMITS.renderLimit);
   const options = { timezone: context.timezone ?? "UTC", deadline, ...(limits ? { limits } : {}) };

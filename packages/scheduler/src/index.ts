@@ -7,6 +7,7 @@ export * from "./errors.js";
 export * from "./halted.js";
 export * from "./membership.js";
 export * from "./operations.js";
+export * from "./outside-report.js";
 export * from "./payload.js";
 export * from "./projection-loader.js";
 export * from "./queries.js";

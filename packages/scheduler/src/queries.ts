@@ -7,8 +7,10 @@ import {
   type Explanation,
   explainTask,
   foldInstance,
+  heldReports,
   type InstanceState,
   instanceStream,
+  isExternal,
   projectedSlots,
   type SchedulerProjection,
   type TaskState,
@@ -90,8 +92,60 @@ export async function taskHistory(
   const task = requireTask(projection, id);
   const events: RecordedEvent[] = [...(await log.readStream(taskStream(task.key)))];
   for (const stream of await instanceStreamsOf(log, task)) events.push(...(await log.readStream(stream)));
+  // Reports held ahead of the interval the task stands at.
+  for (const held of heldReports(task, projection.instances))
+    events.push(...(await log.readStream(held.stream)));
   return events.sort((a, b) => (a.position < b.position ? -1 : 1));
 }
+
+/** An outside task's interval as its producer reported it, and who did. */
+export interface ReportRow {
+  readonly logicalDate: string;
+  readonly outcome: "succeeded" | "failed";
+  readonly by: string;
+  readonly reason: string | null;
+  readonly at: string;
+  /** `in`: the task has completed it (or stopped at it); `awaited`: it stands at it; `held`: ahead of it. */
+  readonly standing: "in" | "awaited" | "held";
+}
+
+/** The latest reports of an outside task's intervals (at most `limit`), the latest first. */
+export async function taskReports(
+  log: EventLog,
+  projection: SchedulerProjection,
+  id: string,
+  limit = REPORTS_SHOWN,
+): Promise<ReportRow[]> {
+  const task = requireTask(projection, id);
+  if (!isExternal(task.spec)) return [];
+  const rows: ReportRow[] = [];
+  const held = heldReports(task, projection.instances);
+  const streams = [...(await instanceStreamsOf(log, task)), ...held.map((i) => i.stream)].reverse();
+  for (const stream of streams) {
+    if (rows.length >= limit) break;
+    const inst = held.find((i) => i.stream === stream) ?? foldInstance(await log.readStream(stream));
+    const r = inst?.reported;
+    if (!inst || !r) continue;
+    const at = Date.parse(inst.logicalDate);
+    const standing =
+      at > Date.parse(task.logicalDate)
+        ? "held"
+        : at === Date.parse(task.logicalDate) && task.failure?.logicalDate !== inst.logicalDate
+          ? "awaited"
+          : "in";
+    rows.push({
+      logicalDate: inst.logicalDate,
+      outcome: r.outcome,
+      by: r.by,
+      reason: r.reason,
+      at: r.at,
+      standing,
+    });
+  }
+  return rows;
+}
+
+const REPORTS_SHOWN = 24;
 
 /** An attempt of the task, with its interval and its place in the interval's retry budget. */
 export type AttemptRow = BudgetedAttempt & { readonly logicalDate: string; readonly stream: string };

@@ -86,7 +86,15 @@ export const DeclareOutcome = z
 
 export const NextStep = z
   .object({
-    action: z.enum(["retry", "mark_succeeded", "mark_skipped", "abandon", "resume"]),
+    action: z.enum([
+      "retry",
+      "mark_succeeded",
+      "mark_skipped",
+      "abandon",
+      "resume",
+      "report_succeeded",
+      "report_failed",
+    ]),
     task: z.string(),
     interval: z.string().nullable(),
     command: z.string(),
@@ -111,6 +119,20 @@ export const TaskPage = z
   .object({ items: z.array(TaskRow), next: z.string().nullable() })
   .openapi("TaskPage", { description: "a page of tasks; `next` is the cursor of the next page" });
 
+export const ReportRow = z
+  .object({
+    logicalDate: z.string(),
+    outcome: z.enum(["succeeded", "failed"]),
+    by: z.string(),
+    reason: z.string().nullable(),
+    at: z.string(),
+    standing: z.enum(["in", "awaited", "held"]).openapi({
+      description:
+        "in: completed (or stopped at); awaited: the interval the task stands at; held: ahead of it",
+    }),
+  })
+  .openapi("ReportRow");
+
 export const TaskDetail = z
   .object({
     task: z.object({ id: z.string(), status: z.string(), spec: TaskSpec }).catchall(z.unknown()),
@@ -119,6 +141,9 @@ export const TaskDetail = z
     decision: z.unknown(),
     nextSteps: z.array(NextStep),
     instance: z.unknown(),
+    reports: z.array(ReportRow).openapi({
+      description: "an outside task's latest reported intervals, the latest first, and who reported them",
+    }),
   })
   .openapi("TaskDetail");
 
@@ -138,6 +163,27 @@ export const IntervalAction = z
     position,
   })
   .openapi("IntervalAction", { description: "what a retry or a mark of an interval did" });
+
+export const IntervalReport = z
+  .object({
+    task: z.string(),
+    logicalDate: z.string(),
+    outcome: z.enum(["succeeded", "failed"]),
+    status: z.enum(["recorded", "held", "unchanged"]).openapi({
+      description:
+        "recorded: for the interval the task stands at; held: ahead of it (counts once the earlier intervals are in); unchanged: the same report was made before, nothing written",
+    }),
+    awaited: z.string().openapi({ description: "the interval the task stands at: the first one not in" }),
+    before: z.object({ outcome: z.string(), by: z.string(), at: z.string() }).nullable().openapi({
+      description: "the report this one replaces (failed, then succeeded), or the same one made before",
+    }),
+    reopened: z.array(z.string()).openapi({ description: "descendants closed as upstream_failed, reopened" }),
+    message: z.string(),
+    position: position.openapi({
+      description: "log position of the last event written (-1: nothing written)",
+    }),
+  })
+  .openapi("IntervalReport", { description: "what a report of an outside task's interval did" });
 
 export const Attempt = z
   .object({

@@ -62,8 +62,29 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
 
   const { operator, inline } = checkOperator(decl.operator, d, label, issues);
 
+  // An outside task is never run: a connection or queue of its own would promise slots and
+  // workers it never takes, so it is an error.
+  const external = operator?.type === "external";
+  // A run is what Chronolog runs: an outside task stands on its own, and a workflow's tasks
+  // name it as a parent.
+  if (external && wf)
+    issues.error(
+      "operator",
+      at("operator"),
+      "an external task is declared on its own (under tasks:), not in a workflow: Chronolog never runs it, and the workflow's tasks name it as a parent",
+      label,
+    );
+  if (external)
+    for (const field of ["connection", "queue"] as const)
+      if (decl[field] !== undefined)
+        issues.error(
+          "operator",
+          at(field),
+          `an external task is never run by Chronolog: it takes no ${field} (its intervals are reported with chronolog report)`,
+          label,
+        );
   // Connection: known, and allowing this operator.
-  const connection = pick("connection");
+  const connection = external ? undefined : pick("connection");
   if (connection) {
     const known = names.connections.get(connection.value);
     if (!known) {
@@ -94,7 +115,7 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
   };
   if (operator) checkLiteralCredentials(operator, at("operator"), label, issues);
 
-  const queue = pick("queue");
+  const queue = external ? undefined : pick("queue");
   // A python task runs only on a Python worker serving its queue: without one, it never runs.
   if (operator?.type === "python" && !queue)
     issues.warning(
@@ -132,7 +153,7 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
     ...(connection ? { connection: connection.value } : {}),
     ...(queue ? { queue: queue.value } : {}),
     ...(decl.cacheKey !== undefined ? { cacheKey: decl.cacheKey } : {}),
-    ...(Object.keys(secrets).length > 0 ? { secrets } : {}),
+    ...(Object.keys(secrets).length > 0 && !external ? { secrets } : {}),
   };
   const spec = compiled(taskSpecSchema).safeParse(input);
   if (!spec.success) {

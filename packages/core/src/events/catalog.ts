@@ -58,6 +58,7 @@ export const eventCatalog = {
   InstanceUpstreamFailed: entry(S.InstanceUpstreamFailed),
   InstanceCancelled: entry(S.InstanceCancelled),
   IntervalMarked: entry(S.IntervalMarked),
+  IntervalReported: entry(S.IntervalReported),
   CompletionRejected: entry(S.CompletionRejected),
   RunStarted: entry(S.RunStarted),
   RunFinished: entry(S.RunFinished),

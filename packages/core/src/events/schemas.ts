@@ -257,6 +257,22 @@ export const IntervalMarked = z
   })
   .strict();
 
+/**
+ * Whoever produces an outside task's data reported one of its intervals succeeded or failed
+ * (with why, for a failure). Written on the interval's attempt stream: the task completes it
+ * (or stops at it) when it stands at it, so a report ahead of the task is held until then.
+ */
+export const IntervalReported = z
+  .object({
+    key,
+    logicalDate: instant,
+    outcome: z.enum(["succeeded", "failed"]),
+    reason: reason.optional(),
+    by: z.string().min(1).max(500),
+    runId: z.string().optional(),
+  })
+  .strict();
+
 export const CompletionRejected = z
   .object({
     token: z.string().max(256),

@@ -126,6 +126,8 @@ export function summarizeEvent(e: DomainEvent): string {
       return `${formatTaskKey(e.data.key)} ${shortInstant(e.data.logicalDate)} retried by ${e.data.by}, with a fresh retry budget${e.data.parent ? ` (through its halted parent ${formatTaskKey(e.data.parent)})` : ""}${because(e.data.reason)}`;
     case "IntervalMarked":
       return `${formatTaskKey(e.data.key)} ${shortInstant(e.data.logicalDate)} marked ${e.data.outcome === "success" ? "succeeded" : "skipped"} by ${e.data.by}${because(e.data.reason)}`;
+    case "IntervalReported":
+      return `${formatTaskKey(e.data.key)} ${shortInstant(e.data.logicalDate)} reported ${e.data.outcome} by ${e.data.by}${because(e.data.reason)}`;
     case "WorkflowRetired":
       return `workflow ${e.data.name} retired with ${counted(e.data.tasks.length, "task")}${e.data.tasks.length > 0 ? ` (${e.data.tasks.map(formatTaskKey).join(", ")})` : ""}${because(e.data.reason)}`;
     case "WorkerConnected":

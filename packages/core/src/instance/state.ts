@@ -71,6 +71,14 @@ export interface MarkRecord {
   readonly at: string;
 }
 
+/** An outside task's interval as its producer reported it. */
+export interface ReportRecord {
+  readonly outcome: "succeeded" | "failed";
+  readonly by: string;
+  readonly reason: string | null;
+  readonly at: string;
+}
+
 /** One task for one logical date: the fold of its attempt stream. */
 export interface InstanceState {
   readonly stream: string;
@@ -100,6 +108,8 @@ export interface InstanceState {
   readonly budgetFrom?: number;
   /** Who marked the interval done by hand, and why (null, or absent: it was not). */
   readonly marked?: MarkRecord | null;
+  /** How an outside task's interval was reported, by whom (null, or absent: it was not). */
+  readonly reported?: ReportRecord | null;
 }
 
 export function currentAttempt(state: InstanceState): AttemptView | undefined {
@@ -108,6 +118,18 @@ export function currentAttempt(state: InstanceState): AttemptView | undefined {
 
 export function isTerminal(state: InstanceState): boolean {
   return TERMINAL_INSTANCE_STATUSES.has(state.status);
+}
+
+/**
+ * Whether an interval's stream counts for the task standing at `movedAt`: dispatched (or decided)
+ * since the task last moved, or a report of the interval the task stands at (an outside task's
+ * report made ahead of it is held, and counts once the task reaches it).
+ */
+export function countsForTask(
+  inst: InstanceState,
+  task: { readonly logicalDate: string; readonly movedAt: bigint },
+): boolean {
+  return inst.dispatchedAt > task.movedAt || (!!inst.reported && inst.logicalDate === task.logicalDate);
 }
 
 interface At {
@@ -206,6 +228,7 @@ export function evolveInstance(
     };
   }
   if (event.type === "IntervalMarked") return marked(state, event.data, at);
+  if (event.type === "IntervalReported") return reported(state, event.data, at);
   if (!state) {
     // An outcome with no dispatch before it: only the skip decisions start a stream this way.
     if (
@@ -393,6 +416,35 @@ function marked(state: InstanceState | undefined, d: EventDataOf<"IntervalMarked
     cacheKey: state?.cacheKey ?? null,
     budgetFrom: state?.budgetFrom ?? 0,
     marked: mark,
+  };
+}
+
+/** An outside task's interval as its producer reported it: succeeded, or failed with why. */
+function reported(
+  state: InstanceState | undefined,
+  d: EventDataOf<"IntervalReported">,
+  at: At,
+): InstanceState {
+  const report: ReportRecord = { outcome: d.outcome, by: d.by, reason: d.reason ?? null, at: at.recordedAt };
+  return {
+    stream: at.streamId,
+    key: d.key,
+    logicalDate: d.logicalDate,
+    runId: d.runId ?? state?.runId ?? null,
+    status: d.outcome === "succeeded" ? "success" : "failed",
+    attempts: [],
+    idempotent: false,
+    leaseSeconds: 30,
+    connection: null,
+    operator: {},
+    retryAt: null,
+    revision: at.revision,
+    dispatchedAt: at.position,
+    reason: `reported ${d.outcome} by ${d.by}${d.reason ? `: ${d.reason}` : ""}`,
+    cacheKey: null,
+    budgetFrom: 0,
+    marked: null,
+    reported: report,
   };
 }
 

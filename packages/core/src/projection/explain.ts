@@ -1,9 +1,10 @@
-import { describeGateReason } from "../gate.js";
+import { describeGateReason, type GateReason } from "../gate.js";
 import { type AttemptView, lastLineOf } from "../instance/state.js";
 import { formatTaskKey } from "../keys.js";
 import { runBlockers } from "../run/blockers.js";
 import type { RunState } from "../run/state.js";
 import { shortInstant } from "../schedule/interval.js";
+import { isExternal } from "../spec.js";
 import { instanceStream } from "../streams.js";
 import { abandonCommand, markCommand, retryCommand } from "../task/decide-halted.js";
 import {
@@ -18,6 +19,12 @@ import {
 } from "../task/decide-task.js";
 import type { TaskState } from "../task/state.js";
 import { counted } from "../words.js";
+import {
+  describeAwaited,
+  describeOutsideBlock,
+  describeOutsideFailure,
+  reportCommand,
+} from "./explain-outside.js";
 
 /** Where a task stands, in one word (the `NOW` column of `chronolog tasks`). */
 export type TaskCondition =
@@ -54,7 +61,14 @@ export interface Explanation {
 
 /** One way out for an operator: an action on a task's interval, and the command that does it. */
 export interface NextStep {
-  readonly action: "retry" | "mark_succeeded" | "mark_skipped" | "abandon" | "resume";
+  readonly action:
+    | "retry"
+    | "mark_succeeded"
+    | "mark_skipped"
+    | "abandon"
+    | "resume"
+    | "report_succeeded"
+    | "report_failed";
   /** The task it acts on (a parent, when that is what holds this one). */
   readonly task: string;
   /** The interval it acts on (null: the task as a whole). */
@@ -72,6 +86,15 @@ export function haltedSteps(task: string, interval: string): NextStep[] {
   ];
 }
 
+/** The ways an outside task's awaited interval is reported: succeeded, or failed with why. */
+export function reportSteps(task: string, interval: string): NextStep[] {
+  const command = reportCommand(task, interval);
+  return [
+    { action: "report_succeeded", task, interval, command },
+    { action: "report_failed", task, interval, command: `${command} --failed "say why"` },
+  ];
+}
+
 /**
  * An interval closed as upstream_failed while a parent still stands halted goes on once that
  * parent is retried or marked (a retry of it alone would be closed again): the parent's ways out
@@ -83,8 +106,11 @@ function upstreamFirst(
   state: string,
   tasks: ReadonlyMap<string, TaskState> | undefined,
 ): NextStep[] {
-  const own = haltedSteps(taskId, interval);
   const task = tasks?.get(taskId);
+  // An outside task is never run: it is reported again, or marked.
+  if (task && isExternal(task.spec))
+    return [reportSteps(taskId, interval)[0] as NextStep, ...haltedSteps(taskId, interval).slice(1)];
+  const own = haltedSteps(taskId, interval);
   if (state !== "upstream_failed" || !tasks || !task) return own;
   const parents: NextStep[] = [];
   for (const p of task.parents) {
@@ -133,9 +159,19 @@ export function nextStepsFor(
     case "paused":
       return [{ action: "resume", task: taskId, interval: null, command: `chronolog resume ${taskId}` }];
     case "blocked":
-      return d.reasons.flatMap((r) =>
-        r.kind === "parent_failed" ? haltedSteps(formatTaskKey(r.parent), r.logicalDate) : [],
-      );
+      return d.reasons.flatMap((r) => {
+        const parent = tasks?.get(formatTaskKey(r.parent));
+        const outside = !!parent && isExternal(parent.spec);
+        if (r.kind === "parent_failed")
+          return outside
+            ? upstreamFirst(formatTaskKey(r.parent), r.logicalDate, r.state, tasks)
+            : haltedSteps(formatTaskKey(r.parent), r.logicalDate);
+        return parent && outside && r.kind === "parent_behind"
+          ? reportSteps(parent.id, parent.logicalDate)
+          : [];
+      });
+    case "held":
+      return d.hold.on === "outside_report" ? reportSteps(taskId, d.hold.logicalDate) : [];
     default:
       return [];
   }
@@ -164,7 +200,12 @@ export function explainTask(
     };
   }
   const decision = decideTask(view, task, nowMs, options.slots ?? projectedSlots(view), options);
-  const { condition, reasons } = describeDecision(decision, view, task.logicalDate, nowMs);
+  const described = describeDecision(decision, view, task.logicalDate, nowMs);
+  const { condition } = described;
+  const reasons =
+    decision.kind === "failed" && isExternal(task.spec)
+      ? describeOutsideFailure(task, decision.failure, view)
+      : described.reasons;
   return {
     task: taskId,
     condition,
@@ -289,7 +330,7 @@ export function describeDecision(
         ],
       };
     case "blocked":
-      return { condition: "blocked", reasons: d.reasons.map(describeGateReason) };
+      return { condition: "blocked", reasons: d.reasons.map((r) => describeBlock(r, view.tasks)) };
     case "held":
       return { condition: "held", reasons: [describeHold(d.hold, view, nowMs)] };
     case "ready":
@@ -342,6 +383,8 @@ export function describeHold(
       return `its payload does not render (${h.message}): held until its declaration changes`;
     case "earlier_attempt":
       return `attempt ${h.attempt ?? "?"} of ${shortInstant(h.logicalDate)}, from before the task was moved back, is still in flight`;
+    case "outside_report":
+      return describeAwaited(h.task, h.logicalDate, view);
     default: {
       const never: never = h;
       return never;
@@ -369,4 +412,9 @@ function clock(iso: string | null, nowMs: number): string {
   if (!iso) return "an unknown time";
   const whole = toSecond(iso);
   return whole.slice(0, 10) === new Date(nowMs).toISOString().slice(0, 10) ? whole.slice(11) : whole;
+}
+
+/** A closed gate's reason in words; a parent that is an outside task waits for its report. */
+function describeBlock(r: GateReason, tasks: ReadonlyMap<string, TaskState> | undefined): string {
+  return describeOutsideBlock(r, tasks) ?? describeGateReason(r);
 }

@@ -1,6 +1,6 @@
 import { type AlertState, alertDone, evolveAlert } from "../alert/alert.js";
 import type { DomainEvent } from "../events/catalog.js";
-import { evolveInstance, type InstanceState, isTerminal } from "../instance/state.js";
+import { countsForTask, evolveInstance, type InstanceState, isTerminal } from "../instance/state.js";
 import { formatTaskKey, type TaskKey } from "../keys.js";
 import { evolveRun, type RunState, runIdOf, withOutcome, withoutOutcome } from "../run/state.js";
 import type { ConnectionSpec, WorkflowSpec } from "../spec.js";
@@ -154,9 +154,13 @@ export class SchedulerProjection {
       }
     }
     const task = this.tasks.get(taskId);
+    // An outside task's report ahead of the task is held until the task reaches it.
+    const heldReport =
+      !!after.reported && !!task && Date.parse(after.logicalDate) > Date.parse(task.logicalDate);
     if (
       isTerminal(after) &&
-      (!task || task.logicalDate !== after.logicalDate || after.dispatchedAt < task.movedAt)
+      !heldReport &&
+      (!task || task.logicalDate !== after.logicalDate || !countsForTask(after, task))
     ) {
       this.instances.delete(e.streamId);
     }
@@ -231,7 +235,7 @@ export class SchedulerProjection {
   /** The instance of a task's current interval, if it is in play. */
   currentInstance(task: TaskState): InstanceState | undefined {
     const inst = this.instances.get(instanceStream(task.key, task.logicalDate));
-    return inst && inst.dispatchedAt > task.movedAt ? inst : undefined;
+    return inst && countsForTask(inst, task) ? inst : undefined;
   }
 
   private prune(taskId: string, logicalDate: string): void {

@@ -1,5 +1,5 @@
 import type { DomainEvent } from "../events/catalog.js";
-import { currentAttempt, type InstanceState, isTerminal } from "../instance/state.js";
+import { countsForTask, currentAttempt, type InstanceState, isTerminal } from "../instance/state.js";
 import type { TaskState } from "../task/state.js";
 
 /**
@@ -34,7 +34,5 @@ export function decideStuckInstance(
 
 /** A task whose current instance is terminal needs the scheduler to record the outcome. */
 export function needsScheduler(inst: InstanceState, task: TaskState | undefined): boolean {
-  return (
-    !!task && isTerminal(inst) && task.logicalDate === inst.logicalDate && inst.dispatchedAt > task.movedAt
-  );
+  return !!task && isTerminal(inst) && task.logicalDate === inst.logicalDate && countsForTask(inst, task);
 }

@@ -1,10 +1,11 @@
 import { ChronologError, ValidationError } from "../errors.js";
 import type { DomainEvent } from "../events/catalog.js";
-import { currentAttempt, type InstanceState, isTerminal } from "../instance/state.js";
+import { countsForTask, currentAttempt, type InstanceState, isTerminal } from "../instance/state.js";
 import { formatTaskKey } from "../keys.js";
 import type { RunState } from "../run/state.js";
 import { runIdOf } from "../run/state.js";
 import { firstSlotAtOrAfter, nextCronTime, prevCronTime } from "../schedule/cron.js";
+import { isExternal } from "../spec.js";
 import { instanceStream, runStream, taskStream } from "../streams.js";
 import type { TaskState } from "./state.js";
 
@@ -81,7 +82,7 @@ const HALTED = new Set(["failed", "abandoned", "upstream_failed", "cancelled"]);
 
 /** The interval's stream, when it is the interval's current one (dispatched since the task last moved). */
 function currentOf(task: TaskState, inst: InstanceState | undefined): InstanceState | undefined {
-  return inst && inst.logicalDate === task.logicalDate && inst.dispatchedAt > task.movedAt ? inst : undefined;
+  return inst && inst.logicalDate === task.logicalDate && countsForTask(inst, task) ? inst : undefined;
 }
 
 /** `chronolog attempt abandon` for an interval, as printed in advice and refusals. */
@@ -105,6 +106,10 @@ export function decideHalted(input: HaltedInput, command: HaltedCommand): Halted
   const verb = command.kind === "retry" ? "retry" : "mark";
   if (task.status === "retired")
     throw new IntervalRefusedError(`${id} is retired: its intervals cannot be retried or marked`);
+  if (command.kind === "retry" && isExternal(task.spec))
+    throw new IntervalRefusedError(
+      `${id} is an outside task: Chronolog never runs it, so there is nothing to retry; its producer reports it again (chronolog report ${id} --interval ${date}), or ${markCommand(id, date, "success")}`,
+    );
   requireSlot(task, date);
   const at = Date.parse(date);
   if (at < Date.parse(task.spec.startDate))
@@ -238,7 +243,7 @@ function describeDone(inst: InstanceState): string {
 }
 
 /** Refuses an instant that is not one of the task's slots, naming the nearest. */
-function requireSlot(task: TaskState, date: string): void {
+export function requireSlot(task: TaskState, date: string): void {
   const at = new Date(date);
   const slot = prevCronTime(task.spec.cron, task.spec.timezone, at);
   if (slot.getTime() === at.getTime()) return;
@@ -256,7 +261,10 @@ function requireSlot(task: TaskState, date: string): void {
  * stands at the date, halted upstream_failed (or its current instance is). Found breadth-first
  * through the children that are reopened.
  */
-function reopenedBelow(input: HaltedInput, task: TaskState): TaskState[] {
+export function reopenedBelow(
+  input: Pick<HaltedInput, "tasks" | "childrenOf" | "instances">,
+  task: TaskState,
+): TaskState[] {
   const out: TaskState[] = [];
   const seen = new Set<string>([task.id]);
   const queue = [task.id];
@@ -284,8 +292,8 @@ function reopenedBelow(input: HaltedInput, task: TaskState): TaskState[] {
  * has finished; going already, it waits for them without a write (the projection takes their
  * outcomes out of it).
  */
-function runOf(
-  input: HaltedInput,
+export function runOf(
+  input: Pick<HaltedInput, "tasks" | "run" | "logicalDate" | "by">,
   task: TaskState,
   taskIds: readonly string[],
 ): { runId: string; write: HaltedWrite | null; try: number } | null {

@@ -1,10 +1,16 @@
 import type { DomainEventOf } from "../events/catalog.js";
 import { type GateReason, gateFor } from "../gate.js";
-import { type AttemptView, currentAttempt, type InstanceState, isTerminal } from "../instance/state.js";
+import {
+  type AttemptView,
+  countsForTask,
+  currentAttempt,
+  type InstanceState,
+  isTerminal,
+} from "../instance/state.js";
 import { type RunState, runIdOf } from "../run/state.js";
 import { lastSlotEndingBy, nextCronTime, slotBefore } from "../schedule/cron.js";
 import { toInstant } from "../schedule/interval.js";
-import type { ConnectionSpec, WorkflowSpec } from "../spec.js";
+import { type ConnectionSpec, isExternal, type WorkflowSpec } from "../spec.js";
 import { instanceStream } from "../streams.js";
 import type { TaskFailure, TaskState } from "./state.js";
 import { completedInterval, decideIntervalCompleted, decideIntervalFailed } from "./success-path.js";
@@ -83,7 +89,9 @@ export type Hold =
   /** An attempt of this interval from before the task was moved (a backfill) is still running. */
   | { readonly on: "earlier_attempt"; readonly logicalDate: string; readonly attempt: number | null }
   /** Its payload or cache key does not render: held until its declaration changes. */
-  | { readonly on: "render_failed"; readonly message: string };
+  | { readonly on: "render_failed"; readonly message: string }
+  /** An outside task: its interval is done when whoever produces its data reports it. */
+  | { readonly on: "outside_report"; readonly task: string; readonly logicalDate: string };
 
 /** The run a ready task of a workflow joins, and whether its dispatch starts it. */
 export interface RunAdmission {
@@ -166,7 +174,7 @@ export function decideStanding(
   // The interval's attempt stream, if in play: the current instance when dispatched after the
   // task last moved, else an attempt from before a backfill moved the task back.
   const stream = view.instances.get(instanceStream(task.key, task.logicalDate));
-  const inst = stream && stream.dispatchedAt > task.movedAt ? stream : undefined;
+  const inst = stream && countsForTask(stream, task) ? stream : undefined;
   if (inst) {
     const attempt = currentAttempt(inst) ?? null;
     switch (inst.status) {
@@ -225,6 +233,9 @@ export function decideStanding(
     });
     if (jump) return jump;
   }
+  // Never dispatched: it waits for its producer's report of the interval.
+  if (isExternal(task.spec))
+    return { kind: "held", hold: { on: "outside_report", task: task.id, logicalDate: task.logicalDate } };
   const gate = gateFor(view.tasks, task, options.ahead);
   if (!gate.open) return { kind: "blocked", reasons: gate.reasons };
   // An attempt of this interval from before a backfill moved the task away and back: never

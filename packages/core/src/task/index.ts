@@ -1,5 +1,6 @@
 export * from "./backfill-window.js";
 export * from "./decide-halted.js";
+export * from "./decide-outside-report.js";
 export * from "./decide-success-commit.js";
 export * from "./decide-task.js";
 export * from "./intent.js";

@@ -1,5 +1,5 @@
 import type { DomainEventOf } from "../events/catalog.js";
-import { currentAttempt, type InstanceState } from "../instance/state.js";
+import { countsForTask, currentAttempt, type InstanceState } from "../instance/state.js";
 import { advanceOnSuccess } from "../schedule/interval.js";
 import type { TaskState } from "./state.js";
 
@@ -47,13 +47,14 @@ export function decideIntervalCompleted(
 /**
  * Whether the interval succeeded, decided here and nowhere else: the completion when `inst` is a
  * success of the task's current interval, dispatched after the task last moved (an attempt from
- * before a backfill moved the task back is an earlier run's), else null.
+ * before a backfill moved the task back is an earlier run's) or an outside report held for it,
+ * else null.
  */
 export function completedInterval(
   task: TaskState,
   inst: InstanceState,
 ): DomainEventOf<"IntervalCompleted"> | null {
-  if (inst.status !== "success" || inst.logicalDate !== task.logicalDate || inst.dispatchedAt <= task.movedAt)
+  if (inst.status !== "success" || inst.logicalDate !== task.logicalDate || !countsForTask(inst, task))
     return null;
   return decideIntervalCompleted(task, currentAttempt(inst)?.attempt);
 }

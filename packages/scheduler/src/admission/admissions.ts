@@ -176,6 +176,7 @@ export class Admissions {
       case "run_failed_fast":
       case "earlier_attempt":
       case "render_failed":
+      case "outside_report":
         return;
       default:
         unreachable(h);

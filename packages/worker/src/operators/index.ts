@@ -19,5 +19,8 @@ export function runOperator(spec: WorkerOperator, ctx: OperatorContext): Promise
       return refusePython(spec, ctx);
     case "noop":
       return runNoop(spec, ctx);
+    case "external":
+      // parseOperator refuses it first: an outside task's intervals are reported, never run.
+      return Promise.reject(new Error("an external task is never run by a worker"));
   }
 }

@@ -87,6 +87,9 @@ export function parseOperator(raw: Record<string, unknown>): WorkerOperator {
     }
     case "noop":
       return { type: "noop", ...extra };
+    case "external":
+      // Never dispatched: its intervals are reported by whoever produces its data.
+      throw new Error("an external task is never run: its intervals are reported, not run by a worker");
     default:
       throw new Error(`unknown operator type ${JSON.stringify(raw.type)}`);
   }

@@ -1,12 +1,22 @@
-import { describeHalted, type HaltedCommand, instantInput, shownTask } from "@chronolog/core";
+import {
+  dateArg,
+  describeHalted,
+  describeOutsideReport,
+  type HaltedCommand,
+  instantInput,
+  intervalOn,
+  shownTask,
+} from "@chronolog/core";
 import {
   actOnInterval,
   pauseTask,
+  reportInterval,
   requireTask,
   resumeTask,
   retireTask,
   taskAttempts,
   taskHistory,
+  taskReports,
   taskRow,
 } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
@@ -42,6 +52,23 @@ const MarkBody = z.object({
     .openapi({ description: "the interval (default: the one the task stands at)" }),
   outcome: z.enum(["success", "skipped"]),
   reason: z.string().trim().min(1).max(2000),
+});
+
+const ReportBody = z.object({
+  outcome: z.enum(["succeeded", "failed"]),
+  reason: z
+    .string()
+    .trim()
+    .min(1)
+    .max(2000)
+    .optional()
+    .openapi({ description: "why it failed (required for a failure), or a note on a success" }),
+});
+const IntervalParams = taskKeyParam.extend({
+  date: z.string().openapi({
+    description: "the interval: an instant, or a day (the interval that starts on it in the task's zone)",
+    example: "2026-12-01",
+  }),
 });
 
 /** The writes on one task (each as the CLI command of the same name), by operationId. */
@@ -99,6 +126,7 @@ export function taskRoutes(d: RouteDeps): OpenAPIHono {
       const task = requireTask(v.projection, id);
       const row = taskRow(v.projection, task, v.now);
       const instance = v.projection.currentInstance(task) ?? null;
+      const reports = await taskReports(v.log, v.projection, id);
       return jsonText(
         c,
         toJsonWithBigints({
@@ -108,6 +136,7 @@ export function taskRoutes(d: RouteDeps): OpenAPIHono {
           decision: row.decision,
           nextSteps: row.nextSteps,
           instance,
+          reports,
         }),
       );
     },
@@ -197,6 +226,46 @@ export function taskRoutes(d: RouteDeps): OpenAPIHono {
       const id = taskIdOf(c.req.valid("param").key);
       const body = c.req.valid("json");
       return act(c, id, body.interval, { kind: "mark", outcome: body.outcome, reason: body.reason });
+    },
+  );
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/tasks/{key}/intervals/{date}",
+      operationId: "reportInterval",
+      security: needsToken,
+      summary:
+        "report an interval of an outside task (operator: { type: external }) succeeded, or failed with a reason",
+      request: {
+        params: IntervalParams,
+        body: { content: { "application/json": { schema: ReportBody } }, required: true },
+      },
+      responses: {
+        200: json(S.IntervalReport, "recorded, held, or already so (nothing written)"),
+        ...S.problemResponses(400, 401, 403, 404, 409, 422),
+      },
+    }),
+    async (c) => {
+      const caller = await d.who(c, "operate");
+      const params = c.req.valid("param");
+      const id = taskIdOf(params.key);
+      requireProjects(caller, [projectOf(id)], "report");
+      const body = c.req.valid("json");
+      const wp = await state.writeProjection();
+      const task = wp.tasks.get(id);
+      const date = task
+        ? intervalOn(dateArg(params.date, "date"), task.spec, "date", id)
+        : instantInput(params.date, "date");
+      const r = await reportInterval(
+        d.writer(caller),
+        wp,
+        id,
+        date,
+        { outcome: body.outcome, ...(body.reason ? { reason: body.reason } : {}) },
+        { by: caller.actor, now: d.now() },
+      );
+      const { writes: _writes, ...rest } = r;
+      return c.json({ ...rest, message: describeOutsideReport(r), position: String(r.position) }, 200);
     },
   );
   app.openapi(

@@ -9,6 +9,7 @@ import {
   explainTask,
   foldInstance,
   formatDeclarationIssue,
+  isExternal,
   lastLineOf,
   parseDeclarationText,
   SchedulerProjection,
@@ -32,6 +33,7 @@ import {
   retireWorkflow,
   taskAttempts,
   taskHistory,
+  taskReports,
   taskRows,
 } from "@chronolog/scheduler";
 import cliProgress from "cli-progress";
@@ -229,6 +231,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
         const task = requireTask(projection, id);
         const why = explainTask(projection, id, now, { renderProblem: renderProblem(projection) });
         const instance = projection.currentInstance(task) ?? null;
+        const reports = await taskReports(log, projection, id);
         if (opts.json) {
           console.log(
             toJson(
@@ -238,6 +241,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
                 reasons: why.reasons,
                 nextSteps: why.nextSteps,
                 instance,
+                ...(isExternal(task.spec) ? { reports } : {}),
               },
               2,
             ),
@@ -279,6 +283,10 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
         }
         const marked = await lastMark(log, task);
         if (marked) console.log(`marked      ${marked}`);
+        for (const r of reports)
+          console.log(
+            `reported    ${short(r.logicalDate)} ${r.outcome} by ${r.by} at ${short(r.at)}${r.reason ? `: ${r.reason}` : ""}${r.standing === "held" ? " (held: an earlier interval is not in)" : ""}`,
+          );
         for (const s of why.nextSteps) console.log(`next        ${s.command}`);
       });
     });

@@ -223,6 +223,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tasks/{key}/intervals/{date}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** report an interval of an outside task (operator: { type: external }) succeeded, or failed with a reason */
+        post: operations["reportInterval"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tasks/{key}/history": {
         parameters: {
             query?: never;
@@ -592,7 +609,7 @@ export interface components {
         /** @description a way out for an operator, and the CLI command that does it */
         NextStep: {
             /** @enum {string} */
-            action: "retry" | "mark_succeeded" | "mark_skipped" | "abandon" | "resume";
+            action: "retry" | "mark_succeeded" | "mark_skipped" | "abandon" | "resume" | "report_succeeded" | "report_failed";
             task: string;
             interval: string | null;
             command: string;
@@ -669,6 +686,9 @@ export interface components {
                     } | {
                         /** @enum {string} */
                         type: "noop";
+                    } | {
+                        /** @enum {string} */
+                        type: "external";
                     };
                     connection?: string;
                     queue?: string;
@@ -753,6 +773,21 @@ export interface components {
             decision?: unknown;
             nextSteps: components["schemas"]["NextStep"][];
             instance?: unknown;
+            /** @description an outside task's latest reported intervals, the latest first, and who reported them */
+            reports: components["schemas"]["ReportRow"][];
+        };
+        ReportRow: {
+            logicalDate: string;
+            /** @enum {string} */
+            outcome: "succeeded" | "failed";
+            by: string;
+            reason: string | null;
+            at: string;
+            /**
+             * @description in: completed (or stopped at); awaited: the interval the task stands at; held: ahead of it
+             * @enum {string}
+             */
+            standing: "in" | "awaited" | "held";
         };
         /** @description what a retry or a mark of an interval did */
         IntervalAction: {
@@ -774,6 +809,34 @@ export interface components {
             maxAttempts: number;
             message: string;
             /** @example 42 */
+            position: string;
+        };
+        /** @description what a report of an outside task's interval did */
+        IntervalReport: {
+            task: string;
+            logicalDate: string;
+            /** @enum {string} */
+            outcome: "succeeded" | "failed";
+            /**
+             * @description recorded: for the interval the task stands at; held: ahead of it (counts once the earlier intervals are in); unchanged: the same report was made before, nothing written
+             * @enum {string}
+             */
+            status: "recorded" | "held" | "unchanged";
+            /** @description the interval the task stands at: the first one not in */
+            awaited: string;
+            /** @description the report this one replaces (failed, then succeeded), or the same one made before */
+            before: {
+                outcome: string;
+                by: string;
+                at: string;
+            } | null;
+            /** @description descendants closed as upstream_failed, reopened */
+            reopened: string[];
+            message: string;
+            /**
+             * @description log position of the last event written (-1: nothing written)
+             * @example 42
+             */
             position: string;
         };
         RecordedEvent: {
@@ -860,6 +923,9 @@ export interface components {
                     } | {
                         /** @enum {string} */
                         type: "noop";
+                    } | {
+                        /** @enum {string} */
+                        type: "external";
                     };
                     connection?: string;
                     queue?: string;
@@ -1026,6 +1092,9 @@ export interface components {
                     } | {
                         /** @enum {string} */
                         type: "noop";
+                    } | {
+                        /** @enum {string} */
+                        type: "external";
                     };
                     connection?: string;
                     queue?: string;
@@ -1578,6 +1647,31 @@ export interface components {
                 /** @enum {string} */
                 outcome: "success" | "skipped";
                 reason: string;
+                by: string;
+                runId?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "IntervalReported";
+            data: {
+                key: {
+                    project: string;
+                    account: string;
+                    name: string;
+                    /** @default ALL */
+                    partition: string;
+                };
+                /** Format: date-time */
+                logicalDate: string;
+                /** @enum {string} */
+                outcome: "succeeded" | "failed";
+                reason?: string;
                 by: string;
                 runId?: string;
             };
@@ -3050,6 +3144,94 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["IntervalAction"];
+                };
+            };
+            /** @description problem (400) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (403) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (404) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (422) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    reportInterval: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the task key `project/account/name[/partition]`, URL-encoded (slashes as %2F) */
+                key: string;
+                /** @description the interval: an instant, or a day (the interval that starts on it in the task's zone) */
+                date: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    outcome: "succeeded" | "failed";
+                    /** @description why it failed (required for a failure), or a note on a success */
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description recorded, held, or already so (nothing written) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IntervalReport"];
                 };
             };
             /** @description problem (400) */

@@ -64,6 +64,8 @@ function byHand(e: RecordedEvent): string | null {
   const d = e.data as { outcome?: string; reason?: string; by?: string; logicalDate?: string };
   if (e.type === "IntervalMarked")
     return `${time(d.logicalDate ?? null)} marked ${d.outcome === "success" ? "succeeded" : "skipped"} by ${d.by}: ${d.reason}`;
+  if (e.type === "IntervalReported")
+    return `${time(d.logicalDate ?? null)} reported ${d.outcome} by ${d.by}${d.reason ? `: ${d.reason}` : ""}`;
   if (e.type === "IntervalRetried")
     return `${time(d.logicalDate ?? null)} retried by ${d.by}${d.reason ? `: ${d.reason}` : ""}`;
   return null;
@@ -75,6 +77,8 @@ const STEP_LABELS: Record<NextStep["action"], string> = {
   mark_skipped: "Mark skipped",
   abandon: "Abandon",
   resume: "Resume",
+  report_succeeded: "Report succeeded",
+  report_failed: "Report failed",
 };
 
 /**
@@ -97,6 +101,8 @@ function WaysOut({ arg, detail: d, who }: { arg: string; detail: TaskDetail; who
         const interval = s.interval ?? "";
         const path = { key: s.task };
         const mark = s.action === "mark_succeeded" || s.action === "mark_skipped";
+        if (s.action === "report_succeeded" || s.action === "report_failed")
+          return <ReportWay step={s} label={label} who={who} />;
         return (
           <div class="way" data-step={s.action} data-task={s.task} data-interval={interval}>
             <ActionButton
@@ -155,6 +161,56 @@ function WaysOut({ arg, detail: d, who }: { arg: string; detail: TaskDetail; who
   );
 }
 
+/** The Report button of an outside task's interval, beside the CLI command that does the same. */
+function ReportWay({ step: s, label, who }: { step: NextStep; label: string; who: Whoami | null }) {
+  const interval = s.interval ?? "";
+  const failed = s.action === "report_failed";
+  return (
+    <div class="way" data-step={s.action} data-task={s.task} data-interval={interval}>
+      <ActionButton
+        who={who}
+        label={label}
+        title={`${label} ${time(interval)}`}
+        what={
+          failed
+            ? `This reports ${s.task} ${interval} failed, as its producer would: the task stops at it, and its children wait, until it is reported succeeded. It is recorded with your reason and your token's actor (${who?.actor}).`
+            : `This reports ${s.task} ${interval} succeeded, as its producer would: it counts as done for its children once every earlier interval is in. It is recorded with your token's actor (${who?.actor}).`
+        }
+        fields={[{ name: "reason", label: failed ? "Reason (required)" : "Note (optional)" }]}
+        ok={label}
+        run={(v) =>
+          post("/api/v1/tasks/{key}/intervals/{date}", {
+            path: { key: s.task, date: interval },
+            body: {
+              outcome: failed ? "failed" : "succeeded",
+              ...(v.reason ? { reason: v.reason } : {}),
+            },
+          })
+        }
+      />
+      <code class="cli">{s.command}</code>
+    </div>
+  );
+}
+
+/** An outside task's latest reported intervals, and who reported them. */
+function Reports({ detail: d }: { detail: TaskDetail }) {
+  if (d.reports.length === 0) return null;
+  return (
+    <ul class="reports" data-testid="reports">
+      {d.reports.map((r) => (
+        <li data-interval={r.logicalDate} data-outcome={r.outcome} data-standing={r.standing}>
+          <code>{time(r.logicalDate)}</code>
+          {` reported ${r.outcome} by `}
+          <span class="actor">{r.by}</span>
+          {` at ${time(r.at)}${r.reason ? `: ${r.reason}` : ""}`}
+          {r.standing === "held" && " (held: an earlier interval is not in)"}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
 /** Where the task stands, why, and (live, to a token that may act) what can be done to it. */
 function Where({
   arg,
@@ -192,6 +248,7 @@ function Where({
           <li>{r}</li>
         ))}
       </ul>
+      <Reports detail={d} />
       {!at && <WaysOut arg={arg} detail={d} who={who} />}
       {!at && (
         <div class="actions">
