@@ -18,6 +18,7 @@ import {
 } from "../task/decide-task.js";
 import type { TaskState } from "../task/state.js";
 import { counted } from "../words.js";
+import { aheadOf, type WeightedView } from "./ahead.js";
 
 /** Where a task stands, in one word (the `NOW` column of `chronolog tasks`). */
 export type TaskCondition =
@@ -143,10 +144,11 @@ export function nextStepsFor(
 
 /**
  * Why is this task (not) running? The core's `decideTask`, put in words: the same decision the
- * scheduler acts on, read from the projection alone. Writes nothing.
+ * scheduler acts on, read from the projection alone; a task held for a slot also says who is
+ * ahead of it for one. Writes nothing.
  */
 export function explainTask(
-  view: TaskView,
+  view: WeightedView,
   taskId: string,
   nowMs: number,
   options: DecideOptions & { readonly slots?: Slots } = {},
@@ -163,8 +165,13 @@ export function explainTask(
       nextSteps: [],
     };
   }
-  const decision = decideTask(view, task, nowMs, options.slots ?? projectedSlots(view), options);
+  const slots = options.slots ?? projectedSlots(view);
+  const decision = decideTask(view, task, nowMs, slots, options);
   const { condition, reasons } = describeDecision(decision, view, task.logicalDate, nowMs);
+  // Held for a slot: who a free one goes to first, and why.
+  const queue =
+    decision.kind === "held" ? aheadOf(view, task, decision.hold, nowMs, { ...options, slots }) : undefined;
+  if (queue !== undefined && reasons.length > 0) reasons[0] = `${reasons[0]}; ${queue}`;
   return {
     task: taskId,
     condition,

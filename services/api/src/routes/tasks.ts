@@ -1,4 +1,4 @@
-import { describeHalted, type HaltedCommand, instantInput, shownTask } from "@chronolog/core";
+import { describeHalted, type HaltedCommand, instantInput, shownPriority, shownTask } from "@chronolog/core";
 import {
   actOnInterval,
   pauseTask,
@@ -103,6 +103,7 @@ export function taskRoutes(d: RouteDeps): OpenAPIHono {
         c,
         toJsonWithBigints({
           task: shownTask(task),
+          priority: shownPriority(task, v.projection.weights),
           condition: row.condition,
           reasons: row.reasons,
           decision: row.decision,

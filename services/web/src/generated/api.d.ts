@@ -385,7 +385,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** re-run a range of a task's intervals (downstream: and its subtree), as `backfill`; from and to take a day (2026-12-01: the intervals that start on it in each task's zone) or an instant; dryRun returns the plan and writes nothing */
+        /** re-run a range of a task's intervals (downstream: and its subtree), as `backfill`; its intervals wait after every scheduled one unless priority says otherwise; from and to take a day (2026-12-01: the intervals that start on it in each task's zone) or an instant; dryRun returns the plan and writes nothing */
         post: operations["backfill"];
         delete?: never;
         options?: never;
@@ -663,6 +663,7 @@ export interface components {
                         type: "noop";
                     };
                     connection?: string;
+                    queue?: string;
                     /** @default [] */
                     parents: {
                         project: string;
@@ -735,15 +736,30 @@ export interface components {
                             command?: string;
                         };
                     };
+                    priority?: number;
+                    /** @enum {string} */
+                    priorityRule?: "absolute" | "downstream";
                 };
             } & {
                 [key: string]: unknown;
             };
+            priority: components["schemas"]["ShownPriority"];
             condition: string;
             reasons: string[];
             decision?: unknown;
             nextSteps: components["schemas"]["NextStep"][];
             instance?: unknown;
+        };
+        /** @description the task's declared priority and rule, its weight (with downstream: its subtree's sum), and how its current interval competes for slots (claim.backfill: a backfill's interval, after every scheduled one) */
+        ShownPriority: {
+            priority: number;
+            /** @enum {string} */
+            rule: "absolute" | "downstream";
+            weight: number;
+            claim: {
+                backfill: boolean;
+                weight: number;
+            };
         };
         /** @description what a retry or a mark of an interval did */
         IntervalAction: {
@@ -845,6 +861,7 @@ export interface components {
                         type: "noop";
                     };
                     connection?: string;
+                    queue?: string;
                     /** @default [] */
                     parents: {
                         project: string;
@@ -917,6 +934,9 @@ export interface components {
                             command?: string;
                         };
                     };
+                    priority?: number;
+                    /** @enum {string} */
+                    priorityRule?: "absolute" | "downstream";
                 };
                 /** Format: date-time */
                 logicalDate: string;
@@ -1002,6 +1022,7 @@ export interface components {
                         type: "noop";
                     };
                     connection?: string;
+                    queue?: string;
                     /** @default [] */
                     parents: {
                         project: string;
@@ -1074,6 +1095,9 @@ export interface components {
                             command?: string;
                         };
                     };
+                    priority?: number;
+                    /** @enum {string} */
+                    priorityRule?: "absolute" | "downstream";
                 };
                 changes: {
                     field: string;
@@ -1194,6 +1218,7 @@ export interface components {
                 backfillId?: string;
                 /** Format: date-time */
                 from?: string;
+                priority?: number;
             };
             metadata: components["schemas"]["EventMetadata"];
         } | {
@@ -1733,11 +1758,6 @@ export interface components {
                     operators: ("shell" | "http" | "node" | "noop")[];
                     /** @default 16 */
                     maxParallelism: number;
-                    /**
-                     * @default logical_date
-                     * @enum {string}
-                     */
-                    sortOrder: "logical_date" | "priority";
                     /** @default {} */
                     config: {
                         [key: string]: unknown;
@@ -1856,6 +1876,39 @@ export interface components {
                     partition: string;
                 }[];
                 reason?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "WorkerConnected";
+            data: {
+                worker: string;
+                host: string;
+                queues: string[];
+                capacity: number;
+                version: string;
+                scheduler?: string;
+                token?: string;
+                /** @default [] */
+                running: string[];
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "WorkerDisconnected";
+            data: {
+                worker: string;
+                reason: string;
             };
             metadata: components["schemas"]["EventMetadata"];
         } | {
@@ -2286,11 +2339,6 @@ export interface operations {
                         operators: ("shell" | "http" | "node" | "noop")[];
                         /** @default 16 */
                         maxParallelism: number;
-                        /**
-                         * @default logical_date
-                         * @enum {string}
-                         */
-                        sortOrder: "logical_date" | "priority";
                         /** @default {} */
                         config: {
                             [key: string]: unknown;
@@ -3680,6 +3728,7 @@ export interface operations {
                     to: string;
                     downstream?: boolean;
                     force?: boolean;
+                    priority?: number;
                     dryRun?: boolean;
                 };
             };
