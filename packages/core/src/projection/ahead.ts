@@ -77,7 +77,8 @@ export function aheadOf(
   const alike = last - first - 1;
   const own = `its ${me.claim.backfill ? `a backfill's, after the schedule, weight ${me.claim.weight}` : `priority ${me.claim.weight}`}`;
   const more = alike > 0 ? `; ${alike} more at its priority, served in the order they began to wait` : "";
-  if (first === 0) return `first in line for it (${own})${more}`;
+  if (first === 0)
+    return alike > 0 ? `none ahead of it by priority (${own})${more}` : `first in line for it (${own})`;
   const named = waiters
     .slice(0, Math.min(first, NAMED))
     .map((w) => `${w.id} ${shortInstant(w.logicalDate)} (${why(w, me)})`);
