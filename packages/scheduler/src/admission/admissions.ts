@@ -145,8 +145,7 @@ export class Admissions {
   }
 
   private inOrder(free: readonly Free[]): readonly Free[] {
-    if (free.length < 2 || (!this.runSlots.anyWaiting && !free.some((c) => c.task.spec.connection)))
-      return free;
+    if (free.length < 2 || (!this.runSlots.anyWaiting && !free.some(competes))) return free;
     const weights = this.projection.weights;
     return free
       .map((c, i) => ({
@@ -264,4 +263,19 @@ export class Admissions {
       if (c.run && !dispatched) this.runSlots.release(c.run.runId, task.id, true);
     }
   }
+}
+
+/**
+ * Whether the order of a pass's free tasks can matter for this one although no task waits for a
+ * run's slot yet: it uses a connection, or claims other than the default (a priority, a
+ * downstream weight, a backfill's interval), whose slots the first admitted take.
+ */
+function competes(c: Free): boolean {
+  const { spec, backfill } = c.task;
+  return (
+    spec.connection !== undefined ||
+    spec.priority !== undefined ||
+    spec.priorityRule !== undefined ||
+    backfill?.backfillId !== undefined
+  );
 }
