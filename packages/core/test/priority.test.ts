@@ -9,9 +9,12 @@ import {
   explainTask,
   formatDeclarationIssue,
   instanceStream,
+  runStream,
   taskStream,
   upcastEventData,
   validateDeclarations,
+  workflowSpecSchema,
+  workflowStream,
 } from "@chronolog/core";
 import { describe, expect, it } from "vitest";
 import { DAY, declaredTask, idOf, intended, keyOf, NEXT_DAY, taskSpec } from "./support/events.js";
@@ -200,6 +203,52 @@ describe("why of a task held for a connection's slot names who is ahead of it", 
     expect(why.reasons[0]).toContain(
       "p/a/me/ALL 2026-11-28T02:00Z (priority 0: a backfill's intervals come after it)",
     );
+  });
+});
+
+describe("why of a task held for a run's slot names those ahead of it by priority", () => {
+  const RUN = `etl@${DAY}`;
+  const inRun = (name: string, priority?: number): Given[] =>
+    declaredTask(
+      name,
+      DAY,
+      taskSpec(name, { workflow: "etl", ...(priority !== undefined ? { priority } : {}) }),
+    );
+  const history = [
+    ...on(workflowStream("etl"), {
+      type: "WorkflowDeclared",
+      data: {
+        spec: workflowSpecSchema.parse({ name: "etl", project: "p", account: "a", maxActiveTasks: 1 }),
+      },
+    }),
+    ...inRun("busy"),
+    ...inRun("me"),
+    ...inRun("peer"),
+    ...inRun("urgent", 3),
+    ...on(runStream(RUN), {
+      type: "RunStarted",
+      data: {
+        runId: RUN,
+        workflow: "etl",
+        logicalDate: DAY,
+        tasks: ["busy", "me", "peer", "urgent"].map(keyOf),
+        trigger: "schedule",
+        params: {},
+      },
+    }),
+    ...on(instanceStream(keyOf("busy"), DAY), intended("busy", { runId: RUN })),
+  ];
+
+  it("given a higher priority and one alike, when explained, then the first named and the other counted", () => {
+    const why = explainTask(projectionOf(history), idOf("me"), DUE);
+    expect(why.reasons).toEqual([
+      `waiting for a slot in run etl@2026-11-28T02:00Z (1 of 1 in use); 1 ahead of it (its priority 0): p/a/urgent/ALL 2026-11-28T02:00Z (priority 3); 1 more at its priority, served in the order they began to wait`,
+    ]);
+  });
+
+  it("given the highest priority, when explained, then first in line", () => {
+    const why = explainTask(projectionOf(history), idOf("urgent"), DUE);
+    expect(why.reasons[0]).toMatch(/; first in line for it \(its priority 3\)$/);
   });
 });
 

@@ -38,14 +38,20 @@ interface Queue {
   readonly at: ReadonlyMap<string, number>;
 }
 
-/** The queues of one set of counted slots: held task -> its queue. */
-type Queues = Map<string, Queue>;
-
 /**
- * The queues found for each `Slots` object: every task's `why` in one listing (which counts the
- * slots once) finds all of them in one walk of the tasks, not one walk each.
+ * The queues found on one set of counted slots: the tasks that use each connection and those of
+ * each workflow (one walk of the tasks, deciding none), and each queue once it was asked for
+ * (deciding only the tasks that may be in it). Every task's `why` in one listing, which counts
+ * the slots once, shares them.
  */
-const found = new WeakMap<Slots, Queues>();
+interface Found {
+  readonly byConnection: Map<string, TaskState[]>;
+  readonly byWorkflow: Map<string, TaskState[]>;
+  /** `connection:NAME` or `run:ID` -> its queue. */
+  readonly queues: Map<string, Queue>;
+}
+
+const found = new WeakMap<Slots, Found>();
 
 /**
  * Who is ahead of `task` for the slot `hold` waits for, in words: the attempts held for the same
@@ -61,14 +67,9 @@ export function aheadOf(
 ): string | undefined {
   if (hold.on !== "connection" && hold.on !== "run_slots") return undefined;
   const slots = options.slots ?? projectedSlots(view);
-  let queues = found.get(slots);
-  if (!queues) {
-    queues = queuesOf(view, nowMs, { ...options, slots });
-    found.set(slots, queues);
-  }
-  const queue = queues.get(task.id);
-  const i = queue?.at.get(task.id);
-  if (!queue || i === undefined) return undefined;
+  const queue = queueOf(view, hold, nowMs, { ...options, slots });
+  const i = queue.at.get(task.id);
+  if (i === undefined) return undefined;
   const { waiters } = queue;
   const me = waiters[i] as Waiter;
   // A run's queue: those of its claim are served in the order they began to wait, not known here.
@@ -86,36 +87,52 @@ export function aheadOf(
   return `${first} ahead of it (${own}): ${named.join(", ")}${more}`;
 }
 
-/** Every task held for a connection's or a run's slot, in the queue of each, in order. */
-function queuesOf(
+/** The tasks held for the same slots as `hold`, in the order a free one is given out. */
+function queueOf(
   view: WeightedView,
+  hold: Hold & { on: "connection" | "run_slots" },
   nowMs: number,
   options: DecideOptions & { readonly slots: Slots },
-): Queues {
+): Queue {
+  let f = found.get(options.slots);
+  if (!f) {
+    f = { byConnection: new Map(), byWorkflow: new Map(), queues: new Map() };
+    for (const t of view.tasks.values()) {
+      if (t.status !== "active") continue;
+      if (t.spec.connection !== undefined) push(f.byConnection, t.spec.connection, t);
+      if (t.spec.workflow !== undefined) push(f.byWorkflow, t.spec.workflow, t);
+    }
+    found.set(options.slots, f);
+  }
+  const key = hold.on === "connection" ? `connection:${hold.connection}` : `run:${hold.runId}`;
+  const known = f.queues.get(key);
+  if (known) return known;
   const weights = view.weights ?? new PriorityWeights(view.tasks, childrenFromTasks(view.tasks));
-  const byKey = new Map<string, Waiter[]>();
-  const keyOf = new Map<string, string>();
-  for (const t of view.tasks.values()) {
-    if (t.status !== "active" || (t.spec.connection === undefined && t.spec.workflow === undefined)) continue;
+  const candidates =
+    hold.on === "connection"
+      ? (f.byConnection.get(hold.connection) ?? [])
+      : (f.byWorkflow.get(hold.workflow) ?? []).filter((t) => t.logicalDate === hold.logicalDate);
+  const waiters: Waiter[] = [];
+  for (const t of candidates) {
     const d = decideTask(view, t, nowMs, options.slots, options);
-    if (d.kind !== "held") continue;
-    const h = d.hold;
-    const key =
-      h.on === "connection" ? `connection:${h.connection}` : h.on === "run_slots" ? `run:${h.runId}` : null;
-    if (key === null) continue;
-    const list = byKey.get(key) ?? [];
-    if (list.length === 0) byKey.set(key, list);
-    list.push({ claim: claimOf(t, weights), logicalDate: t.logicalDate, since: 0, id: t.id });
-    keyOf.set(t.id, key);
+    if (d.kind !== "held" || !sameSlots(d.hold, hold)) continue;
+    waiters.push({ claim: claimOf(t, weights), logicalDate: t.logicalDate, since: 0, id: t.id });
   }
-  const shared = new Map<string, Queue>();
-  for (const [key, list] of byKey) {
-    list.sort(compareWaiters);
-    shared.set(key, { waiters: list, at: new Map(list.map((w, i) => [w.id, i])) });
-  }
-  const queues: Queues = new Map();
-  for (const [id, key] of keyOf) queues.set(id, shared.get(key) as Queue);
-  return queues;
+  waiters.sort(compareWaiters);
+  const queue = { waiters, at: new Map(waiters.map((w, i) => [w.id, i])) };
+  f.queues.set(key, queue);
+  return queue;
+}
+
+function sameSlots(a: Hold, b: Hold & { on: "connection" | "run_slots" }): boolean {
+  if (b.on === "connection") return a.on === "connection" && a.connection === b.connection;
+  return a.on === "run_slots" && a.runId === b.runId;
+}
+
+function push(map: Map<string, TaskState[]>, key: string, t: TaskState): void {
+  const list = map.get(key);
+  if (list) list.push(t);
+  else map.set(key, [t]);
 }
 
 /** The first index at which `past` holds (it holds from there to the end). */
