@@ -55,7 +55,7 @@ tasks:
     }).then(([h, w, by]) => {
       expect(by[`p/a/${w}/ALL`]?.reasons[0]).toMatch(
         new RegExp(
-          `^waiting for a slot on connection pg \\(1 of 1 in use: p/a/${h}/ALL since \\d\\d:\\d\\d:\\d\\dZ\\)$`,
+          `^waiting for a slot on connection pg \\(1 of 1 in use: p/a/${h}/ALL since \\d\\d:\\d\\d:\\d\\dZ\\); first in line for it \\(its priority 0\\)$`,
         ),
       );
       return [h, w];

@@ -258,6 +258,20 @@ describe("the ten-job graph as a workflow", () => {
       expect(spans[i]?.[0]).toBeGreaterThanOrEqual(spans[i - 1]?.[1] ?? 0);
   }, 120_000);
 
+  it("gives a run's free slots to the highest priority first, from the run's start", async () => {
+    // maxActiveTasks 1 and three roots ready at once: one at a time, by priority.
+    const file = join(dir, "ranked.yaml");
+    const task = (name: string, priority: number) =>
+      `      - { name: ${name}, priority: ${priority}, operator: { type: shell, command: "sleep 0.05; echo ${name} >> ${join(dir, "ran")}" } }`;
+    const tasks = [task("r_low", -1), task("r_mid", 0), task("r_high", 5)];
+    writeFileSync(file, workflowYaml("ranked", tasks, { maxActiveTasks: 1 }));
+    const r = chronolog(dir, ["declare", file]);
+    expect(r.code, r.stderr).toBe(0);
+    up = startUp(dir);
+    await waitUntil("the three tasks to run", () => (ran().length === 3 ? true : undefined), 60_000, 100);
+    expect(ran()).toEqual(["r_high", "r_mid", "r_low"]);
+  }, 120_000);
+
   it("starts a task's children with its success only while the run has slots for them", async () => {
     // maxActiveTasks 2 and three children of one root: two start in the commit of the root's
     // success, the third once one of them has ended.

@@ -54,6 +54,8 @@ workflows:
       - name: extract
         operator: { type: shell, command: "echo extracting; echo bad input >&2; exit 3" }
         retry: { maxAttempts: 1 }
+        priority: 2
+        priorityRule: downstream
       - name: load
         parents: [extract]
         operator: { type: shell, command: "echo load" }
@@ -144,6 +146,8 @@ describe("the web UI", () => {
     const page = await loggedIn(b, p.url, ops);
     await open(page, p.url, `#/task/${encodeURIComponent(EXTRACT)}`, "where");
     expect(await page.getByTestId("condition").textContent()).toBe("failed");
+    // Its priority, and its weight with the tasks below it (load and downstream, at 0).
+    expect(await page.getByTestId("priority").textContent()).toBe("2 (downstream: weight 2)");
     const attempt = page.locator("[data-testid=attempts] tbody tr").first();
     await attempt.waitFor();
     expect(await attempt.textContent()).toContain("bad input");

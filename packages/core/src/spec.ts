@@ -194,6 +194,26 @@ export const queueName = z
     "a queue name is lower-case letters, digits, _, . and -, at most 64, starting with a letter or digit",
   );
 
+/** The bounds of a declared priority. */
+export const PRIORITY_MIN = -1000;
+export const PRIORITY_MAX = 1000;
+
+/** A priority: an integer from -1000 to 1000 (0 when none is declared). */
+export const prioritySchema = z
+  .number({ message: "a priority is an integer from -1000 to 1000" })
+  .int("a priority is an integer from -1000 to 1000")
+  .min(PRIORITY_MIN, "a priority is an integer from -1000 to 1000")
+  .max(PRIORITY_MAX, "a priority is an integer from -1000 to 1000");
+
+/**
+ * How a task's weight is counted: `absolute`, its own priority; `downstream`, its own plus those
+ * of every task below it (each counted once), so that what much depends on goes first.
+ */
+export const priorityRuleSchema = z.enum(["absolute", "downstream"], {
+  message: "priorityRule is absolute or downstream",
+});
+export type PriorityRule = z.output<typeof priorityRuleSchema>;
+
 /** The normalised declaration of one task, as recorded in TaskDeclared / TaskDeclarationChanged. */
 export const taskSpecSchema = z
   .object({
@@ -220,6 +240,10 @@ export const taskSpecSchema = z
     alerts: z.array(alertSinkSchema).default([]),
     /** Its secrets by reference: its connection's, its workflow's, then its own (by name). */
     secrets: secretsSchema.optional(),
+    /** Where its attempts stand among those waiting for the same slots: higher first (absent: 0). */
+    priority: prioritySchema.optional(),
+    /** `downstream`: its weight adds its descendants' priorities (absent: `absolute`, its own). */
+    priorityRule: priorityRuleSchema.optional(),
   })
   .strict();
 export type TaskSpec = z.output<typeof taskSpecSchema>;
@@ -231,14 +255,21 @@ export const connectionSpecSchema = z
     /** Which operators may use it; empty means any. */
     operators: z.array(z.enum(["shell", "http", "node", "python", "noop"])).default([]),
     maxParallelism: z.number().int().min(1).max(100_000).default(16),
-    /** Order in which queued tasks are released: by priority (higher first), then logical date. */
-    sortOrder: z.enum(["logical_date", "priority"]).default("logical_date"),
     config: z.record(z.string(), z.unknown()).default({}),
     /** Secrets by reference, given to every task that uses the connection. */
     secrets: secretsSchema.optional(),
   })
   .strict();
 export type ConnectionSpec = z.output<typeof connectionSpecSchema>;
+
+/**
+ * A connection's declaration as older logs recorded it: with a `sortOrder` that nothing ever
+ * read (its free slots went to the oldest interval whatever it said). It is dropped when read:
+ * the tasks' priorities now order every connection's waiters.
+ */
+export const storedConnectionSpecSchema = connectionSpecSchema
+  .extend({ sortOrder: z.enum(["logical_date", "priority"]).optional() })
+  .transform(({ sortOrder: _dropped, ...spec }): ConnectionSpec => spec);
 
 /**
  * A workflow param's name: a word (letters, digits, `_`, `-`, not starting with a digit or `-`),

@@ -163,7 +163,6 @@ describe("declaration files: a full document", () => {
         name: "warehouse",
         operators: ["shell", "noop"],
         maxParallelism: 4,
-        sortOrder: "logical_date",
         config: {},
       },
     ]);

@@ -53,6 +53,21 @@ describe("summarizeEvent: what an event says, in a line of words", () => {
         },
       }),
     ).toBe("p/a/t/ALL set to 2026-11-30T00:00Z (backfill bf-1 until 2026-12-01T00:00Z)");
+    expect(
+      summarizeEvent({
+        type: "IntervalReset",
+        data: {
+          key: keyOf("t"),
+          logicalDate: "2026-11-30T00:00:00.000Z",
+          nextRunDate: "2026-12-01T00:00:00.000Z",
+          prevIntervalStart: null,
+          reason: "backfill",
+          until: "2026-12-01T00:00:00.000Z",
+          backfillId: "bf-2",
+          priority: -7,
+        },
+      }),
+    ).toBe("p/a/t/ALL set to 2026-11-30T00:00Z (backfill bf-2 until 2026-12-01T00:00Z at priority -7)");
   });
 
   it("a long free text is cut, on one line", () => {

@@ -13,6 +13,7 @@ import {
   type PlanRefusal,
   parseInstant,
   planBackfill,
+  prioritySchema,
   resetTo,
   retryCommand,
   type SchedulerProjection,
@@ -147,6 +148,8 @@ export interface BackfillPlan {
   readonly skipped: ReadonlyArray<BackfillSkip>;
   /** A dry run: the plan as it would be carried out, and nothing written. */
   readonly dryRun?: boolean;
+  /** The priority its intervals compete with (absent: below every scheduled interval). */
+  readonly priority?: number;
 }
 
 /**
@@ -170,10 +173,22 @@ export async function backfill(
   options: {
     readonly force?: boolean;
     readonly dryRun?: boolean;
+    /**
+     * The priority its intervals compete for slots with, as a scheduled interval's would
+     * (absent: below every scheduled interval).
+     */
+    readonly priority?: number;
     /** Sees the tasks the plan would reset, on the state it was decided on; throws to refuse it. */
     readonly permit?: (tasks: readonly string[]) => void;
   } = {},
 ): Promise<BackfillPlan> {
+  if (options.priority !== undefined) {
+    const checked = prioritySchema.safeParse(options.priority);
+    if (!checked.success)
+      throw new ValidationError("backfill", [
+        { path: "--priority", message: `${options.priority}: ${checked.error.issues[0]?.message}` },
+      ]);
+  }
   const request = {
     task: id,
     from: dateArg(fromText, "--from"),
@@ -181,7 +196,9 @@ export async function backfill(
     downstream,
     force: !!options.force,
     backfillId: randomUUID(),
+    ...(options.priority !== undefined ? { priority: options.priority } : {}),
   };
+  const ranked = options.priority !== undefined ? { priority: options.priority } : {};
   const decide = (p: SchedulerProjection) => {
     const decided = planBackfill(p, request);
     if (decided.kind === "refused") throw refusalError("backfill", decided);
@@ -191,7 +208,7 @@ export async function backfill(
   if (options.dryRun) {
     await catchUp(log, projection);
     const { targets, skipped } = decide(projection);
-    return { backfillId: request.backfillId, writtenUpTo: -1n, targets, skipped, dryRun: true };
+    return { backfillId: request.backfillId, writtenUpTo: -1n, targets, skipped, dryRun: true, ...ranked };
   }
   const outcome = await handleCommand(log, {
     name: `backfill ${id}`,
@@ -210,7 +227,7 @@ export async function backfill(
   const positions = outcome.kind === "written" ? outcome.results.map((r) => r.position) : [];
   // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max does not take
   const writtenUpTo = positions.reduce((a, b) => (b > a ? b : a), -1n);
-  return { backfillId: request.backfillId, writtenUpTo, targets, skipped };
+  return { backfillId: request.backfillId, writtenUpTo, targets, skipped, ...ranked };
 }
 
 /** How far a backfill has come: intervals done per target, from the projection. */

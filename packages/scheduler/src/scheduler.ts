@@ -365,7 +365,7 @@ export class Scheduler implements ReconciledScheduler {
    * right after. Deciding such a burst in pieces keeps what is in flight at once small (every
    * intent of a piece is written in one commit, and the garbage collector copies less of it)
    * and hands the first attempts to the workers sooner; tasks that share a limit are all decided
-   * together, so that its free slots still go to the oldest interval first.
+   * together, so that its free slots still go to the highest claim first.
    */
   private takeDirty(): string[] {
     if (this.agenda.dirty.size <= PASS_TASKS) {

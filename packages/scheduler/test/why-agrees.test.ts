@@ -90,7 +90,7 @@ tasks:
     expect(w.condition).toBe("held");
     expect(w.reasons[0]).toMatch(
       new RegExp(
-        `^waiting for a slot on connection pg \\(1 of 1 in use: p/a/${holder}/ALL since \\d\\d:\\d\\d:\\d\\dZ\\)$`,
+        `^waiting for a slot on connection pg \\(1 of 1 in use: p/a/${holder}/ALL since \\d\\d:\\d\\d:\\d\\dZ\\); first in line for it \\(its priority 0\\)$`,
       ),
     );
     expect(w.decision).toMatchObject({
@@ -129,7 +129,7 @@ workflows:
     const w = why(waiter);
     expect(w.condition).toBe("held");
     expect(w.reasons).toEqual([
-      `waiting for a slot in run etl@${LATEST.replace(":00.000Z", "Z")} (2 of 2 in use)`,
+      `waiting for a slot in run etl@${LATEST.replace(":00.000Z", "Z")} (2 of 2 in use); first in line for it (its priority 0)`,
     ]);
     await new Promise((r) => setTimeout(r, 200));
     expect(dispatched(waiter)).toBe(false);

@@ -133,9 +133,22 @@ export const ReportRow = z
   })
   .openapi("ReportRow");
 
+export const ShownPriority = z
+  .object({
+    priority: z.number().int(),
+    rule: z.enum(["absolute", "downstream"]),
+    weight: z.number().int(),
+    claim: z.object({ backfill: z.boolean(), weight: z.number().int() }),
+  })
+  .openapi("ShownPriority", {
+    description:
+      "the task's declared priority and rule, its weight (with downstream: its subtree's sum), and how its current interval competes for slots (claim.backfill: a backfill's interval, after every scheduled one)",
+  });
+
 export const TaskDetail = z
   .object({
     task: z.object({ id: z.string(), status: z.string(), spec: TaskSpec }).catchall(z.unknown()),
+    priority: ShownPriority,
     condition: z.string(),
     reasons: z.array(z.string()),
     decision: z.unknown(),

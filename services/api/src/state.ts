@@ -289,8 +289,10 @@ export class ApiState {
     const resets = await this.index.backfillResets(id);
     if (!resets || resets.length === 0) return undefined;
     const targets = [];
+    let priority: number | undefined;
     for (const e of resets) {
       if (e.type !== "IntervalReset") continue;
+      priority ??= e.data.priority;
       const taskId = formatTaskKey(e.data.key);
       const task = this.projection.tasks.get(taskId);
       const from = e.data.from ?? e.data.logicalDate;
@@ -309,6 +311,7 @@ export class ApiState {
       writtenUpTo: (resets.at(-1) as RecordedEvent).position,
       targets,
       skipped: [],
+      ...(priority !== undefined ? { priority } : {}),
     };
   }
 

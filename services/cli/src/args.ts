@@ -1,4 +1,11 @@
-import { dateArg, intervalOn, type TaskState, ValidationError } from "@chronolog/core";
+import {
+  dateArg,
+  intervalOn,
+  PRIORITY_MAX,
+  PRIORITY_MIN,
+  type TaskState,
+  ValidationError,
+} from "@chronolog/core";
 
 /** Instants and run ids, in every form the CLI prints (see @chronolog/core). */
 export { instantInput as instantArg, runIdInput as runIdArg } from "@chronolog/core";
@@ -33,6 +40,16 @@ export function byteSizeArg(text: string, flag: string): number {
   if (!Number.isSafeInteger(n))
     throw new ValidationError(flag, [
       { path: "", message: `takes a size in bytes such as 1048576, 512KiB or 1MiB, not "${text}"` },
+    ]);
+  return n;
+}
+
+/** A priority: an integer from -1000 to 1000 (`--priority 5`, `--priority -10`). */
+export function priorityArg(text: string, flag = "--priority"): number {
+  const n = /^\s*-?\d+\s*$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < PRIORITY_MIN || n > PRIORITY_MAX)
+    throw new ValidationError(flag, [
+      { path: "", message: `takes an integer from ${PRIORITY_MIN} to ${PRIORITY_MAX}, not "${text}"` },
     ]);
   return n;
 }

@@ -24,6 +24,12 @@ export function backfillLines(plan: BackfillPlan): string[] {
   }
   for (const s of plan.skipped) lines.push(`skipped ${s.task}: ${s.reason}`);
   if (plan.targets.length === 0) lines.push("nothing to reset");
+  else
+    lines.push(
+      plan.priority !== undefined
+        ? `its intervals compete for slots at priority ${plan.priority}`
+        : "its intervals wait for slots after every scheduled interval (--priority N to change it)",
+    );
   if (!plan.dryRun)
     for (const backfillId of new Set(plan.targets.map((t) => t.backfillId)))
       lines.push(`backfill ${backfillId}`);

@@ -12,9 +12,9 @@ import { checkOperator, parseSinks, type TaskDraft } from "./shape.js";
 /**
  * The third room: one well-shaped task, resolved into its spec. A workflow task inherits cron,
  * timezone, startDate, endDate, catchup, connection, retry (field by field), idempotent,
- * leaseSeconds, project and account from its workflow; config is deep-merged workflow -> task ->
- * inline (`operator.config`); dates become UTC instants with milliseconds; parents become full
- * keys. Every problem of the task is reported, each where it is written.
+ * leaseSeconds, priority, priorityRule, project and account from its workflow; config is
+ * deep-merged workflow -> task -> inline (`operator.config`); dates become UTC instants with
+ * milliseconds; parents become full keys. Every problem of the task is reported, each where it is written.
  */
 export interface ResolvedTask {
   readonly draft: TaskDraft;
@@ -124,6 +124,9 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
       "a python task runs on a Python worker serving its queue: give it one (queue: NAME), or the scheduler's own workers refuse each attempt",
       label,
     );
+  // Left out when they say the default, so that a declaration without them reads the same.
+  const priority = pick("priority")?.value;
+  const priorityRule = pick("priorityRule")?.value;
   const parents = resolveParents(d, issues);
   const alerts = [...(wf?.spec.alerts ?? []), ...parseSinks(decl.alerts, d, label, issues)];
   const clean = issues.errorCount === errorsBefore;
@@ -154,6 +157,8 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
     ...(queue ? { queue: queue.value } : {}),
     ...(decl.cacheKey !== undefined ? { cacheKey: decl.cacheKey } : {}),
     ...(Object.keys(secrets).length > 0 && !external ? { secrets } : {}),
+    ...(priority ? { priority } : {}),
+    ...(priorityRule === "downstream" ? { priorityRule } : {}),
   };
   const spec = compiled(taskSpecSchema).safeParse(input);
   if (!spec.success) {

@@ -3,6 +3,8 @@ import { keyPart } from "../keys.js";
 import {
   connectionSpecSchema,
   paramName,
+  priorityRuleSchema,
+  prioritySchema,
   queueName,
   retryPolicySchema,
   secretsSchema,
@@ -76,6 +78,10 @@ const inheritable = {
   leaseSeconds: z.number().int().min(1).max(86_400).optional(),
   /** `{ NAME: { env } | { file } | { command } }`: a task's are added to its workflow's. */
   secrets: secretsSchema.optional(),
+  /** Its attempts' place among those waiting for the same slots: higher first (default 0). */
+  priority: prioritySchema.optional(),
+  /** `downstream`: its weight adds its descendants' priorities (default `absolute`). */
+  priorityRule: priorityRuleSchema.optional(),
 };
 
 const taskOwn = {

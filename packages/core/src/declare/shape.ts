@@ -90,7 +90,9 @@ function readDocument(file: string, document: unknown, issues: IssueCollector, s
 
   list("connections").forEach((raw, i) => {
     const path = `connections[${i}]`;
-    const parsed = compiled(declaredConnectionSchema).safeParse(raw);
+    const parsed = compiled(declaredConnectionSchema).safeParse(
+      withoutSortOrder(raw, { file, path }, issues),
+    );
     if (!parsed.success) issues.schema({ file, path }, parsed.error.issues, undefined);
     else shapes.connections.push({ file, path, spec: parsed.data });
   });
@@ -331,4 +333,19 @@ function rawLabel(
   // Name the task even when its project or account is missing (`p/?/name/ALL`).
   if (name === undefined) return undefined;
   return `${project ?? "?"}/${account ?? "?"}/${name}/${part(raw.partition, "ALL")}`;
+}
+
+/**
+ * A connection's `sortOrder`, which nothing ever read, is said and left out: the tasks'
+ * priorities order every connection's waiters (higher first, then the oldest interval).
+ */
+function withoutSortOrder(raw: unknown, at: Located, issues: IssueCollector): unknown {
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw) || !("sortOrder" in raw)) return raw;
+  const { sortOrder: _dropped, ...rest } = raw as Record<string, unknown>;
+  issues.warning(
+    "unknown_field",
+    { file: at.file, path: `${at.path}.sortOrder` },
+    "sortOrder is no longer read (it never changed the order): a connection's free slots go to the highest priority first, then the oldest interval; set priority on tasks or workflows, and remove sortOrder",
+  );
+  return rest;
 }

@@ -26,6 +26,11 @@ function entry<Schema extends z.ZodType>(
   return { schema, version, upcast };
 }
 
+/** ConnectionDeclared v1 -> v2: the unread `sortOrder` is dropped. */
+function connectionDeclaredV1toV2(data: unknown): unknown {
+  return S.ConnectionDeclaredV1.parse(data);
+}
+
 /** AttemptFailed v1 -> v2: the error string becomes `{ kind, message }`. */
 function attemptFailedV1toV2(data: unknown): unknown {
   const v1 = S.AttemptFailedV1.parse(data);
@@ -65,7 +70,7 @@ export const eventCatalog = {
   AlertRaised: entry(S.AlertRaised),
   AlertDelivered: entry(S.AlertDelivered),
   AlertDeliveryFailed: entry(S.AlertDeliveryFailed),
-  ConnectionDeclared: entry(S.ConnectionDeclared),
+  ConnectionDeclared: entry(S.ConnectionDeclared, 2, { 1: connectionDeclaredV1toV2 }),
   ConnectionSlotsTaken: entry(S.ConnectionSlotsTaken),
   WorkflowDeclared: entry(S.WorkflowDeclared),
   WorkflowRetired: entry(S.WorkflowRetired),

@@ -5,7 +5,9 @@ import {
   alertSinkSchema,
   connectionSpecSchema,
   instant,
+  prioritySchema,
   queueName,
+  storedConnectionSpecSchema,
   taskSpecSchema,
   workflowSpecSchema,
 } from "../spec.js";
@@ -82,6 +84,11 @@ export const IntervalReset = z
      * backfill already under way, whose first intervals are walked already.
      */
     from: instant.optional(),
+    /**
+     * The priority the backfill's intervals compete with (`backfill --priority N`); absent, a
+     * backfill's intervals come after every scheduled one.
+     */
+    priority: prioritySchema.optional(),
   })
   .strict();
 
@@ -361,6 +368,8 @@ export const AlertDeliveryFailed = z
 // ---- declarations other than tasks --------------------------------------------------------
 
 export const ConnectionDeclared = z.object({ spec: connectionSpecSchema }).strict();
+/** v1: its spec had a `sortOrder` that nothing read (dropped in v2: priorities order every connection). */
+export const ConnectionDeclaredV1 = z.object({ spec: storedConnectionSpecSchema }).strict();
 /**
  * Slots of a connection taken by dispatches, written in the same atomic append as their
  * DispatchIntended events with a compare-and-set on the connection stream: the contended

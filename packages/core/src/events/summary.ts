@@ -51,7 +51,7 @@ export function summarizeEvent(e: DomainEvent): string {
       const d = e.data;
       const why =
         d.reason === "backfill"
-          ? `backfill${d.backfillId ? ` ${d.backfillId}` : ""}${d.until ? ` until ${shortInstant(d.until)}` : ""}`
+          ? `backfill${d.backfillId ? ` ${d.backfillId}` : ""}${d.until ? ` until ${shortInstant(d.until)}` : ""}${d.priority !== undefined ? ` at priority ${d.priority}` : ""}`
           : d.reason === "catchup_disabled"
             ? "catch-up is off: jumped to the latest interval"
             : "by an operator";

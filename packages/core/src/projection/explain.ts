@@ -19,6 +19,7 @@ import {
 } from "../task/decide-task.js";
 import type { TaskState } from "../task/state.js";
 import { counted } from "../words.js";
+import { aheadOf, type WeightedView } from "./ahead.js";
 import {
   describeAwaited,
   describeOutsideBlock,
@@ -179,10 +180,11 @@ export function nextStepsFor(
 
 /**
  * Why is this task (not) running? The core's `decideTask`, put in words: the same decision the
- * scheduler acts on, read from the projection alone. Writes nothing.
+ * scheduler acts on, read from the projection alone; a task held for a slot also says who is
+ * ahead of it for one. Writes nothing.
  */
 export function explainTask(
-  view: TaskView,
+  view: WeightedView,
   taskId: string,
   nowMs: number,
   options: DecideOptions & { readonly slots?: Slots } = {},
@@ -199,13 +201,18 @@ export function explainTask(
       nextSteps: [],
     };
   }
-  const decision = decideTask(view, task, nowMs, options.slots ?? projectedSlots(view), options);
+  const slots = options.slots ?? projectedSlots(view);
+  const decision = decideTask(view, task, nowMs, slots, options);
   const described = describeDecision(decision, view, task.logicalDate, nowMs);
   const { condition } = described;
   const reasons =
     decision.kind === "failed" && isExternal(task.spec)
       ? describeOutsideFailure(task, decision.failure, view)
       : described.reasons;
+  // Held for a slot: who a free one goes to first, and why.
+  const queue =
+    decision.kind === "held" ? aheadOf(view, task, decision.hold, nowMs, { ...options, slots }) : undefined;
+  if (queue !== undefined && reasons.length > 0) reasons[0] = `${reasons[0]}; ${queue}`;
   return {
     task: taskId,
     condition,

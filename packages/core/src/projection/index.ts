@@ -1,3 +1,4 @@
+export * from "./ahead.js";
 export * from "./explain.js";
 export * from "./explain-outside.js";
 export * from "./id-map.js";

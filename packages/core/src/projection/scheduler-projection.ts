@@ -5,6 +5,7 @@ import { formatTaskKey, type TaskKey } from "../keys.js";
 import { evolveRun, type RunState, runIdOf, withOutcome, withoutOutcome } from "../run/state.js";
 import type { ConnectionSpec, WorkflowSpec } from "../spec.js";
 import { instanceStream, streamCategory } from "../streams.js";
+import { PriorityWeights } from "../task/priority.js";
 import { type DeclaredSpec, evolveTask, type TaskState } from "../task/state.js";
 import { IdMap } from "./id-map.js";
 
@@ -57,6 +58,8 @@ export class SchedulerProjection {
   readonly alerts = new Map<string, AlertState>();
   /** parent task id -> ids of tasks that name it as a parent. */
   readonly children: ChildIndex;
+  /** Each task's weight among those that wait for the same slots (kept per declaration change). */
+  readonly weights: PriorityWeights;
   /** Position of the last event applied (-1n: none). */
   position = -1n;
   /** Events applied since the projection was created or restored. */
@@ -70,6 +73,7 @@ export class SchedulerProjection {
     this.tasks = restored?.tasks ?? new IdMap();
     this.children = restored?.children ?? new ChildIndex();
     if (restored && !restored.children) for (const t of this.tasks.values()) this.indexParents(undefined, t);
+    this.weights = new PriorityWeights(this.tasks, this.children);
   }
 
   apply(e: LoggedEvent): Touched {
@@ -120,6 +124,7 @@ export class SchedulerProjection {
     const after = this.compact(evolved, before);
     this.tasks.set(after.id === id ? after.id : id, after);
     if (e.type === "TaskDeclared" || e.type === "TaskDeclarationChanged") this.indexParents(before, after);
+    if (DECLARATION_EVENTS.has(e.type)) this.weights.changed();
     if (before && before.logicalDate !== after.logicalDate) this.prune(before.id, before.logicalDate);
     if (e.type === "IntervalRetried" && after.spec.workflow !== undefined) {
       // Reopened while its run goes on: the run waits for it again.
@@ -433,6 +438,9 @@ export interface ProjectionSnapshot {
 }
 
 /** The parents of every task that has none: one list, never changed. */
+/** The task events after which weights are counted again. */
+const DECLARATION_EVENTS = new Set(["TaskDeclared", "TaskDeclarationChanged", "TaskRetired", "TaskRevived"]);
+
 export const NO_PARENTS = Object.freeze([]) as readonly TaskKey[] as TaskKey[];
 
 const NO_CHILDREN: readonly string[] = Object.freeze([]);

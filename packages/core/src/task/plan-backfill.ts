@@ -50,14 +50,19 @@ export function joinedWindow(task: TaskState, reset: WindowReset): JoinedWindow 
   };
 }
 
-/** The IntervalReset that sets `task` back over the range `reset` decided, in the window `backfillId`. */
+/**
+ * The IntervalReset that sets `task` back over the range `reset` decided, in the window
+ * `backfillId`, its intervals at `priority` (absent: the pending window's it joins, if any).
+ */
 export function resetWrite(
   task: TaskState,
   reset: WindowReset,
   reason: "backfill" | "operator",
   backfillId: string | undefined,
+  priority?: number,
 ): PlannedWrite {
-  const { joins: _, from, until, resume, ...position } = reset;
+  const { joins, from, until, resume, ...position } = reset;
+  const at = priority ?? joins?.priority;
   return {
     streamId: taskStream(task.key),
     expectedRevision: task.revision,
@@ -72,6 +77,7 @@ export function resetWrite(
           ...(resume ? { resume } : {}),
           ...(backfillId ? { backfillId } : {}),
           ...(from !== position.logicalDate ? { from } : {}),
+          ...(at !== undefined ? { priority: at } : {}),
         },
       },
     ],
@@ -105,6 +111,8 @@ export interface BackfillRequest {
   readonly force: boolean;
   /** The id a new window gets. */
   readonly backfillId: string;
+  /** The priority its intervals compete with (absent: below every scheduled interval). */
+  readonly priority?: number;
 }
 
 export type BackfillDecision =
@@ -268,7 +276,7 @@ export function planBackfill(projection: SchedulerProjection, request: BackfillR
       ...(merged ? { merged } : {}),
       notes,
     });
-    writes.push(resetWrite(task, plan.reset, "backfill", windowId));
+    writes.push(resetWrite(task, plan.reset, "backfill", windowId, request.priority));
   }
   const busy = unsettled(projection, reset);
   if (busy.length > 0) return unsettledRefusal(busy);

@@ -19,6 +19,8 @@ export interface BackfillWindow {
   readonly backfillId?: string;
   /** The actor that asked for it: the runs it reopens name them. */
   readonly requestedBy?: string;
+  /** The priority its intervals compete with (absent: below every scheduled interval). */
+  readonly priority?: number;
 }
 
 /**
@@ -140,6 +142,7 @@ export function evolveTask(
               resume: d.resume,
               backfillId: d.backfillId,
               ...(at.metadata?.actor ? { requestedBy: at.metadata.actor } : {}),
+              ...(d.priority !== undefined ? { priority: d.priority } : {}),
             }
           : null,
         revision: at.revision,

@@ -1,5 +1,7 @@
 import {
   admitTask,
+  claimOf,
+  compareWaiters,
   type Hold,
   type InstanceState,
   instanceStream,
@@ -106,8 +108,9 @@ export class Admissions {
 
   /**
    * Admits the free tasks to their limits with the core's `admitTask`, one after another on the
-   * slots the ones before left: the oldest interval first and, within one, the task that has
-   * waited longest for a slot. Starts the runs they start, then writes their intents.
+   * slots the ones before left: the highest claim first (its priority; a backfill's intervals
+   * after the schedule's), then the oldest interval and, within one, the task that has waited
+   * longest for a slot. Starts the runs they start, then writes their intents.
    */
   async dispatchAll(free: readonly Free[]): Promise<void> {
     const slots = new PassSlots(this.projection, this.connections, this.runSlots);
@@ -142,17 +145,18 @@ export class Admissions {
   }
 
   private inOrder(free: readonly Free[]): readonly Free[] {
-    if (free.length < 2 || (!this.runSlots.anyWaiting && !free.some((c) => c.task.spec.connection)))
-      return free;
+    if (free.length < 2 || (!this.runSlots.anyWaiting && !free.some(competes))) return free;
+    const weights = this.projection.weights;
     return free
-      .map((c, i) => ({ c, i, since: this.runSlots.waitingSince(c.task.id, c.task.logicalDate) }))
-      .sort(
-        (a, b) =>
-          cmp(a.c.task.logicalDate, b.c.task.logicalDate) ||
-          a.since - b.since ||
-          cmp(a.c.task.id, b.c.task.id) ||
-          a.i - b.i,
-      )
+      .map((c, i) => ({
+        c,
+        i,
+        claim: claimOf(c.task, weights),
+        logicalDate: c.task.logicalDate,
+        since: this.runSlots.waitingSince(c.task.id, c.task.logicalDate),
+        id: c.task.id,
+      }))
+      .sort((a, b) => compareWaiters(a, b) || a.i - b.i)
       .map((x) => x.c);
   }
 
@@ -262,6 +266,17 @@ export class Admissions {
   }
 }
 
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
+/**
+ * Whether the order of a pass's free tasks can matter for this one although no task waits for a
+ * run's slot yet: it uses a connection, or claims other than the default (a priority, a
+ * downstream weight, a backfill's interval), whose slots the first admitted take.
+ */
+function competes(c: Free): boolean {
+  const { spec, backfill } = c.task;
+  return (
+    spec.connection !== undefined ||
+    spec.priority !== undefined ||
+    spec.priorityRule !== undefined ||
+    backfill?.backfillId !== undefined
+  );
 }

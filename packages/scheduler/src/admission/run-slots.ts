@@ -5,8 +5,8 @@ import { setIn } from "../sets.js";
 /**
  * The slots of each run's `maxActiveTasks`, and the runs being started. A task admitted to a
  * run holds a slot from its admission until the projection shows its intent, so that passes that
- * overlap do not admit more than the limit; a run's free slot goes to the task that has waited
- * longest for one.
+ * overlap do not admit more than the limit; a run's free slot goes to the highest priority
+ * (see `compareWaiters`), then to the task that has waited longest for one.
  */
 export class RunSlots {
   /** runId -> tasks admitted to the run whose intent the projection does not show yet. */

@@ -15,6 +15,11 @@ const BackfillBody = z.object({
   to: z.string(),
   downstream: z.boolean().optional(),
   force: z.boolean().optional(),
+  /**
+   * The priority its intervals compete for slots with, as a scheduled interval's would
+   * (-1000..1000); absent, they wait after every scheduled interval.
+   */
+  priority: z.number().optional(),
   /** Decide and return the plan, writing nothing. */
   dryRun: z.boolean().optional(),
 });
@@ -35,7 +40,7 @@ export function backfillRoutes(d: RouteDeps): OpenAPIHono {
       operationId: "backfill",
       security: needsToken,
       summary:
-        "re-run a range of a task's intervals (downstream: and its subtree), as `backfill`; from and to take a day (2026-12-01: the intervals that start on it in each task's zone) or an instant; dryRun returns the plan and writes nothing",
+        "re-run a range of a task's intervals (downstream: and its subtree), as `backfill`; its intervals wait after every scheduled one unless priority says otherwise; from and to take a day (2026-12-01: the intervals that start on it in each task's zone) or an instant; dryRun returns the plan and writes nothing",
       request: { body: { required: true, content: { "application/json": { schema: BackfillBody } } } },
       responses: {
         200: json(
@@ -62,6 +67,7 @@ export function backfillRoutes(d: RouteDeps): OpenAPIHono {
         {
           force: !!body.force,
           dryRun: !!body.dryRun,
+          ...(body.priority !== undefined ? { priority: body.priority } : {}),
           // The whole plan (a downstream one reaches other projects' tasks), as it was decided.
           permit: (tasks) => requireProjects(caller, tasks.map(projectOf), "backfill"),
         },

@@ -5,6 +5,7 @@ import {
   type HaltedCommand,
   instantInput,
   intervalOn,
+  shownPriority,
   shownTask,
 } from "@chronolog/core";
 import {
@@ -131,6 +132,7 @@ export function taskRoutes(d: RouteDeps): OpenAPIHono {
         c,
         toJsonWithBigints({
           task: shownTask(task),
+          priority: shownPriority(task, v.projection.weights),
           condition: row.condition,
           reasons: row.reasons,
           decision: row.decision,

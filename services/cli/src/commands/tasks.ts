@@ -6,6 +6,7 @@ import {
   counted,
   currentAttempt,
   type DeclarationSource,
+  describePriority,
   explainTask,
   foldInstance,
   formatDeclarationIssue,
@@ -13,6 +14,7 @@ import {
   lastLineOf,
   parseDeclarationText,
   SchedulerProjection,
+  shownPriority,
   shownTask,
   type TaskState,
 } from "@chronolog/core";
@@ -38,6 +40,7 @@ import {
 } from "@chronolog/scheduler";
 import cliProgress from "cli-progress";
 import type { Command } from "commander";
+import { priorityArg } from "../args.js";
 import { type DataDirOptions, logFileOf, logUrlOf, parseLogUrl } from "../data-dir.js";
 import { CliError, toJson } from "../edge.js";
 import { eventLine } from "../event-line.js";
@@ -237,6 +240,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
             toJson(
               {
                 task: shownTask(task),
+                priority: shownPriority(task, projection.weights),
                 condition: why.condition,
                 reasons: why.reasons,
                 nextSteps: why.nextSteps,
@@ -257,6 +261,9 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
         );
         console.log(
           `parents     ${task.parents.map((p) => `${p.project}/${p.account}/${p.name}/${p.partition}`).join(", ") || "-"}`,
+        );
+        console.log(
+          `priority    ${describePriority(shownPriority(task, projection.weights), !!task.backfill?.backfillId)}`,
         );
         console.log(`finished    ${short(task.prevIntervalStart)}`);
         console.log(`next        ${short(task.logicalDate)} due ${short(task.nextRunDate)}`);
@@ -414,6 +421,10 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
     .requiredOption("--to <date>", "last interval, inclusive: a day (its intervals included) or an instant")
     .option("--downstream", "also reset every task below it")
     .option("--force", "also a range before the tasks' startDates, or a paused task")
+    .option(
+      "--priority <n>",
+      "the priority its intervals compete for slots with, as a scheduled interval's (default: after every scheduled interval)",
+    )
     .option("--dry-run", "print what it would reset and join, and write nothing")
     .option("--detach", "return at once instead of showing progress")
     .option("--timeout <seconds>", "give up waiting after this long", "0")
@@ -427,14 +438,17 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
           detach?: boolean;
           force?: boolean;
           dryRun?: boolean;
+          priority?: string;
           timeout: string;
         },
       ) => {
         const id = taskIdArg(key);
+        const priority = opts.priority !== undefined ? priorityArg(opts.priority) : undefined;
         await withSession(globals(), "write", async ({ log, projection }) => {
           const plan = await backfill(log, projection, id, opts.from, opts.to, !!opts.downstream, {
             force: !!opts.force,
             dryRun: !!opts.dryRun,
+            ...(priority !== undefined ? { priority } : {}),
           });
           for (const line of backfillLines(plan)) console.log(line);
           if (opts.detach || plan.dryRun || plan.targets.length === 0) return;

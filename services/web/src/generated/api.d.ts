@@ -402,7 +402,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** re-run a range of a task's intervals (downstream: and its subtree), as `backfill`; from and to take a day (2026-12-01: the intervals that start on it in each task's zone) or an instant; dryRun returns the plan and writes nothing */
+        /** re-run a range of a task's intervals (downstream: and its subtree), as `backfill`; its intervals wait after every scheduled one unless priority says otherwise; from and to take a day (2026-12-01: the intervals that start on it in each task's zone) or an instant; dryRun returns the plan and writes nothing */
         post: operations["backfill"];
         delete?: never;
         options?: never;
@@ -764,10 +764,14 @@ export interface components {
                             command?: string;
                         };
                     };
+                    priority?: number;
+                    /** @enum {string} */
+                    priorityRule?: "absolute" | "downstream";
                 };
             } & {
                 [key: string]: unknown;
             };
+            priority: components["schemas"]["ShownPriority"];
             condition: string;
             reasons: string[];
             decision?: unknown;
@@ -775,6 +779,17 @@ export interface components {
             instance?: unknown;
             /** @description an outside task's latest reported intervals, the latest first, and who reported them */
             reports: components["schemas"]["ReportRow"][];
+        };
+        /** @description the task's declared priority and rule, its weight (with downstream: its subtree's sum), and how its current interval competes for slots (claim.backfill: a backfill's interval, after every scheduled one) */
+        ShownPriority: {
+            priority: number;
+            /** @enum {string} */
+            rule: "absolute" | "downstream";
+            weight: number;
+            claim: {
+                backfill: boolean;
+                weight: number;
+            };
         };
         ReportRow: {
             logicalDate: string;
@@ -1001,6 +1016,9 @@ export interface components {
                             command?: string;
                         };
                     };
+                    priority?: number;
+                    /** @enum {string} */
+                    priorityRule?: "absolute" | "downstream";
                 };
                 /** Format: date-time */
                 logicalDate: string;
@@ -1170,6 +1188,9 @@ export interface components {
                             command?: string;
                         };
                     };
+                    priority?: number;
+                    /** @enum {string} */
+                    priorityRule?: "absolute" | "downstream";
                 };
                 changes: {
                     field: string;
@@ -1290,6 +1311,7 @@ export interface components {
                 backfillId?: string;
                 /** Format: date-time */
                 from?: string;
+                priority?: number;
             };
             metadata: components["schemas"]["EventMetadata"];
         } | {
@@ -1854,11 +1876,6 @@ export interface components {
                     operators: ("shell" | "http" | "node" | "python" | "noop")[];
                     /** @default 16 */
                     maxParallelism: number;
-                    /**
-                     * @default logical_date
-                     * @enum {string}
-                     */
-                    sortOrder: "logical_date" | "priority";
                     /** @default {} */
                     config: {
                         [key: string]: unknown;
@@ -2440,11 +2457,6 @@ export interface operations {
                         operators: ("shell" | "http" | "node" | "python" | "noop")[];
                         /** @default 16 */
                         maxParallelism: number;
-                        /**
-                         * @default logical_date
-                         * @enum {string}
-                         */
-                        sortOrder: "logical_date" | "priority";
                         /** @default {} */
                         config: {
                             [key: string]: unknown;
@@ -3922,6 +3934,7 @@ export interface operations {
                     to: string;
                     downstream?: boolean;
                     force?: boolean;
+                    priority?: number;
                     dryRun?: boolean;
                 };
             };

@@ -211,6 +211,12 @@ function Reports({ detail: d }: { detail: TaskDetail }) {
   );
 }
 
+/** Its priority: `5`, `5 (downstream: weight 12)`, and how a backfill's interval competes. */
+function priorityText(p: TaskDetail["priority"]): string {
+  const own = p.rule === "downstream" ? `${p.priority} (downstream: weight ${p.weight})` : `${p.priority}`;
+  return p.claim.backfill ? `${own}; this backfill's interval waits after every scheduled one` : own;
+}
+
 /** Where the task stands, why, and (live, to a token that may act) what can be done to it. */
 function Where({
   arg,
@@ -242,6 +248,8 @@ function Where({
             <a href={href("graph", "", { workflow: task.spec.workflow, at })}>{task.spec.workflow}</a>
           </>
         )}
+        {" · priority "}
+        <strong data-testid="priority">{priorityText(d.priority)}</strong>
       </p>
       <ul data-testid="reasons">
         {d.reasons.map((r) => (
@@ -281,6 +289,7 @@ function Where({
               { name: "from", label: "From", value: task.prevIntervalStart ?? task.logicalDate },
               { name: "to", label: "To", value: task.logicalDate },
               { name: "downstream", label: "Downstream too (yes/no)", value: "no" },
+              { name: "priority", label: "Priority (empty: after every scheduled interval)", value: "" },
             ]}
             run={(v) =>
               post("/api/v1/backfills", {
@@ -289,6 +298,7 @@ function Where({
                   from: v.from ?? "",
                   to: v.to ?? "",
                   downstream: /^y/i.test(v.downstream ?? ""),
+                  ...(v.priority?.trim() ? { priority: Number(v.priority) } : {}),
                 },
               })
             }
