@@ -12,7 +12,7 @@ import { checkOperator, parseSinks, type TaskDraft } from "./shape.js";
 /**
  * The third room: one well-shaped task, resolved into its spec. A workflow task inherits cron,
  * timezone, startDate, endDate, catchup, connection, retry (field by field), idempotent,
- * leaseSeconds, project and account from its workflow; config is deep-merged workflow -> task ->
+ * leaseSeconds, deadline, project and account from its workflow; config is deep-merged workflow -> task ->
  * inline (`operator.config`); dates become UTC instants with milliseconds; parents become full
  * keys. Every problem of the task is reported, each where it is written.
  */
@@ -95,6 +95,7 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
   if (operator) checkLiteralCredentials(operator, at("operator"), label, issues);
 
   const queue = pick("queue");
+  const deadline = pick("deadline");
   const parents = resolveParents(d, issues);
   const alerts = [...(wf?.spec.alerts ?? []), ...parseSinks(decl.alerts, d, label, issues)];
   const clean = issues.errorCount === errorsBefore;
@@ -123,6 +124,7 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
     ...(end ? { endDate: end } : {}),
     ...(connection ? { connection: connection.value } : {}),
     ...(queue ? { queue: queue.value } : {}),
+    ...(deadline ? { deadline: deadline.value } : {}),
     ...(decl.cacheKey !== undefined ? { cacheKey: decl.cacheKey } : {}),
     ...(Object.keys(secrets).length > 0 ? { secrets } : {}),
   };

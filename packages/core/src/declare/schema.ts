@@ -2,6 +2,7 @@ import { z } from "zod";
 import { keyPart } from "../keys.js";
 import {
   connectionSpecSchema,
+  deadlineSchema,
   paramName,
   queueName,
   retryPolicySchema,
@@ -76,6 +77,8 @@ const inheritable = {
   leaseSeconds: z.number().int().min(1).max(86_400).optional(),
   /** `{ NAME: { env } | { file } | { command } }`: a task's are added to its workflow's. */
   secrets: secretsSchema.optional(),
+  /** `{ within: "4h" }` or `{ at: "06:00" }`: when each interval must be done. */
+  deadline: deadlineSchema.optional(),
 };
 
 const taskOwn = {

@@ -6,6 +6,7 @@ import {
   resumeTask,
   retireTask,
   taskAttempts,
+  taskDeadline,
   taskHistory,
   taskRow,
 } from "@chronolog/scheduler";
@@ -108,6 +109,7 @@ export function taskRoutes(d: RouteDeps): OpenAPIHono {
           decision: row.decision,
           nextSteps: row.nextSteps,
           instance,
+          deadline: taskDeadline(v.projection, task, v.now),
         }),
       );
     },

@@ -663,6 +663,7 @@ export interface components {
                         type: "noop";
                     };
                     connection?: string;
+                    queue?: string;
                     /** @default [] */
                     parents: {
                         project: string;
@@ -707,10 +708,13 @@ export interface components {
                          * @default [
                          *       "task_failed",
                          *       "needs_operator",
-                         *       "run_failed"
+                         *       "run_failed",
+                         *       "deadline_at_risk",
+                         *       "deadline_missed",
+                         *       "deadline_met_late"
                          *     ]
                          */
-                        on: ("task_failed" | "needs_operator" | "run_failed")[];
+                        on: ("task_failed" | "needs_operator" | "run_failed" | "deadline_at_risk" | "deadline_missed" | "deadline_met_late")[];
                         command?: string;
                         http?: {
                             url: string;
@@ -735,6 +739,10 @@ export interface components {
                             command?: string;
                         };
                     };
+                    deadline?: {
+                        within?: string;
+                        at?: string;
+                    };
                 };
             } & {
                 [key: string]: unknown;
@@ -744,7 +752,46 @@ export interface components {
             decision?: unknown;
             nextSteps: components["schemas"]["NextStep"][];
             instance?: unknown;
+            deadline: components["schemas"]["DeadlineStanding"];
         };
+        /** @description a task's deadline: when its current interval is due, the estimate and the root cause */
+        DeadlineStanding: {
+            deadline: {
+                within?: string;
+                at?: string;
+            };
+            /** @description the interval it is for: the first the task has not done */
+            logicalDate: string;
+            dueAt: string;
+            /** @enum {string} */
+            state: "on_track" | "at_risk" | "missed";
+            estimate: {
+                /** @description when it would be done at the recent pace; null: not without an operator */
+                doneAt: string | null;
+                path: {
+                    task: string;
+                    logicalDate: string;
+                    ms: number;
+                }[];
+                /** @description tasks on the way with no recorded duration yet */
+                unknown: string[];
+            };
+            /** @description what holds the interval, the waits followed to their end */
+            cause: {
+                task: string;
+                logicalDate: string;
+                state: string;
+                detail: string | null;
+                path: string[];
+                text: string;
+            } | null;
+            /** @description the task's latest interval done after its deadline */
+            metLate: {
+                logicalDate: string;
+                text: string;
+                at: string;
+            } | null;
+        } | null;
         /** @description what a retry or a mark of an interval did */
         IntervalAction: {
             task: string;
@@ -845,6 +892,7 @@ export interface components {
                         type: "noop";
                     };
                     connection?: string;
+                    queue?: string;
                     /** @default [] */
                     parents: {
                         project: string;
@@ -889,10 +937,13 @@ export interface components {
                          * @default [
                          *       "task_failed",
                          *       "needs_operator",
-                         *       "run_failed"
+                         *       "run_failed",
+                         *       "deadline_at_risk",
+                         *       "deadline_missed",
+                         *       "deadline_met_late"
                          *     ]
                          */
-                        on: ("task_failed" | "needs_operator" | "run_failed")[];
+                        on: ("task_failed" | "needs_operator" | "run_failed" | "deadline_at_risk" | "deadline_missed" | "deadline_met_late")[];
                         command?: string;
                         http?: {
                             url: string;
@@ -916,6 +967,10 @@ export interface components {
                             file?: string;
                             command?: string;
                         };
+                    };
+                    deadline?: {
+                        within?: string;
+                        at?: string;
                     };
                 };
                 /** Format: date-time */
@@ -1002,6 +1057,7 @@ export interface components {
                         type: "noop";
                     };
                     connection?: string;
+                    queue?: string;
                     /** @default [] */
                     parents: {
                         project: string;
@@ -1046,10 +1102,13 @@ export interface components {
                          * @default [
                          *       "task_failed",
                          *       "needs_operator",
-                         *       "run_failed"
+                         *       "run_failed",
+                         *       "deadline_at_risk",
+                         *       "deadline_missed",
+                         *       "deadline_met_late"
                          *     ]
                          */
-                        on: ("task_failed" | "needs_operator" | "run_failed")[];
+                        on: ("task_failed" | "needs_operator" | "run_failed" | "deadline_at_risk" | "deadline_missed" | "deadline_met_late")[];
                         command?: string;
                         http?: {
                             url: string;
@@ -1073,6 +1132,10 @@ export interface components {
                             file?: string;
                             command?: string;
                         };
+                    };
+                    deadline?: {
+                        within?: string;
+                        at?: string;
                     };
                 };
                 changes: {
@@ -1646,7 +1709,7 @@ export interface components {
             data: {
                 alertId: string;
                 /** @enum {string} */
-                kind: "task_failed" | "needs_operator" | "run_failed";
+                kind: "task_failed" | "needs_operator" | "run_failed" | "deadline_at_risk" | "deadline_missed" | "deadline_met_late";
                 task?: {
                     project: string;
                     account: string;
@@ -1664,10 +1727,13 @@ export interface components {
                      * @default [
                      *       "task_failed",
                      *       "needs_operator",
-                     *       "run_failed"
+                     *       "run_failed",
+                     *       "deadline_at_risk",
+                     *       "deadline_missed",
+                     *       "deadline_met_late"
                      *     ]
                      */
-                    on: ("task_failed" | "needs_operator" | "run_failed")[];
+                    on: ("task_failed" | "needs_operator" | "run_failed" | "deadline_at_risk" | "deadline_missed" | "deadline_met_late")[];
                     command?: string;
                     http?: {
                         url: string;
@@ -1807,10 +1873,13 @@ export interface components {
                          * @default [
                          *       "task_failed",
                          *       "needs_operator",
-                         *       "run_failed"
+                         *       "run_failed",
+                         *       "deadline_at_risk",
+                         *       "deadline_missed",
+                         *       "deadline_met_late"
                          *     ]
                          */
-                        on: ("task_failed" | "needs_operator" | "run_failed")[];
+                        on: ("task_failed" | "needs_operator" | "run_failed" | "deadline_at_risk" | "deadline_missed" | "deadline_met_late")[];
                         command?: string;
                         http?: {
                             url: string;
@@ -1856,6 +1925,39 @@ export interface components {
                     partition: string;
                 }[];
                 reason?: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "WorkerConnected";
+            data: {
+                worker: string;
+                host: string;
+                queues: string[];
+                capacity: number;
+                version: string;
+                scheduler?: string;
+                token?: string;
+                /** @default [] */
+                running: string[];
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "WorkerDisconnected";
+            data: {
+                worker: string;
+                reason: string;
             };
             metadata: components["schemas"]["EventMetadata"];
         } | {
@@ -2369,10 +2471,13 @@ export interface operations {
                              * @default [
                              *       "task_failed",
                              *       "needs_operator",
-                             *       "run_failed"
+                             *       "run_failed",
+                             *       "deadline_at_risk",
+                             *       "deadline_missed",
+                             *       "deadline_met_late"
                              *     ]
                              */
-                            on: ("task_failed" | "needs_operator" | "run_failed")[];
+                            on: ("task_failed" | "needs_operator" | "run_failed" | "deadline_at_risk" | "deadline_missed" | "deadline_met_late")[];
                             command?: string;
                             http?: {
                                 url: string;

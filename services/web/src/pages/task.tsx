@@ -155,6 +155,37 @@ function WaysOut({ arg, detail: d, who }: { arg: string; detail: TaskDetail; who
   );
 }
 
+/** The deadline of the task's current interval: when it is due, the estimate, what holds it. */
+function Deadline({ deadline: dl }: { deadline: NonNullable<TaskDetail["deadline"]> }) {
+  const label = dl.deadline.at ?? dl.deadline.within ?? "";
+  const words = { on_track: "on track", at_risk: "at risk", missed: "missed" }[dl.state];
+  return (
+    <div class="deadline" data-testid="deadline" data-state={dl.state}>
+      <p>
+        {"Deadline "}
+        <strong>{label}</strong>
+        {` for ${time(dl.logicalDate)}: due ${time(dl.dueAt)}, `}
+        <span class={`pill d-${dl.state}`} data-testid="deadline-state">
+          {words}
+        </span>
+        {dl.estimate.doneAt
+          ? ` · estimated done ${time(dl.estimate.doneAt)}`
+          : " · cannot be done without an operator"}
+      </p>
+      {dl.estimate.path.length > 0 && (
+        <p data-testid="deadline-path">
+          {"Longest path left: "}
+          {dl.estimate.path.map((s) => `${s.task} ${Math.round(s.ms / 1000)}s`).join(" → ")}
+        </p>
+      )}
+      {dl.cause && <p data-testid="deadline-cause">{dl.cause.text}</p>}
+      {dl.metLate && (
+        <p data-testid="deadline-met-late">{`${time(dl.metLate.logicalDate)} met its ${dl.metLate.text}`}</p>
+      )}
+    </div>
+  );
+}
+
 /** Where the task stands, why, and (live, to a token that may act) what can be done to it. */
 function Where({
   arg,
@@ -192,6 +223,7 @@ function Where({
           <li>{r}</li>
         ))}
       </ul>
+      {d.deadline && <Deadline deadline={d.deadline} />}
       {!at && <WaysOut arg={arg} detail={d} who={who} />}
       {!at && (
         <div class="actions">
