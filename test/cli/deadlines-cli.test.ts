@@ -200,3 +200,69 @@ describe("a deadline at risk", () => {
     }
   }, 360_000);
 });
+
+describe("a deadline declared", () => {
+  it("is inherited from its workflow, a task's own wins; a bad one is refused, naming where", () => {
+    const dir = tempDataDir("deadline-declared");
+    left.dirs.push(dir);
+    const file = join(dir, "d.yaml");
+    const workflow = (a: string, b: string) => `workflows:
+  - name: w
+    project: p
+    account: a
+    cron: "0 0 * * *"
+    timezone: Europe/Berlin
+    startDate: "2026-11-01T00:00:00Z"
+    deadline: ${a}
+    tasks:
+      - { name: inherits, operator: { type: noop } }
+      - { name: own, deadline: ${b}, operator: { type: noop } }
+`;
+    for (const [a, b, said] of [
+      [
+        `{ within: "4 hours" }`,
+        `{ at: "06:00" }`,
+        'workflows[0].deadline.within: within: a duration is a whole number and a unit (s, m, h or d), e.g. "30s", "90m", "4h"',
+      ],
+      [
+        `{ within: "4h" }`,
+        `{ at: "6am" }`,
+        'workflows[0].tasks[1].deadline.at: p/a/own/ALL: at: a local time is "HH:MM" on a 24-hour clock, e.g. "06:00"',
+      ],
+      [
+        `{ within: "4h" }`,
+        `{ at: "06:00", within: "1h" }`,
+        'workflows[0].tasks[1].deadline: p/a/own/ALL: deadline: a deadline is either { within: "4h" } or { at: "06:00" }',
+      ],
+      [
+        `{ within: "8d" }`,
+        `{ at: "06:00" }`,
+        "workflows[0].deadline.within: within: a deadline is at most 7d after the end of its interval",
+      ],
+      [`{ before: "06:00" }`, `{ at: "06:00" }`, "workflows[0].deadline"],
+    ]) {
+      writeFileSync(file, workflow(a as string, b as string));
+      const r = chronolog(dir, ["declare", file]);
+      expect(r.code, r.stdout).toBe(2);
+      expect(r.stderr).toContain(`d.yaml: ${said}`);
+    }
+    // Nothing was declared by the refusals.
+    expect(chronolog(dir, ["tasks"]).stdout).toContain("no tasks are declared");
+    writeFileSync(file, workflow(`{ within: "4h" }`, `{ at: "06:00" }`));
+    const ok = chronolog(dir, ["declare", file]);
+    expect(ok.code, ok.stderr).toBe(0);
+    const spec = (t: string) => JSON.parse(chronolog(dir, ["task", t, "--json"]).stdout);
+    expect(spec("p/a/inherits").task.spec.deadline).toEqual({ within: "4h" });
+    const own = spec("p/a/own");
+    expect(own.task.spec.deadline).toEqual({ at: "06:00" });
+    // Daily at Berlin midnight: the first interval (the 2nd, Berlin) ends on the 3rd, due 06:00 Berlin (05:00Z).
+    expect(own.deadline).toMatchObject({
+      logicalDate: "2026-11-01T23:00:00.000Z",
+      dueAt: "2026-11-03T05:00:00.000Z",
+      state: "missed",
+    });
+    expect(chronolog(dir, ["task", "p/a/own"]).stdout).toContain(
+      "deadline    2026-11-01T23:00Z missed its 06:00 deadline (2026-11-03T05:00Z",
+    );
+  }, 60_000);
+});
