@@ -150,6 +150,12 @@ export class DeadlineWatch {
       return;
     }
     const now = this.o.now();
+    if (!this.o.owns(task)) {
+      // Another scheduler's: no estimate here; looked at again at the deadline, in case it moved.
+      if (now < w.due) this.timers.wakeAt(id, w.due);
+      else this.watchFrom(task, nextInterval(task.spec, w.logicalDate));
+      return;
+    }
     this.stats.checks += 1;
     // A backfill moves the task back for a while: the intervals it had done stay done.
     const position = task.backfill?.resume?.logicalDate ?? task.logicalDate;
@@ -167,12 +173,12 @@ export class DeadlineWatch {
         this.watchFrom(task, nextInterval(task.spec, w.logicalDate));
         return;
       case "missed":
-        if (this.o.owns(task)) void this.raise(task, "deadline_missed", w.logicalDate, r.reason);
+        void this.raise(task, "deadline_missed", w.logicalDate, r.reason);
         this.watchFrom(task, nextInterval(task.spec, w.logicalDate));
         return;
       case "at_risk":
         w.riskRaised = true;
-        if (this.o.owns(task)) void this.raise(task, "deadline_at_risk", w.logicalDate, r.reason);
+        void this.raise(task, "deadline_at_risk", w.logicalDate, r.reason);
         this.timers.wakeAt(id, r.recheckAt);
         return;
       case "wait":
