@@ -49,7 +49,7 @@ import { type AsOfFlags, addAsOfOptions, taskIdArg, withReadSession, withSession
 function deadlineLines(d: ReturnType<typeof taskDeadline>, now: number): string[] {
   if (!d) return [];
   const out = [describeDeadline(d, now)];
-  if (d.estimate.path.length > 0)
+  if (d.estimate.doneAt !== null && d.estimate.path.length > 0)
     out.push(
       `longest path left: ${d.estimate.path.map((s) => `${s.task} ${Math.round(s.ms / 1000)}s`).join(" -> ")}`,
     );
