@@ -5,6 +5,7 @@ import {
   deadlineOf,
   nextInterval,
   nextWatched,
+  RECENT_DONE_ALERTS,
   type SchedulerProjection,
   shortInstant,
   span,
@@ -193,8 +194,13 @@ export class DeadlineWatch {
     if (due === null || at <= due || !this.o.owns(task)) return;
     const missed = alertStream(`deadline_missed:${task.id}@${logicalDate}#${ONCE}`);
     try {
+      // The projection holds every alert being delivered and the most recent done ones: the log
+      // is read only when it may have let go of this one (a catch-up of old intervals, whose
+      // deadlines raised nothing, reads nothing).
       const known =
-        this.o.projection.alerts.has(missed) || (await this.o.log.streamRevision(missed)) !== "no_stream";
+        this.o.projection.alerts.has(missed) ||
+        (this.o.projection.alerts.size >= RECENT_DONE_ALERTS &&
+          (await this.o.log.streamRevision(missed)) !== "no_stream");
       if (!known) return;
       const d = task.spec.deadline;
       if (!d) return;
