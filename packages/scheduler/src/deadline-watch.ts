@@ -63,10 +63,14 @@ export class DeadlineWatch {
     this.timers = new TimerQueue((keys) => this.due(keys), o.now);
   }
 
-  /** Every task with a deadline, watched from now. */
+  /**
+   * Every task with a deadline, watched from now: each is looked at (its interval found, its
+   * estimate made) CHECKS_PER_TURN a turn of the event loop, never all at once.
+   */
   start(): void {
     this.started = true;
-    for (const task of this.o.projection.tasks.values()) if (task.spec.deadline) this.watchFrom(task);
+    for (const task of this.o.projection.tasks.values()) if (task.spec.deadline) this.queue.push(task.id);
+    if (!this.draining && this.queue.length > 0) this.drain();
   }
 
   stop(): void {
@@ -144,13 +148,20 @@ export class DeadlineWatch {
 
   /** Looks at one task's watched interval: done, missed, at risk or on track. */
   check(id: string): void {
-    const w = this.watched.get(id);
     const task = this.o.projection.tasks.get(id);
-    if (!w || !task?.spec.deadline || task.status === "retired") {
+    if (!task?.spec.deadline || task.status === "retired") {
       this.watched.delete(id);
       return;
     }
     const now = this.o.now();
+    let w = this.watched.get(id);
+    if (!w) {
+      // Not watched yet (the start): its first interval whose deadline is still to come.
+      const next = nextWatched(task.spec, task.logicalDate, now);
+      if (!next) return;
+      w = { logicalDate: next.logicalDate, due: next.deadline, riskRaised: false };
+      this.watched.set(id, w);
+    }
     if (!this.o.owns(task)) {
       // Another scheduler's: no estimate here; looked at again at the deadline, in case it moved.
       if (now < w.due) this.timers.wakeAt(id, w.due);
