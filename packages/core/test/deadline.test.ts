@@ -1,7 +1,11 @@
 import {
   checkDeadline,
+  connectionSpecSchema,
+  connectionStream,
+  type DomainEvent,
   DURATIONS_KEPT,
   deadlineOf,
+  describeCause,
   estimateDone,
   type LoggedEvent,
   medianDuration,
@@ -163,6 +167,27 @@ describe("the root cause of an interval not done", () => {
       state: "paused",
       detail: "vendor late",
     });
+  });
+
+  it("given a parent held for its connection's only slot, says who holds it", () => {
+    const p = projectionOf([
+      ...on(connectionStream("pg"), {
+        type: "ConnectionDeclared",
+        data: { spec: connectionSpecSchema.parse({ name: "pg", maxParallelism: 1 }) },
+      }),
+      ...declaredTask("other", DAY, taskSpec("other", { connection: "pg" })),
+      ...declaredTask("ingest", DAY, taskSpec("ingest", { connection: "pg" })),
+      ...declaredTask("report", DAY, taskSpec("report", { parents: [keyOf("ingest")] })),
+      ...on(streamOf("other"), {
+        type: "DispatchIntended",
+        data: { ...intended("other").data, connection: "pg" },
+      } as DomainEvent),
+    ]);
+    const c = rootCause(p, idOf("report"), DAY, END + MIN);
+    expect(c).toMatchObject({ task: idOf("ingest"), state: "held" });
+    expect(describeCause(c, idOf("report"))).toBe(
+      `it waits for ${idOf("ingest")} 2026-11-28T02:00Z, which is held: waiting for a slot on connection pg (1 of 1 in use: ${idOf("other")} since 2026-11-30T00:00:00Z)`,
+    );
   });
 
   it("given the interval done, is done", () => {

@@ -1,6 +1,7 @@
 import type { GateReason } from "../gate.js";
 import { type AttemptView, lastLineOf } from "../instance/state.js";
 import { formatTaskKey } from "../keys.js";
+import { describeHold } from "../projection/explain.js";
 import { shortInstant } from "../schedule/interval.js";
 import {
   type DecideOptions,
@@ -117,13 +118,7 @@ function step(view: TaskView, task: TaskState, now: number, slots: Slots, option
     case "retired":
       return { state: "retired", detail: null };
     case "held":
-      return {
-        state: "held",
-        detail:
-          d.hold.on === "connection"
-            ? `for a slot on connection ${d.hold.connection}`
-            : d.hold.on.replace(/_/g, " "),
-      };
+      return { state: "held", detail: describeHold(d.hold, view, now) };
     case "ready":
     case "catchup_jump":
       return { state: "ready", detail: null };
@@ -211,7 +206,7 @@ function stateWords(c: RootCause): string {
     case "retired":
       return "is retired";
     case "held":
-      return `is held${detail}`;
+      return `is held: ${c.detail ?? "for a limit"}`;
     case "ready":
       return "is ready to start";
     case "not_due":
