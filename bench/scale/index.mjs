@@ -144,3 +144,15 @@ if (last.n < 1_000_000)
       1,
     )} GB`,
   );
+
+// The cost of watching deadlines at the largest size run here (bench/deadlines, in a process of
+// its own).
+{
+  const n = Math.min(last.n, 100_000);
+  const r = spawnSync(
+    process.execPath,
+    ["--expose-gc", ...cliNodeFlags(), join(here, "..", "deadlines", "index.mjs")],
+    { stdio: "inherit", env: { ...process.env, BENCH_DEADLINE_TASKS: String(n) } },
+  );
+  if (r.status !== 0) throw new Error(`bench/deadlines failed (status ${r.status})`);
+}

@@ -55,6 +55,7 @@ workflows:
         operator: { type: shell, command: "echo reading ${join(d, "input")}; echo bad input >&2; exit 3" }
       - name: load
         parents: [extract]
+        deadline: { within: "1h" }
         operator: { type: shell, command: "echo load" }
 `;
 }
@@ -237,6 +238,18 @@ describe("the UI's details", () => {
     expect(await why.textContent()).toMatch(/^interrupted: worker shutdown/);
     const width = (await why.boundingBox())?.width ?? Number.POSITIVE_INFINITY;
     expect(width).toBeLessThanOrEqual(18 * 16);
+    await page.close();
+  });
+
+  it("task page: a deadline missed, with the estimate and the root cause the waits lead to", async () => {
+    const page = await loggedIn(b, p.url, ops);
+    await open(page, p.url, `#/task/${encodeURIComponent(LOAD)}`, "deadline");
+    const box = page.getByTestId("deadline");
+    expect(await box.getAttribute("data-state")).toBe("missed");
+    expect(await page.getByTestId("deadline-state").textContent()).toBe("missed");
+    expect(await box.textContent()).toContain("cannot be done without an operator");
+    const cause = await page.getByTestId("deadline-cause").textContent();
+    expect(cause).toMatch(new RegExp(`^it waits for ${EXTRACT} .*, which is paused \\(source is down\\)$`));
     await page.close();
   });
 

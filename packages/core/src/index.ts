@@ -1,4 +1,5 @@
 export * from "./alert/index.js";
+export * from "./deadline/index.js";
 export * from "./declare/index.js";
 export * from "./errors.js";
 export * from "./events/index.js";

@@ -148,8 +148,18 @@ export function isExternal(spec: { readonly operator: OperatorSpec }): boolean {
   return spec.operator.type === "external";
 }
 
-/** What an alert is raised for. */
-export const ALERT_KINDS = ["task_failed", "needs_operator", "run_failed"] as const;
+/**
+ * What an alert is raised for. The deadline kinds are raised only for tasks that declare a
+ * deadline: a sink that takes every kind (no `on`) gets nothing new from a task without one.
+ */
+export const ALERT_KINDS = [
+  "task_failed",
+  "needs_operator",
+  "run_failed",
+  "deadline_at_risk",
+  "deadline_missed",
+  "deadline_met_late",
+] as const;
 export type AlertKind = (typeof ALERT_KINDS)[number];
 
 /**
@@ -182,6 +192,46 @@ export const alertSinkSchema = z
     message: "an alert sink is either a command or an http request",
   });
 export type AlertSink = z.output<typeof alertSinkSchema>;
+
+/** A duration as declared: a whole number and a unit, `30s`, `90m`, `4h`, `1d`. */
+export const DURATION_TEXT = /^([1-9][0-9]{0,6})(s|m|h|d)$/;
+const DURATION_UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+/** The longest `within` a deadline may say: a week. */
+export const MAX_DEADLINE_WITHIN_MS = 7 * 86_400_000;
+
+/** A declared duration in milliseconds (undefined: not one). */
+export function durationMs(text: string): number | undefined {
+  const m = DURATION_TEXT.exec(text);
+  if (!m) return undefined;
+  return Number(m[1]) * DURATION_UNIT_MS[m[2] as keyof typeof DURATION_UNIT_MS];
+}
+
+/**
+ * When an interval must be done: `within` a duration after its end (on the task's clock), or
+ * `at` a local time (`HH:MM`, in the task's timezone) on the day it ends (the next day when that
+ * time is before its end).
+ */
+export const deadlineSchema = z
+  .object({
+    within: z
+      .string()
+      .refine((t) => durationMs(t) !== undefined, {
+        message: 'a duration is a whole number and a unit (s, m, h or d), e.g. "30s", "90m", "4h"',
+      })
+      .refine((t) => (durationMs(t) ?? 0) <= MAX_DEADLINE_WITHIN_MS, {
+        message: "a deadline is at most 7d after the end of its interval",
+      })
+      .optional(),
+    at: z
+      .string()
+      .regex(/^([01][0-9]|2[0-3]):[0-5][0-9]$/, 'a local time is "HH:MM" on a 24-hour clock, e.g. "06:00"')
+      .optional(),
+  })
+  .strict()
+  .refine((d) => (d.within === undefined) !== (d.at === undefined), {
+    message: 'a deadline is either { within: "4h" } or { at: "06:00" }',
+  });
+export type DeadlineSpec = z.output<typeof deadlineSchema>;
 
 /**
  * A worker queue's name: where a task's attempts run. A task with no queue runs in the
@@ -244,6 +294,8 @@ export const taskSpecSchema = z
     priority: prioritySchema.optional(),
     /** `downstream`: its weight adds its descendants' priorities (absent: `absolute`, its own). */
     priorityRule: priorityRuleSchema.optional(),
+    /** When each interval must be done (its own, else its workflow's); none: no deadline. */
+    deadline: deadlineSchema.optional(),
   })
   .strict();
 export type TaskSpec = z.output<typeof taskSpecSchema>;

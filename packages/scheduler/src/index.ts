@@ -1,5 +1,6 @@
 export * from "./alerts.js";
 export * from "./command.js";
+export * from "./deadline-watch.js";
 export * from "./declare.js";
 export * from "./diff.js";
 export * from "./dispatcher.js";

@@ -4,6 +4,8 @@ import {
   type AttemptView,
   type BudgetedAttempt,
   currentAttempt,
+  type DeadlineStanding,
+  deadlineStanding,
   type Explanation,
   explainTask,
   foldInstance,
@@ -72,6 +74,23 @@ export function taskRow(
     decision: why.decision,
     nextSteps: why.nextSteps,
   };
+}
+
+/**
+ * The deadline standing of a task's current interval (due, missed or at risk, the estimate from
+ * recent durations, the root cause, the last interval met late), as `why`, `task` and the API
+ * show it; null for a task without a deadline.
+ */
+export function taskDeadline(
+  projection: SchedulerProjection,
+  task: TaskState,
+  now: number,
+): DeadlineStanding | null {
+  if (!task.spec.deadline) return null;
+  return deadlineStanding(projection, projection.durations, task, now, {
+    renderProblem: renderProblem(projection),
+    alerts: projection.alerts.values(),
+  });
 }
 
 /** The attempt streams of every interval the task has run or is running, oldest first. */

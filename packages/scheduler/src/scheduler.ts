@@ -22,6 +22,7 @@ import { RunSlots } from "./admission/run-slots.js";
 import { Agenda } from "./agenda.js";
 import { alertWrites } from "./alerts.js";
 import { handleCommand } from "./command.js";
+import { DeadlineWatch } from "./deadline-watch.js";
 import type { Dispatcher } from "./dispatcher.js";
 import { InFlight } from "./inflight.js";
 import { IntentWriter } from "./intent-writer.js";
@@ -77,6 +78,8 @@ export class Scheduler implements ReconciledScheduler {
   private readonly runs: RunKeeper;
   private readonly ownership: Ownership;
   private readonly outbox: Outbox;
+  /** Deadlines: one timer a task that declares one, off the pass. */
+  readonly deadlines: DeadlineWatch;
   readonly inflight = new InFlight();
   /** Leases of running attempts, renewed by their workers' reports (the reconcile loop reads them). */
   readonly leases = new LeaseBook();
@@ -146,6 +149,14 @@ export class Scheduler implements ReconciledScheduler {
       newToken,
       logger: o.logger,
     });
+    this.deadlines = new DeadlineWatch({
+      log: o.log,
+      projection: o.projection,
+      now: this.now,
+      owns: (task) => this.owns(task),
+      logger: o.logger,
+      decideOptions: this.decideOptions,
+    });
     // Every report of an attempt, heartbeats too, goes through the report decider.
     this.stopListening = o.dispatcher.onReport((report) => {
       if (report.kind !== "known" && report.kind !== "ready") this.commits.submit(report);
@@ -164,6 +175,7 @@ export class Scheduler implements ReconciledScheduler {
       fromPosition: this.projection.position + 1n,
     });
     await this.subscription.caughtUp;
+    this.deadlines.start();
     this.schedulePass();
   }
 
@@ -187,6 +199,7 @@ export class Scheduler implements ReconciledScheduler {
     // A dispatcher outlives its scheduler (one pool serves the next one): stop hearing its reports.
     this.stopListening?.();
     this.agenda.stop();
+    this.deadlines.stop();
     await this.commits.idle();
     await this.subscription?.close();
   }
@@ -213,6 +226,13 @@ export class Scheduler implements ReconciledScheduler {
     if (touched.run) this.schedulePass();
     if (touched.task) {
       this.markDirty(touched.task);
+      if (e.streamId.startsWith("task-"))
+        this.deadlines.taskEvent(
+          touched.task,
+          e.type,
+          e.data as { logicalDate?: string },
+          e.metadata.recordedAt,
+        );
       if (
         e.type === "IntervalCompleted" ||
         e.type === "IntervalFailed" ||

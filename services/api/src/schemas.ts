@@ -145,6 +145,42 @@ export const ShownPriority = z
       "the task's declared priority and rule, its weight (with downstream: its subtree's sum), and how its current interval competes for slots (claim.backfill: a backfill's interval, after every scheduled one)",
   });
 
+export const DeadlineStanding = z
+  .object({
+    deadline: z.object({ within: z.string().optional(), at: z.string().optional() }),
+    logicalDate: z
+      .string()
+      .openapi({ description: "the interval it is for: the first the task has not done" }),
+    dueAt: z.string(),
+    state: z.enum(["on_track", "at_risk", "missed"]),
+    estimate: z.object({
+      doneAt: z
+        .string()
+        .nullable()
+        .openapi({ description: "when it would be done at the recent pace; null: not without an operator" }),
+      path: z.array(z.object({ task: z.string(), logicalDate: z.string(), ms: z.number() })),
+      unknown: z.array(z.string()).openapi({ description: "tasks on the way with no recorded duration yet" }),
+    }),
+    cause: z
+      .object({
+        task: z.string(),
+        logicalDate: z.string(),
+        state: z.string(),
+        detail: z.string().nullable(),
+        path: z.array(z.string()),
+        text: z.string(),
+      })
+      .nullable()
+      .openapi({ description: "what holds the interval, the waits followed to their end" }),
+    metLate: z
+      .object({ logicalDate: z.string(), text: z.string(), at: z.string() })
+      .nullable()
+      .openapi({ description: "the task's latest interval done after its deadline" }),
+  })
+  .openapi("DeadlineStanding", {
+    description: "a task's deadline: when its current interval is due, the estimate and the root cause",
+  });
+
 export const TaskDetail = z
   .object({
     task: z.object({ id: z.string(), status: z.string(), spec: TaskSpec }).catchall(z.unknown()),
@@ -157,6 +193,7 @@ export const TaskDetail = z
     reports: z.array(ReportRow).openapi({
       description: "an outside task's latest reported intervals, the latest first, and who reported them",
     }),
+    deadline: DeadlineStanding.nullable(),
   })
   .openapi("TaskDetail");
 

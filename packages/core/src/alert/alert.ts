@@ -1,3 +1,4 @@
+import { intervalLabel } from "../deadline/deadline.js";
 import type { DomainEvent, DomainEventOf } from "../events/catalog.js";
 import { formatTaskKey, type TaskKey } from "../keys.js";
 import type { AlertKind, AlertSink } from "../spec.js";
@@ -63,6 +64,12 @@ export function alertMessage(
       return `${task} at ${a.logicalDate} needs an operator: ${a.reason}`;
     case "run_failed":
       return `run ${a.runId} failed: ${a.reason}`;
+    case "deadline_missed":
+      return `${task} ${intervalLabel(a.logicalDate ?? "")} missed its ${a.reason}`;
+    case "deadline_at_risk":
+      return `${task} ${intervalLabel(a.logicalDate ?? "")} may miss its ${a.reason}`;
+    case "deadline_met_late":
+      return `${task} ${intervalLabel(a.logicalDate ?? "")} met its ${a.reason}`;
   }
 }
 

@@ -12,8 +12,8 @@ import { checkOperator, parseSinks, type TaskDraft } from "./shape.js";
 /**
  * The third room: one well-shaped task, resolved into its spec. A workflow task inherits cron,
  * timezone, startDate, endDate, catchup, connection, retry (field by field), idempotent,
- * leaseSeconds, priority, priorityRule, project and account from its workflow; config is
- * deep-merged workflow -> task -> inline (`operator.config`); dates become UTC instants with
+ * leaseSeconds, priority, priorityRule, deadline, project and account from its workflow; config
+ * is deep-merged workflow -> task -> inline (`operator.config`); dates become UTC instants with
  * milliseconds; parents become full keys. Every problem of the task is reported, each where it is written.
  */
 export interface ResolvedTask {
@@ -127,6 +127,7 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
   // Left out when they say the default, so that a declaration without them reads the same.
   const priority = pick("priority")?.value;
   const priorityRule = pick("priorityRule")?.value;
+  const deadline = pick("deadline");
   const parents = resolveParents(d, issues);
   const alerts = [...(wf?.spec.alerts ?? []), ...parseSinks(decl.alerts, d, label, issues)];
   const clean = issues.errorCount === errorsBefore;
@@ -155,6 +156,7 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
     ...(end ? { endDate: end } : {}),
     ...(connection ? { connection: connection.value } : {}),
     ...(queue ? { queue: queue.value } : {}),
+    ...(deadline ? { deadline: deadline.value } : {}),
     ...(decl.cacheKey !== undefined ? { cacheKey: decl.cacheKey } : {}),
     ...(Object.keys(secrets).length > 0 && !external ? { secrets } : {}),
     ...(priority ? { priority } : {}),

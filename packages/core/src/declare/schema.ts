@@ -2,6 +2,7 @@ import { z } from "zod";
 import { keyPart } from "../keys.js";
 import {
   connectionSpecSchema,
+  deadlineSchema,
   paramName,
   priorityRuleSchema,
   prioritySchema,
@@ -82,6 +83,8 @@ const inheritable = {
   priority: prioritySchema.optional(),
   /** `downstream`: its weight adds its descendants' priorities (default `absolute`). */
   priorityRule: priorityRuleSchema.optional(),
+  /** `{ within: "4h" }` or `{ at: "06:00" }`: when each interval must be done. */
+  deadline: deadlineSchema.optional(),
 };
 
 const taskOwn = {

@@ -1,4 +1,5 @@
 import { type AlertState, alertDone, evolveAlert } from "../alert/alert.js";
+import { recordDuration } from "../deadline/durations.js";
 import type { DomainEvent } from "../events/catalog.js";
 import { countsForTask, evolveInstance, type InstanceState, isTerminal } from "../instance/state.js";
 import { formatTaskKey, type TaskKey } from "../keys.js";
@@ -52,6 +53,8 @@ export class SchedulerProjection {
   readonly workflowRevisions = new Map<string, bigint>();
   /** task id -> cache keys of its successful attempts (the most recent CACHE_KEYS_PER_TASK). */
   readonly cacheKeys = new Map<string, string[]>();
+  /** task id -> durations in ms of its recent successful attempts (DURATIONS_KEPT at most). */
+  readonly durations = new Map<string, number[]>();
   /** Runs in progress, and the most recent finished ones (insertion order: oldest first). */
   readonly runs = new Map<string, RunState>();
   /** Alerts being delivered, and the most recent done ones (insertion order: oldest first). */
@@ -150,6 +153,11 @@ export class SchedulerProjection {
     const taskId = formatTaskKey(after.key);
     if (e.type === "AttemptSucceeded" && e.data.cacheKey && !e.data.cacheHit)
       this.rememberCacheKey(taskId, e.data.cacheKey);
+    if (e.type === "AttemptSucceeded" && !e.data.cacheHit) {
+      const window = this.durations.get(taskId);
+      if (window) recordDuration(window, e.data.durationMs);
+      else this.durations.set(taskId, recordDuration([], e.data.durationMs));
+    }
     let runTouched: string | undefined;
     if (after.runId) {
       const run = this.runs.get(after.runId);
@@ -352,6 +360,7 @@ export class SchedulerProjection {
       runs: [...this.runs.values()].map((r) => ({ ...r, revision: r.revision.toString() })),
       alerts: [...this.alerts.values()].map((a) => ({ ...a, revision: a.revision.toString() })),
       cacheKeys: [...this.cacheKeys.entries()],
+      durations: [...this.durations.entries()].map(([t, d]) => [t, [...d]] as const),
     };
   }
 
@@ -388,12 +397,13 @@ export class SchedulerProjection {
     for (const r of s.runs) p.runs.set(r.runId, { ...r, revision: BigInt(r.revision) });
     for (const a of s.alerts) p.alerts.set(a.stream, { ...a, revision: BigInt(a.revision) });
     for (const [task, keys] of s.cacheKeys) p.cacheKeys.set(task, [...keys]);
+    for (const [task, ms] of s.durations) p.durations.set(task, [...ms]);
     return p;
   }
 }
 
 /** Bumped whenever the projection's shape or fold changes: an old snapshot is then rebuilt from the log. */
-export const SNAPSHOT_FORMAT = 9;
+export const SNAPSHOT_FORMAT = 10;
 
 type Stringly<T, K extends keyof T> = Omit<T, K> & { [P in K]: string };
 
@@ -435,6 +445,7 @@ export interface ProjectionSnapshot {
   readonly runs: ReadonlyArray<Stringly<RunState, "revision">>;
   readonly alerts: ReadonlyArray<Stringly<AlertState, "revision">>;
   readonly cacheKeys: ReadonlyArray<readonly [string, readonly string[]]>;
+  readonly durations: ReadonlyArray<readonly [string, readonly number[]]>;
 }
 
 /** The parents of every task that has none: one list, never changed. */

@@ -42,6 +42,7 @@ const SNAPSHOT_LISTS = [
   "runs",
   "alerts",
   "cacheKeys",
+  "durations",
 ] as const satisfies ReadonlyArray<keyof ProjectionSnapshot>;
 
 type SnapshotList = (typeof SNAPSHOT_LISTS)[number];

@@ -97,7 +97,7 @@ describe("the checkpoint file", () => {
     const headHash = at?.metadata.hash;
     const snapshot = written.toSnapshot();
     const { tasks, instances, connections, connectionRevisions, workflows, ...tail } = snapshot;
-    const { workflowRevisions, runs, alerts, cacheKeys, ...head } = tail;
+    const { workflowRevisions, runs, alerts, cacheKeys, durations, ...head } = tail;
     const all = {
       tasks,
       instances,
@@ -108,6 +108,7 @@ describe("the checkpoint file", () => {
       runs,
       alerts,
       cacheKeys,
+      durations,
     };
     const counts = Object.fromEntries(Object.entries(all).map(([l, records]) => [l, records.length]));
     const records = Object.values(all).flatMap((list) => (list as unknown[]).map((r) => JSON.stringify(r)));

@@ -16,6 +16,7 @@ import {
   resumeTask,
   retireTask,
   taskAttempts,
+  taskDeadline,
   taskHistory,
   taskReports,
   taskRow,
@@ -139,6 +140,7 @@ export function taskRoutes(d: RouteDeps): OpenAPIHono {
           nextSteps: row.nextSteps,
           instance,
           reports,
+          deadline: taskDeadline(v.projection, task, v.now),
         }),
       );
     },

@@ -6,6 +6,7 @@ import {
   counted,
   currentAttempt,
   type DeclarationSource,
+  describeDeadline,
   describePriority,
   explainTask,
   foldInstance,
@@ -34,6 +35,7 @@ import {
   retireTask,
   retireWorkflow,
   taskAttempts,
+  taskDeadline,
   taskHistory,
   taskReports,
   taskRows,
@@ -47,6 +49,19 @@ import { eventLine } from "../event-line.js";
 import { listing, short } from "../format.js";
 import { backfillLines } from "../plans.js";
 import { type AsOfFlags, addAsOfOptions, taskIdArg, withReadSession, withSession } from "../projection.js";
+
+/** A task's deadline standing in lines: the current interval's, its estimate, the last met late. */
+function deadlineLines(d: ReturnType<typeof taskDeadline>, now: number): string[] {
+  if (!d) return [];
+  const out = [describeDeadline(d, now)];
+  if (d.estimate.doneAt !== null && d.estimate.path.length > 0)
+    out.push(
+      `longest path left: ${d.estimate.path.map((s) => `${s.task} ${Math.round(s.ms / 1000)}s`).join(" -> ")}`,
+    );
+  if (d.estimate.unknown.length > 0) out.push(`no recorded durations yet: ${d.estimate.unknown.join(", ")}`);
+  if (d.metLate) out.push(`${short(d.metLate.logicalDate)} met its ${d.metLate.text}`);
+  return out;
+}
 
 /** What the first unfinished task of a backfill waits for, in `why`'s words. */
 function backfillWaitsFor(projection: SchedulerProjection, plan: BackfillPlan): string {
@@ -235,6 +250,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
         const why = explainTask(projection, id, now, { renderProblem: renderProblem(projection) });
         const instance = projection.currentInstance(task) ?? null;
         const reports = await taskReports(log, projection, id);
+        const deadline = taskDeadline(projection, task, now);
         if (opts.json) {
           console.log(
             toJson(
@@ -246,6 +262,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
                 nextSteps: why.nextSteps,
                 instance,
                 ...(isExternal(task.spec) ? { reports } : {}),
+                deadline,
               },
               2,
             ),
@@ -288,6 +305,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
             `instance    ${instance.status}, attempt ${a?.attempt ?? "-"} (${a?.token ?? "-"}): ${a?.status ?? "-"}, ${place}`,
           );
         }
+        for (const line of deadlineLines(deadline, now)) console.log(`deadline    ${line}`);
         const marked = await lastMark(log, task);
         if (marked) console.log(`marked      ${marked}`);
         for (const r of reports)
@@ -306,10 +324,13 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
       const id = taskIdArg(key);
       await withReadSession(globals(), opts, async ({ projection, now }) => {
         const why = explainTask(projection, id, now, { renderProblem: renderProblem(projection) });
-        if (opts.json) console.log(toJson(why));
+        const task = projection.tasks.get(id);
+        const deadline = task ? taskDeadline(projection, task, now) : null;
+        if (opts.json) console.log(toJson({ ...why, deadline }));
         else {
           console.log(`${id}: ${why.condition}`);
           for (const r of why.reasons) console.log(`  ${r}`);
+          for (const line of deadlineLines(deadline, now)) console.log(`  deadline: ${line}`);
           if (why.nextSteps.length > 0) {
             console.log("next steps:");
             for (const s of why.nextSteps) console.log(`  ${s.command}`);

@@ -736,10 +736,13 @@ export interface components {
                          * @default [
                          *       "task_failed",
                          *       "needs_operator",
-                         *       "run_failed"
+                         *       "run_failed",
+                         *       "deadline_at_risk",
+                         *       "deadline_missed",
+                         *       "deadline_met_late"
                          *     ]
                          */
-                        on: ("task_failed" | "needs_operator" | "run_failed")[];
+                        on: ("task_failed" | "needs_operator" | "run_failed" | "deadline_at_risk" | "deadline_missed" | "deadline_met_late")[];
                         command?: string;
                         http?: {
                             url: string;
@@ -767,6 +770,10 @@ export interface components {
                     priority?: number;
                     /** @enum {string} */
                     priorityRule?: "absolute" | "downstream";
+                    deadline?: {
+                        within?: string;
+                        at?: string;
+                    };
                 };
             } & {
                 [key: string]: unknown;
@@ -779,6 +786,7 @@ export interface components {
             instance?: unknown;
             /** @description an outside task's latest reported intervals, the latest first, and who reported them */
             reports: components["schemas"]["ReportRow"][];
+            deadline: components["schemas"]["DeadlineStanding"];
         };
         /** @description the task's declared priority and rule, its weight (with downstream: its subtree's sum), and how its current interval competes for slots (claim.backfill: a backfill's interval, after every scheduled one) */
         ShownPriority: {
@@ -804,6 +812,44 @@ export interface components {
              */
             standing: "in" | "awaited" | "held";
         };
+        /** @description a task's deadline: when its current interval is due, the estimate and the root cause */
+        DeadlineStanding: {
+            deadline: {
+                within?: string;
+                at?: string;
+            };
+            /** @description the interval it is for: the first the task has not done */
+            logicalDate: string;
+            dueAt: string;
+            /** @enum {string} */
+            state: "on_track" | "at_risk" | "missed";
+            estimate: {
+                /** @description when it would be done at the recent pace; null: not without an operator */
+                doneAt: string | null;
+                path: {
+                    task: string;
+                    logicalDate: string;
+                    ms: number;
+                }[];
+                /** @description tasks on the way with no recorded duration yet */
+                unknown: string[];
+            };
+            /** @description what holds the interval, the waits followed to their end */
+            cause: {
+                task: string;
+                logicalDate: string;
+                state: string;
+                detail: string | null;
+                path: string[];
+                text: string;
+            } | null;
+            /** @description the task's latest interval done after its deadline */
+            metLate: {
+                logicalDate: string;
+                text: string;
+                at: string;
+            } | null;
+        } | null;
         /** @description what a retry or a mark of an interval did */
         IntervalAction: {
             task: string;
@@ -988,10 +1034,13 @@ export interface components {
                          * @default [
                          *       "task_failed",
                          *       "needs_operator",
-                         *       "run_failed"
+                         *       "run_failed",
+                         *       "deadline_at_risk",
+                         *       "deadline_missed",
+                         *       "deadline_met_late"
                          *     ]
                          */
-                        on: ("task_failed" | "needs_operator" | "run_failed")[];
+                        on: ("task_failed" | "needs_operator" | "run_failed" | "deadline_at_risk" | "deadline_missed" | "deadline_met_late")[];
                         command?: string;
                         http?: {
                             url: string;
@@ -1019,6 +1068,10 @@ export interface components {
                     priority?: number;
                     /** @enum {string} */
                     priorityRule?: "absolute" | "downstream";
+                    deadline?: {
+                        within?: string;
+                        at?: string;
+                    };
                 };
                 /** Format: date-time */
                 logicalDate: string;
@@ -1160,10 +1213,13 @@ export interface components {
                          * @default [
                          *       "task_failed",
                          *       "needs_operator",
-                         *       "run_failed"
+                         *       "run_failed",
+                         *       "deadline_at_risk",
+                         *       "deadline_missed",
+                         *       "deadline_met_late"
                          *     ]
                          */
-                        on: ("task_failed" | "needs_operator" | "run_failed")[];
+                        on: ("task_failed" | "needs_operator" | "run_failed" | "deadline_at_risk" | "deadline_missed" | "deadline_met_late")[];
                         command?: string;
                         http?: {
                             url: string;
@@ -1191,6 +1247,10 @@ export interface components {
                     priority?: number;
                     /** @enum {string} */
                     priorityRule?: "absolute" | "downstream";
+                    deadline?: {
+                        within?: string;
+                        at?: string;
+                    };
                 };
                 changes: {
                     field: string;
@@ -1789,7 +1849,7 @@ export interface components {
             data: {
                 alertId: string;
                 /** @enum {string} */
-                kind: "task_failed" | "needs_operator" | "run_failed";
+                kind: "task_failed" | "needs_operator" | "run_failed" | "deadline_at_risk" | "deadline_missed" | "deadline_met_late";
                 task?: {
                     project: string;
                     account: string;
@@ -1807,10 +1867,13 @@ export interface components {
                      * @default [
                      *       "task_failed",
                      *       "needs_operator",
-                     *       "run_failed"
+                     *       "run_failed",
+                     *       "deadline_at_risk",
+                     *       "deadline_missed",
+                     *       "deadline_met_late"
                      *     ]
                      */
-                    on: ("task_failed" | "needs_operator" | "run_failed")[];
+                    on: ("task_failed" | "needs_operator" | "run_failed" | "deadline_at_risk" | "deadline_missed" | "deadline_met_late")[];
                     command?: string;
                     http?: {
                         url: string;
@@ -1945,10 +2008,13 @@ export interface components {
                          * @default [
                          *       "task_failed",
                          *       "needs_operator",
-                         *       "run_failed"
+                         *       "run_failed",
+                         *       "deadline_at_risk",
+                         *       "deadline_missed",
+                         *       "deadline_met_late"
                          *     ]
                          */
-                        on: ("task_failed" | "needs_operator" | "run_failed")[];
+                        on: ("task_failed" | "needs_operator" | "run_failed" | "deadline_at_risk" | "deadline_missed" | "deadline_met_late")[];
                         command?: string;
                         http?: {
                             url: string;
@@ -2535,10 +2601,13 @@ export interface operations {
                              * @default [
                              *       "task_failed",
                              *       "needs_operator",
-                             *       "run_failed"
+                             *       "run_failed",
+                             *       "deadline_at_risk",
+                             *       "deadline_missed",
+                             *       "deadline_met_late"
                              *     ]
                              */
-                            on: ("task_failed" | "needs_operator" | "run_failed")[];
+                            on: ("task_failed" | "needs_operator" | "run_failed" | "deadline_at_risk" | "deadline_missed" | "deadline_met_late")[];
                             command?: string;
                             http?: {
                                 url: string;

@@ -193,6 +193,37 @@ function ReportWay({ step: s, label, who }: { step: NextStep; label: string; who
   );
 }
 
+/** The deadline of the task's current interval: when it is due, the estimate, what holds it. */
+function Deadline({ deadline: dl }: { deadline: NonNullable<TaskDetail["deadline"]> }) {
+  const label = dl.deadline.at ?? dl.deadline.within ?? "";
+  const words = { on_track: "on track", at_risk: "at risk", missed: "missed" }[dl.state];
+  return (
+    <div class="deadline" data-testid="deadline" data-state={dl.state}>
+      <p>
+        {"Deadline "}
+        <strong>{label}</strong>
+        {` for ${time(dl.logicalDate)}: due ${time(dl.dueAt)}, `}
+        <span class={`pill d-${dl.state}`} data-testid="deadline-state">
+          {words}
+        </span>
+        {dl.estimate.doneAt
+          ? ` · estimated done ${time(dl.estimate.doneAt)}`
+          : " · cannot be done without an operator"}
+      </p>
+      {dl.estimate.path.length > 0 && (
+        <p data-testid="deadline-path">
+          {"Longest path left: "}
+          {dl.estimate.path.map((s) => `${s.task} ${Math.round(s.ms / 1000)}s`).join(" → ")}
+        </p>
+      )}
+      {dl.cause && <p data-testid="deadline-cause">{dl.cause.text}</p>}
+      {dl.metLate && (
+        <p data-testid="deadline-met-late">{`${time(dl.metLate.logicalDate)} met its ${dl.metLate.text}`}</p>
+      )}
+    </div>
+  );
+}
+
 /** An outside task's latest reported intervals, and who reported them. */
 function Reports({ detail: d }: { detail: TaskDetail }) {
   if (d.reports.length === 0) return null;
@@ -257,6 +288,7 @@ function Where({
         ))}
       </ul>
       <Reports detail={d} />
+      {d.deadline && <Deadline deadline={d.deadline} />}
       {!at && <WaysOut arg={arg} detail={d} who={who} />}
       {!at && (
         <div class="actions">
