@@ -21,6 +21,8 @@ export interface RunCommand {
   readonly operator: Record<string, unknown>;
   /** Seconds the lease lasts without a heartbeat; the worker heartbeats at a third of it. */
   readonly leaseSeconds: number;
+  /** The worker queue it runs on (absent: the scheduler's own pool). */
+  readonly queue?: string;
   /** Extra environment for shell tasks (merged over the worker's own). */
   readonly env?: Readonly<Record<string, string>>;
   /**
@@ -73,6 +75,12 @@ interface ReportBase {
   readonly workerId: string;
   /** ISO time on the worker's clock. */
   readonly at: string;
+  /**
+   * Who the report is written as, when not the scheduler itself: `worker:<id>@<host>` for a
+   * remote worker's report. Set by the scheduler when it receives the report, never taken from
+   * the worker.
+   */
+  readonly actor?: string;
 }
 
 export interface StartedReport extends ReportBase {
