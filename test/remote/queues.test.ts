@@ -4,16 +4,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { api } from "../api/support.js";
 import { chronolog, chronologAsync, Leftovers, tempDataDir } from "../support/cli.js";
-import {
-  completed,
-  declareTasks,
-  freePort,
-  of,
-  readLog,
-  startScheduler,
-  startWorker,
-  workToken,
-} from "./support.js";
+import { completed, declareTasks, freePort, of, startScheduler, startWorker, workToken } from "./support.js";
 
 /**
  * Queues, black-box: a real `chronolog up` with its API on loopback and real `chronolog worker`

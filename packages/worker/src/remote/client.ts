@@ -63,6 +63,8 @@ export class RemoteWorker {
   private readonly held = new Map<string, Held>();
   /** Reports not yet delivered, in order. */
   private pending: WorkerReport[] = [];
+  /** The batch being posted now. */
+  private sending: readonly WorkerReport[] = [];
   /** Tokens the scheduler said to stop: nothing more of them is reported. */
   private readonly stopped = new Set<string>();
   /** query request id -> the tokens asked about. */
@@ -144,7 +146,15 @@ export class RemoteWorker {
   }
 
   private async register(): Promise<void> {
-    const running = this.runtime ? this.runtime.knownTokens() : [];
+    // What it runs, and what it finished whose reports are not delivered yet: both are its.
+    const running = [
+      ...new Set([
+        ...(this.runtime ? this.runtime.knownTokens() : []),
+        ...[...this.sending, ...this.pending].flatMap((r) =>
+          r.kind === "known" || r.kind === "ready" ? [] : [r.token],
+        ),
+      ]),
+    ];
     const body: RegisterRequest = {
       protocol: REMOTE_PROTOCOL_VERSION,
       id: this.o.id,
@@ -293,9 +303,10 @@ export class RemoteWorker {
   }
 
   private async deliverNow(): Promise<void> {
-    const answer = this.answer as RegisterAnswer;
     do {
+      const answer = this.answer as RegisterAnswer;
       const batch = this.nextBatch(answer.maxReportBatch);
+      this.sending = batch;
       try {
         // An attempt's output is all home before its end is reported.
         for (const r of batch)
@@ -307,10 +318,14 @@ export class RemoteWorker {
         });
         const doc = res.json<ReportsAnswer & { type?: string; detail?: string }>();
         if (res.status === 409 && doc?.type?.endsWith(":not_registered")) {
-          // The scheduler does not know this session (it restarted): register again first.
+          // The scheduler does not know this session (it restarted): register again first
+          // (unless that was done meanwhile: then the batch goes again, with the new session).
           this.pending.unshift(...batch);
-          this.streamAbort?.abort();
-          return;
+          if (this.answer === answer) {
+            this.streamAbort?.abort();
+            return;
+          }
+          continue;
         }
         this.lastDelivered = this.now();
         for (const r of batch) if (r.kind === "succeeded" || r.kind === "failed") this.held.delete(r.token);
