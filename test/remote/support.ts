@@ -42,14 +42,25 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** `chronolog up` on `dir` with its API at 127.0.0.1:`port`, resolved once it listens. */
+/** `chronolog up` on `dir` with its API at `host`:`port` (plain http: --insecure off loopback), once it listens. */
 export async function startScheduler(
   left: Leftovers,
   dir: string,
   port: number,
+  host = "127.0.0.1",
 ): Promise<Proc & { url: string }> {
+  const insecure = host === "127.0.0.1" ? [] : ["--insecure"];
   const p = watch(
-    chronologSpawn(dir, ["up", "--workers", "1", "--reconcile-ms", "200", "--http", `127.0.0.1:${port}`]),
+    chronologSpawn(dir, [
+      "up",
+      "--workers",
+      "1",
+      "--reconcile-ms",
+      "200",
+      "--http",
+      `${host}:${port}`,
+      ...insecure,
+    ]),
   );
   left.processes.push(p.child);
   await waitUntil(
@@ -58,7 +69,7 @@ export async function startScheduler(
     30_000,
     100,
   );
-  return { ...p, url: `http://127.0.0.1:${port}` };
+  return Object.assign(p, { url: `http://${host}:${port}` });
 }
 
 function fail(p: Proc): never {
@@ -73,14 +84,15 @@ export function startWorker(
   queues: readonly string[],
   id: string,
   extra: readonly string[] = [],
+  prefix: readonly string[] = [],
 ): Proc & { dir: string } {
   const dir = tempDataDir(`worker-${id}`);
   left.dirs.push(dir, `${join(dir, "w")}-tasks`);
   const args = ["worker", "--connect", url, "--token", token, "--id", id, "--dir", join(dir, "w"), ...extra];
   for (const q of queues) args.push("--queue", q);
-  const p = watch(chronologSpawn(dir, args));
+  const p = watch(chronologSpawn(dir, args, {}, prefix));
   left.processes.push(p.child);
-  return { ...p, dir };
+  return Object.assign(p, { dir });
 }
 
 /** Issues a work token for `queues` and returns its secret. */
