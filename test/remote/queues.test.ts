@@ -96,5 +96,5 @@ describe("remote workers: queues", () => {
     const logs = chronolog(dir, ["logs", "p/a/ta/ALL"]);
     expect(logs.code, logs.stderr).toBe(0);
     expect(logs.stdout).toContain("hello from a");
-  });
+  }, 120_000);
 });

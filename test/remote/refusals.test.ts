@@ -150,5 +150,5 @@ describe("remote workers: reports that are refused", () => {
     expect(LATEST_HOUR).toBe(base.instanceStream.split("@")[1]);
     one.close();
     two.close();
-  });
+  }, 120_000);
 });
