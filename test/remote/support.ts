@@ -48,8 +48,9 @@ export async function startScheduler(
   dir: string,
   port: number,
   host = "127.0.0.1",
+  extra: readonly string[] = [],
 ): Promise<Proc & { url: string }> {
-  const insecure = host === "127.0.0.1" ? [] : ["--insecure"];
+  const insecure = host === "127.0.0.1" ? [...extra] : ["--insecure", ...extra];
   const p = watch(
     chronologSpawn(dir, [
       "up",
@@ -69,7 +70,8 @@ export async function startScheduler(
     30_000,
     100,
   );
-  return Object.assign(p, { url: `http://${host}:${port}` });
+  const scheme = extra.includes("--tls-cert") ? "https" : "http";
+  return Object.assign(p, { url: `${scheme}://${host}:${port}` });
 }
 
 function fail(p: Proc): never {
