@@ -22,6 +22,8 @@ describe("remote workers: queues", () => {
     declareTasks(dir, [
       { name: "ta", queue: "a", command: `echo hello from a; echo ta >> ${out}` },
       { name: "ta2", queue: "a", command: `echo ta2 >> ${out}` },
+      // Not idempotent: it runs only once its start is on record (the start permission travels too).
+      { name: "tn", queue: "a", idempotent: false, command: `echo tn >> ${out}` },
       { name: "tb", queue: "b", command: `echo tb >> ${out}` },
       { name: "tl", command: `echo tl >> ${out}` },
     ]);
@@ -30,7 +32,7 @@ describe("remote workers: queues", () => {
     const s = await startScheduler(left, dir, await freePort());
     startWorker(left, s.url, wa, ["a"], "wa-1");
 
-    let events = await completed(dir, ["ta", "ta2", "tl"]);
+    let events = await completed(dir, ["ta", "ta2", "tn", "tl"]);
     // Queue b has no worker: its task has not even been intended.
     expect(of(events, "tb")).toEqual([]);
 
@@ -79,6 +81,7 @@ describe("remote workers: queues", () => {
       );
     expect(workersOf("ta")).toEqual(new Set(["wa-1"]));
     expect(workersOf("ta2")).toEqual(new Set(["wa-1"]));
+    expect(workersOf("tn")).toEqual(new Set(["wa-1"]));
     expect(workersOf("tb")).toEqual(new Set(["wb-1"]));
     expect([...workersOf("tl")].every((w) => /^w\d+-\d+$/.test(w as string))).toBe(true);
     // A worker's reports are written as it.
@@ -90,7 +93,7 @@ describe("remote workers: queues", () => {
       (e) => e.type === "AttemptStarted" || e.type === "AttemptSucceeded",
     );
     expect(connected && firstStart && connected.position < firstStart.position).toBe(true);
-    expect(readFileSync(out, "utf8").split("\n").filter(Boolean).sort()).toEqual(["ta", "ta2", "tb", "tl"]);
+    expect(readFileSync(out, "utf8").split("\n").filter(Boolean).sort()).toEqual(["ta", "ta2", "tb", "tl", "tn"]);
 
     // The remote attempt's output came home: `logs` prints it, checked against its SHA-256.
     const logs = chronolog(dir, ["logs", "p/a/ta/ALL"]);
