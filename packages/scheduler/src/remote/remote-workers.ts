@@ -47,6 +47,8 @@ export interface RemoteWorkersOptions {
   readonly keepaliveMs?: number;
   /** How long `query` waits for the workers (default 2000 ms). */
   readonly queryTimeoutMs?: number;
+  /** Why this scheduler takes no remote worker, if it takes none (every registration is refused, 503). */
+  readonly refuse?: string;
   readonly now?: () => number;
 }
 
@@ -139,6 +141,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
 
   async register(req: RegisterRequest, caller: WorkerCaller): Promise<RegisterAnswer> {
     if (this.closed) throw new RemoteRefusal(503, "unavailable", "this scheduler is shutting down");
+    if (this.o.refuse) throw new RemoteRefusal(503, "unavailable", this.o.refuse);
     if (req.protocol !== REMOTE_PROTOCOL_VERSION)
       throw new RemoteRefusal(
         400,

@@ -276,6 +276,13 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     outputRoot: join(dir, "output"),
     outputMaxBytes,
     ...(lock ? { stateFile: join(dir, "remote-workers.json") } : {}),
+    // Several schedulers would each take the others' remote attempts for theirs.
+    ...(membership
+      ? {
+          refuse:
+            "remote workers are not supported yet by schedulers sharing a Kafka log: connect them to a scheduler alone on its log",
+        }
+      : {}),
   });
   const dispatcher = new RoutingDispatcher(pool, remote);
   const progress = progressLogger(logger);
