@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import {
   currentAttempt,
   EventSchemas,
@@ -646,6 +646,11 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     if (!this.o.stateFile) return;
     const tmp = `${this.o.stateFile}.tmp`;
     try {
+      // None connected: no file (a data directory without remote workers gains nothing).
+      if (this.conns.size === 0) {
+        rmSync(this.o.stateFile, { force: true });
+        return;
+      }
       writeFileSync(tmp, JSON.stringify({ connected: [...this.conns.keys()] }), { mode: 0o600 });
       renameSync(tmp, this.o.stateFile);
     } catch (error) {
