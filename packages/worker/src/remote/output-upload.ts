@@ -78,7 +78,9 @@ export class OutputUploads {
       const doc = answer.json<{ bytes?: number; type?: string }>();
       if (answer.status === 200 && typeof doc?.bytes === "number") u.offset = doc.bytes;
       else if (answer.status === 409 && typeof doc?.bytes === "number") u.offset = doc.bytes;
-      else if (answer.status === 413) u.stopped = true;
+      // Past the limit, or an attempt the scheduler no longer gives this worker: no more of it.
+      else if (answer.status === 413 || (answer.status === 409 && doc?.type?.endsWith(":not_dispatched")))
+        u.stopped = true;
       else throw new Error(`output of ${token}: HTTP ${answer.status}`);
     }
   }
