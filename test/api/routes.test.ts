@@ -100,6 +100,11 @@ const ROUTES = [
   "GET /ui/whoami",
   "GET /ui/grid",
   "GET /ui/graph",
+  "POST /api/v1/workers",
+  "GET /api/v1/workers/{id}/commands",
+  "POST /api/v1/workers/{id}/reports",
+  "PUT /api/v1/workers/{id}/attempts/{token}/output",
+  "DELETE /api/v1/workers/{id}",
 ].sort();
 
 const left = new Leftovers();

@@ -176,25 +176,47 @@ describe("chronolog serve", () => {
 });
 
 describe("chronolog token", () => {
-  it("list shows names, scopes, projects and read limits, never a secret", () => {
+  it("list shows names, scopes, projects, read limits and queues, never a secret", () => {
     const dir = copyOfSource("token-list");
     const limited = createToken(dir, "producer", "declare", ["sales", "ops"]);
+    const work = chronolog(dir, [
+      "token",
+      "create",
+      "worker",
+      "--scope",
+      "work",
+      "--queue",
+      "gpu",
+      "--queue",
+      "dbt",
+    ]);
+    expect(work.code, work.stderr).toBe(0);
     const r = chronolog(dir, ["token", "list"]);
     expect(r.code, r.stderr).toBe(0);
     const rows = r.stdout.trim().split("\n");
-    expect(rows[0]).toMatch(/^NAME\s+SCOPE\s+PROJECTS\s+READS\s+ISSUED\s+BY\s+REVOKED$/);
-    expect(rows.slice(1).map((l) => l.split(/\s+/).slice(0, 4))).toEqual([
-      ["admin", "admin", "all", "all"],
-      ["producer", "declare", "sales,ops", "all"],
-      ["reader", "read", "all", "all"],
+    expect(rows[0]).toMatch(/^NAME\s+SCOPE\s+PROJECTS\s+READS\s+QUEUES\s+ISSUED\s+BY\s+REVOKED$/);
+    expect(rows.slice(1).map((l) => l.split(/\s+/).slice(0, 5))).toEqual([
+      ["admin", "admin", "all", "all", "-"],
+      ["producer", "declare", "sales,ops", "all", "-"],
+      ["reader", "read", "all", "all", "-"],
+      ["worker", "work", "all", "all", "gpu,dbt"],
     ]);
     const json = chronolog(dir, ["token", "list", "--json"]);
     expect(json.code).toBe(0);
     const listed = JSON.parse(json.stdout) as Array<Record<string, unknown>>;
     expect(listed.map((t) => Object.keys(t).sort())).toEqual(
-      listed.map(() => ["issuedAt", "issuedBy", "name", "projects", "readProjects", "revokedAt", "scope"]),
+      listed.map(() => [
+        "issuedAt",
+        "issuedBy",
+        "name",
+        "projects",
+        "queues",
+        "readProjects",
+        "revokedAt",
+        "scope",
+      ]),
     );
-    for (const secret of [admin, reader, limited]) {
+    for (const secret of [admin, reader, limited, work.stdout.trim()]) {
       const hex = secret.split(".").at(-1) as string;
       expect(hex).toMatch(/^[0-9a-f]{64}$/);
       for (const out of [r.stdout, r.stderr, json.stdout]) expect(out).not.toContain(hex.slice(0, 16));

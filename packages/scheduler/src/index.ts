@@ -1,3 +1,4 @@
+export type { QueueRooms } from "./admission/pass-slots.js";
 export * from "./alerts.js";
 export * from "./command.js";
 export * from "./deadline-watch.js";
@@ -13,6 +14,10 @@ export * from "./payload.js";
 export * from "./projection-loader.js";
 export * from "./queries.js";
 export * from "./reconcile/index.js";
+export type { CommandSink, RemoteConnection } from "./remote/connection.js";
+export { isLocalWorkerId, RemoteRefusal } from "./remote/refusal.js";
+export { RemoteWorkers, type RemoteWorkersOptions, type WorkerCaller } from "./remote/remote-workers.js";
+export { RoutingDispatcher } from "./remote/routing-dispatcher.js";
 export * from "./runs.js";
 export * from "./scheduler.js";
 export * from "./snapshot/index.js";

@@ -284,6 +284,7 @@ export function runCommand(
     token,
     operator: operator as unknown as Record<string, unknown>,
     leaseSeconds: task.spec.leaseSeconds,
+    // A task of a worker queue runs only on a worker serving it.
     ...(task.spec.queue !== undefined ? { queue: task.spec.queue } : {}),
     ...(env ? { env } : {}),
     // Its secrets by reference: the worker resolves them (their values never pass here).

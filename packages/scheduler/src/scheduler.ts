@@ -18,6 +18,7 @@ import {
 } from "@chronolog/log";
 import { Admissions, type Free } from "./admission/admissions.js";
 import { ConnectionSlots } from "./admission/connection-slots.js";
+import type { QueueRooms } from "./admission/pass-slots.js";
 import { RunSlots } from "./admission/run-slots.js";
 import { Agenda } from "./agenda.js";
 import { alertWrites } from "./alerts.js";
@@ -49,6 +50,11 @@ export interface SchedulerOptions {
   readonly observer?: SchedulerObserver;
   /** With several schedulers: which shards of the tasks this one decides for (default: all). */
   readonly membership?: Membership;
+  /**
+   * The remote workers' queues: a task of a queue is held while no worker serving it has a
+   * free slot. Absent: tasks are not held for one (every attempt goes to the dispatcher).
+   */
+  readonly queues?: QueueRooms;
 }
 
 /** How often a task whose schedule could not be computed is looked at again. */
@@ -93,6 +99,8 @@ export class Scheduler implements ReconciledScheduler {
   private stopped = false;
   /** The membership's fence, as this scheduler last acted on it (see ownershipChanged). */
   private fenced = false;
+  /** Stops hearing of the queues' room (see stop). */
+  private readonly stopQueues: (() => void) | undefined;
   /** Stops hearing the dispatcher's reports (see stop). */
   private readonly stopListening: (() => void) | undefined;
   private readonly decideOptions = {
@@ -134,6 +142,7 @@ export class Scheduler implements ReconciledScheduler {
       stats: this.stats,
       logger: o.logger,
       now: this.now,
+      ...(o.queues ? { queues: o.queues } : {}),
     });
     this.commits = new SuccessCommits({
       log: o.log,
@@ -157,6 +166,7 @@ export class Scheduler implements ReconciledScheduler {
       logger: o.logger,
       decideOptions: this.decideOptions,
     });
+    this.stopQueues = o.queues?.onChange((queue) => this.agenda.wakeWaiters(`queue:${queue}`));
     // Every report of an attempt, heartbeats too, goes through the report decider.
     this.stopListening = o.dispatcher.onReport((report) => {
       if (report.kind !== "known" && report.kind !== "ready") this.commits.submit(report);
@@ -198,6 +208,7 @@ export class Scheduler implements ReconciledScheduler {
     this.unsubscribeMembership?.();
     // A dispatcher outlives its scheduler (one pool serves the next one): stop hearing its reports.
     this.stopListening?.();
+    this.stopQueues?.();
     this.agenda.stop();
     this.deadlines.stop();
     await this.commits.idle();

@@ -127,10 +127,24 @@ export class SuccessCommits implements ChildStarter {
     }
   }
 
-  /** Read, decide, append once (through the command handler), then apply and send. */
+  /**
+   * Read, decide, append once (through the command handler), then apply and send. Reports
+   * written as someone else (a remote worker's) are committed apart, each run as its own actor.
+   */
   private async commit(stream: string, reports: readonly AttemptReport[]): Promise<void> {
-    const command = new ReportCommand(this, stream, reports.map(toInput));
-    const outcome = await handleCommand(this.parts.log, command);
+    const first = reports[0]?.actor;
+    if (reports.some((r) => r.actor !== first)) {
+      let from = 0;
+      for (let i = 1; i <= reports.length; i++)
+        if (i === reports.length || reports[i]?.actor !== reports[from]?.actor) {
+          await this.commit(stream, reports.slice(from, i));
+          from = i;
+        }
+      return;
+    }
+    const log = first === undefined ? this.parts.log : this.parts.log.as(first);
+    const command = new ReportCommand(this, stream, reports.map(toInput), log);
+    const outcome = await handleCommand(log, command);
     if (outcome.kind === "conflict") throw outcome.error;
     const d = outcome.result;
     if (outcome.kind === "written") {
@@ -263,6 +277,8 @@ class ReportCommand implements Command<ReportState, SuccessCommit> {
     private readonly shell: SuccessCommits,
     private readonly stream: string,
     private readonly reports: readonly AttemptReportInput[],
+    /** The log as the reports' actor writes it (the scheduler, or a remote worker). */
+    private readonly log: EventLog,
   ) {
     this.withChildren = shell.parts.log.supportsExpectedHead;
   }
@@ -319,7 +335,7 @@ class ReportCommand implements Command<ReportState, SuccessCommit> {
   }
 
   append(writes: readonly StreamWrite[]): Promise<readonly AppendResult[]> {
-    const { log } = this.shell.parts;
+    const { log } = this;
     const [only] = writes;
     if (writes.length === 1 && only)
       return log

@@ -75,6 +75,12 @@ interface ReportBase {
   readonly workerId: string;
   /** ISO time on the worker's clock. */
   readonly at: string;
+  /**
+   * Who the report is written as, when not the scheduler itself: `worker:<id>@<host>` for a
+   * remote worker's report. Set by the scheduler when it receives the report, never taken from
+   * the worker.
+   */
+  readonly actor?: string;
 }
 
 export interface StartedReport extends ReportBase {

@@ -1,5 +1,6 @@
 import { ValidationError } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
+import type { RemoteWorkers } from "@chronolog/scheduler";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
 import { authorize, type Need } from "./auth.js";
@@ -17,6 +18,7 @@ import { logRoutes } from "./routes/log.js";
 import { metricsRoutes } from "./routes/metrics.js";
 import { runRoutes } from "./routes/runs.js";
 import { taskRoutes } from "./routes/tasks.js";
+import { workerProtocolRoutes } from "./routes/worker-protocol.js";
 import type { ApiState } from "./state.js";
 import { defaultWebRoot, uiRoutes, webFile } from "./ui.js";
 
@@ -44,11 +46,16 @@ export interface ApiAppOptions {
    * for a loopback bind, where a DNS-rebinding page could otherwise reach it from a browser.
    */
   readonly allowedHosts?: () => ReadonlySet<string> | null;
+  /** The scheduler's remote workers, when it serves them (`chronolog up`); none: the worker routes answer 503. */
+  readonly remoteWorkers?: RemoteWorkers | null;
   /** The built web UI served at `/` (default: services/web/dist); null: none. */
   readonly webRoot?: string | null;
 }
 
 export const API_PREFIX = "/api/v1";
+
+/** Reads of the workers (their listing), as opposed to the protocol a worker speaks. */
+const WORKER_READS = /^\/api\/v1\/workers(\/[^/]+)?$/;
 
 /**
  * What a request needs, known from its method and path alone, so that it is authenticated
@@ -74,6 +81,8 @@ function needsOf(app: OpenAPIHono): (method: string, path: string) => Need | nul
     const m = method === "HEAD" ? "GET" : method;
     const route = routes.find((r) => r.method === m && r.pattern.test(path));
     if (!route?.secured) return null;
+    // The remote worker protocol (every route under /workers but the listing of them).
+    if (path.startsWith(`${API_PREFIX}/workers`) && !(m === "GET" && WORKER_READS.test(path))) return "work";
     if (m === "GET") return "read";
     if (path === `${API_PREFIX}/log/verify`) return "read";
     if (path === `${API_PREFIX}/declarations`) return "declare";
@@ -189,6 +198,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
     eventRoutes,
   ])
     app.route(API_PREFIX, routes(deps));
+  app.route(API_PREFIX, workerProtocolRoutes(deps, o.remoteWorkers ?? null));
   if (o.metrics) app.route("/", metricsRoutes(o.metrics, API_PREFIX));
   uiRoutes(app, { state: o.state, who: deps.who, readView: deps.readView });
   serveOpenApi(app, `${API_PREFIX}/openapi.json`);

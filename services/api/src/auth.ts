@@ -3,14 +3,16 @@ import type { Context } from "hono";
 import { HttpProblem } from "./problem.js";
 import type { AccessScope, AccessToken, TokenBook } from "./tokens/index.js";
 
-/** What a route needs: a read, a declaration, an operator's action, or an administrator. */
-export type Need = "read" | "declare" | "operate" | "admin";
+/** What a route needs: a read, a declaration, an operator's action, an administrator, or a worker's. */
+export type Need = "read" | "declare" | "operate" | "admin" | "work";
 
 const GRANTS: Readonly<Record<AccessScope, ReadonlySet<Need>>> = {
   read: new Set(["read"]),
   declare: new Set(["read", "declare"]),
   operate: new Set(["read", "operate"]),
-  admin: new Set(["read", "declare", "operate", "admin"]),
+  admin: new Set(["read", "declare", "operate", "admin", "work"]),
+  // A worker's token: the worker routes only (and only for its queues: see the routes).
+  work: new Set(["work"]),
 };
 
 /** Who is calling: the token, or nobody (reads on a server that allows them without one). */

@@ -3,6 +3,7 @@ import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { SchedulerProjection } from "@chronolog/core";
 import type { EventLog, RecordedEvent } from "@chronolog/log";
+import type { RemoteWorkers } from "@chronolog/scheduler";
 import { type ServerType, serve } from "@hono/node-server";
 import { createApiApp } from "./app.js";
 import { loopbackHosts, type StreamLimits } from "./guard.js";
@@ -41,6 +42,8 @@ export interface ApiServerOptions {
   readonly shared?: {
     readonly projection: SchedulerProjection;
     readonly feed: (listener: (e: RecordedEvent) => void) => () => void;
+    /** Its remote workers: the API serves the worker protocol for them. */
+    readonly workers?: RemoteWorkers;
   };
 }
 
@@ -99,6 +102,7 @@ export async function startApiServer(o: ApiServerOptions): Promise<ApiServer> {
     ...(o.publicRead ? { publicRead: true } : {}),
     ...(o.bodyLimitBytes !== undefined ? { bodyLimitBytes: o.bodyLimitBytes } : {}),
     ...(o.sseMaxLag !== undefined ? { sseMaxLag: o.sseMaxLag } : {}),
+    ...(o.shared?.workers ? { remoteWorkers: o.shared.workers } : {}),
   });
   let server: ServerType | null = null;
   const address = await new Promise<AddressInfo>((resolve, reject) => {

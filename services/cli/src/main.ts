@@ -14,6 +14,7 @@ import { registerRunCommands } from "./commands/runs.js";
 import { registerServeCommands } from "./commands/serve.js";
 import { registerTaskCommands } from "./commands/tasks.js";
 import { registerUpCommand } from "./commands/up.js";
+import { registerWorkerCommand } from "./commands/worker.js";
 import { type DataDirOptions, restrictUmask } from "./data-dir.js";
 import { EXIT_CODE_HELP, exitCodeOf, messageOf } from "./edge.js";
 
@@ -60,6 +61,7 @@ registerAlertsCommand(program, globals);
 registerRunCommands(program, globals);
 registerDiffCommand(program, globals);
 registerServeCommands(program, globals);
+registerWorkerCommand(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`chronolog: ${messageOf(error)}\n`);

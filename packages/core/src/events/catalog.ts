@@ -76,6 +76,7 @@ export const eventCatalog = {
   WorkflowRetired: entry(S.WorkflowRetired),
   WorkerConnected: entry(S.WorkerConnected),
   WorkerDisconnected: entry(S.WorkerDisconnected),
+  WorkerReportRefused: entry(S.WorkerReportRefused),
   AccessTokenIssued: entry(S.AccessTokenIssued),
   AccessTokenRevoked: entry(S.AccessTokenRevoked),
   Note: entry(S.Note),

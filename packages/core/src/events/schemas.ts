@@ -402,7 +402,7 @@ export const WorkflowRetired = z
 // ---- access to the HTTP API -------------------------------------------------------------------
 
 /** What a token of the HTTP API may do: read; read and declare; read and operate; everything. */
-export const ACCESS_SCOPES = ["read", "declare", "operate", "admin"] as const;
+export const ACCESS_SCOPES = ["read", "declare", "operate", "admin", "work"] as const;
 export const accessTokenName = z
   .string()
   .regex(
@@ -421,6 +421,8 @@ export const AccessTokenIssued = z
     projects: z.array(z.string().min(1).max(128)).max(100),
     /** The projects it may read (absent or empty: every project). */
     readProjects: z.array(z.string().min(1).max(128)).max(100).optional(),
+    /** A `work` token's queues: the only ones a worker connecting with it may serve. */
+    queues: z.array(queueName).min(1).max(64).optional(),
     sha256: z.string().regex(/^[0-9a-f]{64}$/),
   })
   .strict();
@@ -459,6 +461,22 @@ export const WorkerConnected = z
  * (the reconcile loop), unless it reconnects and announces them first.
  */
 export const WorkerDisconnected = z.object({ worker: workerId, reason: reason }).strict();
+/**
+ * A worker's report the scheduler refused and did not apply: its token was never dispatched to
+ * that worker, or its attempt is no longer current (a forged, replayed or misdirected report).
+ * Written on the worker's stream, so that what a worker tried is on record beside its
+ * connections, and alerting or an audit can count it by type.
+ */
+export const WorkerReportRefused = z
+  .object({
+    worker: workerId,
+    /** The report's kind (started, heartbeat, succeeded, failed). */
+    kind: z.string().min(1).max(32),
+    token: z.string().min(1).max(256),
+    instanceStream: z.string().min(1).max(1024).optional(),
+    reason: reason,
+  })
+  .strict();
 
 // ---- free-form (the `log append` command, tests) ------------------------------------------
 

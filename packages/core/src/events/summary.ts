@@ -134,8 +134,10 @@ export function summarizeEvent(e: DomainEvent): string {
       return `worker ${e.data.worker} on ${e.data.host} connected: ${e.data.queues.length === 1 ? "queue" : "queues"} ${e.data.queues.join(", ")}, capacity ${e.data.capacity}, version ${e.data.version}${e.data.running.length > 0 ? `, still running ${counted(e.data.running.length, "attempt")}` : ""}`;
     case "WorkerDisconnected":
       return `worker ${e.data.worker} disconnected: ${e.data.reason}`;
+    case "WorkerReportRefused":
+      return `worker ${e.data.worker}'s ${e.data.kind} report for ${e.data.token} refused: ${e.data.reason}`;
     case "AccessTokenIssued":
-      return `token ${e.data.name} issued (${e.data.scope}${e.data.projects.length > 0 ? ` in ${e.data.projects.join(", ")}` : ""})`;
+      return `token ${e.data.name} issued (${e.data.scope}${e.data.projects.length > 0 ? ` in ${e.data.projects.join(", ")}` : ""}${e.data.queues ? ` for queues ${e.data.queues.join(", ")}` : ""})`;
     case "AccessTokenRevoked":
       return `token ${e.data.name} revoked${because(e.data.reason)}`;
     case "Note": {

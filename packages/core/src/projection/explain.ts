@@ -17,6 +17,7 @@ import {
   type TaskDecision,
   type TaskView,
 } from "../task/decide-task.js";
+import { queueWaitReason } from "../task/queue-wait.js";
 import type { TaskState } from "../task/state.js";
 import { counted } from "../words.js";
 import { aheadOf, type WeightedView } from "./ahead.js";
@@ -388,6 +389,8 @@ export function describeHold(
       return `run ${h.runId} failed fast: nothing new starts in it`;
     case "render_failed":
       return `its payload does not render (${h.message}): held until its declaration changes`;
+    case "queue":
+      return queueWaitReason(h.queue, h);
     case "earlier_attempt":
       return `attempt ${h.attempt ?? "?"} of ${shortInstant(h.logicalDate)}, from before the task was moved back, is still in flight`;
     case "outside_report":

@@ -217,7 +217,7 @@ function answersOf(
  * `admitTask` on the view as it will be once the success is applied. Only the plain case goes
  * this way: a first attempt of a due child that the starter may start, with no connection, not
  * being backfilled and with no attempt stream yet, of no workflow or of the parent's own
- * running run with a free slot (and no task of that run waiting for one), whose payload
+ * running run with a free slot (and no task of that run waiting for one), of no worker queue, whose payload
  * renders and is no cache hit. Every other child is left to the scheduler's pass.
  */
 function childrenToStart(
@@ -282,6 +282,8 @@ function childrenToStart(
 function plain(view: TaskView, child: TaskState, starter: ChildStarter): boolean {
   return (
     !child.spec.connection &&
+    // (A task of a worker queue waits for a free slot on one: the pass admits it.)
+    child.spec.queue === undefined &&
     // (A backfill goes back over intervals that may have run before: the pass reads those.)
     child.backfill === null &&
     starter.startable(child) &&

@@ -12,6 +12,7 @@ import { lastSlotEndingBy, nextCronTime, slotBefore } from "../schedule/cron.js"
 import { toInstant } from "../schedule/interval.js";
 import { type ConnectionSpec, isExternal, type WorkflowSpec } from "../spec.js";
 import { instanceStream } from "../streams.js";
+import { type QueueRoom, queueHasRoom } from "./queue-wait.js";
 import type { TaskFailure, TaskState } from "./state.js";
 import { completedInterval, decideIntervalCompleted, decideIntervalFailed } from "./success-path.js";
 
@@ -91,7 +92,10 @@ export type Hold =
   /** Its payload or cache key does not render: held until its declaration changes. */
   | { readonly on: "render_failed"; readonly message: string }
   /** An outside task: its interval is done when whoever produces its data reports it. */
-  | { readonly on: "outside_report"; readonly task: string; readonly logicalDate: string };
+  | { readonly on: "outside_report"; readonly task: string; readonly logicalDate: string }
+
+  /** No worker serving its queue has a free slot (none connected, or all busy). */
+  | ({ readonly on: "queue"; readonly queue: string } & QueueRoom);
 
 /** The run a ready task of a workflow joins, and whether its dispatch starts it. */
 export interface RunAdmission {
@@ -134,6 +138,11 @@ export interface Slots {
   activeRuns(workflow: string): number;
   /** Whether the run's RunStarted is already decided (it does not count against maxActiveRuns again). */
   runStarting(runId: string): boolean;
+  /**
+   * The workers serving a queue and their slots in use; absent where the workers are not known
+   * (a task with a queue is then not held for one).
+   */
+  queueRoom?(queue: string): QueueRoom;
 }
 
 export interface DecideOptions {
@@ -260,8 +269,8 @@ const READY: TaskDecision = Object.freeze({ kind: "ready", retry: null, run: nul
 
 /**
  * The limits a task free to start must fit in, in this order: its workflow's `maxActiveRuns`
- * (to start a run), a run that failed fast, the run's `maxActiveTasks`, and its connection's
- * `maxParallelism`. Returns `ready` (with the run it joins) or `held`; anything else passes through.
+ * (to start a run), a run that failed fast, the run's `maxActiveTasks`, its connection's
+ * `maxParallelism`, and a free slot on a worker of its queue. Returns `ready` (with the run it joins) or `held`; anything else passes through.
  */
 export function admitTask(
   view: TaskView,
@@ -317,6 +326,11 @@ export function admitTask(
         kind: "held",
         hold: { on: "connection", connection: conn, inUse, limit: spec.maxParallelism },
       };
+  }
+  const queue = task.spec.queue;
+  if (queue !== undefined && slots.queueRoom) {
+    const room = slots.queueRoom(queue);
+    if (!queueHasRoom(room)) return { kind: "held", hold: { on: "queue", queue, ...room } };
   }
   return run === null ? standing : { kind: "ready", retry: standing.retry, run };
 }

@@ -21,7 +21,7 @@ import type { Outbox } from "../outbox.js";
 import type { RunKeeper } from "../run-keeper.js";
 import type { SchedulerLogger } from "../scheduler-types.js";
 import type { ConnectionSlots } from "./connection-slots.js";
-import { PassSlots } from "./pass-slots.js";
+import { PassSlots, type QueueRooms } from "./pass-slots.js";
 import type { RunSlots } from "./run-slots.js";
 
 /** A task the pass found free to start, before the limits are applied. */
@@ -55,6 +55,8 @@ export interface AdmissionParts {
   readonly stats: { conflicts: number };
   readonly logger: SchedulerLogger;
   readonly now: () => number;
+  /** The remote workers' queues, when this scheduler serves any. */
+  readonly queues?: QueueRooms;
 }
 
 /**
@@ -75,6 +77,7 @@ export class Admissions {
   private readonly stats: { conflicts: number };
   private readonly logger: SchedulerLogger;
   private readonly now: () => number;
+  private readonly queues: QueueRooms | undefined;
   /** Tasks whose payload did not render, for which interval and declaration (they are held). */
   private readonly renderFailures = new Map<
     string,
@@ -94,6 +97,7 @@ export class Admissions {
     this.stats = p.stats;
     this.logger = p.logger;
     this.now = p.now;
+    this.queues = p.queues;
   }
 
   /** Why the task's payload did not render for its current interval and declaration, if it did not. */
@@ -113,7 +117,7 @@ export class Admissions {
    * longest for a slot. Starts the runs they start, then writes their intents.
    */
   async dispatchAll(free: readonly Free[]): Promise<void> {
-    const slots = new PassSlots(this.projection, this.connections, this.runSlots);
+    const slots = new PassSlots(this.projection, this.connections, this.runSlots, this.queues);
     const admitted: Admitted[] = [];
     for (const c of this.inOrder(free)) {
       const d = admitTask(this.projection, c.task, c.standing, slots);
@@ -176,6 +180,11 @@ export class Admissions {
         return;
       case "active_runs":
         this.agenda.waitOn(`run:${h.workflow}`, task.id);
+        return;
+      case "queue":
+        // A worker connecting, or an attempt of the queue ending, wakes it.
+        this.agenda.waitOn(`queue:${h.queue}`, task.id);
+        this.runSlots.stopWaiting(task.id);
         return;
       case "run_failed_fast":
       case "earlier_attempt":

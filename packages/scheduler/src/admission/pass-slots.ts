@@ -1,5 +1,6 @@
 import {
   instanceStream,
+  type QueueRoom,
   type RunAdmission,
   type RunState,
   type SchedulerProjection,
@@ -21,6 +22,13 @@ export interface RunToStart {
   readonly reopening: TaskKey[];
 }
 
+/** The workers of each queue and their free slots, as the scheduler's dispatcher knows them. */
+export interface QueueRooms {
+  room(queue: string): QueueRoom;
+  /** Hears of a queue whose room may have grown (a worker connected, an attempt ended). */
+  onChange(listener: (queue: string) => void): () => void;
+}
+
 /**
  * The slots as one scheduler pass gives them out: what is in use (the projection's, and the
  * dispatches being written) plus what the pass has admitted so far, so that `admitTask` decides
@@ -32,12 +40,24 @@ export class PassSlots implements Slots {
   private active: Map<string, number> | null = null;
   /** The runs the pass's dispatches start. */
   readonly toStart = new Map<string, RunToStart>();
+  /** queue -> attempts the pass has admitted to it. */
+  private readonly queueTaken = new Map<string, number>();
+  /** The workers' slots per queue, when remote workers are served (see QueueRooms). */
+  readonly queueRoom?: (queue: string) => QueueRoom;
 
   constructor(
     private readonly projection: SchedulerProjection,
     private readonly connections: ConnectionSlots,
     private readonly runs: RunSlots,
-  ) {}
+    queues?: QueueRooms,
+  ) {
+    if (queues)
+      this.queueRoom = (queue) => {
+        const room = queues.room(queue);
+        const taken = this.queueTaken.get(queue) ?? 0;
+        return taken === 0 ? room : { ...room, busy: room.busy + taken };
+      };
+  }
 
   connectionInUse(connection: string): number {
     return this.connections.inUse(connection);
@@ -82,6 +102,8 @@ export class PassSlots implements Slots {
     }
     const conn = task.spec.connection;
     if (conn) this.connections.reserve(conn, instanceStream(task.key, task.logicalDate));
+    const queue = task.spec.queue;
+    if (queue !== undefined) this.queueTaken.set(queue, (this.queueTaken.get(queue) ?? 0) + 1);
   }
 
   /** Gives back what `take` took, for a task whose run could not be started. */

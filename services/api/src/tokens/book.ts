@@ -12,6 +12,8 @@ export interface AccessToken {
   readonly projects: readonly string[];
   /** The projects it may read; empty: every project. */
   readonly readProjects: readonly string[];
+  /** A `work` token's queues: those a worker connecting with it may serve (empty for other scopes). */
+  readonly queues: readonly string[];
   readonly sha256: string;
   readonly issuedAt: string;
   readonly issuedBy: string;
@@ -42,6 +44,7 @@ export class TokenBook {
       this.tokens.set(e.data.name, {
         ...e.data,
         readProjects: e.data.readProjects ?? [],
+        queues: e.data.queues ?? [],
         issuedAt: e.metadata.recordedAt,
         issuedBy: e.metadata.actor,
         revokedAt: null,

@@ -18,7 +18,14 @@ function checked<T>(schema: z.ZodType<T>, value: unknown, subject: string): T {
  */
 export async function issueToken(
   log: EventLog,
-  input: { name: string; scope: string; projects?: readonly string[]; readProjects?: readonly string[] },
+  input: {
+    name: string;
+    scope: string;
+    projects?: readonly string[];
+    readProjects?: readonly string[];
+    /** A work token's queues (required for one, refused for any other scope). */
+    queues?: readonly string[];
+  },
 ): Promise<{ token: string; record: AccessToken; position: bigint }> {
   const data = checked(
     EventSchemas.AccessTokenIssued.omit({ sha256: true }),
@@ -27,9 +34,18 @@ export async function issueToken(
       scope: input.scope,
       projects: [...new Set(input.projects ?? [])],
       ...(input.readProjects?.length ? { readProjects: [...new Set(input.readProjects)] } : {}),
+      ...(input.queues?.length ? { queues: [...new Set(input.queues)] } : {}),
     },
     "token",
   );
+  if (data.scope === "work" && !data.queues)
+    throw new ValidationError("token", [
+      { path: "queues", message: "a work token names the queues it may serve (--queue NAME)" },
+    ]);
+  if (data.scope !== "work" && data.queues)
+    throw new ValidationError("token", [
+      { path: "queues", message: `only a work token names queues, not one of scope ${data.scope}` },
+    ]);
   const book = await readTokens(log);
   const existing = book.get(data.name);
   if (existing && existing.revokedAt === null)
@@ -49,6 +65,7 @@ export async function issueToken(
     record: {
       ...data,
       readProjects: data.readProjects ?? [],
+      queues: data.queues ?? [],
       sha256,
       issuedAt: new Date().toISOString(),
       issuedBy: log.actor,

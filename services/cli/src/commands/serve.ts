@@ -197,11 +197,17 @@ export function registerServeCommands(program: Command, globals: () => DataDirOp
       (v: string, acc: string[]) => [...acc, ...v.split(",").map((p) => p.trim())],
       [] as string[],
     )
+    .option(
+      "--queue <name>",
+      "a work token: a worker queue it may serve (repeatable; required for --scope work)",
+      (v: string, acc: string[]) => [...acc, v],
+      [] as string[],
+    )
     .option("--json", "print the token and its record as JSON")
     .action(
       async (
         name: string,
-        opts: { scope: string; project: string[]; readProjects: string[]; json?: boolean },
+        opts: { scope: string; project: string[]; readProjects: string[]; queue: string[]; json?: boolean },
       ) => {
         const empty = opts.readProjects.find((p) => p === "");
         if (empty !== undefined)
@@ -213,12 +219,13 @@ export function registerServeCommands(program: Command, globals: () => DataDirOp
             scope: opts.scope,
             projects: opts.project,
             readProjects: opts.readProjects,
+            queues: opts.queue,
           });
           if (opts.json) console.log(toJson({ token: r.token, ...r.record, position: r.position }));
           else {
             console.log(r.token);
             process.stderr.write(
-              `token ${name} (${r.record.scope}${r.record.projects.length ? ` in ${r.record.projects.join(", ")}` : ""}${r.record.readProjects.length ? `, reading ${r.record.readProjects.join(", ")}` : ""}) issued at position ${r.position}: this is the only time it is shown\n`,
+              `token ${name} (${r.record.scope}${r.record.projects.length ? ` in ${r.record.projects.join(", ")}` : ""}${r.record.readProjects.length ? `, reading ${r.record.readProjects.join(", ")}` : ""}${r.record.queues.length ? ` for queues ${r.record.queues.join(", ")}` : ""}) issued at position ${r.position}: this is the only time it is shown\n`,
             );
           }
         } finally {
@@ -239,12 +246,13 @@ export function registerServeCommands(program: Command, globals: () => DataDirOp
         else
           console.log(
             listing(
-              ["NAME", "SCOPE", "PROJECTS", "READS", "ISSUED", "BY", "REVOKED"],
+              ["NAME", "SCOPE", "PROJECTS", "READS", "QUEUES", "ISSUED", "BY", "REVOKED"],
               rows.map((t) => [
                 t.name,
                 t.scope,
                 t.projects.join(",") || "all",
                 t.readProjects.join(",") || "all",
+                t.queues.join(",") || "-",
                 t.issuedAt,
                 t.issuedBy,
                 t.revokedAt ?? "-",

@@ -7,8 +7,11 @@ import type { RecordedEvent } from "@chronolog/log";
 import {
   AlertSender,
   declare,
+  isLocalWorkerId,
   loadProjection,
   Reconciler,
+  RemoteWorkers,
+  RoutingDispatcher,
   removeSnapshotLeftovers,
   Scheduler,
   type SchedulerObserver,
@@ -264,13 +267,32 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   const workerPrefix = membership ? membership.id : `w${process.pid}`;
   const isOwnWorker = (id: string) => id.startsWith(`${workerPrefix}-`);
   const pool = earlyPool ?? newPool(workerPrefix);
+  // Remote workers (`chronolog worker`) take the attempts of tasks with a queue; the pool, the rest.
+  const remote = new RemoteWorkers({
+    log,
+    projection,
+    logger,
+    schedulerId: workerPrefix,
+    outputRoot: join(dir, "output"),
+    outputMaxBytes,
+    ...(lock ? { stateFile: join(dir, "remote-workers.json") } : {}),
+    // Several schedulers would each take the others' remote attempts for theirs.
+    ...(membership
+      ? {
+          refuse:
+            "remote workers are not supported yet by schedulers sharing a Kafka log: connect them to a scheduler alone on its log",
+        }
+      : {}),
+  });
+  const dispatcher = new RoutingDispatcher(pool, remote);
   const progress = progressLogger(logger);
   // The HTTP API reads the scheduler's projection, and hears each event as it applies it.
   const appliedListeners = new Set<(e: RecordedEvent) => void>();
   const scheduler = new Scheduler({
     log,
     projection,
-    dispatcher: pool,
+    dispatcher,
+    queues: remote,
     logger,
     observer: {
       applied: (e) => {
@@ -284,14 +306,15 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   const reconciler = new Reconciler({
     log,
     projection,
-    dispatcher: pool,
+    dispatcher,
     actor: defaultActor("reconciler"),
     intervalMs: reconcileMs,
     logger,
     scheduler,
+    // A remote worker is never taken for gone: its attempts' leases say when they are lost.
     isWorkerGone: membership
-      ? (id) => !isOwnWorker(id) && !membership.isAlive(schedulerOfWorker(id))
-      : (id) => !isOwnWorker(id),
+      ? (id) => isLocalWorkerId(id) && !isOwnWorker(id) && !membership.isAlive(schedulerOfWorker(id))
+      : (id) => isLocalWorkerId(id) && !isOwnWorker(id),
     // Another scheduler's intents get its session timeout to be confirmed: if it is alive its
     // workers will start them; if it died, the group has said so by then.
     ...(membership ? { foreignIntentGraceMs: membership.sessionTimeoutMs + 2000 } : {}),
@@ -331,6 +354,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
         appliedListeners.add(listener);
         return () => appliedListeners.delete(listener);
       },
+      workers: remote,
     },
   ).catch(async (error: unknown) => {
     // Started before any dispatch: an API that cannot start (its port in use) stops it all.
@@ -371,6 +395,12 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
         "settled the attempts an earlier process left in flight",
       );
   }
+  // Workers an earlier process left recorded as connected are recorded gone: they reconnect here.
+  if (lock) {
+    const closed = await remote.settleAtStart();
+    if (closed > 0)
+      logger.info({ workers: closed }, "recorded the remote workers of an earlier process gone");
+  }
   reconciler.start();
   alerts.start();
   let stopping = false;
@@ -395,6 +425,8 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
         `waiting for ${counted(running, "running attempt")} (up to ${graceMs / 1000} s; Ctrl-C again to stop now)\n`,
       );
     clearInterval(timer);
+    // Remote workers keep what they run, and reconnect to the next process, which adopts it.
+    await remote.close("scheduler shutting down");
     await api?.close();
     reconciler?.stop();
     alerts.stop();

@@ -498,6 +498,97 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/workers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** a remote worker registers: its queues, capacity and the attempts it still runs */
+        post: operations["registerWorker"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workers/{id}/commands": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * the worker's commands as Server-Sent Events (`commands`, `ping`, `closed`)
+         * @description Each `commands` event's data is `{messages: [...]}`: run, proceed, query, cancel and shutdown commands, in order. `ping` comes every keepalive; `closed` says why the scheduler ended the stream.
+         */
+        get: operations["streamWorkerCommands"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workers/{id}/reports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * a batch of the worker's reports (started, heartbeat, succeeded, failed, known)
+         * @description A report whose attempt was not dispatched to this worker, or is no longer current, is refused (409, listed in `refused`) and recorded as WorkerReportRefused, never applied; the others in the batch are applied.
+         */
+        post: operations["postWorkerReports"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workers/{id}/attempts/{token}/output": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** a chunk of an attempt's output, at `offset` (where what the scheduler holds ends) */
+        put: operations["putWorkerOutput"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/workers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** the worker says goodbye: it takes nothing more */
+        delete: operations["unregisterWorker"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ui/whoami": {
         parameters: {
             query?: never;
@@ -2102,13 +2193,30 @@ export interface components {
             /** @example 42 */
             revision: string;
             /** @enum {string} */
+            type: "WorkerReportRefused";
+            data: {
+                worker: string;
+                kind: string;
+                token: string;
+                instanceStream?: string;
+                reason: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
             type: "AccessTokenIssued";
             data: {
                 name: string;
                 /** @enum {string} */
-                scope: "read" | "declare" | "operate" | "admin";
+                scope: "read" | "declare" | "operate" | "admin" | "work";
                 projects: string[];
                 readProjects?: string[];
+                queues?: string[];
                 sha256: string;
             };
             metadata: components["schemas"]["EventMetadata"];
@@ -2262,11 +2370,123 @@ export interface components {
                 reason: string;
             } | null;
         };
+        WorkerRegistered: {
+            protocol: number;
+            session: string;
+            actor: string;
+            adopted: string[];
+            stop: string[];
+            keepaliveMs: number;
+            silenceMs: number;
+            outputMaxBytes: number;
+            maxOutputChunk: number;
+            maxReportBatch: number;
+        };
+        WorkerRegistration: {
+            /**
+             * @description the protocol version the worker speaks
+             * @example 1
+             */
+            protocol: number;
+            id: string;
+            host: string;
+            queues: string[];
+            capacity: number;
+            /** @example chronolog 0.1.0 */
+            version: string;
+            /** @default [] */
+            running: string[];
+        };
+        WorkerReportsAccepted: {
+            accepted: number;
+            refused: {
+                kind: string;
+                token: string;
+                reason: string;
+            }[];
+        };
+        WorkerReports: {
+            messages: components["schemas"]["WorkerReport"][];
+        };
+        WorkerReport: {
+            /** @enum {string} */
+            kind: "started";
+            token: string;
+            attempt: number;
+            instanceStream: string;
+            workerId: string;
+            at: string;
+            pid: number;
+            outputPath?: string;
+        } | {
+            /** @enum {string} */
+            kind: "heartbeat";
+            token: string;
+            attempt: number;
+            instanceStream: string;
+            workerId: string;
+            at: string;
+        } | {
+            /** @enum {string} */
+            kind: "succeeded";
+            token: string;
+            attempt: number;
+            instanceStream: string;
+            workerId: string;
+            at: string;
+            durationMs: number;
+            exitCode: number | null;
+            stdoutTail: string;
+            stderrTail: string;
+            outputFile?: {
+                path: string;
+                bytes: number;
+                sha256: string;
+                cutBytes: number;
+                error?: string;
+            };
+        } | {
+            /** @enum {string} */
+            kind: "failed";
+            token: string;
+            attempt: number;
+            instanceStream: string;
+            workerId: string;
+            at: string;
+            durationMs: number;
+            exitCode: number | null;
+            stdoutTail: string;
+            stderrTail: string;
+            outputFile?: {
+                path: string;
+                bytes: number;
+                sha256: string;
+                cutBytes: number;
+                error?: string;
+            };
+            error: {
+                /** @enum {string} */
+                kind: "exit_code" | "signal" | "timeout" | "exception" | "http_status" | "lost" | "interrupted" | "unknown";
+                message: string;
+            };
+        } | {
+            /** @enum {string} */
+            kind: "known";
+            requestId: string;
+            workerId: string;
+            running: string[];
+        } | {
+            /** @enum {string} */
+            kind: "ready";
+            workerId: string;
+            pid: number;
+            capacity: number;
+        };
         UiWhoami: {
             /** @description the token's name; null: no token (public reads) */
             name: string | null;
             /** @enum {string|null} */
-            scope: "read" | "declare" | "operate" | "admin" | null;
+            scope: "read" | "declare" | "operate" | "admin" | "work" | null;
             projects: string[];
             actor: string;
             /** @description the log's head when asked: live events follow it */
@@ -4313,6 +4533,357 @@ export interface operations {
             };
             /** @description problem (429) */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    registerWorker: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WorkerRegistration"];
+            };
+        };
+        responses: {
+            /** @description registered: the session, and which announced attempts are adopted or to stop */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerRegistered"];
+                };
+            };
+            /** @description problem (400) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (403) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (503) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    streamWorkerCommands: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the session its registration gave */
+                "chronolog-session": string;
+            };
+            path: {
+                /** @description the worker's id (letters, digits, _, ., : and -) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description problem (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (403) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (503) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postWorkerReports: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the session its registration gave */
+                "chronolog-session": string;
+            };
+            path: {
+                /** @description the worker's id (letters, digits, _, ., : and -) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WorkerReports"];
+            };
+        };
+        responses: {
+            /** @description every report accepted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerReportsAccepted"];
+                };
+            };
+            /** @description problem (400) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (403) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (503) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putWorkerOutput: {
+        parameters: {
+            query: {
+                offset: string;
+            };
+            header: {
+                /** @description the session its registration gave */
+                "chronolog-session": string;
+            };
+            path: {
+                /** @description the worker's id (letters, digits, _, ., : and -) */
+                id: string;
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description kept: the output's size here now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        bytes: number;
+                    };
+                };
+            };
+            /** @description problem (400) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (403) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (413) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (503) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    unregisterWorker: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description the session its registration gave */
+                "chronolog-session": string;
+            };
+            path: {
+                /** @description the worker's id (letters, digits, _, ., : and -) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description gone */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                    };
+                };
+            };
+            /** @description problem (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (403) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (503) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,0 +1,682 @@
+import { randomBytes } from "node:crypto";
+import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  currentAttempt,
+  EventSchemas,
+  type InstanceState,
+  type QueueRoom,
+  type SchedulerProjection,
+  workerStream,
+} from "@chronolog/core";
+import type { EventLog } from "@chronolog/log";
+import {
+  type AttemptReport,
+  type FailedReport,
+  MAX_OUTPUT_CHUNK,
+  MAX_REPORT_BATCH,
+  REMOTE_PROTOCOL_VERSION,
+  type RefusedReport,
+  type RegisterAnswer,
+  type RegisterRequest,
+  type ReportsAnswer,
+  type RunCommand,
+  type WorkerCommand,
+  type WorkerReport,
+} from "@chronolog/worker";
+import type { QueueRooms } from "../admission/pass-slots.js";
+import type { Dispatcher } from "../dispatcher.js";
+import type { SchedulerLogger } from "../scheduler-types.js";
+import type { CommandSink, RemoteConnection } from "./connection.js";
+import { OutputSink } from "./output-sink.js";
+import { isLocalWorkerId, RemoteRefusal } from "./refusal.js";
+
+export interface RemoteWorkersOptions {
+  readonly log: EventLog;
+  readonly projection: SchedulerProjection;
+  readonly logger: SchedulerLogger;
+  /** This scheduler, as WorkerConnected records it. */
+  readonly schedulerId: string;
+  /** Where attempts' output files are kept (`<dataDir>/output`). */
+  readonly outputRoot: string;
+  readonly outputMaxBytes: number;
+  /** Where the ids of the workers connected here are kept, for the next process to close (see settleAtStart). */
+  readonly stateFile?: string;
+  /** Most commands waiting for one worker's stream before it is dropped (default 10,000). */
+  readonly bufferMax?: number;
+  /** How often a worker posts, at least (default 5 s); silent four times as long, it is dropped. */
+  readonly keepaliveMs?: number;
+  /** How long `query` waits for the workers (default 2000 ms). */
+  readonly queryTimeoutMs?: number;
+  /** Why this scheduler takes no remote worker, if it takes none (every registration is refused, 503). */
+  readonly refuse?: string;
+  readonly now?: () => number;
+}
+
+/** Who a registration's token lets serve what. */
+export interface WorkerCaller {
+  readonly tokenName: string | undefined;
+  /** The queues the token may serve; null: any (an administrator's token). */
+  readonly queues: readonly string[] | null;
+}
+
+interface PendingQuery {
+  readonly waiting: Set<string>;
+  readonly found: Map<string, string>;
+  finish(): void;
+}
+
+const WORKER_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+
+/**
+ * The scheduler's side of remote workers: their registrations, the attempts of each queue given
+ * to the least loaded worker serving it that has a free slot (held here while none has), their
+ * command streams (bounded: a worker that falls behind is dropped), their reports checked
+ * (refused and recorded unless the attempt was given to that worker and is still current), and
+ * their attempts' output kept where a local attempt's would be. A dropped worker's attempts are
+ * left to the reconcile loop, as a lost worker's: its lease runs out unless it comes back and
+ * announces them first.
+ */
+export class RemoteWorkers implements Dispatcher, QueueRooms {
+  private readonly conns = new Map<string, RemoteConnection>();
+  /** token -> the worker it was given to. */
+  private readonly owner = new Map<string, RemoteConnection>();
+  /** queue -> attempts waiting for a free slot on one of its workers. */
+  private readonly backlog = new Map<string, RunCommand[]>();
+  private readonly reportListeners = new Set<(r: WorkerReport) => void>();
+  private readonly roomListeners = new Set<(queue: string) => void>();
+  private readonly queries = new Map<string, PendingQuery>();
+  private readonly output: OutputSink;
+  private readonly now: () => number;
+  private readonly keepaliveMs: number;
+  private readonly bufferMax: number;
+  private readonly timer: NodeJS.Timeout;
+  private flushScheduled: NodeJS.Immediate | undefined;
+  private querySeq = 0;
+  private closed = false;
+
+  constructor(private readonly o: RemoteWorkersOptions) {
+    this.now = o.now ?? Date.now;
+    this.keepaliveMs = o.keepaliveMs ?? 5000;
+    this.bufferMax = o.bufferMax ?? 10_000;
+    this.output = new OutputSink(o.outputRoot, o.outputMaxBytes);
+    this.timer = setInterval(() => this.tick(), this.keepaliveMs);
+    this.timer.unref();
+  }
+
+  /** How long a worker may be silent before it is dropped. */
+  get silenceMs(): number {
+    return this.keepaliveMs * 4;
+  }
+
+  /** Workers connected now. */
+  get connected(): number {
+    return this.conns.size;
+  }
+
+  /**
+   * At start: every worker an earlier process of this scheduler left recorded as connected is
+   * recorded gone (`scheduler restarted`); it reconnects, announcing what it still runs.
+   */
+  async settleAtStart(): Promise<number> {
+    const ids = this.readState();
+    let n = 0;
+    for (const id of ids) {
+      const stream = workerStream(id);
+      const rev = await this.o.log.streamRevision(stream);
+      if (rev === "no_stream") continue;
+      const [last] = await this.o.log.readStream(stream, { fromRevision: rev, maxCount: 1 });
+      if (last?.type !== "WorkerConnected") continue;
+      await this.o.log.append(
+        stream,
+        [{ type: "WorkerDisconnected", data: { worker: id, reason: "scheduler restarted" } }],
+        { expectedRevision: rev },
+      );
+      n += 1;
+    }
+    this.writeState();
+    return n;
+  }
+
+  // ---- registration ---------------------------------------------------------------------
+
+  async register(req: RegisterRequest, caller: WorkerCaller): Promise<RegisterAnswer> {
+    if (this.closed) throw new RemoteRefusal(503, "unavailable", "this scheduler is shutting down");
+    if (this.o.refuse) throw new RemoteRefusal(503, "unavailable", this.o.refuse);
+    if (req.protocol !== REMOTE_PROTOCOL_VERSION)
+      throw new RemoteRefusal(
+        400,
+        "protocol_version",
+        `this scheduler speaks worker protocol ${REMOTE_PROTOCOL_VERSION}, the worker speaks ${req.protocol}: run a worker of the scheduler's version`,
+        { protocol: REMOTE_PROTOCOL_VERSION },
+      );
+    if (!WORKER_ID.test(req.id) || isLocalWorkerId(req.id))
+      throw new RemoteRefusal(
+        400,
+        "validation",
+        `worker id ${JSON.stringify(req.id.slice(0, 140))} is not one a remote worker may take: letters, digits, _, ., : and -, at most 128, and not of the form the scheduler gives its own workers (w<pid>-<n>)`,
+      );
+    const queues = [...new Set(req.queues)];
+    if (caller.queues !== null) {
+      const outside = queues.filter((q) => !caller.queues?.includes(q));
+      if (outside.length > 0)
+        throw new RemoteRefusal(
+          403,
+          "forbidden",
+          `token ${caller.tokenName} may serve ${caller.queues.length === 1 ? "queue" : "queues"} ${caller.queues.join(", ")}: not ${outside.join(", ")}`,
+          { queues: caller.queues, outside },
+        );
+    }
+    const previous = this.conns.get(req.id);
+    if (previous) await this.drop(previous, `replaced by a new connection from ${req.host}`);
+    const current = this.currentOf(req.running);
+    const adopted = req.running.filter((t) => current.has(t) && !this.owner.get(t));
+    const stop = req.running.filter((t) => !adopted.includes(t));
+    const data = EventSchemas.WorkerConnected.parse({
+      worker: req.id,
+      host: req.host,
+      queues,
+      capacity: req.capacity,
+      version: `${req.protocol} (${req.version})`,
+      scheduler: this.o.schedulerId,
+      ...(caller.tokenName ? { token: caller.tokenName } : {}),
+      running: adopted,
+    });
+    // On record before the worker is sent anything.
+    await this.o.log.append(workerStream(req.id), [{ type: "WorkerConnected", data }], {
+      expectedRevision: "any",
+    });
+    const conn: RemoteConnection = {
+      id: req.id,
+      host: req.host,
+      queues: new Set(queues),
+      capacity: req.capacity,
+      version: req.version,
+      tokenName: caller.tokenName,
+      actor: `worker:${req.id}@${req.host}`,
+      session: randomBytes(18).toString("base64url"),
+      given: new Map(),
+      outbox: [],
+      sink: null,
+      writing: false,
+      lastHeard: this.now(),
+      gone: false,
+    };
+    for (const t of adopted) {
+      conn.given.set(t, null);
+      this.owner.set(t, conn);
+    }
+    this.conns.set(conn.id, conn);
+    this.writeState();
+    this.o.logger.info(
+      { worker: conn.id, host: conn.host, queues, capacity: conn.capacity, adopted: adopted.length },
+      "remote worker connected",
+    );
+    for (const q of queues) this.drainBacklog(q);
+    this.changed(conn.queues);
+    return {
+      protocol: REMOTE_PROTOCOL_VERSION,
+      session: conn.session,
+      actor: conn.actor,
+      adopted,
+      stop,
+      keepaliveMs: this.keepaliveMs,
+      silenceMs: this.silenceMs,
+      outputMaxBytes: this.o.outputMaxBytes,
+      maxOutputChunk: MAX_OUTPUT_CHUNK,
+      maxReportBatch: MAX_REPORT_BATCH,
+    };
+  }
+
+  /** The registration `session` of worker `id`, or a refusal. */
+  connection(id: string, session: string | undefined): RemoteConnection {
+    const conn = this.conns.get(id);
+    if (!conn || conn.session !== session)
+      throw new RemoteRefusal(
+        409,
+        "not_registered",
+        `worker ${id} is not registered here with this session: register again (POST /api/v1/workers)`,
+      );
+    conn.lastHeard = this.now();
+    return conn;
+  }
+
+  /** The worker's command stream opened: commands go to it from now on. Returns what to call when it closes. */
+  attach(conn: RemoteConnection, sink: CommandSink): () => void {
+    conn.sink?.close("replaced by a new command stream");
+    conn.sink = sink;
+    this.scheduleFlush();
+    return () => {
+      if (conn.sink === sink && !conn.gone) void this.drop(conn, "link broken: its command stream closed");
+    };
+  }
+
+  /** A token was revoked: the workers registered with it are dropped. */
+  dropToken(name: string): void {
+    for (const c of [...this.conns.values()])
+      if (c.tokenName === name) void this.drop(c, `its token ${name} was revoked`);
+  }
+
+  /** The worker said goodbye. */
+  async goodbye(conn: RemoteConnection): Promise<void> {
+    await this.drop(conn, "goodbye: the worker stopped");
+  }
+
+  // ---- reports and output --------------------------------------------------------------
+
+  /** A batch of the worker's reports: each applied if its attempt was given to it and is current. */
+  async receive(conn: RemoteConnection, messages: readonly WorkerReport[]): Promise<ReportsAnswer> {
+    let accepted = 0;
+    const refused: RefusedReport[] = [];
+    const freed = new Set<string>();
+    for (const r of messages) {
+      if (r.kind === "known") {
+        this.answer(conn, r.requestId, r.running);
+        accepted += 1;
+        continue;
+      }
+      if (r.kind === "ready") continue;
+      const why = this.refusal(conn, r);
+      if (why) {
+        refused.push({ kind: r.kind, token: r.token, reason: why });
+        continue;
+      }
+      const report = this.settle(conn, r);
+      if (report.kind === "succeeded" || report.kind === "failed") {
+        conn.given.delete(report.token);
+        if (this.owner.get(report.token) === conn) this.owner.delete(report.token);
+        for (const q of conn.queues) freed.add(q);
+      }
+      accepted += 1;
+      this.emit(report);
+    }
+    if (refused.length > 0) await this.record(conn, messages, refused);
+    for (const q of freed) this.drainBacklog(q);
+    if (freed.size > 0) this.changed(freed);
+    return { accepted, refused };
+  }
+
+  /** A chunk of an attempt's output, at `offset`; returns the size kept so far. */
+  writeOutput(conn: RemoteConnection, token: string, offset: number, chunk: Uint8Array): number {
+    if (!conn.given.has(token))
+      throw new RemoteRefusal(
+        409,
+        "not_dispatched",
+        `attempt ${token} was not dispatched to worker ${conn.id}`,
+      );
+    return this.output.write(token, offset, chunk);
+  }
+
+  /** Why a report is refused, or undefined when it may be applied. */
+  private refusal(conn: RemoteConnection, r: AttemptReport): string | undefined {
+    if (!conn.given.has(r.token)) return `attempt ${r.token} was not dispatched to worker ${conn.id}`;
+    const inst = this.o.projection.instances.get(r.instanceStream);
+    const a = inst ? currentAttempt(inst) : undefined;
+    if (!a || a.token !== r.token || a.attempt !== r.attempt)
+      return `attempt ${r.token} is not the current attempt of ${r.instanceStream}`;
+    if (a.status !== "queued" && a.status !== "running" && a.status !== "lease_expired")
+      return `attempt ${r.attempt} of ${r.instanceStream} already ended (${a.status})`;
+    return undefined;
+  }
+
+  /** The report as the scheduler applies it: the worker's id and actor, the output where it is kept here. */
+  private settle(conn: RemoteConnection, r: AttemptReport): AttemptReport {
+    const base = { workerId: conn.id, actor: conn.actor };
+    switch (r.kind) {
+      case "started":
+        return {
+          ...r,
+          ...base,
+          ...(r.outputPath !== undefined ? { outputPath: this.output.pathOf(r.token) } : {}),
+        };
+      case "heartbeat":
+        return { ...r, ...base };
+      case "succeeded":
+      case "failed":
+        return {
+          ...r,
+          ...base,
+          ...(r.outputFile ? { outputFile: this.output.settle(r.token, r.outputFile) } : {}),
+        };
+    }
+  }
+
+  /** Refused reports on record, on the worker's stream. */
+  private async record(
+    conn: RemoteConnection,
+    messages: readonly WorkerReport[],
+    refused: readonly RefusedReport[],
+  ): Promise<void> {
+    const streams = new Map<string, string>();
+    for (const m of messages) if ("instanceStream" in m) streams.set(m.token, m.instanceStream);
+    const events = refused.slice(0, 100).map((r) => {
+      const stream = streams.get(r.token);
+      return {
+        type: "WorkerReportRefused" as const,
+        data: {
+          worker: conn.id,
+          kind: r.kind.slice(0, 32),
+          token: r.token.slice(0, 256),
+          ...(stream ? { instanceStream: stream.slice(0, 1024) } : {}),
+          reason: r.reason,
+        },
+      };
+    });
+    this.o.logger.warn({ worker: conn.id, refused: refused.length }, "refused a remote worker's reports");
+    await this.o.log.append(workerStream(conn.id), events, { expectedRevision: "any" });
+  }
+
+  // ---- Dispatcher ------------------------------------------------------------------------
+
+  dispatch(commands: readonly RunCommand[]): void {
+    for (const cmd of commands) {
+      const queue = cmd.queue;
+      if (queue === undefined)
+        throw new Error(`attempt ${cmd.token} has no queue: it is not a remote worker's`);
+      const given = this.owner.get(cmd.token);
+      if (given && !given.gone) {
+        this.enqueue(given, cmd);
+        continue;
+      }
+      const best = this.leastLoaded(queue);
+      if (!best) {
+        const list = this.backlog.get(queue) ?? [];
+        list.push(cmd);
+        this.backlog.set(queue, list);
+        continue;
+      }
+      this.give(best, cmd);
+    }
+  }
+
+  onReport(listener: (report: WorkerReport) => void): () => void {
+    this.reportListeners.add(listener);
+    return () => this.reportListeners.delete(listener);
+  }
+
+  query(tokens: readonly string[], timeoutMs = this.o.queryTimeoutMs ?? 2000): Promise<Map<string, string>> {
+    const found = new Map<string, string>();
+    const asked = new Set(tokens);
+    // Attempts held here for a free slot are known: they are on their way to a worker.
+    for (const list of this.backlog.values())
+      for (const c of list) if (asked.has(c.token)) found.set(c.token, `queue ${c.queue}`);
+    const live = [...this.conns.values()].filter((c) => c.sink !== null);
+    if (live.length === 0 || tokens.length === 0) return Promise.resolve(found);
+    const requestId = `r${++this.querySeq}`;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => pending.finish(), timeoutMs);
+      const pending: PendingQuery = {
+        waiting: new Set(live.map((c) => c.id)),
+        found,
+        finish: () => {
+          clearTimeout(timer);
+          this.queries.delete(requestId);
+          resolve(found);
+        },
+      };
+      this.queries.set(requestId, pending);
+      for (const c of live) this.enqueue(c, { kind: "query", requestId, tokens: [...tokens] });
+    });
+  }
+
+  cancel(token: string, reason: string): boolean {
+    const conn = this.owner.get(token);
+    if (conn && !conn.gone) {
+      this.enqueue(conn, { kind: "cancel", token, reason });
+      return true;
+    }
+    for (const [queue, list] of this.backlog) {
+      const i = list.findIndex((c) => c.token === token);
+      if (i < 0) continue;
+      const [cmd] = list.splice(i, 1);
+      if (list.length === 0) this.backlog.delete(queue);
+      if (cmd) this.emit(cancelled(cmd, reason, this.now()));
+      return true;
+    }
+    return false;
+  }
+
+  proceed(token: string): boolean {
+    const conn = this.owner.get(token);
+    if (!conn || conn.gone) return false;
+    this.enqueue(conn, { kind: "proceed", token });
+    return true;
+  }
+
+  killAll(reason: string): number {
+    let n = 0;
+    for (const list of this.backlog.values()) n += list.length;
+    this.backlog.clear();
+    for (const conn of this.conns.values())
+      for (const token of conn.given.keys()) {
+        this.enqueue(conn, { kind: "cancel", token, reason });
+        n += 1;
+      }
+    return n;
+  }
+
+  // ---- QueueRooms ------------------------------------------------------------------------
+
+  room(queue: string): QueueRoom {
+    let connected = 0;
+    let busy = this.backlog.get(queue)?.length ?? 0;
+    let slots = 0;
+    for (const c of this.conns.values()) {
+      if (!c.queues.has(queue)) continue;
+      connected += 1;
+      busy += c.given.size;
+      slots += c.capacity;
+    }
+    return { connected, busy, slots };
+  }
+
+  onChange(listener: (queue: string) => void): () => void {
+    this.roomListeners.add(listener);
+    return () => this.roomListeners.delete(listener);
+  }
+
+  /** Drops every worker (`scheduler shutting down`): they reconnect to the next process. */
+  async close(reason = "scheduler shutting down"): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    await Promise.all([...this.conns.values()].map((c) => this.drop(c, reason)));
+  }
+
+  // ---- inside ----------------------------------------------------------------------------
+
+  /** The least loaded worker serving the queue with a free slot, if any. */
+  private leastLoaded(queue: string): RemoteConnection | undefined {
+    let best: RemoteConnection | undefined;
+    let score = Number.POSITIVE_INFINITY;
+    for (const c of this.conns.values()) {
+      if (c.gone || !c.queues.has(queue) || c.given.size >= c.capacity) continue;
+      const s = c.given.size / c.capacity;
+      if (s < score) {
+        best = c;
+        score = s;
+      }
+    }
+    return best;
+  }
+
+  private give(conn: RemoteConnection, cmd: RunCommand): void {
+    conn.given.set(cmd.token, cmd);
+    this.owner.set(cmd.token, conn);
+    this.enqueue(conn, cmd);
+  }
+
+  private drainBacklog(queue: string): void {
+    const list = this.backlog.get(queue);
+    if (!list) return;
+    while (list.length > 0) {
+      const best = this.leastLoaded(queue);
+      if (!best) break;
+      this.give(best, list.shift() as RunCommand);
+    }
+    if (list.length === 0) this.backlog.delete(queue);
+  }
+
+  private enqueue(conn: RemoteConnection, cmd: WorkerCommand): void {
+    if (conn.gone) return;
+    conn.outbox.push(cmd);
+    if (conn.outbox.length > this.bufferMax) {
+      void this.drop(
+        conn,
+        `fell behind: ${conn.outbox.length} commands waiting to be sent, more than the ${this.bufferMax} a worker may`,
+      );
+      return;
+    }
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    this.flushScheduled ??= setImmediate(() => {
+      this.flushScheduled = undefined;
+      for (const c of this.conns.values()) this.flushOne(c);
+    });
+  }
+
+  private flushOne(conn: RemoteConnection): void {
+    const sink = conn.sink;
+    if (!sink || conn.gone || conn.writing || conn.outbox.length === 0) return;
+    const messages = conn.outbox;
+    conn.outbox = [];
+    conn.writing = true;
+    sink.send({ messages }).then(
+      () => {
+        conn.writing = false;
+        this.flushOne(conn);
+      },
+      (error: unknown) => {
+        conn.writing = false;
+        void this.drop(conn, `link broken: ${(error as Error)?.message ?? error}`);
+      },
+    );
+  }
+
+  /** Keepalives on every stream; a worker silent too long is dropped. */
+  private tick(): void {
+    const now = this.now();
+    for (const c of [...this.conns.values()]) {
+      if (now - c.lastHeard > this.silenceMs) {
+        void this.drop(
+          c,
+          `heartbeats stopped: nothing heard for ${Math.round((now - c.lastHeard) / 1000)} s`,
+        );
+        continue;
+      }
+      c.sink
+        ?.ping()
+        .catch((error: unknown) => void this.drop(c, `link broken: ${(error as Error)?.message}`));
+    }
+  }
+
+  private async drop(conn: RemoteConnection, reason: string): Promise<void> {
+    if (conn.gone) return;
+    conn.gone = true;
+    conn.outbox = [];
+    if (this.conns.get(conn.id) === conn) this.conns.delete(conn.id);
+    for (const t of conn.given.keys()) if (this.owner.get(t) === conn) this.owner.delete(t);
+    for (const q of [...this.queries.values()])
+      if (q.waiting.delete(conn.id) && q.waiting.size === 0) q.finish();
+    conn.sink?.close(reason);
+    this.o.logger.warn({ worker: conn.id, attempts: conn.given.size, reason }, "remote worker disconnected");
+    this.writeState();
+    this.changed(conn.queues);
+    try {
+      await this.o.log.append(
+        workerStream(conn.id),
+        [{ type: "WorkerDisconnected", data: { worker: conn.id, reason: reason.slice(0, 2000) } }],
+        { expectedRevision: "any" },
+      );
+    } catch (error) {
+      this.o.logger.error(
+        { err: error, worker: conn.id },
+        "could not record a remote worker's disconnection",
+      );
+    }
+  }
+
+  private answer(conn: RemoteConnection, requestId: string, running: readonly string[]): void {
+    const q = this.queries.get(requestId);
+    if (!q) return;
+    for (const t of running) q.found.set(t, conn.id);
+    q.waiting.delete(conn.id);
+    if (q.waiting.size === 0) q.finish();
+  }
+
+  /** Of these tokens, those of attempts still current (queued, running or lease-expired). */
+  private currentOf(tokens: readonly string[]): Set<string> {
+    const out = new Set<string>();
+    if (tokens.length === 0) return out;
+    const wanted = new Set(tokens);
+    for (const inst of this.o.projection.instances.values()) {
+      const a = currentAttempt(inst);
+      if (a && wanted.has(a.token) && isCurrent(inst)) out.add(a.token);
+    }
+    return out;
+  }
+
+  private emit(report: WorkerReport): void {
+    for (const l of this.reportListeners) {
+      try {
+        l(report);
+      } catch (error) {
+        this.o.logger.error({ err: error }, "a remote worker report listener threw");
+      }
+    }
+  }
+
+  private changed(queues: Iterable<string>): void {
+    for (const q of queues) for (const l of this.roomListeners) l(q);
+  }
+
+  private readState(): string[] {
+    if (!this.o.stateFile) return [];
+    try {
+      const ids = JSON.parse(readFileSync(this.o.stateFile, "utf8")).connected;
+      return Array.isArray(ids)
+        ? ids.filter((x): x is string => typeof x === "string" && WORKER_ID.test(x))
+        : [];
+    } catch {
+      return [];
+    }
+  }
+
+  private writeState(): void {
+    if (!this.o.stateFile) return;
+    const tmp = `${this.o.stateFile}.tmp`;
+    try {
+      // None connected: no file (a data directory without remote workers gains nothing).
+      if (this.conns.size === 0) {
+        rmSync(this.o.stateFile, { force: true });
+        return;
+      }
+      writeFileSync(tmp, JSON.stringify({ connected: [...this.conns.keys()] }), { mode: 0o600 });
+      renameSync(tmp, this.o.stateFile);
+    } catch (error) {
+      this.o.logger.error({ err: error }, "could not keep the list of connected remote workers");
+    }
+  }
+}
+
+function isCurrent(inst: InstanceState): boolean {
+  const s = currentAttempt(inst)?.status;
+  return s === "queued" || s === "running" || s === "lease_expired";
+}
+
+/** The failed report of an attempt cancelled before any worker had it. */
+function cancelled(cmd: RunCommand, reason: string, now: number): FailedReport {
+  return {
+    kind: "failed",
+    token: cmd.token,
+    attempt: cmd.attempt,
+    instanceStream: cmd.instanceStream,
+    workerId: `queue:${cmd.queue}`,
+    at: new Date(now).toISOString(),
+    durationMs: 0,
+    exitCode: null,
+    stdoutTail: "",
+    stderrTail: "",
+    error: { kind: "exception", message: `cancelled: ${reason}` },
+  };
+}

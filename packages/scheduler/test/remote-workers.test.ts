@@ -1,0 +1,139 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SchedulerProjection } from "@chronolog/core";
+import type { EventLog } from "@chronolog/log";
+import { openSqliteLog } from "@chronolog/log-sqlite";
+import { type CommandSink, RemoteWorkers } from "@chronolog/scheduler";
+import type { CommandsEvent, RunCommand } from "@chronolog/worker";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { silent } from "./harness.js";
+
+const register = (id: string, queues: string[], capacity = 2) => ({
+  protocol: 1,
+  id,
+  host: "h",
+  queues,
+  capacity,
+  version: "test",
+  running: [],
+});
+
+const run = (token: string, queue: string): RunCommand => ({
+  kind: "run",
+  instanceStream: `instance-p/a/t/ALL@${token}`,
+  taskKey: "p/a/t/ALL",
+  logicalDate: "2026-12-01T00:00:00.000Z",
+  attempt: 1,
+  token,
+  operator: { type: "noop" },
+  leaseSeconds: 30,
+  queue,
+});
+
+/** A command stream that takes batches (or, `stalled`, never finishes writing one). */
+function sink(stalled = false): CommandSink & { batches: CommandsEvent[]; closed: string | null } {
+  const s = {
+    batches: [] as CommandsEvent[],
+    closed: null as string | null,
+    send: (batch: CommandsEvent) => {
+      s.batches.push(batch);
+      return stalled ? new Promise<void>(() => {}) : Promise.resolve();
+    },
+    ping: () => Promise.resolve(),
+    close: (reason: string) => {
+      s.closed = reason;
+    },
+  };
+  return s;
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+describe("RemoteWorkers: the scheduler's side of remote workers", () => {
+  let dir: string;
+  let log: EventLog;
+  let workers: RemoteWorkers;
+  const options = (o: object = {}) => ({
+    log,
+    projection: new SchedulerProjection(),
+    logger: silent,
+    schedulerId: "s1",
+    outputRoot: join(dir, "output"),
+    outputMaxBytes: 1024,
+    stateFile: join(dir, "remote-workers.json"),
+    ...o,
+  });
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "remote-workers-"));
+    log = openSqliteLog({ path: join(dir, "log.db"), actor: "test" });
+  });
+  afterEach(async () => {
+    await workers?.close();
+    await log.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("given workers of a queue, when attempts come, then the least loaded takes each, and the rest wait for a slot", async () => {
+    workers = new RemoteWorkers(options());
+    expect(workers.room("gpu")).toEqual({ connected: 0, busy: 0, slots: 0 });
+    const a = await workers.register(register("a", ["gpu"]), { tokenName: "t", queues: null });
+    const b = await workers.register(register("b", ["gpu", "cpu"]), { tokenName: "t", queues: null });
+    const sa = sink();
+    const sb = sink();
+    workers.attach(workers.connection("a", a.session), sa);
+    workers.attach(workers.connection("b", b.session), sb);
+    workers.dispatch(["1", "2", "3", "4", "5"].map((t) => run(t, "gpu")));
+    await tick();
+    const sent = (s: ReturnType<typeof sink>) =>
+      s.batches.flatMap((x) => x.messages.map((m) => (m as RunCommand).token));
+    expect(sent(sa).length + sent(sb).length).toBe(4);
+    expect(sent(sa)).toHaveLength(2);
+    // The fifth waits for a slot, and counts as busy.
+    expect(workers.room("gpu")).toEqual({ connected: 2, busy: 5, slots: 4 });
+    expect(await workers.query(["5"], 50)).toEqual(new Map([["5", "queue gpu"]]));
+    const events = (await log.readAll()).map((e) => e.type);
+    expect(events).toEqual(["WorkerConnected", "WorkerConnected"]);
+  });
+
+  it("given a worker whose stream stalls, when more commands wait than the buffer holds, then it is dropped saying why", async () => {
+    workers = new RemoteWorkers(options({ bufferMax: 3 }));
+    const a = await workers.register(register("a", ["gpu"], 100), { tokenName: "t", queues: null });
+    const s = sink(true);
+    workers.attach(workers.connection("a", a.session), s);
+    workers.dispatch([run("1", "gpu")]);
+    await tick();
+    workers.dispatch(["2", "3", "4", "5"].map((t) => run(t, "gpu")));
+    await tick();
+    await tick();
+    expect(workers.connected).toBe(0);
+    expect(s.closed).toMatch(/^fell behind: 4 commands waiting to be sent, more than the 3 a worker may$/);
+    const last = (await log.readAll()).at(-1);
+    expect(last?.type).toBe("WorkerDisconnected");
+    expect((last?.data as { reason: string }).reason).toMatch(/^fell behind/);
+  });
+
+  it("given a token for some queues, when a worker asks for another, then it is refused and nothing is written", async () => {
+    workers = new RemoteWorkers(options());
+    await expect(
+      workers.register(register("a", ["gpu", "cpu"]), { tokenName: "t", queues: ["gpu"] }),
+    ).rejects.toThrow("token t may serve queue gpu: not cpu");
+    await expect(
+      workers.register(register("w123-1", ["gpu"]), { tokenName: "t", queues: null }),
+    ).rejects.toThrow(/not one a remote worker may take/);
+    expect(await log.readAll()).toEqual([]);
+  });
+
+  it("given workers left connected by a killed process, when the next starts, then they are recorded gone", async () => {
+    const first = new RemoteWorkers(options());
+    await first.register(register("a", ["gpu"]), { tokenName: "t", queues: null });
+    // (The process dies: nothing closes it.)
+    workers = new RemoteWorkers(options());
+    expect(await workers.settleAtStart()).toBe(1);
+    const events = await log.readAll();
+    expect(events.map((e) => e.type)).toEqual(["WorkerConnected", "WorkerDisconnected"]);
+    expect((events[1]?.data as { reason: string }).reason).toBe("scheduler restarted");
+    expect(await workers.settleAtStart()).toBe(0);
+  });
+});

@@ -1,0 +1,103 @@
+import { closeSync, openSync, readSync } from "node:fs";
+import { SESSION_HEADER } from "../remote-protocol.js";
+import type { Link } from "./link.js";
+
+interface Upload {
+  readonly path: string;
+  offset: number;
+  /** The scheduler refused more (its limit): nothing more is sent. */
+  stopped: boolean;
+}
+
+/**
+ * Sends attempts' output home as it grows: each file kept on this host is read from where the
+ * scheduler's copy ends and sent in chunks (`PUT .../attempts/{token}/output?offset=N`). A chunk
+ * refused for its offset resumes from the size the scheduler says it holds.
+ */
+export class OutputUploads {
+  private readonly uploads = new Map<string, Upload>();
+  private readonly busy = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly link: Link,
+    private readonly workerId: string,
+    private readonly session: () => string,
+    private readonly maxChunk: () => number,
+  ) {}
+
+  /** The attempt's output is kept in `path`: it is sent from now on. */
+  track(token: string, path: string): void {
+    if (!this.uploads.has(token)) this.uploads.set(token, { path, offset: 0, stopped: false });
+  }
+
+  get size(): number {
+    return this.uploads.size;
+  }
+
+  /** Sends what every tracked file has grown by (errors are left for the next round). */
+  async pump(): Promise<void> {
+    await Promise.all([...this.uploads.keys()].map((t) => this.send(t).catch(() => {})));
+  }
+
+  /**
+   * Sends the rest of the attempt's output, up to `bytes` (its final size), then forgets it.
+   * Rejects when the link is down (the caller tries again).
+   */
+  async finish(token: string, bytes: number): Promise<void> {
+    const u = this.uploads.get(token);
+    if (!u) return;
+    await this.send(token, bytes);
+    this.uploads.delete(token);
+  }
+
+  forget(token: string): void {
+    this.uploads.delete(token);
+  }
+
+  private send(token: string, upTo?: number): Promise<void> {
+    const previous = this.busy.get(token) ?? Promise.resolve();
+    const next = previous.catch(() => {}).then(() => this.sendNow(token, upTo));
+    this.busy.set(token, next);
+    return next.finally(() => {
+      if (this.busy.get(token) === next) this.busy.delete(token);
+    });
+  }
+
+  private async sendNow(token: string, upTo?: number): Promise<void> {
+    const u = this.uploads.get(token);
+    if (!u) return;
+    for (;;) {
+      if (u.stopped) return;
+      const chunk = readFrom(u.path, u.offset, this.maxChunk());
+      if (chunk.length === 0 || (upTo !== undefined && u.offset >= upTo)) return;
+      const path = `/api/v1/workers/${encodeURIComponent(this.workerId)}/attempts/${encodeURIComponent(token)}/output?offset=${u.offset}`;
+      const answer = await this.link.request("PUT", path, {
+        headers: { [SESSION_HEADER]: this.session(), "content-type": "application/octet-stream" },
+        body: chunk,
+      });
+      const doc = answer.json<{ bytes?: number; type?: string }>();
+      if (answer.status === 200 && typeof doc?.bytes === "number") u.offset = doc.bytes;
+      else if (answer.status === 409 && typeof doc?.bytes === "number") u.offset = doc.bytes;
+      // Past the limit, or an attempt the scheduler no longer gives this worker: no more of it.
+      else if (answer.status === 413 || (answer.status === 409 && doc?.type?.endsWith(":not_dispatched")))
+        u.stopped = true;
+      else throw new Error(`output of ${token}: HTTP ${answer.status}`);
+    }
+  }
+}
+
+function readFrom(path: string, offset: number, max: number): Buffer {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch {
+    return Buffer.alloc(0);
+  }
+  try {
+    const buf = Buffer.alloc(max);
+    const n = readSync(fd, buf, 0, max, offset);
+    return buf.subarray(0, n);
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -1,0 +1,90 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { Leftovers, tempDataDir } from "../support/cli.js";
+import { type LinkedNamespace, linkedNamespace, namespacesUnavailable } from "../support/netns.js";
+import { waitUntil } from "../support/wait.js";
+import {
+  completed,
+  declareTasks,
+  freePort,
+  of,
+  readLog,
+  startScheduler,
+  startWorker,
+  workToken,
+} from "./support.js";
+
+const lines = (file: string) =>
+  existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
+const unavailable = namespacesUnavailable();
+
+/**
+ * A remote worker in a network namespace of its own, its link to the scheduler cut for longer
+ * than the lease: it fences itself (kills its idempotent attempts) before the scheduler takes
+ * their leases for expired and retries them, so no attempt overlaps its retry (each holds a
+ * kernel lock, flock, for as long as it runs); once the link is back, everything finishes.
+ */
+describe.skipIf(unavailable !== undefined)("remote workers: a link cut past the lease", () => {
+  const left = new Leftovers();
+  let net: LinkedNamespace | null = null;
+  let cut = false;
+  afterAll(async () => {
+    if (cut) net?.restore();
+    await left.clear();
+    net?.remove();
+  });
+
+  it("no idempotent attempt overlaps its retry, and everything finishes once the link is back", async () => {
+    net = linkedNamespace("remote");
+    const dir = tempDataDir("remote-netcut");
+    left.dirs.push(dir, `${dir}-tasks`);
+    const starts = join(dir, "starts");
+    const ends = join(dir, "ends");
+    const overlaps = join(dir, "overlaps");
+    const names = ["n1", "n2", "n3"];
+    declareTasks(
+      dir,
+      names.map((name) => ({
+        name,
+        queue: "n",
+        leaseSeconds: 6,
+        command: `flock -n ${join(dir, `${name}.lock`)} -c 'echo ${name} >> ${starts}; sleep 10; echo ${name} >> ${ends}' || echo ${name} >> ${overlaps}`,
+      })),
+    );
+    const token = workToken(dir, "wn", ["n"]);
+    const s = await startScheduler(left, dir, await freePort(), net.hostAddress);
+    const w = startWorker(left, s.url, token, ["n"], "wn-1", ["--insecure"], net.exec);
+    await waitUntil("every attempt to start in the namespace", () =>
+      lines(starts).length === names.length ? true : undefined,
+    );
+    net.cut();
+    cut = true;
+    // Past the lease: the scheduler takes every attempt's lease for expired.
+    await waitUntil(
+      "every lease to expire on the scheduler",
+      async () => {
+        const events = await readLog(dir);
+        return names.every((n) => of(events, n).some((e) => e.type === "AttemptHeartbeatExpired"))
+          ? true
+          : undefined;
+      },
+      60_000,
+      500,
+    );
+    expect(w.output).toContain("fenced:");
+    net.restore();
+    cut = false;
+    const events = await completed(dir, names, 120_000).catch((error: Error) => {
+      throw new Error(`${error.message}\nworker:\n${w.output}`);
+    });
+    expect(lines(overlaps)).toEqual([]);
+    // The first attempts were killed before their end: each task ended once, by its retry.
+    expect(lines(ends).sort()).toEqual(names);
+    for (const n of names) {
+      const ok = of(events, n).filter((e) => e.type === "AttemptSucceeded");
+      expect(ok).toHaveLength(1);
+      expect((ok[0]?.data as { attempt: number }).attempt).toBeGreaterThan(1);
+    }
+  }, 240_000);
+});

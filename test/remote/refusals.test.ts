@@ -1,0 +1,154 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { api } from "../api/support.js";
+import { Leftovers, tempDataDir } from "../support/cli.js";
+import { waitUntil } from "../support/wait.js";
+import {
+  declareTasks,
+  freePort,
+  LATEST_HOUR,
+  of,
+  readLog,
+  startScheduler,
+  streamOf,
+  workToken,
+} from "./support.js";
+
+/** A worker spoken by hand, as any HTTP client would: register, read the command stream, post. */
+class HandWorker {
+  session = "";
+  readonly commands: Array<Record<string, unknown>> = [];
+  private abort = new AbortController();
+
+  constructor(
+    private readonly url: string,
+    private readonly token: string,
+    readonly id: string,
+  ) {}
+
+  async register(queues: string[]): Promise<void> {
+    const r = await api(this.url, "/workers", {
+      token: this.token,
+      body: { protocol: 1, id: this.id, host: "handmade", queues, capacity: 4, version: "test", running: [] },
+    });
+    if (r.status !== 200) throw new Error(`register: ${r.status} ${r.text}`);
+    this.session = r.body.session;
+    const res = await fetch(`${this.url}/api/v1/workers/${this.id}/commands`, {
+      headers: { authorization: `Bearer ${this.token}`, "chronolog-session": this.session },
+      signal: this.abort.signal,
+    });
+    if (res.status !== 200 || !res.body) throw new Error(`commands: ${res.status}`);
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    void (async () => {
+      try {
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) return;
+          buffer += decoder.decode(value, { stream: true });
+          let cut = buffer.indexOf("\n\n");
+          while (cut >= 0) {
+            const block = buffer.slice(0, cut);
+            buffer = buffer.slice(cut + 2);
+            const event = /^event: (.*)$/m.exec(block)?.[1];
+            const data = /^data: (.*)$/m.exec(block)?.[1];
+            if (event === "commands" && data) this.commands.push(...JSON.parse(data).messages);
+            cut = buffer.indexOf("\n\n");
+          }
+        }
+      } catch {
+        // closed by the test
+      }
+    })();
+  }
+
+  report(messages: unknown[]) {
+    return api(this.url, `/workers/${this.id}/reports`, {
+      token: this.token,
+      headers: { "chronolog-session": this.session },
+      body: { messages },
+    });
+  }
+
+  close(): void {
+    this.abort.abort();
+  }
+}
+
+describe("remote workers: reports that are refused", () => {
+  const left = new Leftovers();
+  afterAll(() => left.clear());
+
+  it("refuses and records a forged report, one from another worker and a replayed one, and applies none", async () => {
+    const dir = tempDataDir("remote-refusals");
+    left.dirs.push(dir, `${dir}-tasks`);
+    declareTasks(dir, [{ name: "tf", queue: "f", command: "true" }]);
+    const token = workToken(dir, "wf", ["f"]);
+    const s = await startScheduler(left, dir, await freePort());
+    const one = new HandWorker(s.url, token, "hand-1");
+    await one.register(["f"]);
+    const run = await waitUntil("the attempt to reach the hand-made worker", () =>
+      one.commands.find((c) => c.kind === "run"),
+    );
+    const base = {
+      token: run.token as string,
+      attempt: run.attempt as number,
+      instanceStream: run.instanceStream as string,
+      workerId: "hand-1",
+      at: new Date().toISOString(),
+    };
+    expect(base.instanceStream).toBe(streamOf("tf"));
+    expect((await one.report([{ kind: "started", ...base, pid: 1 }])).status).toBe(200);
+
+    // A forged token, on the right attempt stream.
+    const forged = await one.report([{ kind: "heartbeat", ...base, token: "forged-token" }]);
+    expect(forged.status).toBe(409);
+    expect(forged.body.refused[0].reason).toBe("attempt forged-token was not dispatched to worker hand-1");
+
+    // Another worker, with a token of the same queue, reporting the first one's attempt.
+    const two = new HandWorker(s.url, token, "hand-2");
+    await two.register(["f"]);
+    const end = { ...base, durationMs: 1, exitCode: 0, stdoutTail: "", stderrTail: "" };
+    const stolen = await two.report([{ kind: "succeeded", ...end, workerId: "hand-2" }]);
+    expect(stolen.status).toBe(409);
+    expect(stolen.body.refused[0].reason).toBe(`attempt ${base.token} was not dispatched to worker hand-2`);
+    // Nor may it speak for the first one without its session.
+    const noSession = await api(s.url, "/workers/hand-1/reports", {
+      token,
+      headers: { "chronolog-session": two.session },
+      body: { messages: [{ kind: "succeeded", ...end }] },
+    });
+    expect(noSession.status).toBe(409);
+    expect(noSession.body.type).toBe("urn:chronolog:problem:not_registered");
+
+    // The real end, then the same report again.
+    expect((await one.report([{ kind: "succeeded", ...end }])).status).toBe(200);
+    const replayed = await one.report([{ kind: "succeeded", ...end }]);
+    expect(replayed.status).toBe(409);
+
+    const events = await waitUntil("the refusals on record", async () => {
+      const all = await readLog(dir);
+      return all.filter((e) => e.type === "WorkerReportRefused").length === 3 &&
+        all.some((e) => e.type === "IntervalCompleted")
+        ? all
+        : undefined;
+    });
+    const refused = events.filter((e) => e.type === "WorkerReportRefused").map((e) => e.data);
+    expect(refused).toEqual([
+      expect.objectContaining({ worker: "hand-1", kind: "heartbeat", token: "forged-token" }),
+      expect.objectContaining({ worker: "hand-2", kind: "succeeded", token: base.token }),
+      expect.objectContaining({ worker: "hand-1", kind: "succeeded", token: base.token }),
+    ]);
+    // One start and one success on the attempt, both hand-1's; nothing written as hand-2.
+    const attempt = of(events, "tf").map((e) => `${e.type} ${e.metadata.actor}`);
+    expect(attempt).toEqual([
+      expect.stringMatching(/^DispatchIntended scheduler:/),
+      "AttemptStarted worker:hand-1@handmade",
+      "AttemptSucceeded worker:hand-1@handmade",
+    ]);
+    expect(events.some((e) => e.metadata.actor.startsWith("worker:hand-2"))).toBe(false);
+    expect(LATEST_HOUR).toBe(base.instanceStream.split("@")[1]);
+    one.close();
+    two.close();
+  }, 120_000);
+});
