@@ -4,5 +4,6 @@ export * from "./decide-success-commit.js";
 export * from "./decide-task.js";
 export * from "./intent.js";
 export * from "./plan-backfill.js";
+export * from "./queue-wait.js";
 export * from "./state.js";
 export * from "./success-path.js";
