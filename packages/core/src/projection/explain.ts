@@ -16,8 +16,10 @@ import {
   type TaskDecision,
   type TaskView,
 } from "../task/decide-task.js";
+import { queueWaitReason } from "../task/queue-wait.js";
 import type { TaskState } from "../task/state.js";
 import { counted } from "../words.js";
+import type { WorkersProjection } from "./workers.js";
 
 /** Where a task stands, in one word (the `NOW` column of `chronolog tasks`). */
 export type TaskCondition =
@@ -146,7 +148,7 @@ export function nextStepsFor(
  * scheduler acts on, read from the projection alone. Writes nothing.
  */
 export function explainTask(
-  view: TaskView,
+  view: TaskView & { readonly workers?: Pick<WorkersProjection, "load"> },
   taskId: string,
   nowMs: number,
   options: DecideOptions & { readonly slots?: Slots } = {},
@@ -164,7 +166,14 @@ export function explainTask(
     };
   }
   const decision = decideTask(view, task, nowMs, options.slots ?? projectedSlots(view), options);
-  const { condition, reasons } = describeDecision(decision, view, task.logicalDate, nowMs);
+  let { condition, reasons } = describeDecision(decision, view, task.logicalDate, nowMs);
+  const queue = task.spec.queue;
+  if (decision.kind === "ready" && queue !== undefined && view.workers) {
+    // Due, its gate open, and it runs only on a worker of its queue: which may be none, or busy.
+    const load = view.workers.load(queue);
+    if (load.connected === 0 || load.busy >= load.slots) condition = "held";
+    reasons = [...reasons, queueWaitReason(queue, load)];
+  }
   return {
     task: taskId,
     condition,

@@ -7,6 +7,7 @@ import type { ConnectionSpec, WorkflowSpec } from "../spec.js";
 import { instanceStream, streamCategory } from "../streams.js";
 import { type DeclaredSpec, evolveTask, type TaskState } from "../task/state.js";
 import { IdMap } from "./id-map.js";
+import { WorkersProjection, type WorkersSnapshot } from "./workers.js";
 
 /** An event as the projection needs it: any recorded event of the log has this shape. */
 export type LoggedEvent = DomainEvent & {
@@ -57,6 +58,8 @@ export class SchedulerProjection {
   readonly alerts = new Map<string, AlertState>();
   /** parent task id -> ids of tasks that name it as a parent. */
   readonly children: ChildIndex;
+  /** Remote workers connected and gone, and the attempts of queues and of remote workers in flight. */
+  workers = new WorkersProjection();
   /** Position of the last event applied (-1n: none). */
   position = -1n;
   /** Events applied since the projection was created or restored. */
@@ -107,6 +110,9 @@ export class SchedulerProjection {
         return this.applyRun(e);
       case "alert":
         return this.applyAlert(e);
+      case "worker":
+        this.workers.applyWorker(e);
+        return {};
       default:
         return {};
     }
@@ -154,6 +160,12 @@ export class SchedulerProjection {
       }
     }
     const task = this.tasks.get(taskId);
+    this.workers.applyAttempt(e, {
+      stream: e.streamId,
+      task: taskId,
+      logicalDate: after.logicalDate,
+      queue: task?.spec.queue,
+    });
     if (
       isTerminal(after) &&
       (!task || task.logicalDate !== after.logicalDate || after.dispatchedAt < task.movedAt)
@@ -343,6 +355,7 @@ export class SchedulerProjection {
       runs: [...this.runs.values()].map((r) => ({ ...r, revision: r.revision.toString() })),
       alerts: [...this.alerts.values()].map((a) => ({ ...a, revision: a.revision.toString() })),
       cacheKeys: [...this.cacheKeys.entries()],
+      workers: this.workers.toSnapshot(),
     };
   }
 
@@ -379,12 +392,13 @@ export class SchedulerProjection {
     for (const r of s.runs) p.runs.set(r.runId, { ...r, revision: BigInt(r.revision) });
     for (const a of s.alerts) p.alerts.set(a.stream, { ...a, revision: BigInt(a.revision) });
     for (const [task, keys] of s.cacheKeys) p.cacheKeys.set(task, [...keys]);
+    p.workers = WorkersProjection.fromSnapshot(s.workers);
     return p;
   }
 }
 
 /** Bumped whenever the projection's shape or fold changes: an old snapshot is then rebuilt from the log. */
-export const SNAPSHOT_FORMAT = 9;
+export const SNAPSHOT_FORMAT = 10;
 
 type Stringly<T, K extends keyof T> = Omit<T, K> & { [P in K]: string };
 
@@ -426,6 +440,8 @@ export interface ProjectionSnapshot {
   readonly runs: ReadonlyArray<Stringly<RunState, "revision">>;
   readonly alerts: ReadonlyArray<Stringly<AlertState, "revision">>;
   readonly cacheKeys: ReadonlyArray<readonly [string, readonly string[]]>;
+  /** Remote workers and the attempts they run (absent in snapshots taken before them). */
+  readonly workers?: WorkersSnapshot;
 }
 
 /** The parents of every task that has none: one list, never changed. */

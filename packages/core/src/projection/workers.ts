@@ -1,0 +1,259 @@
+import type { DomainEvent } from "../events/catalog.js";
+import type { QueueLoad } from "../task/queue-wait.js";
+
+/** Workers that went away, remembered with why (the most recent first out). */
+export const RECENT_DISCONNECTED_WORKERS = 100;
+
+/** One attempt in flight that the workers projection follows: of a task with a queue, or on a remote worker. */
+export interface WorkerAttempt {
+  readonly token: string;
+  /** Its attempt stream. */
+  readonly stream: string;
+  /** The task's id (`project/account/name/partition`). */
+  readonly task: string;
+  readonly logicalDate: string;
+  readonly attempt: number;
+  /** The queue of its task when it was dispatched (absent: the scheduler's own pool). */
+  readonly queue?: string;
+  /** The remote worker that started it (absent: not started yet, or not on a remote worker). */
+  readonly worker?: string;
+  readonly intendedAt: string;
+  readonly startedAt?: string;
+}
+
+/** A remote worker as its last WorkerConnected registered it. */
+export interface WorkerRecord {
+  readonly id: string;
+  readonly host: string;
+  readonly queues: readonly string[];
+  readonly capacity: number;
+  readonly version: string;
+  /** The scheduler it connected to. */
+  readonly scheduler?: string;
+  /** The name of the token it connected with. */
+  readonly token?: string;
+  /** When it connected (the WorkerConnected's record time). */
+  readonly since: string;
+}
+
+/** A worker that went away, and why. */
+export interface DisconnectedWorker extends WorkerRecord {
+  readonly until: string;
+  readonly reason: string;
+}
+
+/** A connected worker and the attempts it runs now (started on it and not ended). */
+export interface ConnectedWorkerView extends WorkerRecord {
+  readonly running: readonly WorkerAttempt[];
+}
+
+/** The workers projection as a snapshot holds it. */
+export interface WorkersSnapshot {
+  readonly connected: readonly WorkerRecord[];
+  readonly disconnected: readonly DisconnectedWorker[];
+  readonly attempts: readonly WorkerAttempt[];
+}
+
+/** The event fields the fold reads: any recorded event has them. */
+interface Recorded {
+  readonly streamId: string;
+  readonly metadata: { readonly recordedAt: string };
+}
+
+/** What the instance fold knows of the attempt an event concerns. */
+export interface AttemptContext {
+  readonly stream: string;
+  readonly task: string;
+  readonly logicalDate: string;
+  /** The queue its task declares now. */
+  readonly queue: string | undefined;
+}
+
+/**
+ * Remote workers, from the log: those connected (`WorkerConnected`, not yet `WorkerDisconnected`),
+ * those gone recently with why, and the attempts each runs now. Folded beside the scheduler
+ * projection: worker events are rare and cost what they cost; an attempt event costs a look-up
+ * or two in maps, and nothing at all for a task with no queue on the scheduler's own pool.
+ * A pure fold: the same events in the same order give the same state.
+ */
+export class WorkersProjection {
+  private readonly live = new Map<string, WorkerRecord>();
+  /** worker id -> tokens of the attempts started on it and not ended. */
+  private readonly runs = new Map<string, Set<string>>();
+  /** Oldest first; at most RECENT_DISCONNECTED_WORKERS. */
+  private readonly gone: DisconnectedWorker[] = [];
+  /** token -> attempt, for every attempt in flight of a task with a queue or on a remote worker. */
+  private readonly attempts = new Map<string, WorkerAttempt>();
+  /** queue -> attempts of its tasks in flight (dispatched and not ended). */
+  private readonly busy = new Map<string, number>();
+
+  /** An event of a `worker-<id>` stream. */
+  applyWorker(e: DomainEvent & Recorded): void {
+    if (e.type === "WorkerConnected") {
+      const d = e.data;
+      this.forget(d.worker);
+      this.live.set(d.worker, {
+        id: d.worker,
+        host: d.host,
+        queues: [...d.queues],
+        capacity: d.capacity,
+        version: d.version,
+        ...(d.scheduler !== undefined ? { scheduler: d.scheduler } : {}),
+        ...(d.token !== undefined ? { token: d.token } : {}),
+        since: e.metadata.recordedAt,
+      });
+      const running = this.runs.get(d.worker) ?? new Set<string>();
+      this.runs.set(d.worker, running);
+      // After a reconnect it announces what it still runs: those attempts are its own again.
+      for (const token of d.running) {
+        const a = this.attempts.get(token);
+        if (!a) continue;
+        if (a.worker !== undefined && a.worker !== d.worker) this.runs.get(a.worker)?.delete(token);
+        this.attempts.set(token, { ...a, worker: d.worker });
+        running.add(token);
+      }
+    } else if (e.type === "WorkerDisconnected") {
+      const w = this.live.get(e.data.worker);
+      if (!w) return;
+      this.live.delete(e.data.worker);
+      this.gone.push({ ...w, until: e.metadata.recordedAt, reason: e.data.reason });
+      if (this.gone.length > RECENT_DISCONNECTED_WORKERS) this.gone.splice(0, 1);
+    }
+  }
+
+  /**
+   * An event of an attempt stream, once the instance fold applied it. O(1): a dispatch of a task
+   * with no queue, and every other event of an attempt nobody follows, only look a token up.
+   */
+  applyAttempt(e: DomainEvent & Recorded, at: AttemptContext): void {
+    switch (e.type) {
+      case "DispatchIntended":
+        if (at.queue === undefined) return;
+        this.attempts.set(e.data.token, {
+          token: e.data.token,
+          stream: at.stream,
+          task: at.task,
+          logicalDate: at.logicalDate,
+          attempt: e.data.attempt,
+          queue: at.queue,
+          intendedAt: e.metadata.recordedAt,
+        });
+        this.busy.set(at.queue, (this.busy.get(at.queue) ?? 0) + 1);
+        return;
+      case "AttemptStarted": {
+        const worker = this.live.get(e.data.workerId) ? e.data.workerId : undefined;
+        const held = this.attempts.get(e.data.token);
+        if (!held && worker === undefined) return;
+        const a: WorkerAttempt = held ?? {
+          token: e.data.token,
+          stream: at.stream,
+          task: at.task,
+          logicalDate: at.logicalDate,
+          attempt: e.data.attempt,
+          intendedAt: e.metadata.recordedAt,
+        };
+        if (a.worker !== undefined && a.worker !== worker) this.runs.get(a.worker)?.delete(a.token);
+        const { worker: _old, ...rest } = a;
+        this.attempts.set(a.token, {
+          ...rest,
+          ...(worker !== undefined ? { worker } : {}),
+          startedAt: e.metadata.recordedAt,
+        });
+        if (worker !== undefined) this.runs.get(worker)?.add(a.token);
+        return;
+      }
+      case "AttemptSucceeded":
+      case "AttemptFailed":
+      case "AttemptAbandoned":
+      case "AttemptCancelled":
+        this.ended(e.data.token);
+        return;
+      default:
+        return;
+    }
+  }
+
+  private ended(token: string): void {
+    const a = this.attempts.get(token);
+    if (!a) return;
+    this.attempts.delete(token);
+    if (a.worker !== undefined) this.runs.get(a.worker)?.delete(token);
+    if (a.queue !== undefined) {
+      const n = (this.busy.get(a.queue) ?? 1) - 1;
+      if (n > 0) this.busy.set(a.queue, n);
+      else this.busy.delete(a.queue);
+    }
+  }
+
+  /** A worker connecting again is no longer among those gone. */
+  private forget(worker: string): void {
+    for (let i = this.gone.length - 1; i >= 0; i--) if (this.gone[i]?.id === worker) this.gone.splice(i, 1);
+  }
+
+  /** How many connected workers serve `queue`, their slots, and the queue's attempts in flight. */
+  load(queue: string): QueueLoad {
+    let connected = 0;
+    let slots = 0;
+    for (const w of this.live.values()) {
+      if (!w.queues.includes(queue)) continue;
+      connected += 1;
+      slots += w.capacity;
+    }
+    return { connected, slots, busy: this.busy.get(queue) ?? 0 };
+  }
+
+  /** The connected workers, by id, each with the attempts it runs now (oldest start first). */
+  connected(): ConnectedWorkerView[] {
+    return [...this.live.values()]
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      .map((w) => ({ ...w, running: this.runningOn(w.id) }));
+  }
+
+  /** Workers gone recently, the latest first. */
+  disconnected(): DisconnectedWorker[] {
+    return [...this.gone].reverse();
+  }
+
+  /** The attempts started on `worker` and not ended. */
+  runningOn(worker: string): WorkerAttempt[] {
+    const out: WorkerAttempt[] = [];
+    for (const token of this.runs.get(worker) ?? []) {
+      const a = this.attempts.get(token);
+      if (a) out.push(a);
+    }
+    return out.sort((a, b) => ((a.startedAt ?? "") < (b.startedAt ?? "") ? -1 : 1));
+  }
+
+  /** The attempt in flight with this token, if followed. */
+  attempt(token: string): WorkerAttempt | undefined {
+    return this.attempts.get(token);
+  }
+
+  toSnapshot(): WorkersSnapshot {
+    return {
+      connected: [...this.live.values()],
+      disconnected: [...this.gone],
+      attempts: [...this.attempts.values()],
+    };
+  }
+
+  static fromSnapshot(s: WorkersSnapshot | undefined): WorkersProjection {
+    const p = new WorkersProjection();
+    if (!s) return p;
+    for (const w of s.connected) {
+      p.live.set(w.id, w);
+      p.runs.set(w.id, new Set());
+    }
+    p.gone.push(...s.disconnected);
+    for (const a of s.attempts) {
+      p.attempts.set(a.token, a);
+      if (a.worker !== undefined) {
+        const running = p.runs.get(a.worker) ?? new Set<string>();
+        p.runs.set(a.worker, running);
+        running.add(a.token);
+      }
+      if (a.queue !== undefined) p.busy.set(a.queue, (p.busy.get(a.queue) ?? 0) + 1);
+    }
+    return p;
+  }
+}
