@@ -13,6 +13,7 @@ import { registerRunCommands } from "./commands/runs.js";
 import { registerServeCommands } from "./commands/serve.js";
 import { registerTaskCommands } from "./commands/tasks.js";
 import { registerUpCommand } from "./commands/up.js";
+import { registerWorkersCommand } from "./commands/workers.js";
 import { type DataDirOptions, restrictUmask } from "./data-dir.js";
 import { EXIT_CODE_HELP, exitCodeOf, messageOf } from "./edge.js";
 
@@ -58,6 +59,7 @@ registerAlertsCommand(program, globals);
 registerRunCommands(program, globals);
 registerDiffCommand(program, globals);
 registerServeCommands(program, globals);
+registerWorkersCommand(program, globals);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`chronolog: ${messageOf(error)}\n`);
