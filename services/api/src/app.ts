@@ -17,6 +17,7 @@ import { logRoutes } from "./routes/log.js";
 import { metricsRoutes } from "./routes/metrics.js";
 import { runRoutes } from "./routes/runs.js";
 import { taskRoutes } from "./routes/tasks.js";
+import { workerRoutes } from "./routes/workers.js";
 import type { ApiState } from "./state.js";
 import { defaultWebRoot, uiRoutes, webFile } from "./ui.js";
 
@@ -187,6 +188,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
     backfillRoutes,
     logRoutes,
     eventRoutes,
+    workerRoutes,
   ])
     app.route(API_PREFIX, routes(deps));
   if (o.metrics) app.route("/", metricsRoutes(o.metrics, API_PREFIX));

@@ -481,6 +481,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/workers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** remote workers connected: queues, load, version, since when and what each runs */
+        get: operations["listWorkers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ui/whoami": {
         parameters: {
             query?: never;
@@ -663,6 +680,7 @@ export interface components {
                         type: "noop";
                     };
                     connection?: string;
+                    queue?: string;
                     /** @default [] */
                     parents: {
                         project: string;
@@ -845,6 +863,7 @@ export interface components {
                         type: "noop";
                     };
                     connection?: string;
+                    queue?: string;
                     /** @default [] */
                     parents: {
                         project: string;
@@ -1002,6 +1021,7 @@ export interface components {
                         type: "noop";
                     };
                     connection?: string;
+                    queue?: string;
                     /** @default [] */
                     parents: {
                         project: string;
@@ -1865,6 +1885,39 @@ export interface components {
             /** @example 42 */
             revision: string;
             /** @enum {string} */
+            type: "WorkerConnected";
+            data: {
+                worker: string;
+                host: string;
+                queues: string[];
+                capacity: number;
+                version: string;
+                scheduler?: string;
+                token?: string;
+                /** @default [] */
+                running: string[];
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
+            type: "WorkerDisconnected";
+            data: {
+                worker: string;
+                reason: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
             type: "AccessTokenIssued";
             data: {
                 name: string;
@@ -2024,6 +2077,55 @@ export interface components {
                 position: string;
                 reason: string;
             } | null;
+        };
+        WorkerListing: {
+            connected: components["schemas"]["Worker"][];
+            /** @description with all=true: the workers gone recently, the latest first */
+            disconnected?: components["schemas"]["DisconnectedWorker"][];
+        };
+        /** @description a remote worker connected to a scheduler */
+        Worker: {
+            id: string;
+            host: string;
+            queues: string[];
+            capacity: number;
+            version: string;
+            /** @description the scheduler it connected to */
+            scheduler: string | null;
+            /** @description the name of the token it connected with */
+            token: string | null;
+            /** @description when it connected */
+            since: string;
+            /** @description attempts it runs now (started on it, not ended) */
+            busy: number;
+            /** @description what it runs, of the projects the token may read */
+            running: components["schemas"]["WorkerAttempt"][];
+            /** @description attempts it runs of projects the token may not read */
+            hidden: number;
+        };
+        /** @description an attempt a remote worker runs now */
+        WorkerAttempt: {
+            task: string;
+            logicalDate: string;
+            attempt: number;
+            queue: string | null;
+            startedAt: string | null;
+        };
+        /** @description a remote worker gone recently, and why */
+        DisconnectedWorker: {
+            id: string;
+            host: string;
+            queues: string[];
+            capacity: number;
+            version: string;
+            /** @description the scheduler it connected to */
+            scheduler: string | null;
+            /** @description the name of the token it connected with */
+            token: string | null;
+            /** @description when it connected */
+            since: string;
+            until: string;
+            reason: string;
         };
         UiWhoami: {
             /** @description the token's name; null: no token (public reads) */
@@ -3989,6 +4091,58 @@ export interface operations {
             };
             /** @description problem (429) */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWorkers: {
+        parameters: {
+            query?: {
+                /** @description the state as of this log position */
+                at?: string;
+                /** @description true: also the workers gone recently, with why */
+                all?: "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the workers */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerListing"];
+                };
+            };
+            /** @description problem (400) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (403) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
