@@ -186,6 +186,14 @@ function Where({
             <a href={href("graph", "", { workflow: task.spec.workflow, at })}>{task.spec.workflow}</a>
           </>
         )}
+        {task.spec.queue && (
+          <>
+            {" · queue "}
+            <a href={href("workers", "", { at })} data-testid="queue">
+              {task.spec.queue}
+            </a>
+          </>
+        )}
       </p>
       <ul data-testid="reasons">
         {d.reasons.map((r) => (
