@@ -160,12 +160,7 @@ export class SchedulerProjection {
       }
     }
     const task = this.tasks.get(taskId);
-    this.workers.applyAttempt(e, {
-      stream: e.streamId,
-      task: taskId,
-      logicalDate: after.logicalDate,
-      queue: task?.spec.queue,
-    });
+    this.workers.applyAttempt(e, taskId, after.logicalDate, task?.spec.queue);
     if (
       isTerminal(after) &&
       (!task || task.logicalDate !== after.logicalDate || after.dispatchedAt < task.movedAt)

@@ -60,15 +60,6 @@ interface Recorded {
   readonly metadata: { readonly recordedAt: string };
 }
 
-/** What the instance fold knows of the attempt an event concerns. */
-export interface AttemptContext {
-  readonly stream: string;
-  readonly task: string;
-  readonly logicalDate: string;
-  /** The queue its task declares now. */
-  readonly queue: string | undefined;
-}
-
 /**
  * Remote workers, from the log: those connected (`WorkerConnected`, not yet `WorkerDisconnected`),
  * those gone recently with why, and the attempts each runs now. Folded beside the scheduler
@@ -122,23 +113,29 @@ export class WorkersProjection {
   }
 
   /**
-   * An event of an attempt stream, once the instance fold applied it. O(1): a dispatch of a task
-   * with no queue, and every other event of an attempt nobody follows, only look a token up.
+   * An event of an attempt stream, once the instance fold applied it: of the task `task` (its
+   * id), at `logicalDate`, whose declaration names `queue` now. O(1), and no allocation for a
+   * task with no queue on the scheduler's own workers: a look-up of a token or a worker at most.
    */
-  applyAttempt(e: DomainEvent & Recorded, at: AttemptContext): void {
+  applyAttempt(
+    e: DomainEvent & Recorded,
+    task: string,
+    logicalDate: string,
+    queue: string | undefined,
+  ): void {
     switch (e.type) {
       case "DispatchIntended":
-        if (at.queue === undefined) return;
+        if (queue === undefined) return;
         this.attempts.set(e.data.token, {
           token: e.data.token,
-          stream: at.stream,
-          task: at.task,
-          logicalDate: at.logicalDate,
+          stream: e.streamId,
+          task,
+          logicalDate,
           attempt: e.data.attempt,
-          queue: at.queue,
+          queue,
           intendedAt: e.metadata.recordedAt,
         });
-        this.busy.set(at.queue, (this.busy.get(at.queue) ?? 0) + 1);
+        this.busy.set(queue, (this.busy.get(queue) ?? 0) + 1);
         return;
       case "AttemptStarted": {
         const worker = this.live.get(e.data.workerId) ? e.data.workerId : undefined;
@@ -146,9 +143,9 @@ export class WorkersProjection {
         if (!held && worker === undefined) return;
         const a: WorkerAttempt = held ?? {
           token: e.data.token,
-          stream: at.stream,
-          task: at.task,
-          logicalDate: at.logicalDate,
+          stream: e.streamId,
+          task,
+          logicalDate,
           attempt: e.data.attempt,
           intendedAt: e.metadata.recordedAt,
         };
