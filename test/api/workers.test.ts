@@ -96,10 +96,10 @@ beforeAll(async () => {
   t.alpharead = r.stdout.trim();
   server = await startApi(left, dir, ["serve"]);
   call = client(server);
-});
+}, 120_000);
 afterAll(() => left.clear());
 
-describe("GET /api/v1/workers", () => {
+describe("GET /api/v1/workers", { timeout: 180_000 }, () => {
   it("needs a token; with none connected, lists none, and a task with a queue waits for one", async () => {
     expect((await call("/workers")).status).toBe(401);
     const none = await call("/workers", { token: t.watcher });

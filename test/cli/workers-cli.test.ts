@@ -81,7 +81,7 @@ function startOn(name: string, worker: string): string {
 
 const why = (name: string) => chronolog(dir, ["why", `ml/acme/${name}/ALL`]);
 
-describe("queues and remote workers, from the CLI", () => {
+describe("queues and remote workers, from the CLI", { timeout: 180_000 }, () => {
   it("a task's queue is declared, shown by task, and a change of it shown by declare --check", () => {
     expect(declare(task("train", "queue: gpu, "), task("sort", "queue: gpu, "), task("plain", "")).code).toBe(
       0,

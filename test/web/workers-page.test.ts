@@ -60,7 +60,7 @@ afterAll(async () => {
   left.clear();
 });
 
-describe("the Workers page", () => {
+describe("the Workers page", { timeout: 180_000 }, () => {
   it("is in the navigation, and says when no worker is connected", async () => {
     await page.getByRole("link", { name: "Workers" }).click();
     await page.getByTestId("no-workers").waitFor();
