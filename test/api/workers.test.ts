@@ -131,6 +131,9 @@ describe("GET /api/v1/workers", { timeout: 180_000 }, () => {
       busy: 2,
       hidden: 0,
     });
+    // Last heard of when its latest attempt started, after it connected.
+    const { since, lastHeard } = listed.connected[0];
+    expect(Date.parse(lastHeard)).toBeGreaterThan(Date.parse(since));
     expect(
       listed.connected[0].running.map((a: { task: string; logicalDate: string }) => [a.task, a.logicalDate]),
     ).toEqual(

@@ -153,8 +153,8 @@ describe("queues and remote workers, from the CLI", { timeout: 180_000 }, () => 
     const listed = chronolog(dir, ["workers"]);
     expect(listed.code, listed.stderr).toBe(0);
     const lines = listed.stdout.trimEnd().split("\n");
-    expect(lines[0]).toMatch(/^WORKER +HOST +QUEUES +LOAD +VERSION +SINCE +RUNNING$/);
-    expect(lines[1]).toMatch(/^cpu-9 +cpu-9\.lab +cpu,etl +0\/8 +1 \(chronolog 0\.1\.0\) +\S+Z +-$/);
+    expect(lines[0]).toMatch(/^WORKER +HOST +QUEUES +LOAD +VERSION +SINCE +HEARD +RUNNING$/);
+    expect(lines[1]).toMatch(/^cpu-9 +cpu-9\.lab +cpu,etl +0\/8 +1 \(chronolog 0\.1\.0\) +\S+Z +\S+Z +-$/);
     const { logicalDate } = currentInterval("sort");
     const short = logicalDate.replace(/(?::00)?\.000Z$/, "Z");
     expect(lines[2]).toMatch(new RegExp(`^gpu-1 +gpu-1\\.lab +gpu +1/1 .* ml/acme/sort/ALL ${short} #1$`));

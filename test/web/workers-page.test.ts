@@ -107,6 +107,7 @@ describe("the Workers page", { timeout: 180_000 }, () => {
     });
     await row.locator(`[data-task="${TRAIN}"]`).waitFor({ timeout: 60_000 });
     expect(await row.getByTestId("load").textContent()).toBe("1/2");
+    expect(await row.getByTestId("heard").textContent()).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ$/);
     expect(await row.getByTestId("running").textContent()).toContain(TRAIN);
   });
 

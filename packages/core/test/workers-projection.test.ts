@@ -68,6 +68,7 @@ describe("the workers projection: who is connected, and what each runs", () => {
         scheduler: "s1",
         token: "gpu-workers",
         since: T0,
+        lastHeard: T0,
         running: [],
       },
     ]);
@@ -100,6 +101,38 @@ describe("the workers projection: who is connected, and what each runs", () => {
     const ended = projectionOf([...given, ...instance("train", succeeded("train"))]);
     expect(ended.workers.connected()[0]?.running).toEqual([]);
     expect(ended.workers.load("gpu")).toEqual({ connected: 1, busy: 0, slots: 4 });
+  });
+
+  it("given heartbeats and reports of its attempts, then it was last heard at the latest; not at an abandon", () => {
+    const T2 = "2026-11-30T00:07:00.000Z";
+    const T3 = "2026-11-30T00:09:00.000Z";
+    const extended: DomainEvent = {
+      type: "AttemptLeaseExtended",
+      data: { attempt: 1, token: tokenOf("train", 1), leaseExpiresAt: T3 },
+    };
+    const abandoned: DomainEvent = {
+      type: "AttemptAbandoned",
+      data: { attempt: 1, token: tokenOf("sort", 1), reason: "lost", by: "reconcile", retry: false },
+    };
+    const base = [
+      ...queued("train", "gpu"),
+      ...queued("sort", "gpu"),
+      ...at(T0, onWorker("gpu-1", connected("gpu-1", ["gpu"]))),
+      ...at(T0, instance("train", intended("train"))),
+      ...at(T1, instance("train", started("train", 1, "gpu-1"))),
+    ];
+    const heard = (given: Given[]) => projectionOf(given).workers.connected()[0]?.lastHeard;
+    expect(heard(base)).toBe(T1);
+    expect(heard([...base, ...at(T2, instance("train", extended))])).toBe(T2);
+    const reported = { ...succeeded("train"), data: { ...succeeded("train").data, workerId: "gpu-1" } };
+    expect(heard([...base, ...at(T3, instance("train", reported as DomainEvent))])).toBe(T3);
+    // The reconcile loop's verdict on an attempt, or a report naming no worker, is not the worker heard from.
+    const sort = [
+      ...on(streamOf("sort"), intended("sort")),
+      ...at(T2, on(streamOf("sort"), started("sort", 1, "gpu-1"))),
+    ];
+    expect(heard([...base, ...sort, ...at(T3, on(streamOf("sort"), abandoned))])).toBe(T2);
+    expect(heard([...base, ...at(T3, instance("train", succeeded("train")))])).toBe(T1);
   });
 
   it("given a failed attempt and its retry, then busy counts the retry alone", () => {

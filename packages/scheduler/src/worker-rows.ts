@@ -29,6 +29,8 @@ export interface WorkerRow {
   readonly token: string | null;
   /** When it connected. */
   readonly since: string;
+  /** When the log last heard of it (its connection, or an attempt's start, heartbeat or report). */
+  readonly lastHeard: string;
   /** What it runs, but for the attempts of projects the reader may not read. */
   readonly running: readonly WorkerAttemptRow[];
   /** Attempts it runs that the reader may not see (of other projects). */
@@ -36,7 +38,7 @@ export interface WorkerRow {
 }
 
 /** A worker gone recently, and why. */
-export interface DisconnectedWorkerRow extends Omit<WorkerRow, "busy" | "running" | "hidden"> {
+export interface DisconnectedWorkerRow extends Omit<WorkerRow, "busy" | "lastHeard" | "running" | "hidden"> {
   /** When it went. */
   readonly until: string;
   readonly reason: string;
@@ -51,7 +53,7 @@ export interface WorkerListing {
 /** The project of a task id (`project/account/name/partition`). */
 const projectOf = (task: string): string => task.slice(0, task.indexOf("/"));
 
-function recordRow(w: WorkerRecord): Omit<WorkerRow, "busy" | "running" | "hidden"> {
+function recordRow(w: WorkerRecord): Omit<WorkerRow, "busy" | "lastHeard" | "running" | "hidden"> {
   return {
     id: w.id,
     host: w.host,
@@ -89,6 +91,7 @@ export function workerListing(
     return {
       ...recordRow(w),
       busy: w.running.length,
+      lastHeard: w.lastHeard,
       running: shown.map(attemptRow),
       hidden: w.running.length - shown.length,
     };

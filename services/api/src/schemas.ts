@@ -275,6 +275,9 @@ export const Worker = z
   .object({
     ...WorkerFields,
     busy: z.number().int().openapi({ description: "attempts it runs now (started on it, not ended)" }),
+    lastHeard: z.string().openapi({
+      description: "when the log last heard of it: its connection, an attempt's start, heartbeat or report",
+    }),
     running: z
       .array(WorkerAttempt)
       .openapi({ description: "what it runs, of the projects the token may read" }),

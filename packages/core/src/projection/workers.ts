@@ -44,12 +44,17 @@ export interface DisconnectedWorker extends WorkerRecord {
 
 /** A connected worker and the attempts it runs now (started on it and not ended). */
 export interface ConnectedWorkerView extends WorkerRecord {
+  /**
+   * The last time the log heard of it: its connection, or the latest start, lease renewal
+   * (heartbeat) or report of the end of an attempt it ran.
+   */
+  readonly lastHeard: string;
   readonly running: readonly WorkerAttempt[];
 }
 
 /** The workers projection as a snapshot holds it. */
 export interface WorkersSnapshot {
-  readonly connected: readonly WorkerRecord[];
+  readonly connected: ReadonlyArray<WorkerRecord & { readonly lastHeard?: string }>;
   readonly disconnected: readonly DisconnectedWorker[];
   readonly attempts: readonly WorkerAttempt[];
 }
@@ -69,6 +74,8 @@ interface Recorded {
  */
 export class WorkersProjection {
   private readonly live = new Map<string, WorkerRecord>();
+  /** connected worker id -> when the log last heard of it. */
+  private readonly heard = new Map<string, string>();
   /** worker id -> tokens of the attempts started on it and not ended. */
   private readonly runs = new Map<string, Set<string>>();
   /** Oldest first; at most RECENT_DISCONNECTED_WORKERS. */
@@ -93,6 +100,7 @@ export class WorkersProjection {
         ...(d.token !== undefined ? { token: d.token } : {}),
         since: e.metadata.recordedAt,
       });
+      this.heard.set(d.worker, e.metadata.recordedAt);
       const running = this.runs.get(d.worker) ?? new Set<string>();
       this.runs.set(d.worker, running);
       // After a reconnect it announces what it still runs: those attempts are its own again.
@@ -107,6 +115,7 @@ export class WorkersProjection {
       const w = this.live.get(e.data.worker);
       if (!w) return;
       this.live.delete(e.data.worker);
+      this.heard.delete(e.data.worker);
       this.gone.push({ ...w, until: e.metadata.recordedAt, reason: e.data.reason });
       if (this.gone.length > RECENT_DISCONNECTED_WORKERS) this.gone.splice(0, 1);
     }
@@ -156,11 +165,22 @@ export class WorkersProjection {
           ...(worker !== undefined ? { worker } : {}),
           startedAt: e.metadata.recordedAt,
         });
-        if (worker !== undefined) this.runs.get(worker)?.add(a.token);
+        if (worker !== undefined) {
+          this.runs.get(worker)?.add(a.token);
+          this.heard.set(worker, e.metadata.recordedAt);
+        }
         return;
       }
+      case "AttemptLeaseExtended":
+        this.heardFrom(e.data.token, e.metadata.recordedAt);
+        return;
       case "AttemptSucceeded":
       case "AttemptFailed":
+        // A report of the worker itself (not the reconcile loop's verdict on a lost one).
+        if (e.data.workerId !== undefined)
+          this.heardFrom(e.data.token, e.metadata.recordedAt, e.data.workerId);
+        this.ended(e.data.token);
+        return;
       case "AttemptAbandoned":
       case "AttemptCancelled":
         this.ended(e.data.token);
@@ -168,6 +188,13 @@ export class WorkersProjection {
       default:
         return;
     }
+  }
+
+  /** The worker running the attempt `token`, if followed and on one connected, was heard from. */
+  private heardFrom(token: string, at: string, reporter?: string): void {
+    const worker = this.attempts.get(token)?.worker;
+    if (worker === undefined || (reporter !== undefined && reporter !== worker)) return;
+    if (this.heard.has(worker)) this.heard.set(worker, at);
   }
 
   private ended(token: string): void {
@@ -203,7 +230,7 @@ export class WorkersProjection {
   connected(): ConnectedWorkerView[] {
     return [...this.live.values()]
       .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-      .map((w) => ({ ...w, running: this.runningOn(w.id) }));
+      .map((w) => ({ ...w, lastHeard: this.heard.get(w.id) ?? w.since, running: this.runningOn(w.id) }));
   }
 
   /** Workers gone recently, the latest first. */
@@ -228,7 +255,7 @@ export class WorkersProjection {
 
   toSnapshot(): WorkersSnapshot {
     return {
-      connected: [...this.live.values()],
+      connected: [...this.live.values()].map((w) => ({ ...w, lastHeard: this.heard.get(w.id) ?? w.since })),
       disconnected: [...this.gone],
       attempts: [...this.attempts.values()],
     };
@@ -237,8 +264,9 @@ export class WorkersProjection {
   static fromSnapshot(s: WorkersSnapshot | undefined): WorkersProjection {
     const p = new WorkersProjection();
     if (!s) return p;
-    for (const w of s.connected) {
+    for (const { lastHeard, ...w } of s.connected) {
       p.live.set(w.id, w);
+      p.heard.set(w.id, lastHeard ?? w.since);
       p.runs.set(w.id, new Set());
     }
     p.gone.push(...s.disconnected);

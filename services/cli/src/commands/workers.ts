@@ -27,7 +27,7 @@ export function registerWorkersCommand(program: Command, globals: () => DataDirO
         }
         console.log(
           listing(
-            ["WORKER", "HOST", "QUEUES", "LOAD", "VERSION", "SINCE", "RUNNING"],
+            ["WORKER", "HOST", "QUEUES", "LOAD", "VERSION", "SINCE", "HEARD", "RUNNING"],
             workers.connected.map((w) => [
               w.id,
               w.host,
@@ -35,6 +35,7 @@ export function registerWorkersCommand(program: Command, globals: () => DataDirO
               `${w.busy}/${w.capacity}`,
               w.version,
               short(w.since),
+              short(w.lastHeard),
               runningText(w),
             ]),
             "no workers are connected",

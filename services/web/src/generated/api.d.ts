@@ -2098,6 +2098,8 @@ export interface components {
             since: string;
             /** @description attempts it runs now (started on it, not ended) */
             busy: number;
+            /** @description when the log last heard of it: its connection, an attempt's start, heartbeat or report */
+            lastHeard: string;
             /** @description what it runs, of the projects the token may read */
             running: components["schemas"]["WorkerAttempt"][];
             /** @description attempts it runs of projects the token may not read */

@@ -55,6 +55,7 @@ export function WorkersPage({ q }: { q: URLSearchParams }) {
               <th>load</th>
               <th>version</th>
               <th>connected since</th>
+              <th>last heard</th>
               <th>running</th>
             </tr>
           </thead>
@@ -70,6 +71,7 @@ export function WorkersPage({ q }: { q: URLSearchParams }) {
                 <td data-testid="load">{`${w.busy}/${w.capacity}`}</td>
                 <td>{w.version}</td>
                 <td>{time(w.since)}</td>
+                <td data-testid="heard">{time(w.lastHeard)}</td>
                 <td data-testid="running">
                   <Running w={w} at={at} />
                 </td>
