@@ -189,6 +189,21 @@ describe("the workers projection: who is connected, and what each runs", () => {
     expect(w?.running.map((a) => a.token)).toEqual([tokenOf("train", 1)]);
   });
 
+  it("given workers gone and their attempts ended, then nothing of them is kept but the list of the gone", () => {
+    const p = projectionOf([
+      ...queued("train", "gpu"),
+      ...onWorker("gpu-1", connected("gpu-1", ["gpu"]), disconnected("gpu-1", "said goodbye")),
+      ...onWorker("gpu-2", connected("gpu-2", ["gpu"])),
+      ...instance("train", intended("train"), started("train", 1, "gpu-2")),
+      ...onWorker("gpu-2", disconnected("gpu-2", "link broke")),
+      ...instance("train", failed("train")),
+    ]);
+    const held = p.workers as unknown as { runs: Map<string, unknown>; attempts: Map<string, unknown> };
+    expect([...held.runs.keys()]).toEqual([]);
+    expect([...held.attempts.keys()]).toEqual([]);
+    expect(p.workers.load("gpu")).toEqual({ connected: 0, busy: 0, slots: 0 });
+  });
+
   it("given more disconnections than remembered, then the oldest are forgotten", () => {
     const given: Given[] = [];
     for (let i = 0; i <= RECENT_DISCONNECTED_WORKERS; i++)

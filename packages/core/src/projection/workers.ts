@@ -116,6 +116,8 @@ export class WorkersProjection {
       if (!w) return;
       this.live.delete(e.data.worker);
       this.heard.delete(e.data.worker);
+      // Its attempts stay its own until they end (a lost worker's), then it holds nothing here.
+      if (this.runs.get(e.data.worker)?.size === 0) this.runs.delete(e.data.worker);
       this.gone.push({ ...w, until: e.metadata.recordedAt, reason: e.data.reason });
       if (this.gone.length > RECENT_DISCONNECTED_WORKERS) this.gone.splice(0, 1);
     }
@@ -201,7 +203,11 @@ export class WorkersProjection {
     const a = this.attempts.get(token);
     if (!a) return;
     this.attempts.delete(token);
-    if (a.worker !== undefined) this.runs.get(a.worker)?.delete(token);
+    if (a.worker !== undefined) {
+      const running = this.runs.get(a.worker);
+      running?.delete(token);
+      if (running?.size === 0 && !this.live.has(a.worker)) this.runs.delete(a.worker);
+    }
     if (a.queue !== undefined) {
       const n = (this.busy.get(a.queue) ?? 1) - 1;
       if (n > 0) this.busy.set(a.queue, n);
