@@ -97,6 +97,7 @@ const ROUTES = [
   "GET /api/v1/log/head",
   "POST /api/v1/log/verify",
   "GET /api/v1/events",
+  "GET /api/v1/workers",
   "GET /ui/whoami",
   "GET /ui/grid",
   "GET /ui/graph",

@@ -1,58 +1,44 @@
 import { describe, expect, it } from "vitest";
-import {
-  admitTask,
-  describeHold,
-  projectedSlots,
-  queueHasRoom,
-  queueWaitReason,
-  type Slots,
-} from "../src/index.js";
-import { DAY, declaredTask, idOf, taskSpec } from "./support/events.js";
-import { projectionOf } from "./support/specification.js";
+import { type QueueLoad, queueWaitReason } from "../src/index.js";
 
-const ready = { kind: "ready", retry: null, run: null } as const;
+interface Row {
+  name: string;
+  given: { queue: string; load: QueueLoad };
+  says: string;
+}
 
-describe("queueWaitReason: a task held for a worker of its queue, in words", () => {
-  it("no worker serving the queue is connected", () => {
-    expect(queueWaitReason("gpu", { connected: 0, busy: 0, slots: 0 })).toBe(
-      "waiting for a worker on queue gpu (0 connected)",
-    );
-  });
+const rows: Row[] = [
+  {
+    name: "no worker serves the queue",
+    given: { queue: "gpu", load: { connected: 0, busy: 0, slots: 0 } },
+    says: "waiting for a worker on queue gpu (0 connected)",
+  },
+  {
+    name: "every slot of the connected workers is taken",
+    given: { queue: "gpu", load: { connected: 2, busy: 16, slots: 16 } },
+    says: "waiting for a worker on queue gpu (2 connected, 16 of 16 slots busy)",
+  },
+  {
+    name: "a free slot (the attempt is on its way, or another limit holds it)",
+    given: { queue: "dbt.prod", load: { connected: 1, busy: 0, slots: 4 } },
+    says: "waiting for a worker on queue dbt.prod (1 connected, 0 of 4 slots busy)",
+  },
+  {
+    name: "one worker with one slot: the noun in the singular",
+    given: { queue: "spark", load: { connected: 1, busy: 1, slots: 1 } },
+    says: "waiting for a worker on queue spark (1 connected, 1 of 1 slot busy)",
+  },
+  {
+    name: "busy counts past the slots (a worker left with attempts still counted) are shown as they are",
+    given: { queue: "gpu", load: { connected: 1, busy: 5, slots: 4 } },
+    says: "waiting for a worker on queue gpu (1 connected, 5 of 4 slots busy)",
+  },
+];
 
-  it("every slot of the connected workers is busy", () => {
-    expect(queueWaitReason("gpu", { connected: 2, busy: 16, slots: 16 })).toBe(
-      "waiting for a worker on queue gpu (2 connected, 16 of 16 slots busy)",
-    );
-  });
-
-  it("room: a connected worker with a free slot", () => {
-    expect(queueHasRoom({ connected: 1, busy: 3, slots: 4 })).toBe(true);
-    expect(queueHasRoom({ connected: 1, busy: 4, slots: 4 })).toBe(false);
-    expect(queueHasRoom({ connected: 0, busy: 0, slots: 0 })).toBe(false);
-  });
-});
-
-describe("admitTask with a queue", () => {
-  const p = projectionOf([declaredTask("a", DAY, taskSpec("a", { queue: "gpu" }))].flat());
-  const task = p.tasks.get(idOf("a")) as never;
-
-  it("given no worker on the queue, when admitted, then held with the queue's room", () => {
-    const slots: Slots = { ...projectedSlots(p), queueRoom: () => ({ connected: 0, busy: 0, slots: 0 }) };
-    const d = admitTask(p, task, ready, slots);
-    expect(d).toEqual({ kind: "held", hold: { on: "queue", queue: "gpu", connected: 0, busy: 0, slots: 0 } });
-    if (d.kind === "held")
-      expect(describeHold(d.hold, p, 0)).toBe("waiting for a worker on queue gpu (0 connected)");
-  });
-
-  it("given every slot busy, when admitted, then held; given one free, then ready", () => {
-    let busy = 16;
-    const slots: Slots = { ...projectedSlots(p), queueRoom: () => ({ connected: 2, busy, slots: 16 }) };
-    expect(admitTask(p, task, ready, slots).kind).toBe("held");
-    busy = 15;
-    expect(admitTask(p, task, ready, slots)).toEqual(ready);
-  });
-
-  it("given slots that know no workers (what the log alone shows), when admitted, then ready", () => {
-    expect(admitTask(p, task, ready, projectedSlots(p))).toEqual(ready);
-  });
+describe("queueWaitReason: why a due task with a queue waits", () => {
+  for (const row of rows) {
+    it(`given ${row.name}, when asked, then it says so`, () => {
+      expect(queueWaitReason(row.given.queue, row.given.load)).toBe(row.says);
+    });
+  }
 });

@@ -23,3 +23,4 @@ export * from "./scheduler.js";
 export * from "./snapshot/index.js";
 export * from "./success-commit.js";
 export * from "./timer-queue.js";
+export * from "./worker-rows.js";

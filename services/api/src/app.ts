@@ -19,6 +19,7 @@ import { metricsRoutes } from "./routes/metrics.js";
 import { runRoutes } from "./routes/runs.js";
 import { taskRoutes } from "./routes/tasks.js";
 import { workerProtocolRoutes } from "./routes/worker-protocol.js";
+import { workerRoutes } from "./routes/workers.js";
 import type { ApiState } from "./state.js";
 import { defaultWebRoot, uiRoutes, webFile } from "./ui.js";
 
@@ -196,6 +197,7 @@ export function createApiApp(o: ApiAppOptions): OpenAPIHono {
     backfillRoutes,
     logRoutes,
     eventRoutes,
+    workerRoutes,
   ])
     app.route(API_PREFIX, routes(deps));
   app.route(API_PREFIX, workerProtocolRoutes(deps, o.remoteWorkers ?? null));

@@ -345,3 +345,52 @@ export const AccessToken = z
     projects: z.array(z.string()),
   })
   .openapi("AccessToken");
+
+const WorkerFields = {
+  id: z.string(),
+  host: z.string(),
+  queues: z.array(z.string()),
+  capacity: z.number().int(),
+  version: z.string(),
+  scheduler: z.string().nullable().openapi({ description: "the scheduler it connected to" }),
+  token: z.string().nullable().openapi({ description: "the name of the token it connected with" }),
+  since: z.string().openapi({ description: "when it connected" }),
+};
+
+export const WorkerAttempt = z
+  .object({
+    task: z.string(),
+    logicalDate: z.string(),
+    attempt: z.number().int(),
+    queue: z.string().nullable(),
+    startedAt: z.string().nullable(),
+  })
+  .openapi("WorkerAttempt", { description: "an attempt a remote worker runs now" });
+
+export const Worker = z
+  .object({
+    ...WorkerFields,
+    busy: z.number().int().openapi({ description: "attempts it runs now (started on it, not ended)" }),
+    lastHeard: z.string().openapi({
+      description: "when the log last heard of it: its connection, an attempt's start, heartbeat or report",
+    }),
+    running: z
+      .array(WorkerAttempt)
+      .openapi({ description: "what it runs, of the projects the token may read" }),
+    hidden: z.number().int().openapi({ description: "attempts it runs of projects the token may not read" }),
+  })
+  .openapi("Worker", { description: "a remote worker connected to a scheduler" });
+
+export const DisconnectedWorker = z
+  .object({ ...WorkerFields, until: z.string(), reason: z.string() })
+  .openapi("DisconnectedWorker", { description: "a remote worker gone recently, and why" });
+
+export const WorkerListing = z
+  .object({
+    connected: z.array(Worker),
+    disconnected: z
+      .array(DisconnectedWorker)
+      .optional()
+      .openapi({ description: "with all=true: the workers gone recently, the latest first" }),
+  })
+  .openapi("WorkerListing");

@@ -15,6 +15,7 @@ import { registerServeCommands } from "./commands/serve.js";
 import { registerTaskCommands } from "./commands/tasks.js";
 import { registerUpCommand } from "./commands/up.js";
 import { registerWorkerCommand } from "./commands/worker.js";
+import { registerWorkersCommand } from "./commands/workers.js";
 import { type DataDirOptions, restrictUmask } from "./data-dir.js";
 import { EXIT_CODE_HELP, exitCodeOf, messageOf } from "./edge.js";
 
@@ -62,6 +63,7 @@ registerRunCommands(program, globals);
 registerDiffCommand(program, globals);
 registerServeCommands(program, globals);
 registerWorkerCommand(program);
+registerWorkersCommand(program, globals);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`chronolog: ${messageOf(error)}\n`);

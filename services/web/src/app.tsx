@@ -13,6 +13,7 @@ import { OutputPage } from "./pages/output";
 import { RunPage } from "./pages/run";
 import { RunsPage } from "./pages/runs";
 import { TaskPage } from "./pages/task";
+import { WorkersPage } from "./pages/workers";
 import { href, useRoute } from "./router";
 import type { Whoami } from "./schemas";
 
@@ -31,6 +32,7 @@ const PAGES: Record<string, FunctionComponent<PageProps>> = {
   runs: RunsPage,
   log: LogPage,
   output: OutputPage,
+  workers: WorkersPage,
 };
 
 export function App() {
@@ -66,7 +68,8 @@ export function App() {
         <header>
           <strong class="brand">Chronolog</strong>
           <nav>
-            {nav("grid", "Grid")} {nav("graph", "Graph")} {nav("runs", "Runs")} {nav("log", "Log")}
+            {nav("grid", "Grid")} {nav("graph", "Graph")} {nav("runs", "Runs")} {nav("workers", "Workers")}{" "}
+            {nav("log", "Log")}
           </nav>
           <LiveStatus />
           <span class="who" data-testid="who">

@@ -85,3 +85,7 @@ export interface CriticalPath {
 export interface Triggered {
   readonly runId?: string;
 }
+
+export type WorkerListing = S["WorkerListing"];
+export type Worker = S["Worker"];
+export type DisconnectedWorker = S["DisconnectedWorker"];

@@ -27,6 +27,7 @@ import {
   describeOutsideFailure,
   reportCommand,
 } from "./explain-outside.js";
+import type { WorkersProjection } from "./workers.js";
 
 /** Where a task stands, in one word (the `NOW` column of `chronolog tasks`). */
 export type TaskCondition =
@@ -185,7 +186,7 @@ export function nextStepsFor(
  * ahead of it for one. Writes nothing.
  */
 export function explainTask(
-  view: WeightedView,
+  view: WeightedView & { readonly workers?: Pick<WorkersProjection, "load"> },
   taskId: string,
   nowMs: number,
   options: DecideOptions & { readonly slots?: Slots } = {},
@@ -211,9 +212,9 @@ export function explainTask(
       ? describeOutsideFailure(task, decision.failure, view)
       : described.reasons;
   // Held for a slot: who a free one goes to first, and why.
-  const queue =
+  const ahead =
     decision.kind === "held" ? aheadOf(view, task, decision.hold, nowMs, { ...options, slots }) : undefined;
-  if (queue !== undefined && reasons.length > 0) reasons[0] = `${reasons[0]}; ${queue}`;
+  if (ahead !== undefined && reasons.length > 0) reasons[0] = `${reasons[0]}; ${ahead}`;
   return {
     task: taskId,
     condition,

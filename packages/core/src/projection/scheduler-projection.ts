@@ -9,6 +9,7 @@ import { instanceStream, streamCategory } from "../streams.js";
 import { PriorityWeights } from "../task/priority.js";
 import { type DeclaredSpec, evolveTask, type TaskState } from "../task/state.js";
 import { IdMap } from "./id-map.js";
+import { WorkersProjection, type WorkersSnapshot } from "./workers.js";
 
 /** An event as the projection needs it: any recorded event of the log has this shape. */
 export type LoggedEvent = DomainEvent & {
@@ -63,6 +64,8 @@ export class SchedulerProjection {
   readonly children: ChildIndex;
   /** Each task's weight among those that wait for the same slots (kept per declaration change). */
   readonly weights: PriorityWeights;
+  /** Remote workers connected and gone, and the attempts of queues and of remote workers in flight. */
+  workers = new WorkersProjection();
   /** Position of the last event applied (-1n: none). */
   position = -1n;
   /** Events applied since the projection was created or restored. */
@@ -114,6 +117,9 @@ export class SchedulerProjection {
         return this.applyRun(e);
       case "alert":
         return this.applyAlert(e);
+      case "worker":
+        this.workers.applyWorker(e);
+        return {};
       default:
         return {};
     }
@@ -170,6 +176,7 @@ export class SchedulerProjection {
     // An outside task's report ahead of the task is held until the task reaches it.
     const heldReport =
       !!after.reported && !!task && Date.parse(after.logicalDate) > Date.parse(task.logicalDate);
+    this.workers.applyAttempt(e, taskId, after.logicalDate, task?.spec.queue);
     if (
       isTerminal(after) &&
       !heldReport &&
@@ -361,6 +368,7 @@ export class SchedulerProjection {
       alerts: [...this.alerts.values()].map((a) => ({ ...a, revision: a.revision.toString() })),
       cacheKeys: [...this.cacheKeys.entries()],
       durations: [...this.durations.entries()].map(([t, d]) => [t, [...d]] as const),
+      workers: this.workers.toSnapshot(),
     };
   }
 
@@ -398,6 +406,7 @@ export class SchedulerProjection {
     for (const a of s.alerts) p.alerts.set(a.stream, { ...a, revision: BigInt(a.revision) });
     for (const [task, keys] of s.cacheKeys) p.cacheKeys.set(task, [...keys]);
     for (const [task, ms] of s.durations) p.durations.set(task, [...ms]);
+    p.workers = WorkersProjection.fromSnapshot(s.workers);
     return p;
   }
 }
@@ -446,6 +455,8 @@ export interface ProjectionSnapshot {
   readonly alerts: ReadonlyArray<Stringly<AlertState, "revision">>;
   readonly cacheKeys: ReadonlyArray<readonly [string, readonly string[]]>;
   readonly durations: ReadonlyArray<readonly [string, readonly number[]]>;
+  /** Remote workers and the attempts they run (absent in snapshots taken before them). */
+  readonly workers?: WorkersSnapshot;
 }
 
 /** The parents of every task that has none: one list, never changed. */

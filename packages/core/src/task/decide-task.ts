@@ -336,9 +336,14 @@ export function admitTask(
 }
 
 /** Slots in use as the projection shows them (what `why` reads). */
-export function projectedSlots(view: TaskView): Slots {
+export function projectedSlots(
+  view: TaskView & { readonly workers?: { load(queue: string): QueueRoom } },
+): Slots {
   let inUse: Map<string, number> | null = null;
+  const workers = view.workers;
   return {
+    // The remote workers the log says are connected, and their attempts in flight.
+    ...(workers ? { queueRoom: (queue: string) => workers.load(queue) } : {}),
     connectionInUse: (connection) => {
       // Counted once, on first use, for every connection.
       if (!inUse) {

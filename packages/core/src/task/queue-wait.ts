@@ -1,12 +1,17 @@
+import { counted } from "../words.js";
+
 /** How a worker queue stands: the workers connected that serve it, and their slots. */
 export interface QueueRoom {
-  /** Workers connected that serve the queue. */
+  /** Workers connected now that serve the queue. */
   readonly connected: number;
-  /** Attempts given to them and not yet finished. */
+  /** Attempts of the queue's tasks given to those workers and not yet finished. */
   readonly busy: number;
-  /** Their capacities, summed. */
+  /** The sum of the capacities of those workers. */
   readonly slots: number;
 }
+
+/** The same, as the workers projection counts it from the log. */
+export type QueueLoad = QueueRoom;
 
 /** Whether an attempt of the queue can be given to a worker now. */
 export function queueHasRoom(room: QueueRoom): boolean {
@@ -14,11 +19,13 @@ export function queueHasRoom(room: QueueRoom): boolean {
 }
 
 /**
- * One sentence for a task held for a worker of its queue: `waiting for a worker on queue gpu
- * (0 connected)` or `(2 connected, 16 of 16 slots busy)`. The scheduler's hold and `why` both
- * say it so.
+ * Why a due task whose gate is open does not run: its attempts go only to workers serving its
+ * queue, and none is connected (`waiting for a worker on queue gpu (0 connected)`) or they are
+ * busy (`waiting for a worker on queue gpu (2 connected, 16 of 16 slots busy)`). One text for
+ * the scheduler's hold, `why`, `task` and the API.
  */
 export function queueWaitReason(queue: string, room: QueueRoom): string {
-  if (room.connected === 0) return `waiting for a worker on queue ${queue} (0 connected)`;
-  return `waiting for a worker on queue ${queue} (${room.connected} connected, ${room.busy} of ${room.slots} slots busy)`;
+  const head = `waiting for a worker on queue ${queue}`;
+  if (room.connected <= 0) return `${head} (0 connected)`;
+  return `${head} (${room.connected} connected, ${room.busy} of ${counted(room.slots, "slot")} busy)`;
 }

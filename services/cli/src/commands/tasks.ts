@@ -276,6 +276,7 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
         console.log(
           `operator    ${task.spec.operator.type}${task.spec.connection ? ` on ${task.spec.connection}` : ""}`,
         );
+        console.log(`queue       ${task.spec.queue ?? "- (the scheduler's own workers)"}`);
         console.log(
           `parents     ${task.parents.map((p) => `${p.project}/${p.account}/${p.name}/${p.partition}`).join(", ") || "-"}`,
         );

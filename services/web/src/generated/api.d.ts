@@ -505,7 +505,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** remote workers connected: queues, load, version, since when and what each runs */
+        get: operations["listWorkers"];
         put?: never;
         /** a remote worker registers: its queues, capacity and the attempts it still runs */
         post: operations["registerWorker"];
@@ -2369,6 +2370,57 @@ export interface components {
                 position: string;
                 reason: string;
             } | null;
+        };
+        WorkerListing: {
+            connected: components["schemas"]["Worker"][];
+            /** @description with all=true: the workers gone recently, the latest first */
+            disconnected?: components["schemas"]["DisconnectedWorker"][];
+        };
+        /** @description a remote worker connected to a scheduler */
+        Worker: {
+            id: string;
+            host: string;
+            queues: string[];
+            capacity: number;
+            version: string;
+            /** @description the scheduler it connected to */
+            scheduler: string | null;
+            /** @description the name of the token it connected with */
+            token: string | null;
+            /** @description when it connected */
+            since: string;
+            /** @description attempts it runs now (started on it, not ended) */
+            busy: number;
+            /** @description when the log last heard of it: its connection, an attempt's start, heartbeat or report */
+            lastHeard: string;
+            /** @description what it runs, of the projects the token may read */
+            running: components["schemas"]["WorkerAttempt"][];
+            /** @description attempts it runs of projects the token may not read */
+            hidden: number;
+        };
+        /** @description an attempt a remote worker runs now */
+        WorkerAttempt: {
+            task: string;
+            logicalDate: string;
+            attempt: number;
+            queue: string | null;
+            startedAt: string | null;
+        };
+        /** @description a remote worker gone recently, and why */
+        DisconnectedWorker: {
+            id: string;
+            host: string;
+            queues: string[];
+            capacity: number;
+            version: string;
+            /** @description the scheduler it connected to */
+            scheduler: string | null;
+            /** @description the name of the token it connected with */
+            token: string | null;
+            /** @description when it connected */
+            since: string;
+            until: string;
+            reason: string;
         };
         WorkerRegistered: {
             protocol: number;
@@ -4533,6 +4585,58 @@ export interface operations {
             };
             /** @description problem (429) */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWorkers: {
+        parameters: {
+            query?: {
+                /** @description the state as of this log position */
+                at?: string;
+                /** @description true: also the workers gone recently, with why */
+                all?: "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the workers */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkerListing"];
+                };
+            };
+            /** @description problem (400) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (403) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

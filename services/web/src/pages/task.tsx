@@ -281,6 +281,14 @@ function Where({
         )}
         {" · priority "}
         <strong data-testid="priority">{priorityText(d.priority)}</strong>
+        {task.spec.queue && (
+          <>
+            {" · queue "}
+            <a href={href("workers", "", { at })} data-testid="queue">
+              {task.spec.queue}
+            </a>
+          </>
+        )}
       </p>
       <ul data-testid="reasons">
         {d.reasons.map((r) => (
