@@ -52,7 +52,10 @@ describe("admitTask with a queue", () => {
     expect(admitTask(p, task, ready, slots)).toEqual(ready);
   });
 
-  it("given slots that know no workers (what the log alone shows), when admitted, then ready", () => {
-    expect(admitTask(p, task, ready, projectedSlots(p))).toEqual(ready);
+  it("given the log's view of workers (none connected), when admitted, then held for one", () => {
+    expect(admitTask(p, task, ready, projectedSlots(p))).toEqual({
+      kind: "held",
+      hold: { on: "queue", queue: "gpu", connected: 0, busy: 0, slots: 0 },
+    });
   });
 });

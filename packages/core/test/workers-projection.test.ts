@@ -259,7 +259,7 @@ describe("why a due task with a queue does not run", () => {
   it("given a free slot, then it is ready, and still says where it goes", () => {
     const why = explain([...queued("train", "gpu"), ...onWorker("gpu-1", connected("gpu-1", ["gpu"], 16))]);
     expect(why.condition).toBe("ready");
-    expect(why.reasons).toContain("waiting for a worker on queue gpu (1 connected, 0 of 16 slots busy)");
+    expect(why.reasons).toContain("goes to a worker on queue gpu (1 connected, 0 of 16 slots busy)");
   });
 
   it("given a task with no queue, then no worker is waited for", () => {

@@ -17,7 +17,7 @@ import {
   type TaskDecision,
   type TaskView,
 } from "../task/decide-task.js";
-import { queueWaitReason } from "../task/queue-wait.js";
+import { queueReadyReason, queueWaitReason } from "../task/queue-wait.js";
 import type { TaskState } from "../task/state.js";
 import { counted } from "../words.js";
 import { aheadOf, type WeightedView } from "./ahead.js";
@@ -215,6 +215,10 @@ export function explainTask(
   const ahead =
     decision.kind === "held" ? aheadOf(view, task, decision.hold, nowMs, { ...options, slots }) : undefined;
   if (ahead !== undefined && reasons.length > 0) reasons[0] = `${reasons[0]}; ${ahead}`;
+  // Ready, and it runs only on a worker of its queue: say where it goes, and how that queue stands.
+  const queue = task.spec.queue;
+  if (decision.kind === "ready" && queue !== undefined && view.workers)
+    reasons.push(queueReadyReason(queue, view.workers.load(queue)));
   return {
     task: taskId,
     condition,

@@ -25,7 +25,16 @@ export function queueHasRoom(room: QueueRoom): boolean {
  * the scheduler's hold, `why`, `task` and the API.
  */
 export function queueWaitReason(queue: string, room: QueueRoom): string {
-  const head = `waiting for a worker on queue ${queue}`;
-  if (room.connected <= 0) return `${head} (0 connected)`;
-  return `${head} (${room.connected} connected, ${room.busy} of ${counted(room.slots, "slot")} busy)`;
+  return `waiting for a worker on queue ${queue} ${queueRoomText(room)}`;
+}
+
+/** A ready task of a queue: where its attempt goes (`goes to a worker on queue gpu (1 connected, 0 of 16 slots busy)`). */
+export function queueReadyReason(queue: string, room: QueueRoom): string {
+  return `goes to a worker on queue ${queue} ${queueRoomText(room)}`;
+}
+
+/** `(0 connected)`, `(2 connected, 16 of 16 slots busy)`. */
+function queueRoomText(room: QueueRoom): string {
+  if (room.connected <= 0) return "(0 connected)";
+  return `(${room.connected} connected, ${room.busy} of ${counted(room.slots, "slot")} busy)`;
 }
