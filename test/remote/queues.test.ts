@@ -93,7 +93,13 @@ describe("remote workers: queues", () => {
       (e) => e.type === "AttemptStarted" || e.type === "AttemptSucceeded",
     );
     expect(connected && firstStart && connected.position < firstStart.position).toBe(true);
-    expect(readFileSync(out, "utf8").split("\n").filter(Boolean).sort()).toEqual(["ta", "ta2", "tb", "tl", "tn"]);
+    expect(readFileSync(out, "utf8").split("\n").filter(Boolean).sort()).toEqual([
+      "ta",
+      "ta2",
+      "tb",
+      "tl",
+      "tn",
+    ]);
 
     // The remote attempt's output came home: `logs` prints it, checked against its SHA-256.
     const logs = chronolog(dir, ["logs", "p/a/ta/ALL"]);
