@@ -3,7 +3,10 @@ import { chronologSpawn, Leftovers, tempDataDir } from "../support/cli.js";
 import { waitUntil } from "../support/wait.js";
 import { declareTasks, freePort, of, readLog, startScheduler, startWorker, workToken } from "./support.js";
 
-/** A remote attempt's output comes home as it is written: `logs --follow` shows it live. */
+/**
+ * A remote attempt's output comes home as it is written: `logs --follow` shows it live. A worker
+ * stopped says goodbye.
+ */
 describe("remote workers: output", () => {
   const left = new Leftovers();
   afterAll(() => left.clear());
@@ -25,7 +28,7 @@ describe("remote workers: output", () => {
       err += d.toString();
     });
     const exited = new Promise<number | null>((r) => f.once("exit", (code) => r(code)));
-    startWorker(left, s.url, token, ["o"], "wo-1");
+    const w = startWorker(left, s.url, token, ["o"], "wo-1");
     await waitUntil("the first line, from the remote worker", () =>
       out.includes("first") ? true : undefined,
     );
@@ -35,5 +38,12 @@ describe("remote workers: output", () => {
     expect(await exited, err).toBe(0);
     expect(out).toBe("first\nsecond\n");
     expect(err).not.toContain("does not match");
+
+    // Stopped, the worker says goodbye: recorded gone, and it exits 0.
+    w.child.kill("SIGTERM");
+    expect(await w.exited).toBe(0);
+    const gone = (await readLog(dir)).filter((e) => e.streamId === "worker-wo-1").at(-1);
+    expect(gone?.type).toBe("WorkerDisconnected");
+    expect((gone?.data as { reason: string }).reason).toBe("goodbye: the worker stopped");
   }, 120_000);
 });
