@@ -55,7 +55,7 @@ describe("remote workers: kills", () => {
     expect(tk.some((e) => e.type === "AttemptHeartbeatExpired")).toBe(true);
     const succeeded = tk.filter((e) => e.type === "AttemptSucceeded");
     expect(succeeded).toHaveLength(1);
-    expect((succeeded[0]?.data as { attempt: number }).attempt).toBe(2);
+    expect((succeeded[0]?.data as { attempt: number } | undefined)?.attempt).toBe(2);
     // The killed worker's shell died with it: one end only, the retry's.
     expect(lines(ends)).toEqual(["end"]);
     expect(lines(starts)).toEqual(["start", "start"]);
@@ -104,9 +104,9 @@ describe("remote workers: kills", () => {
     const worker = events.filter((e) => e.streamId === "worker-ws-1").map((e) => e.type);
     expect(worker).toEqual(["WorkerConnected", "WorkerDisconnected", "WorkerConnected"]);
     const restarted = events.find((e) => e.type === "WorkerDisconnected");
-    expect((restarted?.data as { reason: string }).reason).toBe("scheduler restarted");
+    expect((restarted?.data as { reason: string } | undefined)?.reason).toBe("scheduler restarted");
     const again = events.filter((e) => e.type === "WorkerConnected").at(-1);
     // Every attempt announced, running or finished with its report not yet delivered, adopted.
-    expect((again?.data as { running: string[] }).running).toHaveLength(names.length);
+    expect((again?.data as { running: string[] } | undefined)?.running).toHaveLength(names.length);
   }, 120_000);
 });

@@ -1,9 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import {
   currentAttempt,
   EventSchemas,
-  type InstanceState,
   type QueueRoom,
   type SchedulerProjection,
   workerStream,
@@ -11,7 +9,6 @@ import {
 import type { EventLog } from "@chronolog/log";
 import {
   type AttemptReport,
-  type FailedReport,
   MAX_OUTPUT_CHUNK,
   MAX_REPORT_BATCH,
   REMOTE_PROTOCOL_VERSION,
@@ -29,6 +26,14 @@ import type { SchedulerLogger } from "../scheduler-types.js";
 import type { CommandSink, RemoteConnection } from "./connection.js";
 import { OutputSink } from "./output-sink.js";
 import { isLocalWorkerId, RemoteRefusal } from "./refusal.js";
+import {
+  ConnectedFile,
+  cancelled,
+  closeLeftConnections,
+  currentTokens,
+  recordRefused,
+  WORKER_ID,
+} from "./worker-records.js";
 
 export interface RemoteWorkersOptions {
   readonly log: EventLog;
@@ -65,8 +70,6 @@ interface PendingQuery {
   finish(): void;
 }
 
-const WORKER_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
-
 /**
  * The scheduler's side of remote workers: their registrations, the attempts of each queue given
  * to the least loaded worker serving it that has a free slot (held here while none has), their
@@ -91,6 +94,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   private readonly bufferMax: number;
   private readonly timer: NodeJS.Timeout;
   private flushScheduled: NodeJS.Immediate | undefined;
+  private readonly connectedFile: ConnectedFile | undefined;
   private querySeq = 0;
   private closed = false;
 
@@ -99,6 +103,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     this.keepaliveMs = o.keepaliveMs ?? 5000;
     this.bufferMax = o.bufferMax ?? 10_000;
     this.output = new OutputSink(o.outputRoot, o.outputMaxBytes);
+    this.connectedFile = o.stateFile ? new ConnectedFile(o.stateFile) : undefined;
     this.timer = setInterval(() => this.tick(), this.keepaliveMs);
     this.timer.unref();
   }
@@ -118,21 +123,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
    * recorded gone (`scheduler restarted`); it reconnects, announcing what it still runs.
    */
   async settleAtStart(): Promise<number> {
-    const ids = this.readState();
-    let n = 0;
-    for (const id of ids) {
-      const stream = workerStream(id);
-      const rev = await this.o.log.streamRevision(stream);
-      if (rev === "no_stream") continue;
-      const [last] = await this.o.log.readStream(stream, { fromRevision: rev, maxCount: 1 });
-      if (last?.type !== "WorkerConnected") continue;
-      await this.o.log.append(
-        stream,
-        [{ type: "WorkerDisconnected", data: { worker: id, reason: "scheduler restarted" } }],
-        { expectedRevision: rev },
-      );
-      n += 1;
-    }
+    const n = await closeLeftConnections(this.o.log, this.connectedFile?.read() ?? []);
     this.writeState();
     return n;
   }
@@ -168,7 +159,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     }
     const previous = this.conns.get(req.id);
     if (previous) await this.drop(previous, `replaced by a new connection from ${req.host}`);
-    const current = this.currentOf(req.running);
+    const current = currentTokens(this.o.projection, req.running);
     const adopted = req.running.filter((t) => current.has(t) && !this.owner.get(t));
     const stop = req.running.filter((t) => !adopted.includes(t));
     const data = EventSchemas.WorkerConnected.parse({
@@ -289,7 +280,10 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       accepted += 1;
       this.emit(report);
     }
-    if (refused.length > 0) await this.record(conn, messages, refused);
+    if (refused.length > 0) {
+      this.o.logger.warn({ worker: conn.id, refused: refused.length }, "refused a remote worker's reports");
+      await recordRefused(this.o.log, conn.id, messages, refused);
+    }
     for (const q of freed) this.drainBacklog(q);
     if (freed.size > 0) this.changed(freed);
     return { accepted, refused };
@@ -338,31 +332,6 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
           ...(r.outputFile ? { outputFile: this.output.settle(r.token, r.outputFile) } : {}),
         };
     }
-  }
-
-  /** Refused reports on record, on the worker's stream. */
-  private async record(
-    conn: RemoteConnection,
-    messages: readonly WorkerReport[],
-    refused: readonly RefusedReport[],
-  ): Promise<void> {
-    const streams = new Map<string, string>();
-    for (const m of messages) if ("instanceStream" in m) streams.set(m.token, m.instanceStream);
-    const events = refused.slice(0, 100).map((r) => {
-      const stream = streams.get(r.token);
-      return {
-        type: "WorkerReportRefused" as const,
-        data: {
-          worker: conn.id,
-          kind: r.kind.slice(0, 32),
-          token: r.token.slice(0, 256),
-          ...(stream ? { instanceStream: stream.slice(0, 1024) } : {}),
-          reason: r.reason,
-        },
-      };
-    });
-    this.o.logger.warn({ worker: conn.id, refused: refused.length }, "refused a remote worker's reports");
-    await this.o.log.append(workerStream(conn.id), events, { expectedRevision: "any" });
   }
 
   // ---- Dispatcher ------------------------------------------------------------------------
@@ -604,18 +573,6 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     if (q.waiting.size === 0) q.finish();
   }
 
-  /** Of these tokens, those of attempts still current (queued, running or lease-expired). */
-  private currentOf(tokens: readonly string[]): Set<string> {
-    const out = new Set<string>();
-    if (tokens.length === 0) return out;
-    const wanted = new Set(tokens);
-    for (const inst of this.o.projection.instances.values()) {
-      const a = currentAttempt(inst);
-      if (a && wanted.has(a.token) && isCurrent(inst)) out.add(a.token);
-    }
-    return out;
-  }
-
   private emit(report: WorkerReport): void {
     for (const l of this.reportListeners) {
       try {
@@ -630,53 +587,11 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     for (const q of queues) for (const l of this.roomListeners) l(q);
   }
 
-  private readState(): string[] {
-    if (!this.o.stateFile) return [];
-    try {
-      const ids = JSON.parse(readFileSync(this.o.stateFile, "utf8")).connected;
-      return Array.isArray(ids)
-        ? ids.filter((x): x is string => typeof x === "string" && WORKER_ID.test(x))
-        : [];
-    } catch {
-      return [];
-    }
-  }
-
   private writeState(): void {
-    if (!this.o.stateFile) return;
-    const tmp = `${this.o.stateFile}.tmp`;
     try {
-      // None connected: no file (a data directory without remote workers gains nothing).
-      if (this.conns.size === 0) {
-        rmSync(this.o.stateFile, { force: true });
-        return;
-      }
-      writeFileSync(tmp, JSON.stringify({ connected: [...this.conns.keys()] }), { mode: 0o600 });
-      renameSync(tmp, this.o.stateFile);
+      this.connectedFile?.write([...this.conns.keys()]);
     } catch (error) {
       this.o.logger.error({ err: error }, "could not keep the list of connected remote workers");
     }
   }
-}
-
-function isCurrent(inst: InstanceState): boolean {
-  const s = currentAttempt(inst)?.status;
-  return s === "queued" || s === "running" || s === "lease_expired";
-}
-
-/** The failed report of an attempt cancelled before any worker had it. */
-function cancelled(cmd: RunCommand, reason: string, now: number): FailedReport {
-  return {
-    kind: "failed",
-    token: cmd.token,
-    attempt: cmd.attempt,
-    instanceStream: cmd.instanceStream,
-    workerId: `queue:${cmd.queue}`,
-    at: new Date(now).toISOString(),
-    durationMs: 0,
-    exitCode: null,
-    stdoutTail: "",
-    stderrTail: "",
-    error: { kind: "exception", message: `cancelled: ${reason}` },
-  };
 }

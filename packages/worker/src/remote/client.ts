@@ -133,11 +133,12 @@ export class RemoteWorker {
       await this.deliver(false).catch(() => {});
       if (this.pending.length > 0) await sleep(250);
     }
-    this.streamAbort?.abort();
+    // Goodbye first: the stream closing before it would read as a broken link.
     if (this.answer)
       await this.o.link
         .request("DELETE", this.path(""), { headers: { [SESSION_HEADER]: this.answer.session } })
         .catch(() => {});
+    this.streamAbort?.abort();
     this.o.link.close();
   }
 
