@@ -75,8 +75,9 @@ def slow(ctx: Context, starts: str, ends: str, seconds: float = 30) -> None:
 
 
 def noop(ctx: Context, marker: str = "") -> None:
-    """The bench's task: says when it was entered (epoch milliseconds) in its output."""
-    print(f"entered {time.time() * 1000:.3f}")
+    """The bench's task: says when it was entered, and when the worker received it (epoch
+    milliseconds), in its output."""
+    print(f"entered {time.time() * 1000:.3f} received {(ctx.received or 0) * 1000:.3f}")
 
 
 def fail_after(ctx: Context, wait_for: str) -> None:

@@ -6,20 +6,62 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing.process
 import os
 import signal
 import threading
 import time
 from typing import Any, Callable
 
-from .child import run_attempt
+from .child import spare
 
 TAIL_BYTES = 4096
+_STARTING = threading.Lock()
 
 
 def now_iso() -> str:
     t = time.time()
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
+
+
+class Spares:
+    """Processes forked ahead of need from the forkserver (where the ``--import`` modules are
+    loaded), each waiting for an attempt: taking one costs a pipe write, not a fork. One is
+    forked again in the background each time one is taken."""
+
+    def __init__(self, mp: Any, keep: int) -> None:
+        self.mp = mp
+        self.keep = keep
+        self.ready: list[tuple[Any, Any]] = []
+        self.lock = threading.Lock()
+        for _ in range(keep):
+            self._refill()
+
+    def _fork(self) -> tuple[Any, Any]:
+        r, w = self.mp.Pipe(duplex=False)
+        proc = self.mp.Process(target=spare, args=(r,), daemon=False)
+        with _STARTING:
+            proc.start()
+            # multiprocessing's own bookkeeping polls every child at each start: from another
+            # thread, that would read this one's exit status before its join does.
+            multiprocessing.process._children.discard(proc)  # type: ignore[attr-defined]
+        r.close()
+        return proc, w
+
+    def _refill(self) -> None:
+        got = self._fork()
+        with self.lock:
+            self.ready.append(got)
+
+    def take(self) -> tuple[Any, Any]:
+        with self.lock:
+            got = self.ready.pop(0) if self.ready else None
+        threading.Thread(target=self._refill, daemon=True).start()
+        while got is not None and got[0].exitcode is not None:
+            # A spare that died meanwhile (killed from outside): the next, or a new one.
+            with self.lock:
+                got = self.ready.pop(0) if self.ready else None
+        return got if got is not None else self._fork()
 
 
 class Attempt:
@@ -28,14 +70,14 @@ class Attempt:
         cmd: dict[str, Any],
         worker_id: str,
         out_dir: str,
-        mp: Any,
+        spares: "Spares",
         push: Callable[[dict[str, Any]], None],
         done: Callable[["Attempt"], None],
     ) -> None:
         self.cmd = cmd
         self.token: str = cmd["token"]
         self.worker_id = worker_id
-        self.mp = mp
+        self.spares = spares
         self.push = push
         self.done = done
         self.output_path = os.path.join(out_dir, f"{self.token}.log")
@@ -51,6 +93,7 @@ class Attempt:
         self.last_heartbeat = time.monotonic()
         self.started_at = time.monotonic()
         self.state = "queued"
+        self.received = time.time()
 
     def base(self, kind: str) -> dict[str, Any]:
         c = self.cmd
@@ -160,14 +203,16 @@ class Attempt:
             "output_path": self.output_path,
             "result_path": self.result_path,
             "deadline": None,
+            "received": self.received,
         }
         with self.lock:
             if self.abort is not None:
                 return self._failed(*self._abort_error(), None)
             self.state = "running"
-            self.proc = self.mp.Process(target=run_attempt, args=(spec,), daemon=False)
-            self.proc.start()
+            self.proc, conn = self.spares.take()
             self.pid = self.proc.pid
+            conn.send(spec)
+            conn.close()
         self.proc.join()
         code = self.proc.exitcode
         # What the function left running in its process group ends with the attempt.

@@ -6,6 +6,7 @@ process has exited (a process killed writes none: the worker reads its signal in
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import json
 import os
@@ -46,8 +47,6 @@ def _die_with_parent() -> None:
     except Exception:
         pass
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except Exception:
@@ -61,13 +60,25 @@ def _write_result(path: str, result: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def run_attempt(spec: dict[str, Any]) -> None:
-    """Runs in the attempt's process (the target of a multiprocessing Process)."""
+def spare(conn: Any) -> None:
+    """A spare process, forked ahead of need: ready (its own process group, dying with the
+    worker), it waits for an attempt's spec, then runs it. Nothing comes (the worker stopped or
+    has no use for it): it exits."""
     os.setsid()
     parent = os.getppid()
     _die_with_parent()
     if os.getppid() != parent:
         os._exit(137)
+    try:
+        spec = conn.recv()
+    except (EOFError, OSError):
+        os._exit(0)
+    conn.close()
+    run_attempt(spec)
+
+
+def run_attempt(spec: dict[str, Any]) -> None:
+    """Runs the attempt in this process (a spare given its spec)."""
     entered = time.time()
     fd = os.open(spec["output_path"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     os.dup2(fd, 1)
@@ -92,6 +103,7 @@ def run_attempt(spec: dict[str, Any]) -> None:
         args=dict(spec.get("args") or {}),
         env=dict(env),
         deadline=spec.get("deadline"),
+        received=spec.get("received"),
     )
 
     def cancel(signum: int, frame: Any) -> None:

@@ -31,6 +31,8 @@ class Context:
     env: Mapping[str, str] = field(default_factory=dict)
     #: When the worker stops waiting for the function (epoch seconds), or None: no deadline.
     deadline: float | None = None
+    #: When this worker received the attempt's run command (epoch seconds).
+    received: float | None = None
     #: Set once the attempt is cancelled (the function is also interrupted with ``Cancelled``).
     cancelled: bool = False
 

@@ -15,7 +15,7 @@ import time
 from typing import Any, Callable
 from urllib.parse import quote
 
-from .attempt import Attempt
+from .attempt import Attempt, Spares
 from .link import Link, LinkDown
 
 PROTOCOL = 1
@@ -49,7 +49,7 @@ class Worker:
         self.capacity = capacity
         self.version = version
         self.out_dir = out_dir
-        self.mp = mp
+        self.spares = Spares(mp, min(capacity, 16))
         self.log = log
         self.lock = threading.RLock()
         self.wake = threading.Condition(self.lock)
@@ -162,7 +162,7 @@ class Worker:
                     token = m["token"]
                     if self.stopping or token in self.attempts or token in self.finished:
                         continue
-                    a = Attempt(m, self.id, self.out_dir, self.mp, self.push, self._attempt_done)
+                    a = Attempt(m, self.id, self.out_dir, self.spares, self.push, self._attempt_done)
                     self.attempts[token] = a
                     self.queued.append(a)
                     self.pump()
