@@ -93,6 +93,7 @@ class Attempt:
         self.last_heartbeat = time.monotonic()
         self.started_at = time.monotonic()
         self.state = "queued"
+        self.reported_start = False
         self.received = time.time()
 
     def base(self, kind: str) -> dict[str, Any]:
@@ -151,13 +152,13 @@ class Attempt:
 
     def run(self) -> None:
         """The attempt's life, on a thread of its own."""
-        started = self.base("started")
-        started["pid"] = os.getpid()
-        started["outputPath"] = self.output_path
         self.state = "waiting"
         self.started_at = time.monotonic()
         self.last_heartbeat = time.monotonic()
-        self.push(started)
+        # One that must wait for its start permission says it started first; another says so
+        # once its function is on its way (the start, not the report, is what waits on nothing).
+        if not self.idempotent:
+            self._report_started()
         report: dict[str, Any]
         try:
             report = self._run()
@@ -172,14 +173,23 @@ class Attempt:
         self.push(report)
         self.done(self)
 
+    def _report_started(self) -> None:
+        if self.reported_start:
+            return
+        self.reported_start = True
+        started = self.base("started")
+        started["pid"] = os.getpid()
+        started["outputPath"] = self.output_path
+        self.push(started)
+
     def _run(self) -> dict[str, Any]:
         if not self.idempotent:
             self.proceeded.wait()
+        op = self.cmd.get("operator") or {}
+        if self.abort is not None or op.get("type") != "python":
+            self._report_started()
         if self.abort is not None:
             return self._failed(*self._abort_error(), None)
-        op = self.cmd.get("operator") or {}
-        # Created before it starts: an attempt's output file exists from its start report on.
-        open(self.output_path, "ab").close()
         if op.get("type") != "python":
             with open(self.output_path, "ab") as f:
                 f.write(
@@ -213,6 +223,7 @@ class Attempt:
             self.pid = self.proc.pid
             conn.send(spec)
             conn.close()
+        self._report_started()
         self.proc.join()
         code = self.proc.exitcode
         # What the function left running in its process group ends with the attempt.

@@ -102,5 +102,15 @@ def _warm(imports: list[str]) -> Any:
         return multiprocessing.get_context("spawn")
     from multiprocessing import forkserver
 
-    forkserver.ensure_running()
+    # The forkserver's interpreter finds what this one finds (before 3.12 it is not given this
+    # sys.path, and a module it cannot import is silently not preloaded).
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
+    try:
+        forkserver.ensure_running()
+    finally:
+        if saved is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = saved
     return ctx
