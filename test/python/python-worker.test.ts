@@ -225,4 +225,42 @@ describe("the Python worker", () => {
     const firstPid = Number((lines(starts)[0] as string).split(" ")[0]);
     expect(alive(firstPid)).toBe(false);
   }, 120_000);
+
+  it("has its attempts adopted after the scheduler is SIGKILLed and restarted: none twice, none lost", async () => {
+    const dir = tempDataDir("pyworker-restart");
+    left.dirs.push(dir, `${dir}-tasks`);
+    const starts = join(dir, "starts");
+    const ends = join(dir, "ends");
+    const names = ["s1", "s2", "s3"];
+    declarePython(
+      dir,
+      names.map((name) => ({ name, fn: "slow", leaseSeconds: 30, args: { starts, ends, seconds: 6 } })),
+    );
+    const token = workToken(dir, "pr", ["py"]);
+    const port = await freePort();
+    const first = await startScheduler(left, dir, port);
+    const w = startPythonWorker(left, first.url, token, ["py"], "pr-1", ["--capacity", "4"]);
+    await waitUntil("every attempt to start on the worker, on record", async () => {
+      const events = await readLog(dir);
+      return names.every((n) => of(events, n).some((e) => e.type === "AttemptStarted")) ? true : undefined;
+    });
+    first.child.kill("SIGKILL");
+    await first.exited;
+    const second = await startScheduler(left, dir, port);
+    const events = await completed(dir, names).catch((error: Error) => {
+      throw new Error(`${error.message}\nworker:\n${w.output}\nscheduler:\n${second.output}`);
+    });
+    expect(lines(starts)).toHaveLength(names.length);
+    expect(lines(ends)).toEqual(["1", "1", "1"]);
+    for (const n of names) {
+      const ev = of(events, n);
+      expect(ev.filter((e) => e.type === "DispatchIntended")).toHaveLength(1);
+      expect(ev.filter((e) => e.type === "AttemptSucceeded")).toHaveLength(1);
+    }
+    const worker = events.filter((e) => e.streamId === "worker-pr-1").map((e) => e.type);
+    expect(worker).toEqual(["WorkerConnected", "WorkerDisconnected", "WorkerConnected"]);
+    const again = events.filter((e) => e.type === "WorkerConnected").at(-1);
+    expect((again?.data as { running: string[] } | undefined)?.running).toHaveLength(names.length);
+    expect(w.child.exitCode).toBeNull();
+  }, 120_000);
 });
