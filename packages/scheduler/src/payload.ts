@@ -20,17 +20,25 @@ export function renderPayload(task: TaskState, projection: SchedulerProjection):
 }
 
 /**
- * The environment a shell task is given for its current interval (none for other operators):
- * every param and builtin its templates could read (`taskEnvironment`: `CHRONOLOG_PARAM_NOTE`,
- * `CHRONOLOG_DS`...), and, in a workflow, `CHRONOLOG_WORKFLOW` and `CHRONOLOG_RUN_ID`. Sent to
- * the worker with the attempt, not written to the log.
+ * The environment a shell or python task is given for its current interval (none for other
+ * operators): every param and builtin its templates could read (`taskEnvironment`:
+ * `CHRONOLOG_PARAM_NOTE`, `CHRONOLOG_DS`...), and, in a workflow, `CHRONOLOG_WORKFLOW` and
+ * `CHRONOLOG_RUN_ID`. A python task also gets its params and config whole, as JSON
+ * (`CHRONOLOG_PARAMS`, `CHRONOLOG_CONFIG`: the context a Python worker gives the function). Sent
+ * to the worker with the attempt, not written to the log.
  */
 export function renderEnvironment(
   task: TaskState,
   projection: SchedulerProjection,
 ): Record<string, string> | undefined {
-  if (task.spec.operator.type !== "shell") return undefined;
-  const env = taskEnvironment(renderContext(task, projection));
+  const type = task.spec.operator.type;
+  if (type !== "shell" && type !== "python") return undefined;
+  const context = renderContext(task, projection);
+  const env = taskEnvironment(context);
+  if (type === "python") {
+    env.CHRONOLOG_PARAMS = JSON.stringify(context.params);
+    env.CHRONOLOG_CONFIG = JSON.stringify(context.config ?? {});
+  }
   if (task.spec.workflow) {
     env.CHRONOLOG_WORKFLOW = task.spec.workflow;
     env.CHRONOLOG_RUN_ID = runIdOf(task.spec.workflow, task.logicalDate);

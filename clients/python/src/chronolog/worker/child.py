@@ -1,0 +1,139 @@
+"""The process of one attempt: forked from a warm interpreter (the forkserver, with the worker's
+``--import`` modules already loaded), it leads a process group of its own, sends its stdout and
+stderr (and its subprocesses') to the attempt's output file, imports the function and calls it.
+What became of it is written to a result file beside the output: the worker reads it once the
+process has exited (a process killed writes none: the worker reads its signal instead)."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from typing import Any, Callable
+
+from .context import Cancelled, Context
+
+
+def resolve(ref: str) -> Callable[..., Any]:
+    """``module.path:qualname`` -> the function (modules already imported are not imported again)."""
+    module_name, _, qualname = ref.partition(":")
+    if not module_name or not qualname:
+        raise ValueError(f'a python function is "module.path:qualname", not {ref!r}')
+    obj: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise TypeError(f"{ref} is not callable")
+    return obj
+
+
+def _die_with_parent() -> None:
+    """Linux: killed when the forkserver (which dies with the worker) does, so that a worker
+    killed takes its attempts with it rather than leaving them running unwatched. The forkserver
+    ends when every holder of its "alive" pipe has closed it: the worker and each process it
+    forked, which lets go of its copy here."""
+    try:
+        from multiprocessing import forkserver
+
+        fd = getattr(forkserver._forkserver, "_forkserver_alive_fd", None)
+        if fd is not None:
+            os.close(fd)
+            forkserver._forkserver._forkserver_alive_fd = None
+    except Exception:
+        pass
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def _write_result(path: str, result: dict[str, Any]) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(result, f)
+    os.replace(tmp, path)
+
+
+def spare(conn: Any) -> None:
+    """A spare process, forked ahead of need: ready (its own process group, dying with the
+    worker), it waits for an attempt's spec, then runs it. Nothing comes (the worker stopped or
+    has no use for it): it exits."""
+    os.setsid()
+    parent = os.getppid()
+    _die_with_parent()
+    if os.getppid() != parent:
+        os._exit(137)
+    try:
+        spec = conn.recv()
+    except (EOFError, OSError):
+        os._exit(0)
+    conn.close()
+    run_attempt(spec)
+
+
+def run_attempt(spec: dict[str, Any]) -> None:
+    """Runs the attempt in this process (a spare given its spec)."""
+    entered = time.time()
+    fd = os.open(spec["output_path"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
+    sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
+    env = spec.get("env") or {}
+    os.environ.update(env)
+    ctx = Context(
+        task=spec["task"],
+        logical_date=spec["logical_date"],
+        data_interval_start=env.get("CHRONOLOG_DATA_INTERVAL_START") or None,
+        data_interval_end=env.get("CHRONOLOG_DATA_INTERVAL_END") or None,
+        attempt=spec["attempt"],
+        token=spec["token"],
+        params=json.loads(env.get("CHRONOLOG_PARAMS") or "{}"),
+        config=json.loads(env.get("CHRONOLOG_CONFIG") or "{}"),
+        args=dict(spec.get("args") or {}),
+        env=dict(env),
+        deadline=spec.get("deadline"),
+        received=spec.get("received"),
+    )
+
+    def cancel(signum: int, frame: Any) -> None:
+        if not ctx.cancelled:
+            ctx.cancelled = True
+            raise Cancelled("the attempt was cancelled")
+
+    signal.signal(signal.SIGTERM, cancel)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    result: dict[str, Any]
+    code = 0
+    try:
+        fn = resolve(spec["function"])
+        result = {"ok": True, "entered": entered, "value": repr(fn(ctx, **ctx.args))[:1000]}
+    except Cancelled:
+        result = {"ok": False, "cancelled": True, "message": "cancelled", "entered": entered}
+        code = 1
+    except BaseException as error:  # the function's failure, whatever it is, is the attempt's
+        # The traceback from the function on: the worker's own frame is not the task's.
+        tb = error.__traceback__
+        traceback.print_exception(type(error), error, tb.tb_next if tb is not None else None)
+        last = traceback.format_exception_only(type(error), error)[-1].strip()
+        result = {"ok": False, "message": last, "entered": entered}
+        code = 1
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:
+        pass
+    _write_result(spec["result_path"], result)
+    os._exit(code)

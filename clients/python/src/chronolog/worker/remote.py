@@ -1,0 +1,406 @@
+"""A Python worker speaking the remote worker protocol, version 1, to a scheduler's API: it
+registers (announcing what it still runs), reads its commands from a Server-Sent Events stream,
+runs each attempt in a process of its own, posts its reports in batches and its attempts' output
+in chunks by offset. When the link breaks it reconnects with backoff; when it cannot deliver a
+report for two thirds of an attempt's lease it fences itself: it kills its idempotent attempts
+before the scheduler may run them again elsewhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import time
+from typing import Any, Callable
+from urllib.parse import quote
+
+from .attempt import Attempt, Spares
+from .link import Link, LinkDown
+
+PROTOCOL = 1
+SESSION = "Chronolog-Session"
+MAX_BACKOFF = 10.0
+MAX_PENDING = 100_000
+MAX_BATCH_BYTES = 512 * 1024
+
+
+class FatalRefusal(Exception):
+    """The scheduler refuses this worker for good (its version, token or queues)."""
+
+
+class Worker:
+    def __init__(
+        self,
+        link: Link,
+        worker_id: str,
+        host: str,
+        queues: list[str],
+        capacity: int,
+        version: str,
+        out_dir: str,
+        mp: Any,
+        log: Callable[[str], None],
+    ) -> None:
+        self.link = link
+        self.id = worker_id
+        self.host = host
+        self.queues = queues
+        self.capacity = capacity
+        self.version = version
+        self.out_dir = out_dir
+        self.spares = Spares(mp, min(capacity, 16))
+        self.log = log
+        self.lock = threading.RLock()
+        self.wake = threading.Condition(self.lock)
+        self.answer: dict[str, Any] | None = None
+        self.attempts: dict[str, Attempt] = {}
+        self.queued: list[Attempt] = []
+        self.running = 0
+        self.finished: list[str] = []  # recent tokens, not to run twice
+        self.pending: list[dict[str, Any]] = []
+        self.sending: list[dict[str, Any]] = []
+        self.stopped: set[str] = set()
+        self.asked: dict[str, list[str]] = {}
+        self.uploads: dict[str, dict[str, Any]] = {}
+        self.last_delivered = time.monotonic()
+        self.stopping = False
+        self.backoff = 0.25
+
+    # --- the paths -----------------------------------------------------------------------
+    def path(self, rest: str = "") -> str:
+        return f"/api/v1/workers/{quote(self.id, safe='')}{rest}"
+
+    def headers(self) -> dict[str, str]:
+        return {SESSION: (self.answer or {}).get("session", "")}
+
+    # --- running -------------------------------------------------------------------------
+    def run(self) -> None:
+        """Until ``stop``; raises FatalRefusal when the scheduler refuses the worker for good."""
+        for target in (self._deliver_loop, self._tick_loop):
+            threading.Thread(target=target, daemon=True).start()
+        while not self.stopping:
+            try:
+                self.register()
+                self.backoff = 0.25
+                self.listen()
+            except FatalRefusal:
+                raise
+            except Exception as error:
+                if self.stopping:
+                    break
+                self.log(f"link to {self.link.origin}: {error}; trying again")
+            if self.stopping:
+                break
+            time.sleep(self.backoff + random.random() * self.backoff * 0.5)
+            self.backoff = min(MAX_BACKOFF, self.backoff * 2)
+
+    def register(self) -> None:
+        with self.lock:
+            running = list(self.attempts)
+            for r in self.sending + self.pending:
+                if r["kind"] in ("succeeded", "failed", "started", "heartbeat") and r["token"] not in running:
+                    running.append(r["token"])
+        body = {
+            "protocol": PROTOCOL,
+            "id": self.id,
+            "host": self.host,
+            "queues": self.queues,
+            "capacity": self.capacity,
+            "version": self.version,
+            "running": running,
+        }
+        status, raw = self.link.request("POST", "/api/v1/workers", json_body=body)
+        doc = _json(raw)
+        if status != 200:
+            detail = doc.get("detail") if isinstance(doc, dict) and isinstance(doc.get("detail"), str) else raw[:500].decode("utf-8", "replace")
+            if status in (400, 401, 403):
+                raise FatalRefusal(f"the scheduler refused this worker (HTTP {status}): {detail}")
+            raise RuntimeError(f"registration answered HTTP {status}: {detail}")
+        if doc.get("protocol") != PROTOCOL:
+            raise FatalRefusal(
+                f"the scheduler speaks worker protocol {doc.get('protocol')}, this worker speaks {PROTOCOL}: "
+                "run a worker of the scheduler's version"
+            )
+        with self.lock:
+            self.answer = doc
+            for t in doc.get("stop", []):
+                self.stopped.add(t)
+                self.uploads.pop(t, None)
+                a = self.attempts.get(t)
+                if a is not None:
+                    a.cancel("the scheduler says the attempt is no longer current", 0)
+            self.pending = [r for r in self.pending if r.get("token") not in self.stopped]
+            self.last_delivered = time.monotonic()
+            self.wake.notify_all()
+        extra = f"; {len(doc.get('adopted', []))} running attempts adopted, {len(doc.get('stop', []))} stopped" if running else ""
+        self.log(
+            f"connected to {self.link.origin} as {doc.get('actor')}: queues {', '.join(self.queues)}, "
+            f"capacity {self.capacity}{extra}"
+        )
+
+    def listen(self) -> None:
+        answer = self.answer or {}
+        closed: list[str] = []
+
+        def on_event(event: str, data: str) -> None:
+            if event == "commands":
+                self.commands(json.loads(data).get("messages", []))
+            elif event == "closed":
+                closed.append(str(json.loads(data).get("reason", "")))
+
+        self.link.stream(self.path("/commands"), self.headers(), on_event, answer.get("silenceMs", 20_000) / 1000)
+        raise RuntimeError(
+            f"the scheduler closed the command stream: {closed[0]}" if closed else "the command stream ended"
+        )
+
+    def commands(self, messages: list[dict[str, Any]]) -> None:
+        for m in messages:
+            kind = m.get("kind")
+            with self.lock:
+                if kind == "run":
+                    token = m["token"]
+                    if self.stopping or token in self.attempts or token in self.finished:
+                        continue
+                    a = Attempt(m, self.id, self.out_dir, self.spares, self.push, self._attempt_done)
+                    self.attempts[token] = a
+                    self.queued.append(a)
+                    self.pump()
+                elif kind == "proceed":
+                    a = self.attempts.get(m["token"])
+                    if a is not None:
+                        a.proceed()
+                elif kind == "cancel":
+                    self.cancel(m["token"], m.get("reason", "cancelled"))
+                elif kind == "query":
+                    tokens = m.get("tokens") or []
+                    known = list(self.attempts) if not tokens else [t for t in tokens if t in self.attempts]
+                    finished = [
+                        r["token"]
+                        for r in self.sending + self.pending
+                        if r["kind"] in ("succeeded", "failed") and (not tokens or r["token"] in tokens)
+                    ]
+                    self.push(
+                        {
+                            "kind": "known",
+                            "requestId": m["requestId"],
+                            "workerId": self.id,
+                            "running": list(dict.fromkeys(known + finished)),
+                        }
+                    )
+                # shutdown: a scheduler's shutdown is not this worker's; it reconnects.
+
+    def cancel(self, token: str, reason: str, grace: float = 2.0) -> None:
+        with self.lock:
+            a = self.attempts.get(token)
+            if a is None:
+                return
+            if a in self.queued:
+                # Never started: reported at once.
+                self.queued.remove(a)
+                a.cancel(reason)
+                threading.Thread(target=a.run, daemon=True).start()
+                self.running += 1
+                return
+        a.cancel(reason, grace)
+
+    def pump(self) -> None:
+        with self.lock:
+            while self.queued and self.running < self.capacity and not self.stopping:
+                a = self.queued.pop(0)
+                self.running += 1
+                threading.Thread(target=a.run, daemon=True).start()
+
+    def _attempt_done(self, a: Attempt) -> None:
+        with self.lock:
+            self.attempts.pop(a.token, None)
+            self.running -= 1
+            self.finished.append(a.token)
+            if len(self.finished) > 10_000:
+                del self.finished[:1000]
+            self.pump()
+            self.wake.notify_all()
+
+    def push(self, report: dict[str, Any]) -> None:
+        with self.lock:
+            if "token" in report and report["token"] in self.stopped:
+                return
+            if report["kind"] == "started" and report.get("outputPath"):
+                self.uploads.setdefault(report["token"], {"path": report["outputPath"], "offset": 0, "stopped": False})
+            self.pending.append(report)
+            if len(self.pending) > MAX_PENDING:
+                self.pending = [r for r in self.pending if r["kind"] != "heartbeat"]
+            self.wake.notify_all()
+
+    # --- delivery ------------------------------------------------------------------------
+    def _deliver_loop(self) -> None:
+        last_pump = time.monotonic()
+        while True:
+            with self.lock:
+                if not self.pending:
+                    self.wake.wait(0.5)
+                answer = self.answer
+                due = answer is not None and (
+                    self.pending
+                    or time.monotonic() - self.last_delivered >= answer.get("keepaliveMs", 5000) / 1000
+                )
+            if time.monotonic() - last_pump >= 1.0:
+                last_pump = time.monotonic()
+                self._pump_uploads()
+            if due:
+                if not self.deliver():
+                    time.sleep(0.5)
+
+    def deliver(self) -> bool:
+        """Posts what is pending (an empty batch as a keepalive). False when it could not."""
+        while True:
+            with self.lock:
+                answer = self.answer
+                if answer is None:
+                    return False
+                batch = self._next_batch(int(answer.get("maxReportBatch", 1000)))
+                self.sending = batch
+            try:
+                for r in batch:
+                    if r["kind"] in ("succeeded", "failed") and r.get("outputFile"):
+                        self._upload(r["token"], r["outputFile"]["bytes"], finish=True)
+                status, raw = self.link.request("POST", self.path("/reports"), json_body={"messages": batch}, headers={SESSION: answer["session"]})
+            except Exception as error:
+                with self.lock:
+                    self.pending[:0] = [r for r in batch if r["kind"] != "heartbeat"]
+                    self.sending = []
+                if not isinstance(error, LinkDown):
+                    self.log(f"could not deliver reports: {error}")
+                return False
+            doc = _json(raw)
+            with self.lock:
+                self.sending = []
+                if status == 409 and str(doc.get("type", "")).endswith(":not_registered"):
+                    # The scheduler does not know the session (it restarted): register again.
+                    self.pending[:0] = batch
+                    if self.answer is answer:
+                        self.answer = None
+                        self.link.abort_stream()
+                        return False
+                    continue
+                self.last_delivered = time.monotonic()
+                for r in batch:
+                    if r["kind"] in ("succeeded", "failed"):
+                        self.uploads.pop(r["token"], None)
+                more = bool(self.pending)
+            if status == 409:
+                for r in doc.get("refused", []):
+                    self.log(f"report refused: {r.get('kind')} {r.get('token')}: {r.get('reason')}")
+            elif status != 200:
+                self.log(f"reports answered HTTP {status}: {doc.get('detail', '')}")
+            if not more:
+                return True
+
+    def _next_batch(self, most: int) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        size = 0
+        while self.pending and len(out) < most:
+            n = len(json.dumps(self.pending[0]))
+            if out and size + n > MAX_BATCH_BYTES:
+                break
+            out.append(self.pending.pop(0))
+            size += n
+        return out
+
+    def _pump_uploads(self) -> None:
+        with self.lock:
+            tokens = list(self.uploads)
+        for t in tokens:
+            try:
+                self._upload(t, None, finish=False)
+            except Exception:
+                pass
+
+    def _upload(self, token: str, up_to: int | None, finish: bool) -> None:
+        with self.lock:
+            u = self.uploads.get(token)
+            answer = self.answer
+        if u is None or answer is None:
+            return
+        most = int(answer.get("maxOutputChunk", 262_144))
+        while not u["stopped"]:
+            if up_to is not None and u["offset"] >= up_to:
+                break
+            try:
+                with open(u["path"], "rb") as f:
+                    f.seek(u["offset"])
+                    chunk = f.read(most if up_to is None else min(most, up_to - u["offset"]))
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            status, raw = self.link.request(
+                "PUT",
+                self.path(f"/attempts/{quote(token, safe='')}/output?offset={u['offset']}"),
+                body=chunk,
+                headers={SESSION: answer["session"], "Content-Type": "application/octet-stream"},
+            )
+            doc = _json(raw)
+            if status in (200, 409) and isinstance(doc.get("bytes"), int):
+                u["offset"] = doc["bytes"]
+            elif status == 413 or (status == 409 and str(doc.get("type", "")).endswith(":not_dispatched")):
+                u["stopped"] = True
+            else:
+                raise RuntimeError(f"output of {token}: HTTP {status}")
+
+    # --- heartbeats and fencing ----------------------------------------------------------
+    def _tick_loop(self) -> None:
+        while True:
+            time.sleep(0.1)
+            with self.lock:
+                attempts = list(self.attempts.values())
+                silent = time.monotonic() - self.last_delivered
+            for a in attempts:
+                if a.heartbeat_due():
+                    self.push(a.base("heartbeat"))
+                # Fenced: no report delivered for two thirds of its lease.
+                if a.idempotent and a.abort is None and a.state in ("waiting", "running") and silent >= a.lease * 2 / 3:
+                    self.log(
+                        f"fenced: no report delivered for {round(silent)} s, two thirds of the lease of "
+                        f"{a.token}: killing it before the scheduler may run it again"
+                    )
+                    a.cancel(f"fenced: no report reached the scheduler for {round(silent)} s", 0)
+
+    # --- stopping ------------------------------------------------------------------------
+    def stop(self, grace: float) -> None:
+        """Running attempts get ``grace`` seconds, their reports go home, then goodbye."""
+        with self.lock:
+            self.stopping = True
+            queued = list(self.queued)
+            self.queued.clear()
+        for a in queued:
+            a.cancel("worker shutdown")
+            with self.lock:
+                self.running += 1
+            threading.Thread(target=a.run, daemon=True).start()
+        end = time.monotonic() + grace
+        while time.monotonic() < end and self.attempts:
+            time.sleep(0.1)
+        for a in list(self.attempts.values()):
+            a.cancel("worker shutdown", 0)
+        end = time.monotonic() + 5
+        while time.monotonic() < end and self.attempts:
+            time.sleep(0.05)
+        for _ in range(20):
+            if not self.pending or self.deliver():
+                break
+            time.sleep(0.25)
+        if self.answer is not None:
+            try:
+                self.link.request("DELETE", self.path(), headers=self.headers(), timeout=5)
+            except LinkDown:
+                pass
+        self.link.abort_stream()
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        doc = json.loads(raw.decode("utf-8")) if raw else {}
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {}

@@ -1,0 +1,105 @@
+"""Functions the Python worker's tests declare as python tasks (test/python/python-worker.test.ts)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+from chronolog.worker import Cancelled, Context
+
+
+def ok(ctx: Context, marker: str, region: str = "eu") -> str:
+    entered = time.time()
+    print(f"hello from ok, region {region}")
+    ctx.log(f"attempt {ctx.attempt} of {ctx.logical_date}")
+    with open(marker, "a", encoding="utf-8") as f:
+        f.write(
+            json.dumps(
+                {
+                    "entered": entered,
+                    "pid": os.getpid(),
+                    "task": ctx.task,
+                    "logical_date": ctx.logical_date,
+                    "data_interval_start": ctx.data_interval_start,
+                    "data_interval_end": ctx.data_interval_end,
+                    "attempt": ctx.attempt,
+                    "token": ctx.token,
+                    "params": dict(ctx.params),
+                    "config": dict(ctx.config),
+                    "args": dict(ctx.args),
+                    "region": region,
+                }
+            )
+            + "\n"
+        )
+    return "done"
+
+
+def boom(ctx: Context) -> None:
+    print("reading the orders file")
+    sys.stderr.write("about to fail\n")
+    _inner()
+
+
+def _inner() -> None:
+    raise ValueError("the orders file is empty")
+
+
+def flaky(ctx: Context, marker: str) -> None:
+    with open(marker, "a", encoding="utf-8") as f:
+        f.write(f"{ctx.attempt}\n")
+    if ctx.attempt == 1:
+        raise RuntimeError("the first attempt fails")
+    print("the second attempt succeeds")
+
+
+def slow(ctx: Context, starts: str, ends: str, seconds: float = 30) -> None:
+    """Appends its pid to ``starts``, sleeps (in a child process too, which shares its group),
+    appends to ``ends``; a cancel appends to ``starts + '.cancelled'``."""
+    child = subprocess.Popen(["sleep", str(seconds + 30)])
+    with open(starts, "a", encoding="utf-8") as f:
+        f.write(f"{os.getpid()} {child.pid} {ctx.attempt}\n")
+    try:
+        time.sleep(seconds)
+    except Cancelled:
+        with open(starts + ".cancelled", "a", encoding="utf-8") as f:
+            f.write(f"{ctx.token} cancelled={ctx.cancelled}\n")
+        raise
+    with open(ends, "a", encoding="utf-8") as f:
+        f.write(f"{ctx.attempt}\n")
+    child.kill()
+
+
+def noop(ctx: Context, marker: str = "") -> None:
+    """The bench's task: says when it was entered, and when the worker received it (epoch
+    milliseconds), in its output."""
+    print(f"entered {time.time() * 1000:.3f} received {(ctx.received or 0) * 1000:.3f}")
+
+
+def fail_after(ctx: Context, wait_for: str) -> None:
+    """Fails once ``wait_for`` exists (a sibling has started)."""
+    while not os.path.exists(wait_for):
+        time.sleep(0.05)
+    raise RuntimeError("a sibling's failure")
+
+
+def locked(ctx: Context, lock: str, starts: str, ends: str, overlaps: str, seconds: float = 10) -> None:
+    """Holds a kernel lock (flock) while it runs: an attempt that finds it held overlaps another."""
+    import fcntl
+
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        with open(overlaps, "a", encoding="utf-8") as f:
+            f.write(f"{ctx.task} {ctx.attempt}\n")
+        raise
+    with open(starts, "a", encoding="utf-8") as f:
+        f.write(f"{ctx.task} {ctx.attempt}\n")
+    time.sleep(seconds)
+    with open(ends, "a", encoding="utf-8") as f:
+        f.write(f"{ctx.task}\n")

@@ -1,0 +1,84 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { completed, freePort, of, readLog, startScheduler, workToken } from "../remote/support.js";
+import { Leftovers, tempDataDir } from "../support/cli.js";
+import { type LinkedNamespace, linkedNamespace, namespacesUnavailable } from "../support/netns.js";
+import { waitUntil } from "../support/wait.js";
+import { declarePython, startPythonWorker } from "./support.js";
+
+const lines = (file: string) =>
+  existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
+const unavailable = namespacesUnavailable();
+
+/**
+ * A Python worker in a network namespace of its own, its link to the scheduler cut for longer
+ * than the lease: it fences itself (kills its idempotent attempts' process groups) before the
+ * scheduler takes their leases for expired and retries them, so no attempt overlaps its retry
+ * (each holds a kernel lock, flock, while it runs); once the link is back, everything finishes,
+ * each task once.
+ */
+describe.skipIf(unavailable !== undefined)("the Python worker: a link cut past the lease", () => {
+  const left = new Leftovers();
+  let net: LinkedNamespace | null = null;
+  let cut = false;
+  afterAll(async () => {
+    if (cut) net?.restore();
+    await left.clear();
+    net?.remove();
+  });
+
+  it("no attempt overlaps its retry, nothing runs twice to its end, everything finishes", async () => {
+    net = linkedNamespace("pywork");
+    const dir = tempDataDir("pyworker-netcut");
+    left.dirs.push(dir, `${dir}-tasks`);
+    const starts = join(dir, "starts");
+    const ends = join(dir, "ends");
+    const overlaps = join(dir, "overlaps");
+    const names = ["n1", "n2", "n3"];
+    declarePython(
+      dir,
+      names.map((name) => ({
+        name,
+        fn: "locked",
+        leaseSeconds: 6,
+        args: { lock: join(dir, `${name}.lock`), starts, ends, overlaps, seconds: 10 },
+      })),
+    );
+    const token = workToken(dir, "pn", ["py"]);
+    const s = await startScheduler(left, dir, await freePort(), net.hostAddress);
+    const w = startPythonWorker(left, s.url, token, ["py"], "pn-1", ["--insecure"], net.exec);
+    await waitUntil("every attempt to start in the namespace", () =>
+      lines(starts).length === names.length ? true : undefined,
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}\nworker:\n${w.output}`);
+    });
+    net.cut();
+    cut = true;
+    await waitUntil(
+      "every lease to expire on the scheduler",
+      async () => {
+        const events = await readLog(dir);
+        return names.every((n) => of(events, n).some((e) => e.type === "AttemptHeartbeatExpired"))
+          ? true
+          : undefined;
+      },
+      60_000,
+      500,
+    );
+    expect(w.output).toContain("fenced:");
+    net.restore();
+    cut = false;
+    const events = await completed(dir, names, 120_000).catch((error: Error) => {
+      throw new Error(`${error.message}\nworker:\n${w.output}`);
+    });
+    expect(lines(overlaps)).toEqual([]);
+    // The first attempts were killed before their end: each task ended once, by its retry.
+    expect(lines(ends).sort()).toEqual(names.map((n) => `p/a/${n}/ALL`));
+    for (const n of names) {
+      const ok = of(events, n).filter((e) => e.type === "AttemptSucceeded");
+      expect(ok).toHaveLength(1);
+      expect((ok[0]?.data as { attempt: number } | undefined)?.attempt).toBeGreaterThan(1);
+    }
+  }, 240_000);
+});
