@@ -202,6 +202,18 @@ class Attempt:
                 f"{self.cmd.get('queue')} with a Node worker (chronolog worker) for them",
                 None,
             )
+        if self.cmd.get("secrets"):
+            # Secrets are resolved and masked by the Node worker only: running without them, or
+            # with their values unmasked in the output, would be worse than not running.
+            self._report_started()
+            names = ", ".join(sorted(self.cmd["secrets"]))
+            message = (
+                f"this Python worker does not resolve secrets (the task declares {names}): "
+                "read them in the function from where they are kept, or run the task on a Node worker"
+            )
+            with open(self.output_path, "ab") as f:
+                f.write(f"{message}\n".encode())
+            return self._failed("exception", message, None)
         spec = {
             "function": op["function"],
             "args": op.get("args") or {},
