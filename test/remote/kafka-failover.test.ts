@@ -150,17 +150,23 @@ it.skipIf(!hasJava && !process.env.CHRONOLOG_KAFKA_BROKERS)(
       const mine = events.filter((e) => e.streamId === streamOf(n));
       expect(mine.filter((e) => e.type === "DispatchIntended")).toHaveLength(1);
       expect(mine.filter((e) => e.type === "AttemptFailed")).toHaveLength(0);
-      const ok = mine.find((e) => e.type === "AttemptSucceeded");
-      expect(ok?.data).toMatchObject({ workerId: "box" });
+      expect(mine.filter((e) => e.type === "AttemptSucceeded")).toHaveLength(1);
+      expect(mine.find((e) => e.type === "AttemptStarted")?.data).toMatchObject({ workerId: "box" });
     }
-    // The dead scheduler's registration is recorded gone by the survivor.
-    const gone = events.filter(
-      (e) =>
-        e.type === "WorkerDisconnected" &&
-        (e.data as { scheduler?: string }).scheduler !== undefined &&
-        String((e.data as { reason: string }).reason).includes("is gone"),
+    // The dead scheduler recorded nothing: the survivor records its registration gone, from the log.
+    const gone = await waitUntil(
+      `${survivor.name} to record the worker's registration with ${victim.name} gone`,
+      async () =>
+        (await readLog(dir)).find(
+          (e) =>
+            e.type === "WorkerDisconnected" &&
+            /^scheduler s\d+\.[0-9a-f]+ is gone$/.test((e.data as { reason: string }).reason) &&
+            actorPid(e) === survivor.proc.pid,
+        ),
+      30_000,
+      500,
     );
-    expect(gone.length).toBeGreaterThan(0);
+    expect(gone.data).toMatchObject({ worker: "box" });
     expect(worker.child.exitCode).toBeNull();
   },
   240_000,

@@ -157,10 +157,11 @@ export class WorkersProjection {
   }
 
   /** Workers connected to several schedulers of a Kafka log: one registration each. */
-  connections(): Array<{ readonly worker: string; readonly scheduler: string }> {
-    const out: Array<{ worker: string; scheduler: string }> = [];
+  connections(): Array<{ readonly worker: string; readonly scheduler: string; readonly since: string }> {
+    const out: Array<{ worker: string; scheduler: string; since: string }> = [];
     for (const [worker, links] of this.links)
-      for (const scheduler of links.keys()) if (scheduler !== "") out.push({ worker, scheduler });
+      for (const [scheduler, w] of links)
+        if (scheduler !== "") out.push({ worker, scheduler, since: w.since });
     return out;
   }
 

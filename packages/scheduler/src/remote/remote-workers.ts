@@ -91,7 +91,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   private flushScheduled: NodeJS.Immediate | undefined;
   private readonly connectedFile: ConnectedFile | undefined;
   private querySeq = 0;
-  /** Registrations of gone schedulers being recorded gone now. */
+  /** Registrations of gone schedulers recorded gone here, or being recorded now. */
   private readonly closing = new Set<string>();
   private closed = false;
 
@@ -120,7 +120,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
    * recorded gone (`scheduler restarted`); it reconnects, announcing what it still runs.
    */
   async settleAtStart(): Promise<number> {
-    const n = await closeLeftConnections(this.o.log, this.connectedFile?.read() ?? []);
+    const n = await closeLeftConnections(this.o.log, this.connectedFile?.read() ?? [], this.o.schedulerId);
     this.writeState();
     return n;
   }
@@ -562,12 +562,17 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     return false;
   }
 
-  /**
-   * Records gone the registrations the log still shows with a scheduler that is no longer
-   * (`isGone`): a scheduler killed records nothing, so another one does it for it.
-   */
-  closeGoneSchedulers(isGone: (schedulerId: string) => boolean): Promise<number> {
-    return closeGoneRegistrations(this.o.log, this.o.projection, this.o.schedulerId, isGone, this.closing);
+  /** Records gone the registrations of schedulers now gone (see closeGoneRegistrations). */
+  closeGoneSchedulers(isGone: (schedulerId: string) => boolean, graceMs: number): Promise<number> {
+    const notBefore = this.now() - graceMs;
+    return closeGoneRegistrations(
+      this.o.log,
+      this.o.projection,
+      this.o.schedulerId,
+      isGone,
+      this.closing,
+      notBefore,
+    );
   }
 
   private emit(report: WorkerReport): void {

@@ -41,9 +41,13 @@ export class ConnectedFile {
 
 /**
  * Records gone (`scheduler restarted`) each of these workers whose stream still says it is
- * connected; returns how many.
+ * connected to an earlier process (not `self`), naming that process; returns how many.
  */
-export async function closeLeftConnections(log: EventLog, ids: readonly string[]): Promise<number> {
+export async function closeLeftConnections(
+  log: EventLog,
+  ids: readonly string[],
+  self: string,
+): Promise<number> {
   let n = 0;
   for (const id of ids) {
     const stream = workerStream(id);
@@ -52,6 +56,8 @@ export async function closeLeftConnections(log: EventLog, ids: readonly string[]
     const [last] = await log.readStream(stream, { fromRevision: rev, maxCount: 1 });
     if (last?.type !== "WorkerConnected") continue;
     const scheduler = (last.data as { scheduler?: string }).scheduler;
+    // Already registered again with this process: that registration is not left over.
+    if (scheduler === self) continue;
     await log.append(
       stream,
       [
@@ -141,7 +147,7 @@ export function staleReport(projection: SchedulerProjection, r: AttemptReport): 
 /**
  * Records gone (on their workers' streams) the registrations the log still shows with a
  * scheduler other than `self` that `isGone` says is gone: a killed scheduler records nothing.
- * `closing` holds those being recorded now. Returns how many it recorded.
+ * `closing` holds those recorded or being recorded (by this process). Returns how many it recorded.
  */
 export async function closeGoneRegistrations(
   log: EventLog,
@@ -149,11 +155,14 @@ export async function closeGoneRegistrations(
   self: string,
   isGone: (schedulerId: string) => boolean,
   closing: Set<string>,
+  notBefore: number,
 ): Promise<number> {
   let n = 0;
-  for (const { worker, scheduler } of projection.workers.connections()) {
+  for (const { worker, scheduler, since } of projection.workers.connections()) {
     const key = `${worker} ${scheduler}`;
-    if (scheduler === self || !isGone(scheduler) || closing.has(key)) continue;
+    // A registration newer than `notBefore` may be of a scheduler the member list has not shown yet.
+    if (scheduler === self || Date.parse(since) > notBefore || !isGone(scheduler) || closing.has(key))
+      continue;
     closing.add(key);
     try {
       await log.append(
@@ -167,8 +176,10 @@ export async function closeGoneRegistrations(
         { expectedRevision: "any" },
       );
       n += 1;
-    } finally {
+    } catch (error) {
+      // Tried again at the next call; recorded ones stay in `closing` (a gone scheduler's id never returns).
       closing.delete(key);
+      throw error;
     }
   }
   return n;

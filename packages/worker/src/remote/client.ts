@@ -52,8 +52,6 @@ export class RemoteWorker implements LinkHub {
   private readonly links: SchedulerLink[];
   /** token -> the link that reports it. */
   private readonly owner = new Map<string, SchedulerLink>();
-  /** token -> a link whose scheduler asked about it while another held it (it takes it if that one breaks). */
-  private readonly claimed = new Map<string, SchedulerLink>();
   private timers: NodeJS.Timeout[] = [];
   stopping = false;
 
@@ -146,9 +144,7 @@ export class RemoteWorker implements LinkHub {
   }
 
   delivered(token: string, link: SchedulerLink): void {
-    if (this.owner.get(token) !== link) return;
-    this.owner.delete(token);
-    this.claimed.delete(token);
+    if (this.owner.get(token) === link) this.owner.delete(token);
   }
 
   commands(link: SchedulerLink, messages: readonly WorkerCommand[]): void {
@@ -174,14 +170,6 @@ export class RemoteWorker implements LinkHub {
     }
   }
 
-  /** A link broke: attempts another link's scheduler asked about go over to it. */
-  down(link: SchedulerLink): void {
-    for (const [token, to] of [...this.claimed]) {
-      if (this.owner.get(token) !== link || !to.connected) continue;
-      this.move(token, link, to);
-    }
-  }
-
   /** The runtime's reports, each to the link that answers for its attempt. */
   private collect(batch: Batch<WorkerReport>): void {
     for (const r of batch.messages) {
@@ -198,9 +186,10 @@ export class RemoteWorker implements LinkHub {
 
   /**
    * The answer to a scheduler's question: the asked attempts this worker runs, or finished and
-   * has not reported yet. One another link holds goes over to the asking link when that link is
-   * broken (its scheduler died, or the shard moved): the asking scheduler owns the attempt's
-   * shard now and adopts it, its token being current in the log.
+   * has not reported yet. One another link holds goes over to the asking link: a scheduler asks
+   * only about attempts of the shards it owns (the one that gave it died, was cut off, or the
+   * shard moved), and adopts it, its token being current in the log; its reports go there from
+   * now on, so that the owner of its shard applies them.
    */
   private known(r: Extract<WorkerReport, { kind: "known" }>): void {
     const colon = r.requestId.indexOf(":");
@@ -218,16 +207,13 @@ export class RemoteWorker implements LinkHub {
     const running = [...new Set([...r.running, ...finished])];
     for (const t of running) {
       const holder = this.owner.get(t);
-      if (!holder || holder === link) continue;
-      if (holder.connected) this.claimed.set(t, link);
-      else this.move(t, holder, link);
+      if (holder && holder !== link) this.move(t, holder, link);
     }
     link.push({ ...r, requestId, running });
   }
 
   private move(token: string, from: SchedulerLink, to: SchedulerLink): void {
     this.owner.set(token, to);
-    this.claimed.delete(token);
     to.adopt(token, from.release(token));
     this.log(`attempt ${token} goes over from ${from.origin} to ${to.origin}, which adopted it`);
   }

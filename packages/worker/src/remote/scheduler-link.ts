@@ -44,8 +44,6 @@ export interface LinkHub {
   delivered(token: string, link: SchedulerLink): void;
   /** Commands read from the link's stream. */
   commands(link: SchedulerLink, messages: readonly WorkerCommand[]): void;
-  /** The link's registration broke (it tries again). */
-  down(link: SchedulerLink): void;
 }
 
 /** Longest wait between two attempts to reconnect. */
@@ -64,8 +62,6 @@ const MAX_BATCH_BYTES = 512 * 1024;
  */
 export class SchedulerLink {
   answer: RegisterAnswer | undefined;
-  /** Registered, and its command stream not yet broken. */
-  connected = false;
   readonly held = new Map<string, Held>();
   /** Reports not yet delivered, in order. */
   pending: WorkerReport[] = [];
@@ -108,10 +104,8 @@ export class SchedulerLink {
         this.backoffMs = 250;
         await this.listen();
       } catch (error) {
-        this.connected = false;
         if (error instanceof FatalRefusal) throw error;
         if (this.hub.stopping) break;
-        this.hub.down(this);
         this.hub.log(`link to ${this.origin}: ${(error as Error).message}; trying again`);
       }
       if (this.hub.stopping) break;
@@ -171,7 +165,6 @@ export class SchedulerLink {
     }
     this.pending = this.pending.filter((r) => !("token" in r) || !stop.has(r.token));
     this.lastDelivered = this.hub.now();
-    this.connected = true;
     this.hub.log(
       `connected to ${this.origin} as ${answer.actor}: queues ${this.hub.queues.join(", ")}, capacity ${this.capacity}${running.length > 0 ? `; ${answer.adopted.length} running attempts adopted, ${answer.stop.length} stopped` : ""}`,
     );

@@ -404,14 +404,17 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   const closeGone = () => {
     if (!membership) return;
     remote
-      .closeGoneSchedulers((id) => !membership.isAlive(id))
+      .closeGoneSchedulers((id) => !membership.isAlive(id), membership.sessionTimeoutMs + 5000)
       .then((n) => {
         if (n > 0) logger.info({ registrations: n }, "recorded the remote workers of a gone scheduler gone");
       })
       .catch((error) => logger.error({ err: error }, "could not record a gone scheduler's workers gone"));
   };
+  // The group's member list follows its assignments: looked at again every few seconds.
   membership?.onChange(closeGone);
   closeGone();
+  const goneTimer = membership ? setInterval(closeGone, 2000) : undefined;
+  goneTimer?.unref();
   reconciler.start();
   alerts.start();
   let stopping = false;
@@ -436,6 +439,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
         `waiting for ${counted(running, "running attempt")} (up to ${graceMs / 1000} s; Ctrl-C again to stop now)\n`,
       );
     clearInterval(timer);
+    clearInterval(goneTimer);
     // Remote workers keep what they run, and reconnect to the next process, which adopts it.
     await remote.close("scheduler shutting down");
     await api?.close();
