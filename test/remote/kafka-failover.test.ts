@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import {
@@ -19,8 +19,9 @@ import { completed, declareTasks, freePort, readLog, startWorker, streamOf, work
  * loopback port; one remote worker is connected to both. Tasks that are not idempotent run on
  * it, each writing its effect under a kernel lock (flock) that detects an overlap. The
  * scheduler that gave most of the running attempts is SIGKILLed: the other takes its shards,
- * asks the worker about the attempts it finds running there, adopts them (their tokens are
- * current in the log), and applies their reports. Every task finishes, none runs twice.
+ * asks the worker about the attempts it finds running there (or finished, their reports
+ * waiting), adopts them (their tokens are current in the log), and applies their reports.
+ * Every task finishes, none runs twice.
  */
 const TASKS = 8;
 const hasJava = (() => {
@@ -93,19 +94,22 @@ it.skipIf(!hasJava && !process.env.CHRONOLOG_KAFKA_BROKERS)(
     );
 
     // Each task holds its own kernel lock while it runs (an overlap writes OVERLAP), then
-    // appends its effect: one line per run.
+    // appends its effect: one line per run. Half of them end as soon as the scheduler is killed
+    // (their reports wait for a new owner to adopt them), half run on well past the takeover.
+    const killed = join(dir, "killed");
     const names = Array.from({ length: TASKS }, (_, i) => `k${i}`);
     declareTasks(
       join(dir, "a"),
-      names.map((name) => {
+      names.map((name, i) => {
         const lock = join(dir, "locks", name);
         const effect = join(dir, "effects", name);
+        const work = i % 2 === 0 ? `while [ ! -e ${killed} ]; do sleep 0.1; done` : "sleep 12";
         return {
           name,
           queue: "q",
           idempotent: false,
           leaseSeconds: 30,
-          command: `exec 9>${lock}; flock -n 9 || echo OVERLAP >> ${effect}; echo start >> ${effect}.started; sleep 12; echo ran >> ${effect}`,
+          command: `exec 9>${lock}; flock -n 9 || echo OVERLAP >> ${effect}; echo start >> ${effect}.started; ${work}; echo ran >> ${effect}`,
         };
       }),
     );
@@ -126,6 +130,7 @@ it.skipIf(!hasJava && !process.env.CHRONOLOG_KAFKA_BROKERS)(
     const killedAt = Date.now();
     victim.proc.kill("SIGKILL");
     await victim.exited;
+    writeFileSync(killed, "");
     await waitForShards(survivor, 12, killedAt, 60_000);
 
     const events = await completed(dir, names, 90_000);

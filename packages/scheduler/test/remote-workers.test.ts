@@ -186,4 +186,20 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
     };
     expect(await workers.receive(conn, [heartbeat])).toEqual({ accepted: 1, refused: [] });
   });
+
+  it("given a question that timed out, when the worker's answer comes late, then what it knows is adopted all the same", async () => {
+    const projection = new SchedulerProjection();
+    const inst = {
+      stream: "instance-p/a/t/ALL@y",
+      attempts: [{ token: "y", attempt: 1, status: "running" }],
+    };
+    (projection.instances as Map<string, unknown>).set(inst.stream, inst);
+    workers = new RemoteWorkers(options({ projection }));
+    const a = await workers.register(register("a", ["gpu"]), { tokenName: "t", queues: null });
+    const conn = workers.connection("a", a.session);
+    workers.attach(conn, sink());
+    expect(await workers.query(["y"], 1)).toEqual(new Map());
+    await workers.receive(conn, [{ kind: "known", requestId: "r1", workerId: "a", running: ["y"] }]);
+    expect(workers.holds("y")).toBe(true);
+  });
 });

@@ -234,6 +234,8 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     const freed = new Set<string>();
     for (const r of messages) {
       if (r.kind === "known") {
+        // Adopted even when the question timed out: the worker sends their reports here now.
+        this.adopt(conn, r.running);
         this.answer(conn, r.requestId, r.running);
         accepted += 1;
         continue;
@@ -529,7 +531,6 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   private answer(conn: RemoteConnection, requestId: string, running: readonly string[]): void {
     const q = this.queries.get(requestId);
     if (!q) return;
-    this.adopt(conn, running);
     for (const t of running) q.found.set(t, conn.id);
     q.waiting.delete(conn.id);
     if (q.waiting.size === 0) q.finish();

@@ -205,11 +205,12 @@ export class RemoteWorker implements LinkHub {
         : [],
     );
     const running = [...new Set([...r.running, ...finished])];
+    // The answer first: the scheduler adopts the attempts it names before their reports arrive.
+    link.push({ ...r, requestId, running });
     for (const t of running) {
       const holder = this.owner.get(t);
       if (holder && holder !== link) this.move(t, holder, link);
     }
-    link.push({ ...r, requestId, running });
   }
 
   private move(token: string, from: SchedulerLink, to: SchedulerLink): void {
