@@ -46,8 +46,14 @@ function connected(
   };
 }
 
-function disconnected(worker: string, reason: string): DomainEvent {
-  return { type: "WorkerDisconnected", data: { worker, reason } };
+function disconnected(worker: string, reason: string, scheduler?: string): DomainEvent {
+  return { type: "WorkerDisconnected", data: { worker, reason, ...(scheduler ? { scheduler } : {}) } };
+}
+
+/** The worker registered with scheduler `scheduler` (one of several on a Kafka log), with its share. */
+function connectedTo(worker: string, scheduler: string, capacity: number): DomainEvent {
+  const e = connected(worker, ["gpu"], capacity);
+  return { ...e, data: { ...e.data, scheduler } };
 }
 
 const onWorker = (worker: string, ...events: DomainEvent[]): Given[] => on(workerStream(worker), ...events);
@@ -212,6 +218,55 @@ describe("the workers projection: who is connected, and what each runs", () => {
     expect(gone.length).toBe(RECENT_DISCONNECTED_WORKERS);
     expect(gone[0]?.id).toBe(`w${RECENT_DISCONNECTED_WORKERS}`);
     expect(gone.some((w) => w.id === "w0")).toBe(false);
+  });
+
+  it("given a worker registered with two schedulers, then it is listed once with both and the sum of its shares", () => {
+    const p = projectionOf([
+      ...at(T0, onWorker("gpu-1", connectedTo("gpu-1", "sa", 4))),
+      ...at(T1, onWorker("gpu-1", connectedTo("gpu-1", "sb", 4))),
+    ]);
+    expect(p.workers.connected()).toMatchObject([
+      { id: "gpu-1", capacity: 8, scheduler: "sa, sb", since: T1 },
+    ]);
+    expect(p.workers.load("gpu")).toEqual({ connected: 1, busy: 0, slots: 8 });
+    expect(p.workers.connections()).toEqual([
+      { worker: "gpu-1", scheduler: "sa", since: T0 },
+      { worker: "gpu-1", scheduler: "sb", since: T1 },
+    ]);
+  });
+
+  it("given it leaves one of its two schedulers, then it stays connected to the other; leaving both, it is gone", () => {
+    const one = projectionOf([
+      ...at(T0, onWorker("gpu-1", connectedTo("gpu-1", "sa", 4), connectedTo("gpu-1", "sb", 4))),
+      ...at(T1, onWorker("gpu-1", disconnected("gpu-1", "scheduler sa is gone", "sa"))),
+    ]);
+    expect(one.workers.connected()).toMatchObject([{ id: "gpu-1", capacity: 4, scheduler: "sb" }]);
+    expect(one.workers.disconnected()).toEqual([]);
+    const both = projectionOf([
+      ...at(T0, onWorker("gpu-1", connectedTo("gpu-1", "sa", 4), connectedTo("gpu-1", "sb", 4))),
+      ...at(T1, onWorker("gpu-1", disconnected("gpu-1", "gone", "sa"), disconnected("gpu-1", "bye", "sb"))),
+    ]);
+    expect(both.workers.connected()).toEqual([]);
+    expect(both.workers.disconnected()).toMatchObject([{ id: "gpu-1", reason: "bye" }]);
+  });
+
+  it("given a disconnection naming no scheduler, then it is gone from all of them", () => {
+    const p = projectionOf([
+      ...at(T0, onWorker("gpu-1", connectedTo("gpu-1", "sa", 4), connectedTo("gpu-1", "sb", 4))),
+      ...at(T1, onWorker("gpu-1", disconnected("gpu-1", "token revoked"))),
+    ]);
+    expect(p.workers.connected()).toEqual([]);
+  });
+
+  it("given a snapshot of a worker on two schedulers, then the restored one keeps both registrations", () => {
+    const history = onWorker("gpu-1", connectedTo("gpu-1", "sa", 4), connectedTo("gpu-1", "sb", 4));
+    const before = new SchedulerProjection();
+    for (const e of recorded(history)) before.apply(e);
+    const restored = SchedulerProjection.fromSnapshot(JSON.parse(JSON.stringify(before.toSnapshot())));
+    expect(restored.workers.connected()).toEqual(before.workers.connected());
+    const [gone] = recorded([...history, ...onWorker("gpu-1", disconnected("gpu-1", "gone", "sa"))]).slice(2);
+    if (gone) restored.apply(gone);
+    expect(restored.workers.connected()).toMatchObject([{ capacity: 4, scheduler: "sb" }]);
   });
 
   it("given a snapshot taken mid-attempt, then the restored projection folds on to the same state", () => {

@@ -1,4 +1,4 @@
-import { currentAttempt } from "@chronolog/core";
+import { currentAttempt, SchedulerProjection } from "@chronolog/core";
 import { Reconciler } from "@chronolog/scheduler";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Harness, harness, key, LATEST, stream, until } from "./harness.js";
@@ -369,5 +369,54 @@ describe("a reconciler and its dispatcher", () => {
     expect(listeners.size).toBe(1);
     r.stop();
     expect(listeners.size).toBe(0);
+  });
+});
+
+describe("reconcile: an attempt on a remote worker that no connection here holds", () => {
+  it("asks the connected workers about it at every pass, within its lease; one held here is not asked about", async () => {
+    h = await harness([
+      { name: "orphan", idempotent: false },
+      { name: "held", idempotent: false },
+    ]);
+    const until = new Date(Date.now() + 60_000).toISOString();
+    for (const name of ["orphan", "held"])
+      await h.log.append(
+        stream(name),
+        [
+          intent(name, 1, `token-${name}`, false),
+          {
+            type: "AttemptStarted",
+            data: { attempt: 1, token: `token-${name}`, workerId: "box", leaseExpiresAt: until },
+          },
+        ],
+        { expectedRevision: "no_stream" },
+      );
+    const projection = new SchedulerProjection();
+    for (const e of await h.log.readAll()) projection.apply(e);
+    const asked: string[][] = [];
+    const dispatcher = {
+      dispatch() {},
+      onReport: () => () => {},
+      query: async (tokens: readonly string[]) => {
+        asked.push([...tokens]);
+        return new Map<string, string>();
+      },
+      cancel() {},
+      proceed() {},
+    };
+    const r = new Reconciler({
+      log: h.log,
+      projection,
+      dispatcher,
+      actor: "reconciler:test",
+      isRemoteWorker: (id) => id === "box",
+      unheldRemote: (token) => token !== "token-held",
+    });
+    const first = await r.pass();
+    await r.pass();
+    expect(asked).toEqual([["token-orphan"], ["token-orphan"]]);
+    // Within its lease nothing is written: the worker that knows it adopts it, or its lease runs out.
+    expect(first.written).toBe(0);
+    r.stop();
   });
 });

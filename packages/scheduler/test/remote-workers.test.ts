@@ -128,12 +128,78 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
   it("given workers left connected by a killed process, when the next starts, then they are recorded gone", async () => {
     const first = new RemoteWorkers(options());
     await first.register(register("a", ["gpu"]), { tokenName: "t", queues: null });
-    // (The process dies: nothing closes it.)
-    workers = new RemoteWorkers(options());
+    // (The process dies: nothing closes it.) The next process is another scheduler id.
+    workers = new RemoteWorkers(options({ schedulerId: "s2" }));
     expect(await workers.settleAtStart()).toBe(1);
     const events = await log.readAll();
     expect(events.map((e) => e.type)).toEqual(["WorkerConnected", "WorkerDisconnected"]);
-    expect((events[1]?.data as { reason: string } | undefined)?.reason).toBe("scheduler restarted");
+    expect(events[1]?.data).toEqual({ worker: "a", reason: "scheduler restarted", scheduler: "s1" });
     expect(await workers.settleAtStart()).toBe(0);
+  });
+
+  it("given a worker already registered again with this process, when it settles, then that registration stays", async () => {
+    const first = new RemoteWorkers(options());
+    await first.register(register("a", ["gpu"]), { tokenName: "t", queues: null });
+    workers = new RemoteWorkers(options({ schedulerId: "s2" }));
+    await workers.register(register("a", ["gpu"]), { tokenName: "t", queues: null });
+    expect(await workers.settleAtStart()).toBe(0);
+    expect((await log.readAll()).map((e) => e.type)).toEqual(["WorkerConnected", "WorkerConnected"]);
+  });
+
+  it("given an attempt current in the log that no connection holds, when a worker says it knows it, then it is adopted", async () => {
+    const projection = new SchedulerProjection();
+    // The attempt another scheduler gave, running (as the log says).
+    const inst = {
+      stream: "instance-p/a/t/ALL@x",
+      attempts: [{ token: "x", attempt: 1, status: "running" }],
+    };
+    (projection.instances as Map<string, unknown>).set(inst.stream, inst);
+    workers = new RemoteWorkers(options({ projection }));
+    const a = await workers.register(register("a", ["gpu"]), { tokenName: "t", queues: null });
+    const conn = workers.connection("a", a.session);
+    const s = sink();
+    workers.attach(conn, s);
+    expect(workers.holds("x")).toBe(false);
+    const asked = workers.query(["x", "gone"], 5000);
+    await tick();
+    const query = s.batches.flatMap((b) => b.messages).find((m) => m.kind === "query");
+    expect(query).toMatchObject({ tokens: ["x", "gone"] });
+    const requestId = (query as { requestId: string }).requestId;
+    await workers.receive(conn, [{ kind: "known", requestId, workerId: "a", running: ["x", "gone"] }]);
+    expect(await asked).toEqual(
+      new Map([
+        ["x", "a"],
+        ["gone", "a"],
+      ]),
+    );
+    // Adopted: it holds x (current), not "gone" (no such attempt is current).
+    expect(workers.holds("x")).toBe(true);
+    expect(workers.holds("gone")).toBe(false);
+    expect(workers.room("gpu")).toMatchObject({ busy: 1 });
+    const heartbeat = {
+      kind: "heartbeat" as const,
+      token: "x",
+      attempt: 1,
+      instanceStream: inst.stream,
+      workerId: "a",
+      at: new Date().toISOString(),
+    };
+    expect(await workers.receive(conn, [heartbeat])).toEqual({ accepted: 1, refused: [] });
+  });
+
+  it("given a question that timed out, when the worker's answer comes late, then what it knows is adopted all the same", async () => {
+    const projection = new SchedulerProjection();
+    const inst = {
+      stream: "instance-p/a/t/ALL@y",
+      attempts: [{ token: "y", attempt: 1, status: "running" }],
+    };
+    (projection.instances as Map<string, unknown>).set(inst.stream, inst);
+    workers = new RemoteWorkers(options({ projection }));
+    const a = await workers.register(register("a", ["gpu"]), { tokenName: "t", queues: null });
+    const conn = workers.connection("a", a.session);
+    workers.attach(conn, sink());
+    expect(await workers.query(["y"], 1)).toEqual(new Map());
+    await workers.receive(conn, [{ kind: "known", requestId: "r1", workerId: "a", running: ["y"] }]);
+    expect(workers.holds("y")).toBe(true);
   });
 });

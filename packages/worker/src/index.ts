@@ -26,7 +26,7 @@ export { AttemptAbort, type OperatorContext, type OperatorOutcome } from "./oper
 export { cutMarker, DEFAULT_OUTPUT_MAX_BYTES, OutputFile, outputPathFor } from "./output-file.js";
 export { WorkerPool, type WorkerPoolOptions, type WorkerStats } from "./pool.js";
 export * from "./protocol.js";
-export { FatalRefusal, RemoteWorker, type RemoteWorkerOptions } from "./remote/client.js";
+export { capacityShares, FatalRefusal, RemoteWorker, type RemoteWorkerOptions } from "./remote/client.js";
 export { checkSchedulerUrl, isLoopbackHost, Link, LinkDown, type LinkOptions } from "./remote/link.js";
 export * from "./remote-protocol.js";
 export { WorkerRuntime, type WorkerRuntimeOptions } from "./runtime.js";

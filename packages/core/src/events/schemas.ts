@@ -460,7 +460,14 @@ export const WorkerConnected = z
  * (its buffer filled) or its heartbeats stopped. Its attempts are handled as a lost worker's
  * (the reconcile loop), unless it reconnects and announces them first.
  */
-export const WorkerDisconnected = z.object({ worker: workerId, reason: reason }).strict();
+export const WorkerDisconnected = z
+  .object({
+    worker: workerId,
+    reason: reason,
+    /** The scheduler it is gone from (a worker may be connected to several sharing a Kafka log); absent: from all. */
+    scheduler: z.string().min(1).max(255).optional(),
+  })
+  .strict();
 /**
  * A worker's report the scheduler refused and did not apply: its token was never dispatched to
  * that worker, or its attempt is no longer current (a forged, replayed or misdirected report).

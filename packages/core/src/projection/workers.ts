@@ -74,6 +74,8 @@ interface Recorded {
  */
 export class WorkersProjection {
   private readonly live = new Map<string, WorkerRecord>();
+  /** connected worker id -> its registration with each scheduler it is connected to (by scheduler id). */
+  private readonly links = new Map<string, Map<string, WorkerRecord>>();
   /** connected worker id -> when the log last heard of it. */
   private readonly heard = new Map<string, string>();
   /** worker id -> tokens of the attempts started on it and not ended. */
@@ -89,8 +91,13 @@ export class WorkersProjection {
   applyWorker(e: DomainEvent & Recorded): void {
     if (e.type === "WorkerConnected") {
       const d = e.data;
-      this.forget(d.worker);
-      this.live.set(d.worker, {
+      let links = this.links.get(d.worker);
+      if (!links || links.size === 0) {
+        links = new Map();
+        this.links.set(d.worker, links);
+        this.forget(d.worker);
+      }
+      links.set(d.scheduler ?? "", {
         id: d.worker,
         host: d.host,
         queues: [...d.queues],
@@ -100,6 +107,7 @@ export class WorkersProjection {
         ...(d.token !== undefined ? { token: d.token } : {}),
         since: e.metadata.recordedAt,
       });
+      this.merge(d.worker);
       this.heard.set(d.worker, e.metadata.recordedAt);
       const running = this.runs.get(d.worker) ?? new Set<string>();
       this.runs.set(d.worker, running);
@@ -114,6 +122,15 @@ export class WorkersProjection {
     } else if (e.type === "WorkerDisconnected") {
       const w = this.live.get(e.data.worker);
       if (!w) return;
+      // Gone from one scheduler (the one named), or from all when none is named.
+      const links = this.links.get(e.data.worker);
+      if (e.data.scheduler !== undefined) links?.delete(e.data.scheduler);
+      else links?.clear();
+      if (links && links.size > 0) {
+        this.merge(e.data.worker);
+        return;
+      }
+      this.links.delete(e.data.worker);
       this.live.delete(e.data.worker);
       this.heard.delete(e.data.worker);
       // Its attempts stay its own until they end (a lost worker's), then it holds nothing here.
@@ -121,6 +138,31 @@ export class WorkersProjection {
       this.gone.push({ ...w, until: e.metadata.recordedAt, reason: e.data.reason });
       if (this.gone.length > RECENT_DISCONNECTED_WORKERS) this.gone.splice(0, 1);
     }
+  }
+
+  /**
+   * The worker as the log shows it now: its latest registration, with the capacity of all its
+   * registrations (one per scheduler it is connected to, each with its share) and their schedulers.
+   */
+  private merge(worker: string): void {
+    const links = [...(this.links.get(worker)?.values() ?? [])];
+    const latest = links.reduce((a, b) => (b.since >= a.since ? b : a));
+    const schedulers = links.flatMap((l) => (l.scheduler !== undefined ? [l.scheduler] : []));
+    const { scheduler: _one, ...rest } = latest;
+    this.live.set(worker, {
+      ...rest,
+      capacity: links.reduce((n, l) => n + l.capacity, 0),
+      ...(schedulers.length > 0 ? { scheduler: schedulers.join(", ") } : {}),
+    });
+  }
+
+  /** Workers connected to several schedulers of a Kafka log: one registration each. */
+  connections(): Array<{ readonly worker: string; readonly scheduler: string; readonly since: string }> {
+    const out: Array<{ worker: string; scheduler: string; since: string }> = [];
+    for (const [worker, links] of this.links)
+      for (const [scheduler, w] of links)
+        if (scheduler !== "") out.push({ worker, scheduler, since: w.since });
+    return out;
   }
 
   /**
@@ -261,7 +303,9 @@ export class WorkersProjection {
 
   toSnapshot(): WorkersSnapshot {
     return {
-      connected: [...this.live.values()].map((w) => ({ ...w, lastHeard: this.heard.get(w.id) ?? w.since })),
+      connected: [...this.links.values()].flatMap((links) =>
+        [...links.values()].map((w) => ({ ...w, lastHeard: this.heard.get(w.id) ?? w.since })),
+      ),
       disconnected: [...this.gone],
       attempts: [...this.attempts.values()],
     };
@@ -271,7 +315,10 @@ export class WorkersProjection {
     const p = new WorkersProjection();
     if (!s) return p;
     for (const { lastHeard, ...w } of s.connected) {
-      p.live.set(w.id, w);
+      const links = p.links.get(w.id) ?? new Map<string, WorkerRecord>();
+      p.links.set(w.id, links);
+      links.set(w.scheduler ?? "", w);
+      p.merge(w.id);
       p.heard.set(w.id, lastHeard ?? w.since);
       p.runs.set(w.id, new Set());
     }

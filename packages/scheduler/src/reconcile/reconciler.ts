@@ -44,6 +44,17 @@ export interface ReconcilerOptions {
    * scheduler is that scheduler's to watch.
    */
   readonly isOwnWorker?: (workerId: string) => boolean;
+  /**
+   * Whether an attempt runs on a worker no scheduler process forked (a remote worker): the
+   * scheduler that owns its shard watches it, whoever gave it.
+   */
+  readonly isRemoteWorker?: (workerId: string) => boolean;
+  /**
+   * Whether a running attempt on a remote worker is held by none of the workers connected here
+   * (it was given by a scheduler that died, or before a restart): the loop asks the connected
+   * workers about it every pass, and the one that knows it is given it (adopted).
+   */
+  readonly unheldRemote?: (token: string) => boolean;
   /** Grace for an intent this process did not dispatch (another scheduler's). Default: confirmGraceMs. */
   readonly foreignIntentGraceMs?: number;
 }
@@ -235,6 +246,7 @@ export class Reconciler {
     const expired: InstanceState[] = [];
     const stuck: Array<{ inst: InstanceState; events: DomainEvent[] }> = [];
     const runningTokens = new Set<string>();
+    const unheld: string[] = [];
     for (const inst of projection.instances.values()) {
       if (!this.looksAfter(inst)) continue;
       const taskId = formatTaskKey(inst.key);
@@ -254,6 +266,8 @@ export class Reconciler {
       else if (this.watchedElsewhere(a.workerId)) continue;
       else if (a.status === "running") {
         runningTokens.add(a.token);
+        if (a.workerId && this.o.isRemoteWorker?.(a.workerId) && this.o.unheldRemote?.(a.token))
+          unheld.push(a.token);
         if (this.leases.deadline(a.token, now, inst.leaseSeconds) < now) expired.push(inst);
       } else if (a.status === "lease_expired") expired.push(inst);
     }
@@ -294,7 +308,12 @@ export class Reconciler {
     }
     const lostSet = new Set(lost);
     const checkLease = expired.filter((i) => !lostSet.has(i));
-    const asked = [...unconfirmed, ...checkLease, ...lost].map((i) => currentAttempt(i)?.token as string);
+    const asked = [
+      ...new Set([
+        ...[...unconfirmed, ...checkLease, ...lost].map((i) => currentAttempt(i)?.token as string),
+        ...unheld,
+      ]),
+    ];
     const known = asked.length > 0 ? await this.o.dispatcher.query(asked) : new Map<string, string>();
     for (const inst of [...unconfirmed, ...checkLease]) {
       const token = currentAttempt(inst)?.token;
@@ -371,6 +390,8 @@ export class Reconciler {
   /** An attempt on a live worker of another scheduler: its supervisor and reconciler watch it. */
   private watchedElsewhere(workerId: string | null | undefined): boolean {
     if (!workerId || !this.o.isOwnWorker || this.o.isOwnWorker(workerId)) return false;
+    // A remote worker's attempts are watched by the scheduler owning their shard: this one.
+    if (this.o.isRemoteWorker?.(workerId)) return false;
     return !this.o.isWorkerGone?.(workerId);
   }
 

@@ -1,11 +1,5 @@
 import { randomBytes } from "node:crypto";
-import {
-  currentAttempt,
-  EventSchemas,
-  type QueueRoom,
-  type SchedulerProjection,
-  workerStream,
-} from "@chronolog/core";
+import { EventSchemas, type QueueRoom, type SchedulerProjection, workerStream } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import {
   type AttemptReport,
@@ -25,14 +19,17 @@ import type { Dispatcher } from "../dispatcher.js";
 import type { SchedulerLogger } from "../scheduler-types.js";
 import type { CommandSink, RemoteConnection } from "./connection.js";
 import { OutputSink } from "./output-sink.js";
-import { isLocalWorkerId, RemoteRefusal } from "./refusal.js";
+import { checkRegistration, RemoteRefusal } from "./refusal.js";
 import {
   ConnectedFile,
   cancelled,
+  closeGoneRegistrations,
   closeLeftConnections,
   currentTokens,
+  pruneEnded,
   recordRefused,
-  WORKER_ID,
+  settleReport,
+  staleReport,
 } from "./worker-records.js";
 
 export interface RemoteWorkersOptions {
@@ -52,8 +49,6 @@ export interface RemoteWorkersOptions {
   readonly keepaliveMs?: number;
   /** How long `query` waits for the workers (default 2000 ms). */
   readonly queryTimeoutMs?: number;
-  /** Why this scheduler takes no remote worker, if it takes none (every registration is refused, 503). */
-  readonly refuse?: string;
   readonly now?: () => number;
 }
 
@@ -96,6 +91,8 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   private flushScheduled: NodeJS.Immediate | undefined;
   private readonly connectedFile: ConnectedFile | undefined;
   private querySeq = 0;
+  /** Registrations of gone schedulers recorded gone here, or being recorded now. */
+  private readonly closing = new Set<string>();
   private closed = false;
 
   constructor(private readonly o: RemoteWorkersOptions) {
@@ -123,7 +120,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
    * recorded gone (`scheduler restarted`); it reconnects, announcing what it still runs.
    */
   async settleAtStart(): Promise<number> {
-    const n = await closeLeftConnections(this.o.log, this.connectedFile?.read() ?? []);
+    const n = await closeLeftConnections(this.o.log, this.connectedFile?.read() ?? [], this.o.schedulerId);
     this.writeState();
     return n;
   }
@@ -132,31 +129,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
 
   async register(req: RegisterRequest, caller: WorkerCaller): Promise<RegisterAnswer> {
     if (this.closed) throw new RemoteRefusal(503, "unavailable", "this scheduler is shutting down");
-    if (this.o.refuse) throw new RemoteRefusal(503, "unavailable", this.o.refuse);
-    if (req.protocol !== REMOTE_PROTOCOL_VERSION)
-      throw new RemoteRefusal(
-        400,
-        "protocol_version",
-        `this scheduler speaks worker protocol ${REMOTE_PROTOCOL_VERSION}, the worker speaks ${req.protocol}: run a worker of the scheduler's version`,
-        { protocol: REMOTE_PROTOCOL_VERSION },
-      );
-    if (!WORKER_ID.test(req.id) || isLocalWorkerId(req.id))
-      throw new RemoteRefusal(
-        400,
-        "validation",
-        `worker id ${JSON.stringify(req.id.slice(0, 140))} is not one a remote worker may take: letters, digits, _, ., : and -, at most 128, and not of the form the scheduler gives its own workers (w<pid>-<n>)`,
-      );
-    const queues = [...new Set(req.queues)];
-    if (caller.queues !== null) {
-      const outside = queues.filter((q) => !caller.queues?.includes(q));
-      if (outside.length > 0)
-        throw new RemoteRefusal(
-          403,
-          "forbidden",
-          `token ${caller.tokenName} may serve ${caller.queues.length === 1 ? "queue" : "queues"} ${caller.queues.join(", ")}: not ${outside.join(", ")}`,
-          { queues: caller.queues, outside },
-        );
-    }
+    const queues = checkRegistration(req, caller);
     const previous = this.conns.get(req.id);
     if (previous) await this.drop(previous, `replaced by a new connection from ${req.host}`);
     const current = currentTokens(this.o.projection, req.running);
@@ -261,6 +234,8 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     const freed = new Set<string>();
     for (const r of messages) {
       if (r.kind === "known") {
+        // Adopted even when the question timed out: the worker sends their reports here now.
+        this.adopt(conn, r.running);
         this.answer(conn, r.requestId, r.running);
         accepted += 1;
         continue;
@@ -271,7 +246,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
         refused.push({ kind: r.kind, token: r.token, reason: why });
         continue;
       }
-      const report = this.settle(conn, r);
+      const report = settleReport(conn, r, this.output);
       if (report.kind === "succeeded" || report.kind === "failed") {
         conn.given.delete(report.token);
         if (this.owner.get(report.token) === conn) this.owner.delete(report.token);
@@ -303,35 +278,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   /** Why a report is refused, or undefined when it may be applied. */
   private refusal(conn: RemoteConnection, r: AttemptReport): string | undefined {
     if (!conn.given.has(r.token)) return `attempt ${r.token} was not dispatched to worker ${conn.id}`;
-    const inst = this.o.projection.instances.get(r.instanceStream);
-    const a = inst ? currentAttempt(inst) : undefined;
-    if (!a || a.token !== r.token || a.attempt !== r.attempt)
-      return `attempt ${r.token} is not the current attempt of ${r.instanceStream}`;
-    if (a.status !== "queued" && a.status !== "running" && a.status !== "lease_expired")
-      return `attempt ${r.attempt} of ${r.instanceStream} already ended (${a.status})`;
-    return undefined;
-  }
-
-  /** The report as the scheduler applies it: the worker's id and actor, the output where it is kept here. */
-  private settle(conn: RemoteConnection, r: AttemptReport): AttemptReport {
-    const base = { workerId: conn.id, actor: conn.actor };
-    switch (r.kind) {
-      case "started":
-        return {
-          ...r,
-          ...base,
-          ...(r.outputPath !== undefined ? { outputPath: this.output.pathOf(r.token) } : {}),
-        };
-      case "heartbeat":
-        return { ...r, ...base };
-      case "succeeded":
-      case "failed":
-        return {
-          ...r,
-          ...base,
-          ...(r.outputFile ? { outputFile: this.output.settle(r.token, r.outputFile) } : {}),
-        };
-    }
+    return staleReport(this.o.projection, r);
   }
 
   // ---- Dispatcher ------------------------------------------------------------------------
@@ -525,6 +472,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   /** Keepalives on every stream; a worker silent too long is dropped. */
   private tick(): void {
     const now = this.now();
+    this.prune();
     for (const c of [...this.conns.values()]) {
       if (now - c.lastHeard > this.silenceMs) {
         void this.drop(
@@ -537,6 +485,16 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
         ?.ping()
         .catch((error: unknown) => void this.drop(c, `link broken: ${(error as Error)?.message}`));
     }
+  }
+
+  /**
+   * Attempts ended in the log that a connection still counts (one adopted here whose worker
+   * reported its end to another scheduler, which applied it): they free its slots.
+   */
+  private prune(): void {
+    const freed = pruneEnded(this.o.projection, this.conns.values(), this.owner);
+    for (const q of freed) this.drainBacklog(q);
+    if (freed.size > 0) this.changed(freed);
   }
 
   private async drop(conn: RemoteConnection, reason: string): Promise<void> {
@@ -554,7 +512,12 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     try {
       await this.o.log.append(
         workerStream(conn.id),
-        [{ type: "WorkerDisconnected", data: { worker: conn.id, reason: reason.slice(0, 2000) } }],
+        [
+          {
+            type: "WorkerDisconnected",
+            data: { worker: conn.id, reason: reason.slice(0, 2000), scheduler: this.o.schedulerId },
+          },
+        ],
         { expectedRevision: "any" },
       );
     } catch (error) {
@@ -571,6 +534,46 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     for (const t of running) q.found.set(t, conn.id);
     q.waiting.delete(conn.id);
     if (q.waiting.size === 0) q.finish();
+  }
+
+  /**
+   * The worker knows these attempts: those current in the log that no live connection here
+   * holds become its own (a scheduler that died gave them, or this one before a restart; the
+   * reconcile loop asks about them once their shard is this scheduler's).
+   */
+  private adopt(conn: RemoteConnection, tokens: readonly string[]): void {
+    const current = currentTokens(this.o.projection, tokens);
+    let n = 0;
+    for (const t of tokens) {
+      const held = this.owner.get(t);
+      if (!current.has(t) || (held && !held.gone)) continue;
+      conn.given.set(t, null);
+      this.owner.set(t, conn);
+      n += 1;
+    }
+    if (n > 0)
+      this.o.logger.info({ worker: conn.id, adopted: n }, "adopted running attempts of a remote worker");
+  }
+
+  /** Whether a connected worker holds the attempt `token` here (or it waits here for a slot). */
+  holds(token: string): boolean {
+    const c = this.owner.get(token);
+    if (c && !c.gone) return true;
+    for (const list of this.backlog.values()) if (list.some((cmd) => cmd.token === token)) return true;
+    return false;
+  }
+
+  /** Records gone the registrations of schedulers now gone (see closeGoneRegistrations). */
+  closeGoneSchedulers(isGone: (schedulerId: string) => boolean, graceMs: number): Promise<number> {
+    const notBefore = this.now() - graceMs;
+    return closeGoneRegistrations(
+      this.o.log,
+      this.o.projection,
+      this.o.schedulerId,
+      isGone,
+      this.closing,
+      notBefore,
+    );
   }
 
   private emit(report: WorkerReport): void {

@@ -1,9 +1,13 @@
 import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { currentAttempt, type InstanceState, type SchedulerProjection, workerStream } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
-import type { FailedReport, RefusedReport, RunCommand, WorkerReport } from "@chronolog/worker";
+import type { AttemptReport, FailedReport, RefusedReport, RunCommand, WorkerReport } from "@chronolog/worker";
+import type { RemoteConnection } from "./connection.js";
+import type { OutputSink } from "./output-sink.js";
 
-export const WORKER_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+export { WORKER_ID } from "./refusal.js";
+
+import { WORKER_ID } from "./refusal.js";
 
 /**
  * The ids of the remote workers connected to this scheduler, kept in a file of its data
@@ -37,9 +41,13 @@ export class ConnectedFile {
 
 /**
  * Records gone (`scheduler restarted`) each of these workers whose stream still says it is
- * connected; returns how many.
+ * connected to an earlier process (not `self`), naming that process; returns how many.
  */
-export async function closeLeftConnections(log: EventLog, ids: readonly string[]): Promise<number> {
+export async function closeLeftConnections(
+  log: EventLog,
+  ids: readonly string[],
+  self: string,
+): Promise<number> {
   let n = 0;
   for (const id of ids) {
     const stream = workerStream(id);
@@ -47,9 +55,17 @@ export async function closeLeftConnections(log: EventLog, ids: readonly string[]
     if (rev === "no_stream") continue;
     const [last] = await log.readStream(stream, { fromRevision: rev, maxCount: 1 });
     if (last?.type !== "WorkerConnected") continue;
+    const scheduler = (last.data as { scheduler?: string }).scheduler;
+    // Already registered again with this process: that registration is not left over.
+    if (scheduler === self) continue;
     await log.append(
       stream,
-      [{ type: "WorkerDisconnected", data: { worker: id, reason: "scheduler restarted" } }],
+      [
+        {
+          type: "WorkerDisconnected",
+          data: { worker: id, reason: "scheduler restarted", ...(scheduler ? { scheduler } : {}) },
+        },
+      ],
       { expectedRevision: rev },
     );
     n += 1;
@@ -115,4 +131,101 @@ export function cancelled(cmd: RunCommand, reason: string, now: number): FailedR
     stderrTail: "",
     error: { kind: "exception", message: `cancelled: ${reason}` },
   };
+}
+
+/** Why a report of a worker that holds its attempt is refused (not current), or undefined. */
+export function staleReport(projection: SchedulerProjection, r: AttemptReport): string | undefined {
+  const inst = projection.instances.get(r.instanceStream);
+  const a = inst ? currentAttempt(inst) : undefined;
+  if (!a || a.token !== r.token || a.attempt !== r.attempt)
+    return `attempt ${r.token} is not the current attempt of ${r.instanceStream}`;
+  if (a.status !== "queued" && a.status !== "running" && a.status !== "lease_expired")
+    return `attempt ${r.attempt} of ${r.instanceStream} already ended (${a.status})`;
+  return undefined;
+}
+
+/**
+ * Records gone (on their workers' streams) the registrations the log still shows with a
+ * scheduler other than `self` that `isGone` says is gone: a killed scheduler records nothing.
+ * `closing` holds those recorded or being recorded (by this process). Returns how many it recorded.
+ */
+export async function closeGoneRegistrations(
+  log: EventLog,
+  projection: SchedulerProjection,
+  self: string,
+  isGone: (schedulerId: string) => boolean,
+  closing: Set<string>,
+  notBefore: number,
+): Promise<number> {
+  let n = 0;
+  for (const { worker, scheduler, since } of projection.workers.connections()) {
+    const key = `${worker} ${scheduler}`;
+    // A registration newer than `notBefore` may be of a scheduler the member list has not shown yet.
+    if (scheduler === self || Date.parse(since) > notBefore || !isGone(scheduler) || closing.has(key))
+      continue;
+    closing.add(key);
+    try {
+      await log.append(
+        workerStream(worker),
+        [
+          {
+            type: "WorkerDisconnected",
+            data: { worker, scheduler, reason: `scheduler ${scheduler} is gone` },
+          },
+        ],
+        { expectedRevision: "any" },
+      );
+      n += 1;
+    } catch (error) {
+      // Tried again at the next call; recorded ones stay in `closing` (a gone scheduler's id never returns).
+      closing.delete(key);
+      throw error;
+    }
+  }
+  return n;
+}
+
+/**
+ * Attempts ended in the log that connections still count (adopted by one, their end reported to
+ * another scheduler that applied it) are forgotten: they free slots. Returns the queues freed.
+ */
+export function pruneEnded(
+  projection: SchedulerProjection,
+  conns: Iterable<RemoteConnection>,
+  owner: Map<string, RemoteConnection>,
+): Set<string> {
+  const freed = new Set<string>();
+  for (const c of conns) {
+    if (c.given.size === 0) continue;
+    const current = currentTokens(projection, [...c.given.keys()]);
+    for (const t of [...c.given.keys()]) {
+      if (current.has(t)) continue;
+      c.given.delete(t);
+      if (owner.get(t) === c) owner.delete(t);
+      for (const q of c.queues) freed.add(q);
+    }
+  }
+  return freed;
+}
+
+/** The report as the scheduler applies it: the worker's id and actor, the output where it is kept here. */
+export function settleReport(conn: RemoteConnection, r: AttemptReport, output: OutputSink): AttemptReport {
+  const base = { workerId: conn.id, actor: conn.actor };
+  switch (r.kind) {
+    case "started":
+      return {
+        ...r,
+        ...base,
+        ...(r.outputPath !== undefined ? { outputPath: output.pathOf(r.token) } : {}),
+      };
+    case "heartbeat":
+      return { ...r, ...base };
+    case "succeeded":
+    case "failed":
+      return {
+        ...r,
+        ...base,
+        ...(r.outputFile ? { outputFile: output.settle(r.token, r.outputFile) } : {}),
+      };
+  }
 }

@@ -1,22 +1,18 @@
-import type { Batch, RunCommand, WorkerCommand, WorkerReport } from "../protocol.js";
-import {
-  type CommandsEvent,
-  MAX_OUTPUT_CHUNK,
-  REMOTE_PROTOCOL_VERSION,
-  type RegisterAnswer,
-  type RegisterRequest,
-  type ReportsAnswer,
-  SESSION_HEADER,
-} from "../remote-protocol.js";
+import type { Batch, WorkerCommand, WorkerReport } from "../protocol.js";
+import type { RegisterAnswer } from "../remote-protocol.js";
 import { WorkerRuntime, type WorkerRuntimeOptions } from "../runtime.js";
-import { type Link, LinkDown } from "./link.js";
-import { OutputUploads } from "./output-upload.js";
+import type { Link } from "./link.js";
+import { type LinkHub, SchedulerLink, sleep } from "./scheduler-link.js";
+
+export { FatalRefusal } from "./scheduler-link.js";
 
 export interface RemoteWorkerOptions {
-  readonly link: Link;
+  /** One link per scheduler (several share a Kafka log: each gives the attempts of its shards). */
+  readonly links: readonly Link[];
   readonly id: string;
   readonly host: string;
   readonly queues: readonly string[];
+  /** Attempts run at once, across every scheduler (each link gets a share: see capacityShares). */
   readonly capacity: number;
   /** Its build, e.g. `chronolog 0.1.0`. */
   readonly version: string;
@@ -26,93 +22,88 @@ export interface RemoteWorkerOptions {
   readonly now?: () => number;
 }
 
-/** A refusal the worker cannot get past by trying again (a version or a token the scheduler refuses). */
-export class FatalRefusal extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "FatalRefusal";
-  }
+/**
+ * The worker's capacity split between its links, as evenly as it goes: each scheduler sees only
+ * the attempts it gave, so a share each keeps the worker within its capacity whatever they do.
+ */
+export function capacityShares(capacity: number, links: number): number[] {
+  if (links < 1 || capacity < links)
+    throw new Error(
+      `a capacity of ${capacity} cannot be shared by ${links} schedulers: give at least one attempt to each`,
+    );
+  return Array.from(
+    { length: links },
+    (_, i) => Math.floor(capacity / links) + (i < capacity % links ? 1 : 0),
+  );
 }
-
-interface Held {
-  readonly leaseMs: number;
-  readonly idempotent: boolean;
-  fenced: boolean;
-}
-
-/** Longest wait between two attempts to reconnect. */
-const MAX_BACKOFF_MS = 10_000;
-/** Most reports kept while the scheduler cannot be reached (heartbeats are dropped first). */
-const MAX_PENDING = 100_000;
-/** A batch of reports stays under this many bytes of JSON (the API's body limit is larger). */
-const MAX_BATCH_BYTES = 512 * 1024;
 
 /**
- * A worker on another host, speaking the remote worker protocol (version 1) to a scheduler's
- * API: registers (announcing what it still runs), reads its commands from a Server-Sent Events
- * stream into the same WorkerRuntime a local worker runs, posts its reports in batches and its
- * attempts' output in chunks. When the link breaks it reconnects with backoff. When it cannot
- * deliver reports for two thirds of an attempt's lease it fences itself: it kills its idempotent
- * attempts before the lease can run out, so that their retry elsewhere never overlaps them (an
- * attempt that is not idempotent is never retried on its own: it finishes, and its report counts
- * only if the attempt is still current when it arrives).
+ * A worker on another host, speaking the remote worker protocol (version 1) to the API of one
+ * scheduler or of several sharing a Kafka log: a link to each (SchedulerLink), one runtime for
+ * the attempts of all. Each attempt belongs to the link that gave it, which reports it. When a
+ * link breaks, its attempts keep running: the scheduler that owns their shard next (the same one
+ * restarted, or another) adopts them when it asks the worker about them (a `query`) or the link
+ * registers again announcing them; from then on their reports go over the link that adopted
+ * them. An attempt whose link delivers nothing for two thirds of its lease is fenced (killed, if
+ * idempotent) before anyone may take it for lost.
  */
-export class RemoteWorker {
+export class RemoteWorker implements LinkHub {
   private runtime: WorkerRuntime | undefined;
-  private answer: RegisterAnswer | undefined;
-  private readonly held = new Map<string, Held>();
-  /** Reports not yet delivered, in order. */
-  private pending: WorkerReport[] = [];
-  /** The batch being posted now. */
-  private sending: readonly WorkerReport[] = [];
-  /** Tokens the scheduler said to stop: nothing more of them is reported. */
-  private readonly stopped = new Set<string>();
-  /** query request id -> the tokens asked about. */
-  private readonly asked = new Map<string, readonly string[]>();
-  private readonly uploads: OutputUploads;
-  private readonly now: () => number;
-  private lastDelivered: number;
-  private delivering: Promise<void> | null = null;
-  private streamAbort: AbortController | null = null;
-  private stopping = false;
+  private readonly links: SchedulerLink[];
+  /** token -> the link that reports it. */
+  private readonly owner = new Map<string, SchedulerLink>();
   private timers: NodeJS.Timeout[] = [];
-  private backoffMs = 250;
+  stopping = false;
 
   constructor(private readonly o: RemoteWorkerOptions) {
-    this.now = o.now ?? Date.now;
-    this.lastDelivered = this.now();
-    this.uploads = new OutputUploads(
-      o.link,
-      o.id,
-      () => this.answer?.session ?? "",
-      () => this.answer?.maxOutputChunk ?? MAX_OUTPUT_CHUNK,
-    );
+    const shares = capacityShares(o.capacity, o.links.length);
+    this.links = o.links.map((l, i) => new SchedulerLink(l, i, shares[i] as number, this));
   }
 
-  /** Runs until `stop`; rejects with a FatalRefusal when the scheduler refuses the worker for good. */
+  get id(): string {
+    return this.o.id;
+  }
+  get host(): string {
+    return this.o.host;
+  }
+  get queues(): readonly string[] {
+    return this.o.queues;
+  }
+  get version(): string {
+    return this.o.version;
+  }
+
+  log(message: string): void {
+    this.o.log(message);
+  }
+
+  now(): number {
+    return (this.o.now ?? Date.now)();
+  }
+
+  /** Runs until `stop`; rejects with a FatalRefusal when a scheduler refuses the worker for good. */
   async run(): Promise<void> {
-    this.timers.push(setInterval(() => this.fence(), 500));
     this.timers.push(
       setInterval(() => {
-        void this.uploads.pump();
-        void this.deliver(true);
+        if (this.runtime) for (const l of this.links) l.fence(this.runtime);
+      }, 500),
+    );
+    this.timers.push(
+      setInterval(() => {
+        for (const l of this.links) {
+          void l.uploads.pump();
+          void l.deliver(true);
+        }
       }, 1000),
     );
     try {
-      while (!this.stopping) {
-        try {
-          await this.register();
-          this.backoffMs = 250;
-          await this.listen();
-        } catch (error) {
-          if (error instanceof FatalRefusal) throw error;
-          if (this.stopping) break;
-          this.o.log(`link to ${this.o.link.base.origin}: ${(error as Error).message}; trying again`);
-        }
-        if (this.stopping) break;
-        await sleep(this.backoffMs + Math.random() * this.backoffMs * 0.5);
-        this.backoffMs = Math.min(MAX_BACKOFF_MS, this.backoffMs * 2);
-      }
+      await Promise.all(this.links.map((l) => l.run()));
+    } catch (error) {
+      // One scheduler refusing this worker for good stops it: its flags are wrong for all.
+      this.stopping = true;
+      this.runtime?.killAll("the worker was refused", true);
+      await Promise.all(this.links.map((l) => l.goodbye()));
+      throw error;
     } finally {
       for (const t of this.timers) clearInterval(t);
     }
@@ -120,7 +111,7 @@ export class RemoteWorker {
 
   /**
    * Stops taking work: running attempts get `graceMs` to finish (then are stopped), their
-   * reports are delivered, and the worker says goodbye.
+   * reports are delivered, and the worker says goodbye to each scheduler.
    */
   async stop(graceMs: number): Promise<void> {
     if (this.stopping) {
@@ -129,57 +120,15 @@ export class RemoteWorker {
     }
     this.stopping = true;
     if (this.runtime) await this.runtime.shutdown(graceMs);
-    for (let i = 0; i < 20 && this.pending.length > 0; i++) {
-      await this.deliver(false).catch(() => {});
-      if (this.pending.length > 0) await sleep(250);
+    for (let i = 0; i < 20 && this.links.some((l) => l.pending.length > 0); i++) {
+      await Promise.all(this.links.map((l) => l.deliver(false).catch(() => {})));
+      if (this.links.some((l) => l.pending.length > 0)) await sleep(250);
     }
     // Goodbye first: the stream closing before it would read as a broken link.
-    if (this.answer)
-      await this.o.link
-        .request("DELETE", this.path(""), { headers: { [SESSION_HEADER]: this.answer.session } })
-        .catch(() => {});
-    this.streamAbort?.abort();
-    this.o.link.close();
+    await Promise.all(this.links.map((l) => l.goodbye()));
   }
 
-  private path(rest: string): string {
-    return `/api/v1/workers/${encodeURIComponent(this.o.id)}${rest}`;
-  }
-
-  private async register(): Promise<void> {
-    // What it runs, and what it finished whose reports are not delivered yet: both are its.
-    const running = [
-      ...new Set([
-        ...(this.runtime ? this.runtime.knownTokens() : []),
-        ...[...this.sending, ...this.pending].flatMap((r) =>
-          r.kind === "known" || r.kind === "ready" ? [] : [r.token],
-        ),
-      ]),
-    ];
-    const body: RegisterRequest = {
-      protocol: REMOTE_PROTOCOL_VERSION,
-      id: this.o.id,
-      host: this.o.host,
-      queues: this.o.queues,
-      capacity: this.o.capacity,
-      version: this.o.version,
-      running,
-    };
-    const res = await this.o.link.request("POST", "/api/v1/workers", { json: body });
-    const doc = res.json<Record<string, unknown>>();
-    if (res.status !== 200) {
-      const detail = typeof doc?.detail === "string" ? doc.detail : res.body.toString("utf8").slice(0, 500);
-      // The version, the token or the id refused: trying again changes nothing.
-      if (res.status === 400 || res.status === 401 || res.status === 403)
-        throw new FatalRefusal(`the scheduler refused this worker (HTTP ${res.status}): ${detail}`);
-      throw new Error(`registration answered HTTP ${res.status}: ${detail}`);
-    }
-    const answer = doc as unknown as RegisterAnswer;
-    if (answer.protocol !== REMOTE_PROTOCOL_VERSION)
-      throw new FatalRefusal(
-        `the scheduler speaks worker protocol ${answer.protocol}, this worker speaks ${REMOTE_PROTOCOL_VERSION}: run a worker of the scheduler's version`,
-      );
-    this.answer = answer;
+  runtimeFor(answer: RegisterAnswer): WorkerRuntime {
     this.runtime ??= new WorkerRuntime({
       ...this.o.runtime,
       workerId: this.o.id,
@@ -187,63 +136,30 @@ export class RemoteWorker {
       outputMaxBytes: answer.outputMaxBytes,
       send: (batch) => this.collect(batch),
     });
-    for (const t of answer.stop) {
-      this.stopped.add(t);
-      this.held.delete(t);
-      this.uploads.forget(t);
-      this.runtime.cancel(t, "the scheduler says the attempt is no longer current", 0);
-    }
-    this.pending = this.pending.filter((r) => !("token" in r) || !this.stopped.has(r.token));
-    this.lastDelivered = this.now();
-    this.o.log(
-      `connected to ${this.o.link.base.origin} as ${answer.actor}: queues ${this.o.queues.join(", ")}, capacity ${this.o.capacity}${running.length > 0 ? `; ${answer.adopted.length} running attempts adopted, ${answer.stop.length} stopped` : ""}`,
-    );
+    return this.runtime;
   }
 
-  /** Reads the command stream until it ends or goes silent. */
-  private async listen(): Promise<void> {
-    const answer = this.answer as RegisterAnswer;
-    const abort = new AbortController();
-    this.streamAbort = abort;
-    let heard = this.now();
-    const watchdog = setInterval(() => {
-      if (this.now() - heard > answer.silenceMs) abort.abort();
-    }, 1000);
-    let closedFor: string | undefined;
-    try {
-      await this.o.link.stream(
-        this.path("/commands"),
-        { [SESSION_HEADER]: answer.session },
-        (event, data) => {
-          heard = this.now();
-          if (event === "commands") this.commands((JSON.parse(data) as CommandsEvent).messages);
-          else if (event === "closed") closedFor = (JSON.parse(data) as { reason?: string }).reason;
-        },
-        abort.signal,
-      );
-    } finally {
-      clearInterval(watchdog);
-    }
-    throw new Error(
-      closedFor
-        ? `the scheduler closed the command stream: ${closedFor}`
-        : abort.signal.aborted
-          ? `nothing heard for ${answer.silenceMs} ms`
-          : "the command stream ended",
-    );
+  owns(token: string, link: SchedulerLink): boolean {
+    return this.owner.get(token) === link;
   }
 
-  private commands(messages: readonly WorkerCommand[]): void {
+  delivered(token: string, link: SchedulerLink): void {
+    if (this.owner.get(token) === link) this.owner.delete(token);
+  }
+
+  commands(link: SchedulerLink, messages: readonly WorkerCommand[]): void {
     const runtime = this.runtime as WorkerRuntime;
     for (const m of messages) {
       switch (m.kind) {
         case "run":
-          this.hold(m);
+          if (!this.owner.has(m.token)) this.owner.set(m.token, link);
+          link.hold(m);
           runtime.handleCommand(m);
           break;
         case "query":
-          this.asked.set(m.requestId, m.tokens);
-          runtime.handleCommand(m);
+          // Request ids are each scheduler's own: tagged with the link, to answer the one that asked.
+          link.asked.set(m.requestId, m.tokens);
+          runtime.handleCommand({ ...m, requestId: `${link.index}:${m.requestId}` });
           break;
         // A scheduler's shutdown is not this worker's: it reconnects to the next one.
         case "shutdown":
@@ -254,129 +170,52 @@ export class RemoteWorker {
     }
   }
 
-  private hold(cmd: RunCommand): void {
-    if (this.held.has(cmd.token)) return;
-    this.held.set(cmd.token, {
-      leaseMs: cmd.leaseSeconds * 1000,
-      idempotent: cmd.awaitProceed !== true,
-      fenced: false,
-    });
-  }
-
-  /** The runtime's reports: kept in order until delivered. */
+  /** The runtime's reports, each to the link that answers for its attempt. */
   private collect(batch: Batch<WorkerReport>): void {
     for (const r of batch.messages) {
-      if ("token" in r && this.stopped.has(r.token)) continue;
+      if (r.kind === "ready") continue;
       if (r.kind === "known") {
-        // Finished attempts whose reports are not delivered yet are still this worker's.
-        const asked = this.asked.get(r.requestId);
-        this.asked.delete(r.requestId);
-        const finished = this.pending.filter(
-          (p) =>
-            (p.kind === "succeeded" || p.kind === "failed") && (!asked?.length || asked.includes(p.token)),
-        );
-        this.pending.push({
-          ...r,
-          running: [...r.running, ...finished.map((p) => (p as { token: string }).token)],
-        });
+        this.known(r);
         continue;
       }
-      if (r.kind === "started" && r.outputPath) this.uploads.track(r.token, r.outputPath);
-      this.pending.push(r);
+      const link = this.owner.get(r.token);
+      if (!link) continue;
+      link.push(r);
     }
-    if (this.pending.length > MAX_PENDING) this.pending = this.pending.filter((r) => r.kind !== "heartbeat");
-    void this.deliver(false);
-  }
-
-  /** Posts what is pending (or, with `keepalive`, an empty batch when it is time to). */
-  private deliver(keepalive: boolean): Promise<void> {
-    if (this.delivering) return this.delivering;
-    if (!this.answer) return Promise.resolve();
-    if (
-      this.pending.length === 0 &&
-      !(keepalive && this.now() - this.lastDelivered >= this.answer.keepaliveMs)
-    )
-      return Promise.resolve();
-    this.delivering = this.deliverNow().finally(() => {
-      this.delivering = null;
-    });
-    return this.delivering;
-  }
-
-  private async deliverNow(): Promise<void> {
-    do {
-      const answer = this.answer as RegisterAnswer;
-      const batch = this.nextBatch(answer.maxReportBatch);
-      this.sending = batch;
-      try {
-        // An attempt's output is all home before its end is reported.
-        for (const r of batch)
-          if ((r.kind === "succeeded" || r.kind === "failed") && r.outputFile)
-            await this.uploads.finish(r.token, r.outputFile.bytes);
-        const res = await this.o.link.request("POST", this.path("/reports"), {
-          headers: { [SESSION_HEADER]: answer.session },
-          json: { messages: batch },
-        });
-        const doc = res.json<ReportsAnswer & { type?: string; detail?: string }>();
-        if (res.status === 409 && doc?.type?.endsWith(":not_registered")) {
-          // The scheduler does not know this session (it restarted): register again first
-          // (unless that was done meanwhile: then the batch goes again, with the new session).
-          this.pending.unshift(...batch);
-          if (this.answer === answer) {
-            this.streamAbort?.abort();
-            return;
-          }
-          continue;
-        }
-        this.lastDelivered = this.now();
-        for (const r of batch) if (r.kind === "succeeded" || r.kind === "failed") this.held.delete(r.token);
-        if (res.status === 409)
-          for (const r of doc?.refused ?? []) this.o.log(`report refused: ${r.kind} ${r.token}: ${r.reason}`);
-        else if (res.status !== 200) this.o.log(`reports answered HTTP ${res.status}: ${doc?.detail ?? ""}`);
-      } catch (error) {
-        // Not delivered: kept (but heartbeats, which the next ones replace), tried again later.
-        this.pending.unshift(...batch.filter((r) => r.kind !== "heartbeat"));
-        if (!(error instanceof LinkDown))
-          this.o.log(`could not deliver reports: ${(error as Error).message}`);
-        return;
-      }
-    } while (this.pending.length > 0);
-  }
-
-  private nextBatch(max: number): WorkerReport[] {
-    const out: WorkerReport[] = [];
-    let bytes = 0;
-    while (this.pending.length > 0 && out.length < max) {
-      const r = this.pending[0] as WorkerReport;
-      const size = JSON.stringify(r).length;
-      if (out.length > 0 && bytes + size > MAX_BATCH_BYTES) break;
-      out.push(r);
-      bytes += size;
-      this.pending.shift();
-    }
-    return out;
   }
 
   /**
-   * No report delivered for two thirds of an attempt's lease: its idempotent attempts are
-   * killed now, before the scheduler can take the lease for expired and run them again.
+   * The answer to a scheduler's question: the asked attempts this worker runs, or finished and
+   * has not reported yet. One another link holds goes over to the asking link: a scheduler asks
+   * only about attempts of the shards it owns (the one that gave it died, was cut off, or the
+   * shard moved), and adopts it, its token being current in the log; its reports go there from
+   * now on, so that the owner of its shard applies them.
    */
-  private fence(): void {
-    if (!this.runtime) return;
-    const silentMs = this.now() - this.lastDelivered;
-    for (const [token, h] of this.held) {
-      if (h.fenced || !h.idempotent || silentMs < (h.leaseMs * 2) / 3) continue;
-      h.fenced = true;
-      this.o.log(
-        `fenced: no report delivered for ${Math.round(silentMs / 1000)} s, two thirds of the lease of ${token}: killing it before the scheduler may run it again`,
-      );
-      this.runtime.cancel(
-        token,
-        `fenced: no report reached the scheduler for ${Math.round(silentMs / 1000)} s`,
-        0,
-      );
+  private known(r: Extract<WorkerReport, { kind: "known" }>): void {
+    const colon = r.requestId.indexOf(":");
+    const link = this.links[Number(r.requestId.slice(0, colon))];
+    if (colon < 0 || !link) return;
+    const requestId = r.requestId.slice(colon + 1);
+    const asked = link.asked.get(requestId);
+    link.asked.delete(requestId);
+    const waiting = this.links.flatMap((l) => [...l.pending, ...l.sending]);
+    const finished = waiting.flatMap((p) =>
+      (p.kind === "succeeded" || p.kind === "failed") && (!asked?.length || asked.includes(p.token))
+        ? [p.token]
+        : [],
+    );
+    const running = [...new Set([...r.running, ...finished])];
+    // The answer first: the scheduler adopts the attempts it names before their reports arrive.
+    link.push({ ...r, requestId, running });
+    for (const t of running) {
+      const holder = this.owner.get(t);
+      if (holder && holder !== link) this.move(t, holder, link);
     }
   }
-}
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  private move(token: string, from: SchedulerLink, to: SchedulerLink): void {
+    this.owner.set(token, to);
+    to.adopt(token, from.release(token));
+    this.log(`attempt ${token} goes over from ${from.origin} to ${to.origin}, which adopted it`);
+  }
+}

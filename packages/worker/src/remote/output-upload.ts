@@ -54,6 +54,13 @@ export class OutputUploads {
     this.uploads.delete(token);
   }
 
+  /** Stops sending the attempt's output here; returns its file, for another link to send from 0. */
+  take(token: string): string | undefined {
+    const u = this.uploads.get(token);
+    this.uploads.delete(token);
+    return u?.path;
+  }
+
   private send(token: string, upTo?: number): Promise<void> {
     const previous = this.busy.get(token) ?? Promise.resolve();
     const next = previous.catch(() => {}).then(() => this.sendNow(token, upTo));

@@ -275,14 +275,9 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     schedulerId: workerPrefix,
     outputRoot: join(dir, "output"),
     outputMaxBytes,
+    // Alone, the workers connected to an earlier process are kept in a file; on a Kafka log the
+    // others record a dead scheduler's workers gone, from the log (see closeGoneSchedulers).
     ...(lock ? { stateFile: join(dir, "remote-workers.json") } : {}),
-    // Several schedulers would each take the others' remote attempts for theirs.
-    ...(membership
-      ? {
-          refuse:
-            "remote workers are not supported yet by schedulers sharing a Kafka log: connect them to a scheduler alone on its log",
-        }
-      : {}),
   });
   const dispatcher = new RoutingDispatcher(pool, remote);
   const progress = progressLogger(logger);
@@ -319,6 +314,10 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     // workers will start them; if it died, the group has said so by then.
     ...(membership ? { foreignIntentGraceMs: membership.sessionTimeoutMs + 2000 } : {}),
     ...(membership ? { isOwnWorker } : {}),
+    // A remote worker's attempts are watched by the owner of their shard; one no connected
+    // worker holds here is asked about at each pass, and adopted by the worker that knows it.
+    isRemoteWorker: (id) => !isLocalWorkerId(id),
+    unheldRemote: (token) => !remote.holds(token),
   });
   // Alerts about the tasks and workflows this scheduler owns are delivered from here.
   // A command sink is declared code, as a task is: it runs as the tasks do.
@@ -401,6 +400,21 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     if (closed > 0)
       logger.info({ workers: closed }, "recorded the remote workers of an earlier process gone");
   }
+  // On a Kafka log, the registrations of a scheduler that left the group are recorded gone here.
+  const closeGone = () => {
+    if (!membership) return;
+    remote
+      .closeGoneSchedulers((id) => !membership.isAlive(id), membership.sessionTimeoutMs + 5000)
+      .then((n) => {
+        if (n > 0) logger.info({ registrations: n }, "recorded the remote workers of a gone scheduler gone");
+      })
+      .catch((error) => logger.error({ err: error }, "could not record a gone scheduler's workers gone"));
+  };
+  // The group's member list follows its assignments: looked at again every few seconds.
+  membership?.onChange(closeGone);
+  closeGone();
+  const goneTimer = membership ? setInterval(closeGone, 2000) : undefined;
+  goneTimer?.unref();
   reconciler.start();
   alerts.start();
   let stopping = false;
@@ -425,6 +439,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
         `waiting for ${counted(running, "running attempt")} (up to ${graceMs / 1000} s; Ctrl-C again to stop now)\n`,
       );
     clearInterval(timer);
+    clearInterval(goneTimer);
     // Remote workers keep what they run, and reconnect to the next process, which adopts it.
     await remote.close("scheduler shutting down");
     await api?.close();

@@ -17,7 +17,7 @@ import { isolationNotice, resolveIsolation } from "../isolation.js";
 import { createLogger } from "../logger.js";
 
 interface WorkerOptions {
-  connect: string;
+  connect: string[];
   token?: string;
   queue: string[];
   capacity: string;
@@ -74,9 +74,19 @@ async function work(opts: WorkerOptions): Promise<void> {
       throw new CliError(`--ca ${opts.ca}: ${(error as Error).message}`, 2);
     }
   }
-  let link: Link;
+  if (opts.connect.length === 0) throw new CliError("worker needs --connect URL (one per scheduler)", 2);
+  if (new Set(opts.connect).size < opts.connect.length)
+    throw new CliError("--connect names the same scheduler twice: give each scheduler's URL once", 2);
+  if (capacity < opts.connect.length)
+    throw new CliError(
+      `--capacity ${capacity} is shared by the ${opts.connect.length} schedulers of --connect: give at least ${opts.connect.length}`,
+      2,
+    );
+  let links: Link[];
   try {
-    link = new Link({ url: opts.connect, token, ...(ca ? { ca } : {}), insecure: !!opts.insecure });
+    links = opts.connect.map(
+      (url) => new Link({ url, token, ...(ca ? { ca } : {}), insecure: !!opts.insecure }),
+    );
   } catch (error) {
     throw new CliError((error as Error).message, 2);
   }
@@ -96,7 +106,7 @@ async function work(opts: WorkerOptions): Promise<void> {
   process.umask(originalUmask());
   setWarmShells(warmShells);
   const worker = new RemoteWorker({
-    link,
+    links,
     id,
     host: hostname(),
     queues: opts.queue,
@@ -116,7 +126,7 @@ async function work(opts: WorkerOptions): Promise<void> {
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("unhandledRejection", (err) => logger.error({ err }, "unhandled rejection"));
   logger.info(
-    { worker: id, scheduler: link.base.origin, queues: opts.queue, capacity },
+    { worker: id, schedulers: links.map((l) => l.base.origin), queues: opts.queue, capacity },
     "chronolog worker starting",
   );
   try {
@@ -133,9 +143,11 @@ export function registerWorkerCommand(program: Command): void {
     .description(
       "run a remote worker: take the attempts of some queues from a scheduler's HTTP API, over HTTPS out",
     )
-    .requiredOption(
+    .option(
       "--connect <url>",
-      "the scheduler's API (https://HOST:PORT; http only to loopback or with --insecure)",
+      "a scheduler's API (https://HOST:PORT; http only to loopback or with --insecure); repeatable: one per scheduler sharing a Kafka log",
+      (v: string, acc: string[]) => [...acc, v],
+      [] as string[],
     )
     .option("--token <token>", "a work token for the queues served (or $CHRONOLOG_TOKEN)")
     .option(
@@ -144,7 +156,7 @@ export function registerWorkerCommand(program: Command): void {
       (v: string, acc: string[]) => [...acc, v],
       [] as string[],
     )
-    .option("--capacity <n>", "attempts run at once", "8")
+    .option("--capacity <n>", "attempts run at once (shared evenly by the schedulers of --connect)", "8")
     .option("--id <id>", "this worker's id (default: the host name)")
     .option(
       "--ca <file>",

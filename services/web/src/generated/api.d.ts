@@ -2185,6 +2185,7 @@ export interface components {
             data: {
                 worker: string;
                 reason: string;
+                scheduler?: string;
             };
             metadata: components["schemas"]["EventMetadata"];
         } | {

@@ -1,0 +1,360 @@
+import type { RunCommand, WorkerCommand, WorkerReport } from "../protocol.js";
+import {
+  type CommandsEvent,
+  MAX_OUTPUT_CHUNK,
+  REMOTE_PROTOCOL_VERSION,
+  type RegisterAnswer,
+  type RegisterRequest,
+  type ReportsAnswer,
+  SESSION_HEADER,
+} from "../remote-protocol.js";
+import type { WorkerRuntime } from "../runtime.js";
+import { type Link, LinkDown } from "./link.js";
+import { OutputUploads } from "./output-upload.js";
+
+/** A refusal the worker cannot get past by trying again (a version or a token the scheduler refuses). */
+export class FatalRefusal extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "FatalRefusal";
+  }
+}
+
+/** An attempt a link answers for: given to it by its scheduler, or adopted by it. */
+export interface Held {
+  readonly leaseMs: number;
+  readonly idempotent: boolean;
+  fenced: boolean;
+}
+
+/** What a link shares with the worker it belongs to (one runtime, one owner per attempt). */
+export interface LinkHub {
+  readonly id: string;
+  readonly host: string;
+  readonly queues: readonly string[];
+  readonly version: string;
+  readonly stopping: boolean;
+  log(message: string): void;
+  now(): number;
+  /** The worker's runtime, made at the first registration (it needs the scheduler's output limit). */
+  runtimeFor(answer: RegisterAnswer): WorkerRuntime;
+  /** Whether `token` is this link's to report. */
+  owns(token: string, link: SchedulerLink): boolean;
+  /** The end of an attempt was delivered on `link`: it is no longer anyone's. */
+  delivered(token: string, link: SchedulerLink): void;
+  /** Commands read from the link's stream. */
+  commands(link: SchedulerLink, messages: readonly WorkerCommand[]): void;
+}
+
+/** Longest wait between two attempts to reconnect. */
+const MAX_BACKOFF_MS = 10_000;
+/** Most reports kept while the scheduler cannot be reached (heartbeats are dropped first). */
+const MAX_PENDING = 100_000;
+/** A batch of reports stays under this many bytes of JSON (the API's body limit is larger). */
+const MAX_BATCH_BYTES = 512 * 1024;
+
+/**
+ * The worker's link to one scheduler: its registration (announcing the attempts this link
+ * answers for), its command stream, its reports posted in order, its attempts' output sent home,
+ * and its fence: no report delivered on it for two thirds of an attempt's lease, the link's
+ * idempotent attempts are killed before that scheduler (or the next owner of their shard) may
+ * take them for lost.
+ */
+export class SchedulerLink {
+  answer: RegisterAnswer | undefined;
+  readonly held = new Map<string, Held>();
+  /** Reports not yet delivered, in order. */
+  pending: WorkerReport[] = [];
+  /** The batch being posted now. */
+  sending: readonly WorkerReport[] = [];
+  /** query request id (as the scheduler sent it) -> the tokens asked about. */
+  readonly asked = new Map<string, readonly string[]>();
+  readonly uploads: OutputUploads;
+  lastDelivered: number;
+  private delivering: Promise<void> | null = null;
+  private streamAbort: AbortController | null = null;
+  private backoffMs = 250;
+
+  constructor(
+    readonly link: Link,
+    /** Its place among the worker's links (query ids are tagged with it). */
+    readonly index: number,
+    /** The attempts at once its scheduler may give it: its share of the worker's capacity. */
+    readonly capacity: number,
+    private readonly hub: LinkHub,
+  ) {
+    this.lastDelivered = hub.now();
+    this.uploads = new OutputUploads(
+      link,
+      hub.id,
+      () => this.answer?.session ?? "",
+      () => this.answer?.maxOutputChunk ?? MAX_OUTPUT_CHUNK,
+    );
+  }
+
+  get origin(): string {
+    return this.link.base.origin;
+  }
+
+  /** Registers, listens, and reconnects with backoff until the worker stops. */
+  async run(): Promise<void> {
+    while (!this.hub.stopping) {
+      try {
+        await this.register();
+        this.backoffMs = 250;
+        await this.listen();
+      } catch (error) {
+        if (error instanceof FatalRefusal) throw error;
+        if (this.hub.stopping) break;
+        this.hub.log(`link to ${this.origin}: ${(error as Error).message}; trying again`);
+      }
+      if (this.hub.stopping) break;
+      await sleep(this.backoffMs + Math.random() * this.backoffMs * 0.5);
+      this.backoffMs = Math.min(MAX_BACKOFF_MS, this.backoffMs * 2);
+    }
+  }
+
+  /** The tokens this link answers for: those it holds, and those whose reports wait on it. */
+  tokens(): string[] {
+    return [
+      ...new Set([
+        ...this.held.keys(),
+        ...[...this.sending, ...this.pending].flatMap((r) =>
+          r.kind === "known" || r.kind === "ready" ? [] : [r.token],
+        ),
+      ]),
+    ];
+  }
+
+  private path(rest: string): string {
+    return `/api/v1/workers/${encodeURIComponent(this.hub.id)}${rest}`;
+  }
+
+  private async register(): Promise<void> {
+    const running = this.tokens();
+    const body: RegisterRequest = {
+      protocol: REMOTE_PROTOCOL_VERSION,
+      id: this.hub.id,
+      host: this.hub.host,
+      queues: this.hub.queues,
+      capacity: this.capacity,
+      version: this.hub.version,
+      running,
+    };
+    const res = await this.link.request("POST", "/api/v1/workers", { json: body });
+    const doc = res.json<Record<string, unknown>>();
+    if (res.status !== 200) {
+      const detail = typeof doc?.detail === "string" ? doc.detail : res.body.toString("utf8").slice(0, 500);
+      // The version, the token or the id refused: trying again changes nothing.
+      if (res.status === 400 || res.status === 401 || res.status === 403)
+        throw new FatalRefusal(`${this.origin} refused this worker (HTTP ${res.status}): ${detail}`);
+      throw new Error(`registration answered HTTP ${res.status}: ${detail}`);
+    }
+    const answer = doc as unknown as RegisterAnswer;
+    if (answer.protocol !== REMOTE_PROTOCOL_VERSION)
+      throw new FatalRefusal(
+        `the scheduler at ${this.origin} speaks worker protocol ${answer.protocol}, this worker speaks ${REMOTE_PROTOCOL_VERSION}: run a worker of the scheduler's version`,
+      );
+    this.answer = answer;
+    const runtime = this.hub.runtimeFor(answer);
+    const stop = new Set(answer.stop);
+    for (const t of stop) {
+      this.held.delete(t);
+      this.uploads.forget(t);
+      runtime.cancel(t, "the scheduler says the attempt is no longer current", 0);
+    }
+    this.pending = this.pending.filter((r) => !("token" in r) || !stop.has(r.token));
+    this.lastDelivered = this.hub.now();
+    this.hub.log(
+      `connected to ${this.origin} as ${answer.actor}: queues ${this.hub.queues.join(", ")}, capacity ${this.capacity}${running.length > 0 ? `; ${answer.adopted.length} running attempts adopted, ${answer.stop.length} stopped` : ""}`,
+    );
+    return;
+  }
+
+  /** Reads the command stream until it ends or goes silent. */
+  private async listen(): Promise<void> {
+    const answer = this.answer as RegisterAnswer;
+    const abort = new AbortController();
+    this.streamAbort = abort;
+    let heard = this.hub.now();
+    const watchdog = setInterval(() => {
+      if (this.hub.now() - heard > answer.silenceMs) abort.abort();
+    }, 1000);
+    let closedFor: string | undefined;
+    try {
+      await this.link.stream(
+        this.path("/commands"),
+        { [SESSION_HEADER]: answer.session },
+        (event, data) => {
+          heard = this.hub.now();
+          if (event === "commands") this.hub.commands(this, (JSON.parse(data) as CommandsEvent).messages);
+          else if (event === "closed") closedFor = (JSON.parse(data) as { reason?: string }).reason;
+        },
+        abort.signal,
+      );
+    } finally {
+      clearInterval(watchdog);
+    }
+    throw new Error(
+      closedFor
+        ? `the scheduler closed the command stream: ${closedFor}`
+        : abort.signal.aborted
+          ? `nothing heard for ${answer.silenceMs} ms`
+          : "the command stream ended",
+    );
+  }
+
+  hold(cmd: RunCommand): void {
+    if (this.held.has(cmd.token)) return;
+    this.held.set(cmd.token, {
+      leaseMs: cmd.leaseSeconds * 1000,
+      idempotent: cmd.awaitProceed !== true,
+      fenced: false,
+    });
+  }
+
+  /** A report for this link's scheduler, kept in order until delivered. */
+  push(r: WorkerReport): void {
+    if (r.kind === "started" && r.outputPath) this.uploads.track(r.token, r.outputPath);
+    this.pending.push(r);
+    if (this.pending.length > MAX_PENDING) this.pending = this.pending.filter((p) => p.kind !== "heartbeat");
+    void this.deliver(false);
+  }
+
+  /** Posts what is pending (or, with `keepalive`, an empty batch when it is time to). */
+  deliver(keepalive: boolean): Promise<void> {
+    if (this.delivering) return this.delivering;
+    if (!this.answer) return Promise.resolve();
+    if (
+      this.pending.length === 0 &&
+      !(keepalive && this.hub.now() - this.lastDelivered >= this.answer.keepaliveMs)
+    )
+      return Promise.resolve();
+    this.delivering = this.deliverNow().finally(() => {
+      this.delivering = null;
+    });
+    return this.delivering;
+  }
+
+  private async deliverNow(): Promise<void> {
+    do {
+      const answer = this.answer as RegisterAnswer;
+      const batch = this.nextBatch(answer.maxReportBatch);
+      if (batch.length === 0 && this.pending.length > 0) continue;
+      this.sending = batch;
+      try {
+        // An attempt's output is all home before its end is reported.
+        for (const r of batch)
+          if ((r.kind === "succeeded" || r.kind === "failed") && r.outputFile)
+            await this.uploads.finish(r.token, r.outputFile.bytes);
+        const res = await this.link.request("POST", this.path("/reports"), {
+          headers: { [SESSION_HEADER]: answer.session },
+          json: { messages: batch },
+        });
+        const doc = res.json<ReportsAnswer & { type?: string; detail?: string }>();
+        if (res.status === 409 && doc?.type?.endsWith(":not_registered")) {
+          // The scheduler does not know this session (it restarted): register again first
+          // (unless that was done meanwhile: then the batch goes again, with the new session).
+          this.pending.unshift(...batch);
+          if (this.answer === answer) {
+            this.streamAbort?.abort();
+            return;
+          }
+          continue;
+        }
+        this.lastDelivered = this.hub.now();
+        for (const r of batch)
+          if (r.kind === "succeeded" || r.kind === "failed") {
+            this.held.delete(r.token);
+            this.hub.delivered(r.token, this);
+          }
+        if (res.status === 409)
+          for (const r of doc?.refused ?? [])
+            this.hub.log(`report refused: ${r.kind} ${r.token}: ${r.reason}`);
+        else if (res.status !== 200)
+          this.hub.log(`reports answered HTTP ${res.status}: ${doc?.detail ?? ""}`);
+      } catch (error) {
+        // Not delivered: kept (but heartbeats, which the next ones replace), tried again later.
+        this.pending.unshift(...batch.filter((r) => r.kind !== "heartbeat"));
+        if (!(error instanceof LinkDown))
+          this.hub.log(`could not deliver reports to ${this.origin}: ${(error as Error).message}`);
+        return;
+      } finally {
+        this.sending = [];
+      }
+    } while (this.pending.length > 0);
+  }
+
+  /** The next batch: reports of attempts another link took over are left for it. */
+  private nextBatch(max: number): WorkerReport[] {
+    const out: WorkerReport[] = [];
+    let bytes = 0;
+    while (this.pending.length > 0 && out.length < max) {
+      const r = this.pending[0] as WorkerReport;
+      if ("token" in r && !this.hub.owns(r.token, this)) {
+        this.pending.shift();
+        continue;
+      }
+      const size = JSON.stringify(r).length;
+      if (out.length > 0 && bytes + size > MAX_BATCH_BYTES) break;
+      out.push(r);
+      bytes += size;
+      this.pending.shift();
+    }
+    return out;
+  }
+
+  /** Takes out the reports of `token` waiting here (to be delivered by another link). */
+  release(token: string): {
+    held: Held | undefined;
+    reports: WorkerReport[];
+    outputPath: string | undefined;
+  } {
+    const held = this.held.get(token);
+    this.held.delete(token);
+    const reports = [...this.sending, ...this.pending].filter((r) => "token" in r && r.token === token);
+    this.pending = this.pending.filter((r) => !("token" in r && r.token === token));
+    return { held, reports, outputPath: this.uploads.take(token) };
+  }
+
+  /** Takes an attempt over from another link, with its reports not delivered yet. */
+  adopt(token: string, from: ReturnType<SchedulerLink["release"]>): void {
+    if (from.held) this.held.set(token, { ...from.held, fenced: false });
+    if (from.outputPath) this.uploads.track(token, from.outputPath);
+    for (const r of from.reports) if (r.kind !== "heartbeat") this.pending.push(r);
+    void this.deliver(false);
+  }
+
+  /**
+   * No report delivered on this link for two thirds of an attempt's lease: its idempotent
+   * attempts are killed now, before the scheduler can take the lease for expired and run them
+   * again.
+   */
+  fence(runtime: WorkerRuntime): void {
+    const silentMs = this.hub.now() - this.lastDelivered;
+    for (const [token, h] of this.held) {
+      if (h.fenced || !h.idempotent || silentMs < (h.leaseMs * 2) / 3) continue;
+      h.fenced = true;
+      this.hub.log(
+        `fenced: no report delivered to ${this.origin} for ${Math.round(silentMs / 1000)} s, two thirds of the lease of ${token}: killing it before it may run again elsewhere`,
+      );
+      runtime.cancel(
+        token,
+        `fenced: no report reached the scheduler for ${Math.round(silentMs / 1000)} s`,
+        0,
+      );
+    }
+  }
+
+  /** Says goodbye (once the stream closing would no longer read as a broken link). */
+  async goodbye(): Promise<void> {
+    if (this.answer)
+      await this.link
+        .request("DELETE", this.path(""), { headers: { [SESSION_HEADER]: this.answer.session } })
+        .catch(() => {});
+    this.streamAbort?.abort();
+    this.link.close();
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
