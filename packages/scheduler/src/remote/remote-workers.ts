@@ -25,15 +25,9 @@ import type { Dispatcher } from "../dispatcher.js";
 import type { SchedulerLogger } from "../scheduler-types.js";
 import type { CommandSink, RemoteConnection } from "./connection.js";
 import { OutputSink } from "./output-sink.js";
-import { isLocalWorkerId, RemoteRefusal } from "./refusal.js";
-import {
-  ConnectedFile,
-  cancelled,
-  closeLeftConnections,
-  currentTokens,
-  recordRefused,
-  WORKER_ID,
-} from "./worker-records.js";
+import { RemoteRefusal } from "./refusal.js";
+import { adoptable, checkRegistration, type WorkerCaller } from "./registration.js";
+import { ConnectedFile, cancelled, closeLeftConnections, recordRefused } from "./worker-records.js";
 
 export interface RemoteWorkersOptions {
   readonly log: EventLog;
@@ -55,13 +49,6 @@ export interface RemoteWorkersOptions {
   /** Why this scheduler takes no remote worker, if it takes none (every registration is refused, 503). */
   readonly refuse?: string;
   readonly now?: () => number;
-}
-
-/** Who a registration's token lets serve what. */
-export interface WorkerCaller {
-  readonly tokenName: string | undefined;
-  /** The queues the token may serve; null: any (an administrator's token). */
-  readonly queues: readonly string[] | null;
 }
 
 interface PendingQuery {
@@ -133,34 +120,10 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   async register(req: RegisterRequest, caller: WorkerCaller): Promise<RegisterAnswer> {
     if (this.closed) throw new RemoteRefusal(503, "unavailable", "this scheduler is shutting down");
     if (this.o.refuse) throw new RemoteRefusal(503, "unavailable", this.o.refuse);
-    if (req.protocol !== REMOTE_PROTOCOL_VERSION)
-      throw new RemoteRefusal(
-        400,
-        "protocol_version",
-        `this scheduler speaks worker protocol ${REMOTE_PROTOCOL_VERSION}, the worker speaks ${req.protocol}: run a worker of the scheduler's version`,
-        { protocol: REMOTE_PROTOCOL_VERSION },
-      );
-    if (!WORKER_ID.test(req.id) || isLocalWorkerId(req.id))
-      throw new RemoteRefusal(
-        400,
-        "validation",
-        `worker id ${JSON.stringify(req.id.slice(0, 140))} is not one a remote worker may take: letters, digits, _, ., : and -, at most 128, and not of the form the scheduler gives its own workers (w<pid>-<n>)`,
-      );
-    const queues = [...new Set(req.queues)];
-    if (caller.queues !== null) {
-      const outside = queues.filter((q) => !caller.queues?.includes(q));
-      if (outside.length > 0)
-        throw new RemoteRefusal(
-          403,
-          "forbidden",
-          `token ${caller.tokenName} may serve ${caller.queues.length === 1 ? "queue" : "queues"} ${caller.queues.join(", ")}: not ${outside.join(", ")}`,
-          { queues: caller.queues, outside },
-        );
-    }
+    const queues = checkRegistration(req, caller);
     const previous = this.conns.get(req.id);
     if (previous) await this.drop(previous, `replaced by a new connection from ${req.host}`);
-    const current = currentTokens(this.o.projection, req.running);
-    const adopted = req.running.filter((t) => current.has(t) && !this.owner.get(t));
+    const adopted = adoptable(this.o.projection, req, queues, (t) => this.owner.has(t));
     const stop = req.running.filter((t) => !adopted.includes(t));
     const data = EventSchemas.WorkerConnected.parse({
       worker: req.id,
