@@ -64,4 +64,36 @@ describe("remote workers: a token acts within its queues only", () => {
     expect(events.some((e) => e.type === "AttemptSucceeded")).toBe(false);
     a.close();
   }, 120_000);
+
+  it("refuses a token the id of a worker connected with another: it may not drop it", async () => {
+    const dir = tempDataDir("remote-trespass-id");
+    left.dirs.push(dir, `${dir}-tasks`);
+    const ta = workToken(dir, "wa", ["a"]);
+    const tb = workToken(dir, "wb", ["b"]);
+    const s = await startScheduler(left, dir, await freePort());
+    const b = new HandWorker(s.url, tb, "box-1");
+    await b.register(["b"]);
+    const a = new HandWorker(s.url, ta, "box-1");
+    const taken = await a.registration({ queues: ["a"] });
+    expect(taken.status).toBe(409);
+    expect(taken.body.type).toBe("urn:chronolog:problem:worker_id_taken");
+    expect(taken.body.detail).toBe(
+      "worker box-1 is connected with another token: only that token may replace its connection (choose another id, or try again once it is gone)",
+    );
+    // The first is still connected, with its session.
+    expect((await b.report([])).status).toBe(200);
+    // Its own token may replace its connection (a worker that restarted).
+    const again = new HandWorker(s.url, tb, "box-1");
+    await again.register(["b"]);
+    expect((await b.report([])).status).toBe(409);
+    expect((await again.report([])).status).toBe(200);
+    const events = (await readLog(dir)).filter((e) => e.streamId === "worker-box-1");
+    expect(events.map((e) => `${e.type} ${(e.data as { token?: string }).token ?? ""}`)).toEqual([
+      "WorkerConnected wb",
+      "WorkerDisconnected ",
+      "WorkerConnected wb",
+    ]);
+    b.close();
+    again.close();
+  }, 120_000);
 });

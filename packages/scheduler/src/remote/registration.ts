@@ -1,5 +1,6 @@
 import type { SchedulerProjection } from "@chronolog/core";
 import { REMOTE_PROTOCOL_VERSION, type RegisterRequest } from "@chronolog/worker";
+import type { RemoteConnection } from "./connection.js";
 import { isLocalWorkerId, RemoteRefusal } from "./refusal.js";
 import { currentTokens, WORKER_ID } from "./worker-records.js";
 
@@ -12,10 +13,15 @@ export interface WorkerCaller {
 
 /**
  * Refuses (throws a RemoteRefusal) a registration the scheduler may not take: another protocol
- * version, an id a remote worker may not take, a queue the token may not serve. Returns the
- * queues it serves.
+ * version, an id a remote worker may not take, a queue the token may not serve, or the id of
+ * a worker connected with another token (a token speaks only for its own workers: it may not
+ * drop another's). Returns the queues it serves.
  */
-export function checkRegistration(req: RegisterRequest, caller: WorkerCaller): string[] {
+export function checkRegistration(
+  req: RegisterRequest,
+  caller: WorkerCaller,
+  conns: ReadonlyMap<string, RemoteConnection>,
+): string[] {
   if (req.protocol !== REMOTE_PROTOCOL_VERSION)
     throw new RemoteRefusal(
       400,
@@ -40,6 +46,13 @@ export function checkRegistration(req: RegisterRequest, caller: WorkerCaller): s
         { queues: caller.queues, outside },
       );
   }
+  const previous = conns.get(req.id);
+  if (previous && previous.tokenName !== caller.tokenName)
+    throw new RemoteRefusal(
+      409,
+      "worker_id_taken",
+      `worker ${req.id} is connected with another token: only that token may replace its connection (choose another id, or try again once it is gone)`,
+    );
   return queues;
 }
 

@@ -120,7 +120,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   async register(req: RegisterRequest, caller: WorkerCaller): Promise<RegisterAnswer> {
     if (this.closed) throw new RemoteRefusal(503, "unavailable", "this scheduler is shutting down");
     if (this.o.refuse) throw new RemoteRefusal(503, "unavailable", this.o.refuse);
-    const queues = checkRegistration(req, caller);
+    const queues = checkRegistration(req, caller, this.conns);
     const previous = this.conns.get(req.id);
     if (previous) await this.drop(previous, `replaced by a new connection from ${req.host}`);
     const adopted = adoptable(this.o.projection, req, queues, (t) => this.owner.has(t));
