@@ -96,4 +96,43 @@ describe("remote workers: a token acts within its queues only", () => {
     b.close();
     again.close();
   }, 120_000);
+
+  it("takes a worker's word only for its own attempts when it asks who knows a lost one", async () => {
+    const dir = tempDataDir("remote-trespass-known");
+    left.dirs.push(dir, `${dir}-tasks`);
+    declareTasks(dir, [{ name: "tk", queue: "b", command: "true", leaseSeconds: 3 }]);
+    const ta = workToken(dir, "wa", ["a"]);
+    const tb = workToken(dir, "wb", ["b"]);
+    const s = await startScheduler(left, dir, await freePort());
+    const b = new HandWorker(s.url, tb, "hand-b");
+    await b.register(["b"]);
+    const run = await waitUntil("the attempt to reach the worker of queue b", () =>
+      b.commands.find((c) => c.kind === "run"),
+    );
+    const token = run.token as string;
+    const at = new Date().toISOString();
+    const base = { token, attempt: 1, instanceStream: streamOf("tk"), workerId: "hand-b", at };
+    expect((await b.report([{ kind: "started", ...base, pid: 1 }])).status).toBe(200);
+    // A worker of queue a claims to know every attempt it is asked about.
+    const a = new HandWorker(s.url, ta, "hand-a");
+    a.onQuery = (q) =>
+      void a.report([{ kind: "known", requestId: q.requestId, workerId: "hand-a", running: q.tokens }]);
+    await a.register(["a"]);
+    // The worker of queue b goes without a word: its attempt is lost once its lease runs out.
+    b.close();
+    await api(s.url, "/workers/hand-b", {
+      token: tb,
+      method: "DELETE",
+      headers: { "chronolog-session": b.session },
+    });
+    const ended = await waitUntil(
+      "the lost attempt to end, whatever the worker of queue a says",
+      async () => of(await readLog(dir), "tk").find((e) => e.type === "AttemptAbandoned"),
+      60_000,
+      250,
+    );
+    expect(ended.data).toMatchObject({ token, reason: "lease expired and no worker knows the attempt" });
+    expect(a.commands.some((c) => c.kind === "query" && (c.tokens as string[]).includes(token))).toBe(true);
+    a.close();
+  }, 120_000);
 });

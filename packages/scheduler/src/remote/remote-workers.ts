@@ -531,7 +531,8 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   private answer(conn: RemoteConnection, requestId: string, running: readonly string[]): void {
     const q = this.queries.get(requestId);
     if (!q) return;
-    for (const t of running) q.found.set(t, conn.id);
+    // Its word counts only for attempts given to it: no other worker's, no other queue's.
+    for (const t of running) if (conn.given.has(t)) q.found.set(t, conn.id);
     q.waiting.delete(conn.id);
     if (q.waiting.size === 0) q.finish();
   }
