@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { api } from "../api/support.js";
+import { api, createToken } from "../api/support.js";
 import { Leftovers, tempDataDir } from "../support/cli.js";
 import { waitUntil } from "../support/wait.js";
 import { HandWorker } from "./hand-worker.js";
@@ -134,5 +134,18 @@ describe("remote workers: a token acts within its queues only", () => {
     expect(ended.data).toMatchObject({ token, reason: "lease expired and no worker knows the attempt" });
     expect(a.commands.some((c) => c.kind === "query" && (c.tokens as string[]).includes(token))).toBe(true);
     a.close();
+  }, 120_000);
+
+  it("refuses the worker routes to an admin token limited to projects: queues are of every project", async () => {
+    const dir = tempDataDir("remote-trespass-admin");
+    left.dirs.push(dir, `${dir}-tasks`);
+    const limited = createToken(dir, "admin-p", "admin", ["p"]);
+    const s = await startScheduler(left, dir, await freePort());
+    const r = await new HandWorker(s.url, limited, "box-4").registration({ queues: ["a"] });
+    expect(r.status).toBe(403);
+    expect(r.body.detail).toBe(
+      "token admin-p is limited to projects: it may not serve queues, whose attempts are of every project (use a work token)",
+    );
+    expect((await readLog(dir)).some((e) => e.type === "WorkerConnected")).toBe(false);
   }, 120_000);
 });

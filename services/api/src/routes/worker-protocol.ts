@@ -158,7 +158,17 @@ export function workerProtocolRoutes(d: RouteDeps, workers: RemoteWorkers | null
       );
     return conn;
   };
-  const callerQueues = (caller: Caller) => (caller.token?.scope === "work" ? caller.token.queues : null);
+  /** The queues the caller may serve (null: any); an admin token limited to projects may serve none. */
+  const callerQueues = (caller: Caller) => {
+    const t = caller.token;
+    if (t && t.scope !== "work" && (t.projects.length > 0 || t.readProjects.length > 0))
+      throw new HttpProblem(
+        403,
+        "forbidden",
+        `token ${t.name} is limited to projects: it may not serve queues, whose attempts are of every project (use a work token)`,
+      );
+    return t?.scope === "work" ? t.queues : null;
+  };
 
   app.openapi(
     createRoute({
@@ -178,12 +188,10 @@ export function workerProtocolRoutes(d: RouteDeps, workers: RemoteWorkers | null
     }),
     async (c) => {
       const caller = await d.who(c, "work");
+      const queues = callerQueues(caller);
       const body = c.req.valid("json");
       try {
-        const answer = await need().register(body, {
-          tokenName: caller.token?.name,
-          queues: callerQueues(caller),
-        });
+        const answer = await need().register(body, { tokenName: caller.token?.name, queues });
         return c.json(answer, 200);
       } catch (error) {
         throw problemOf(error);
