@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { api, createToken } from "../api/support.js";
-import { Leftovers, tempDataDir } from "../support/cli.js";
+import { chronolog, Leftovers, tempDataDir } from "../support/cli.js";
 import { waitUntil } from "../support/wait.js";
 import { HandWorker } from "./hand-worker.js";
 import { declareTasks, freePort, of, readLog, startScheduler, streamOf, workToken } from "./support.js";
@@ -134,6 +134,28 @@ describe("remote workers: a token acts within its queues only", () => {
     expect(ended.data).toMatchObject({ token, reason: "lease expired and no worker knows the attempt" });
     expect(a.commands.some((c) => c.kind === "query" && (c.tokens as string[]).includes(token))).toBe(true);
     a.close();
+  }, 120_000);
+
+  it("refuses a host or version that would break a line of the log or of `chronolog workers`", async () => {
+    const dir = tempDataDir("remote-trespass-host");
+    left.dirs.push(dir, `${dir}-tasks`);
+    const ta = workToken(dir, "wa", ["a"]);
+    const s = await startScheduler(left, dir, await freePort());
+    const w = new HandWorker(s.url, ta, "box-2");
+    for (const [field, more] of [
+      ["host", { host: "box\nbox-3  evil  a  0/4" }],
+      ["host", { host: "box\u001b[2J" }],
+      ["version", { version: "1.0\r\nforged" }],
+    ] as const) {
+      const r = await w.registration({ queues: ["a"], ...more });
+      expect(r.status).toBe(400);
+      expect(r.body.issues.map((e: { path: string }) => e.path)).toEqual([field]);
+    }
+    expect((await readLog(dir)).some((e) => e.type === "WorkerConnected")).toBe(false);
+    await w.register(["a"], { host: "box-2.example", version: "chronolog 0.1.0 (node 20)" });
+    const listed = chronolog(dir, ["workers"]);
+    expect(listed.stdout.trimEnd().split("\n")).toHaveLength(2);
+    w.close();
   }, 120_000);
 
   it("refuses the worker routes to an admin token limited to projects: queues are of every project", async () => {

@@ -22,10 +22,15 @@ const RegisterRequest = z
   .object({
     protocol: z.number().int().openapi({ description: "the protocol version the worker speaks", example: 1 }),
     id: z.string().min(1).max(128),
-    host: z.string().min(1).max(255),
+    host: z
+      .string()
+      .regex(/^[^\s\p{C}]{1,255}$/u, "a host is 1 to 255 characters, none a space or a control character"),
     queues: z.array(queueName).min(1).max(64),
     capacity: z.number().int().min(1).max(100_000),
-    version: z.string().min(1).max(100).openapi({ example: "chronolog 0.1.0" }),
+    version: z
+      .string()
+      .regex(/^[^\p{C}]{1,100}$/u, "a version is 1 to 100 characters, none a control character")
+      .openapi({ example: "chronolog 0.1.0" }),
     running: z.array(token).max(100_000).default([]),
   })
   .openapi("WorkerRegistration");
