@@ -170,4 +170,29 @@ describe("remote workers: a token acts within its queues only", () => {
     );
     expect((await readLog(dir)).some((e) => e.type === "WorkerConnected")).toBe(false);
   }, 120_000);
+
+  it("takes at most 256 workers of one token: registrations cost memory, a stream and an event", async () => {
+    const dir = tempDataDir("remote-trespass-many");
+    left.dirs.push(dir, `${dir}-tasks`);
+    const ta = workToken(dir, "wa", ["a"]);
+    const tb = workToken(dir, "wb", ["b"]);
+    const s = await startScheduler(left, dir, await freePort());
+    const statuses: number[] = [];
+    for (let i = 0; i < 256; i += 16)
+      statuses.push(
+        ...(await Promise.all(
+          Array.from({ length: 16 }, (_, j) =>
+            new HandWorker(s.url, ta, `many-${i + j}`).registration({ queues: ["a"] }).then((r) => r.status),
+          ),
+        )),
+      );
+    expect(statuses.filter((x) => x !== 200)).toEqual([]);
+    const over = await new HandWorker(s.url, ta, "many-256").registration({ queues: ["a"] });
+    expect(over.status).toBe(429);
+    expect(over.body.type).toBe("urn:chronolog:problem:too_many_workers");
+    expect(over.body.detail).toBe("token wa already has 256 workers connected, the most one token may");
+    // Another token's worker is still welcome, and one already connected may register again.
+    expect((await new HandWorker(s.url, tb, "other-0").registration({ queues: ["b"] })).status).toBe(200);
+    expect((await new HandWorker(s.url, ta, "many-0").registration({ queues: ["a"] })).status).toBe(200);
+  }, 120_000);
 });

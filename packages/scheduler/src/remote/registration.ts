@@ -11,16 +11,26 @@ export interface WorkerCaller {
   readonly queues: readonly string[] | null;
 }
 
+/** Most workers connected at once with one token, and in all. */
+export interface WorkerLimits {
+  readonly perToken: number;
+  readonly total: number;
+}
+
+export const DEFAULT_WORKER_LIMITS: WorkerLimits = { perToken: 256, total: 4096 };
+
 /**
  * Refuses (throws a RemoteRefusal) a registration the scheduler may not take: another protocol
  * version, an id a remote worker may not take, a queue the token may not serve, or the id of
  * a worker connected with another token (a token speaks only for its own workers: it may not
- * drop another's). Returns the queues it serves.
+ * drop another's), or one worker more than the limits (each holds a command stream and its
+ * state here, and its registration an event). Returns the queues it serves.
  */
 export function checkRegistration(
   req: RegisterRequest,
   caller: WorkerCaller,
   conns: ReadonlyMap<string, RemoteConnection>,
+  limits: WorkerLimits = DEFAULT_WORKER_LIMITS,
 ): string[] {
   if (req.protocol !== REMOTE_PROTOCOL_VERSION)
     throw new RemoteRefusal(
@@ -53,6 +63,24 @@ export function checkRegistration(
       "worker_id_taken",
       `worker ${req.id} is connected with another token: only that token may replace its connection (choose another id, or try again once it is gone)`,
     );
+  if (!previous) {
+    let mine = 0;
+    for (const c of conns.values()) if (c.tokenName === caller.tokenName) mine += 1;
+    if (mine >= limits.perToken)
+      throw new RemoteRefusal(
+        429,
+        "too_many_workers",
+        `token ${caller.tokenName} already has ${mine} workers connected, the most one token may`,
+        { limit: limits.perToken, connected: mine },
+      );
+    if (conns.size >= limits.total)
+      throw new RemoteRefusal(
+        429,
+        "too_many_workers",
+        `this scheduler already has ${conns.size} workers connected, the most it takes`,
+        { limit: limits.total, connected: conns.size },
+      );
+  }
   return queues;
 }
 
