@@ -166,9 +166,17 @@ describe("remote workers: a token acts within its queues only", () => {
     const r = await new HandWorker(s.url, limited, "box-4").registration({ queues: ["a"] });
     expect(r.status).toBe(403);
     expect(r.body.detail).toBe(
-      "token admin-p is limited to projects: it may not serve queues, whose attempts are of every project (use a work token)",
+      "token admin-p is limited to projects: it may not serve queues, whose attempts are of every project (use a work token of no project)",
     );
     expect((await readLog(dir)).some((e) => e.type === "WorkerConnected")).toBe(false);
+    // Nor is a work token limited to projects issued: its queues' attempts are of every project.
+    for (const limit of ["--project", "--read-projects"]) {
+      const w = chronolog(dir, ["token", "create", "wp", "--scope", "work", "--queue", "a", limit, "p"]);
+      expect(w.code).not.toBe(0);
+      expect(w.stderr).toContain(
+        "a work token serves queues, whose attempts are of every project: it is limited to none",
+      );
+    }
   }, 120_000);
 
   it("takes at most 256 workers of one token: registrations cost memory, a stream and an event", async () => {

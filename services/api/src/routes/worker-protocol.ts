@@ -163,14 +163,14 @@ export function workerProtocolRoutes(d: RouteDeps, workers: RemoteWorkers | null
       );
     return conn;
   };
-  /** The queues the caller may serve (null: any); an admin token limited to projects may serve none. */
+  /** The queues the caller may serve (null: any); a token limited to projects may serve none. */
   const callerQueues = (caller: Caller) => {
     const t = caller.token;
-    if (t && t.scope !== "work" && (t.projects.length > 0 || t.readProjects.length > 0))
+    if (t && (t.projects.length > 0 || t.readProjects.length > 0))
       throw new HttpProblem(
         403,
         "forbidden",
-        `token ${t.name} is limited to projects: it may not serve queues, whose attempts are of every project (use a work token)`,
+        `token ${t.name} is limited to projects: it may not serve queues, whose attempts are of every project (use a work token of no project)`,
       );
     return t?.scope === "work" ? t.queues : null;
   };
