@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { api } from "../api/support.js";
 import { Leftovers, tempDataDir } from "../support/cli.js";
 import { waitUntil } from "../support/wait.js";
+import { HandWorker } from "./hand-worker.js";
 import {
   declareTasks,
   freePort,
@@ -12,68 +13,6 @@ import {
   streamOf,
   workToken,
 } from "./support.js";
-
-/** A worker spoken by hand, as any HTTP client would: register, read the command stream, post. */
-class HandWorker {
-  session = "";
-  readonly commands: Array<Record<string, unknown>> = [];
-  private abort = new AbortController();
-
-  constructor(
-    private readonly url: string,
-    private readonly token: string,
-    readonly id: string,
-  ) {}
-
-  async register(queues: string[]): Promise<void> {
-    const r = await api(this.url, "/workers", {
-      token: this.token,
-      body: { protocol: 1, id: this.id, host: "handmade", queues, capacity: 4, version: "test", running: [] },
-    });
-    if (r.status !== 200) throw new Error(`register: ${r.status} ${r.text}`);
-    this.session = r.body.session;
-    const res = await fetch(`${this.url}/api/v1/workers/${this.id}/commands`, {
-      headers: { authorization: `Bearer ${this.token}`, "chronolog-session": this.session },
-      signal: this.abort.signal,
-    });
-    if (res.status !== 200 || !res.body) throw new Error(`commands: ${res.status}`);
-    const reader = res.body.getReader();
-    const decoder = new TextDecoder();
-    let buffer = "";
-    void (async () => {
-      try {
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) return;
-          buffer += decoder.decode(value, { stream: true });
-          let cut = buffer.indexOf("\n\n");
-          while (cut >= 0) {
-            const block = buffer.slice(0, cut);
-            buffer = buffer.slice(cut + 2);
-            const event = /^event: (.*)$/m.exec(block)?.[1];
-            const data = /^data: (.*)$/m.exec(block)?.[1];
-            if (event === "commands" && data) this.commands.push(...JSON.parse(data).messages);
-            cut = buffer.indexOf("\n\n");
-          }
-        }
-      } catch {
-        // closed by the test
-      }
-    })();
-  }
-
-  report(messages: unknown[]) {
-    return api(this.url, `/workers/${this.id}/reports`, {
-      token: this.token,
-      headers: { "chronolog-session": this.session },
-      body: { messages },
-    });
-  }
-
-  close(): void {
-    this.abort.abort();
-  }
-}
 
 describe("remote workers: reports that are refused", () => {
   const left = new Leftovers();

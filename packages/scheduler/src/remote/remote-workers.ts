@@ -19,7 +19,8 @@ import type { Dispatcher } from "../dispatcher.js";
 import type { SchedulerLogger } from "../scheduler-types.js";
 import type { CommandSink, RemoteConnection } from "./connection.js";
 import { OutputSink } from "./output-sink.js";
-import { checkRegistration, RemoteRefusal } from "./refusal.js";
+import { RemoteRefusal } from "./refusal.js";
+import { adoptable, checkRegistration, type WorkerCaller } from "./registration.js";
 import {
   ConnectedFile,
   cancelled,
@@ -50,13 +51,6 @@ export interface RemoteWorkersOptions {
   /** How long `query` waits for the workers (default 2000 ms). */
   readonly queryTimeoutMs?: number;
   readonly now?: () => number;
-}
-
-/** Who a registration's token lets serve what. */
-export interface WorkerCaller {
-  readonly tokenName: string | undefined;
-  /** The queues the token may serve; null: any (an administrator's token). */
-  readonly queues: readonly string[] | null;
 }
 
 interface PendingQuery {
@@ -129,11 +123,10 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
 
   async register(req: RegisterRequest, caller: WorkerCaller): Promise<RegisterAnswer> {
     if (this.closed) throw new RemoteRefusal(503, "unavailable", "this scheduler is shutting down");
-    const queues = checkRegistration(req, caller);
+    const queues = checkRegistration(req, caller, this.conns);
     const previous = this.conns.get(req.id);
     if (previous) await this.drop(previous, `replaced by a new connection from ${req.host}`);
-    const current = currentTokens(this.o.projection, req.running);
-    const adopted = req.running.filter((t) => current.has(t) && !this.owner.get(t));
+    const adopted = adoptable(this.o.projection, req, queues, (t) => this.owner.has(t));
     const stop = req.running.filter((t) => !adopted.includes(t));
     const data = EventSchemas.WorkerConnected.parse({
       worker: req.id,
@@ -531,7 +524,8 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   private answer(conn: RemoteConnection, requestId: string, running: readonly string[]): void {
     const q = this.queries.get(requestId);
     if (!q) return;
-    for (const t of running) q.found.set(t, conn.id);
+    // Its word counts only for attempts given to it: no other worker's, no other queue's.
+    for (const t of running) if (conn.given.has(t)) q.found.set(t, conn.id);
     q.waiting.delete(conn.id);
     if (q.waiting.size === 0) q.finish();
   }

@@ -22,10 +22,15 @@ const RegisterRequest = z
   .object({
     protocol: z.number().int().openapi({ description: "the protocol version the worker speaks", example: 1 }),
     id: z.string().min(1).max(128),
-    host: z.string().min(1).max(255),
+    host: z
+      .string()
+      .regex(/^[^\s\p{C}]{1,255}$/u, "a host is 1 to 255 characters, none a space or a control character"),
     queues: z.array(queueName).min(1).max(64),
     capacity: z.number().int().min(1).max(100_000),
-    version: z.string().min(1).max(100).openapi({ example: "chronolog 0.1.0" }),
+    version: z
+      .string()
+      .regex(/^[^\p{C}]{1,100}$/u, "a version is 1 to 100 characters, none a control character")
+      .openapi({ example: "chronolog 0.1.0" }),
     running: z.array(token).max(100_000).default([]),
   })
   .openapi("WorkerRegistration");
@@ -158,7 +163,17 @@ export function workerProtocolRoutes(d: RouteDeps, workers: RemoteWorkers | null
       );
     return conn;
   };
-  const callerQueues = (caller: Caller) => (caller.token?.scope === "work" ? caller.token.queues : null);
+  /** The queues the caller may serve (null: any); a token limited to projects may serve none. */
+  const callerQueues = (caller: Caller) => {
+    const t = caller.token;
+    if (t && (t.projects.length > 0 || t.readProjects.length > 0))
+      throw new HttpProblem(
+        403,
+        "forbidden",
+        `token ${t.name} is limited to projects: it may not serve queues, whose attempts are of every project (use a work token of no project)`,
+      );
+    return t?.scope === "work" ? t.queues : null;
+  };
 
   app.openapi(
     createRoute({
@@ -178,12 +193,10 @@ export function workerProtocolRoutes(d: RouteDeps, workers: RemoteWorkers | null
     }),
     async (c) => {
       const caller = await d.who(c, "work");
+      const queues = callerQueues(caller);
       const body = c.req.valid("json");
       try {
-        const answer = await need().register(body, {
-          tokenName: caller.token?.name,
-          queues: callerQueues(caller),
-        });
+        const answer = await need().register(body, { tokenName: caller.token?.name, queues });
         return c.json(answer, 200);
       } catch (error) {
         throw problemOf(error);

@@ -42,6 +42,13 @@ export async function issueToken(
     throw new ValidationError("token", [
       { path: "queues", message: "a work token names the queues it may serve (--queue NAME)" },
     ]);
+  if (data.scope === "work" && (data.projects.length > 0 || data.readProjects))
+    throw new ValidationError("token", [
+      {
+        path: "projects",
+        message: "a work token serves queues, whose attempts are of every project: it is limited to none",
+      },
+    ]);
   if (data.scope !== "work" && data.queues)
     throw new ValidationError("token", [
       { path: "queues", message: `only a work token names queues, not one of scope ${data.scope}` },

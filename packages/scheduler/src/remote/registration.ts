@@ -1,0 +1,106 @@
+import type { SchedulerProjection } from "@chronolog/core";
+import { REMOTE_PROTOCOL_VERSION, type RegisterRequest } from "@chronolog/worker";
+import type { RemoteConnection } from "./connection.js";
+import { isLocalWorkerId, RemoteRefusal } from "./refusal.js";
+import { currentTokens, WORKER_ID } from "./worker-records.js";
+
+/** Who a registration's token lets serve what. */
+export interface WorkerCaller {
+  readonly tokenName: string | undefined;
+  /** The queues the token may serve; null: any (an administrator's token). */
+  readonly queues: readonly string[] | null;
+}
+
+/** Most workers connected at once with one token, and in all. */
+export interface WorkerLimits {
+  readonly perToken: number;
+  readonly total: number;
+}
+
+export const DEFAULT_WORKER_LIMITS: WorkerLimits = { perToken: 256, total: 4096 };
+
+/**
+ * Refuses (throws a RemoteRefusal) a registration the scheduler may not take: another protocol
+ * version, an id a remote worker may not take, a queue the token may not serve, or the id of
+ * a worker connected with another token (a token speaks only for its own workers: it may not
+ * drop another's), or one worker more than the limits (each holds a command stream and its
+ * state here, and its registration an event). Returns the queues it serves.
+ */
+export function checkRegistration(
+  req: RegisterRequest,
+  caller: WorkerCaller,
+  conns: ReadonlyMap<string, RemoteConnection>,
+  limits: WorkerLimits = DEFAULT_WORKER_LIMITS,
+): string[] {
+  if (req.protocol !== REMOTE_PROTOCOL_VERSION)
+    throw new RemoteRefusal(
+      400,
+      "protocol_version",
+      `this scheduler speaks worker protocol ${REMOTE_PROTOCOL_VERSION}, the worker speaks ${req.protocol}: run a worker of the scheduler's version`,
+      { protocol: REMOTE_PROTOCOL_VERSION },
+    );
+  if (!WORKER_ID.test(req.id) || isLocalWorkerId(req.id))
+    throw new RemoteRefusal(
+      400,
+      "validation",
+      `worker id ${JSON.stringify(req.id.slice(0, 140))} is not one a remote worker may take: letters, digits, _, ., : and -, at most 128, and not of the form the scheduler gives its own workers (w<pid>-<n>)`,
+    );
+  const queues = [...new Set(req.queues)];
+  if (caller.queues !== null) {
+    const outside = queues.filter((q) => !caller.queues?.includes(q));
+    if (outside.length > 0)
+      throw new RemoteRefusal(
+        403,
+        "forbidden",
+        `token ${caller.tokenName} may serve ${caller.queues.length === 1 ? "queue" : "queues"} ${caller.queues.join(", ")}: not ${outside.join(", ")}`,
+        { queues: caller.queues, outside },
+      );
+  }
+  const previous = conns.get(req.id);
+  if (previous && previous.tokenName !== caller.tokenName)
+    throw new RemoteRefusal(
+      409,
+      "worker_id_taken",
+      `worker ${req.id} is connected with another token: only that token may replace its connection (choose another id, or try again once it is gone)`,
+    );
+  if (!previous) {
+    let mine = 0;
+    for (const c of conns.values()) if (c.tokenName === caller.tokenName) mine += 1;
+    if (mine >= limits.perToken)
+      throw new RemoteRefusal(
+        429,
+        "too_many_workers",
+        `token ${caller.tokenName} already has ${mine} workers connected, the most one token may`,
+        { limit: limits.perToken, connected: mine },
+      );
+    if (conns.size >= limits.total)
+      throw new RemoteRefusal(
+        429,
+        "too_many_workers",
+        `this scheduler already has ${conns.size} workers connected, the most it takes`,
+        { limit: limits.total, connected: conns.size },
+      );
+  }
+  return queues;
+}
+
+/**
+ * Of the attempts a registering worker announces, those it gets back: current, of a queue it
+ * serves (an attempt of the scheduler's own pool or of another queue never), held by no other
+ * connected worker, and started on no other worker than this id.
+ */
+export function adoptable(
+  projection: SchedulerProjection,
+  req: RegisterRequest,
+  queues: readonly string[],
+  owned: (token: string) => boolean,
+): string[] {
+  const current = currentTokens(projection, req.running);
+  return req.running.filter((t) => {
+    if (!current.has(t) || owned(t)) return false;
+    const a = projection.workers.attempt(t);
+    return (
+      a?.queue !== undefined && queues.includes(a.queue) && (a.worker === undefined || a.worker === req.id)
+    );
+  });
+}
