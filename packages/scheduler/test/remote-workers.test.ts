@@ -154,27 +154,42 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
       attempts: [{ token: "x", attempt: 1, status: "running" }],
     };
     (projection.instances as Map<string, unknown>).set(inst.stream, inst);
+    // Of queue gpu, as its intent says; and "local", an attempt of the scheduler's own pool.
+    projection.workers.applyAttempt(
+      {
+        type: "DispatchIntended",
+        streamId: inst.stream,
+        data: { token: "x", attempt: 1 },
+        metadata: { recordedAt: new Date().toISOString() },
+      } as never,
+      "p/a/t/ALL",
+      "x",
+      "gpu",
+    );
+    const local = {
+      stream: "instance-p/a/l/ALL@x",
+      attempts: [{ token: "local", attempt: 1, status: "running" }],
+    };
+    (projection.instances as Map<string, unknown>).set(local.stream, local);
     workers = new RemoteWorkers(options({ projection }));
     const a = await workers.register(register("a", ["gpu"]), { tokenName: "t", queues: null });
     const conn = workers.connection("a", a.session);
     const s = sink();
     workers.attach(conn, s);
     expect(workers.holds("x")).toBe(false);
-    const asked = workers.query(["x", "gone"], 5000);
+    const asked = workers.query(["x", "gone", "local"], 5000);
     await tick();
     const query = s.batches.flatMap((b) => b.messages).find((m) => m.kind === "query");
-    expect(query).toMatchObject({ tokens: ["x", "gone"] });
+    expect(query).toMatchObject({ tokens: ["x", "gone", "local"] });
     const requestId = (query as { requestId: string }).requestId;
-    await workers.receive(conn, [{ kind: "known", requestId, workerId: "a", running: ["x", "gone"] }]);
-    expect(await asked).toEqual(
-      new Map([
-        ["x", "a"],
-        ["gone", "a"],
-      ]),
-    );
-    // Adopted: it holds x (current), not "gone" (no such attempt is current).
+    await workers.receive(conn, [
+      { kind: "known", requestId, workerId: "a", running: ["x", "gone", "local"] },
+    ]);
+    // Its word counts for x alone: "gone" is no current attempt, "local" one of the own pool's.
+    expect(await asked).toEqual(new Map([["x", "a"]]));
     expect(workers.holds("x")).toBe(true);
     expect(workers.holds("gone")).toBe(false);
+    expect(workers.holds("local")).toBe(false);
     expect(workers.room("gpu")).toMatchObject({ busy: 1 });
     const heartbeat = {
       kind: "heartbeat" as const,
@@ -194,6 +209,17 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
       attempts: [{ token: "y", attempt: 1, status: "running" }],
     };
     (projection.instances as Map<string, unknown>).set(inst.stream, inst);
+    projection.workers.applyAttempt(
+      {
+        type: "DispatchIntended",
+        streamId: inst.stream,
+        data: { token: "y", attempt: 1 },
+        metadata: { recordedAt: new Date().toISOString() },
+      } as never,
+      "p/a/t/ALL",
+      "y",
+      "gpu",
+    );
     workers = new RemoteWorkers(options({ projection }));
     const a = await workers.register(register("a", ["gpu"]), { tokenName: "t", queues: null });
     const conn = workers.connection("a", a.session);

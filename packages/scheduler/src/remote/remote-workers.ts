@@ -531,8 +531,8 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   }
 
   /**
-   * The worker knows these attempts: those current in the log that no live connection here
-   * holds become its own (a scheduler that died gave them, or this one before a restart; the
+   * The worker knows these attempts: those current in the log, of its queues, that no live
+   * connection here holds become its own (a scheduler that died gave them, or this one before a restart; the
    * reconcile loop asks about them once their shard is this scheduler's).
    */
   private adopt(conn: RemoteConnection, tokens: readonly string[]): void {
@@ -541,6 +541,12 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     for (const t of tokens) {
       const held = this.owner.get(t);
       if (!current.has(t) || (held && !held.gone)) continue;
+      // Only an attempt of a queue it serves, started on no other worker: never one of the
+      // scheduler's own pool, of another queue, or of another worker (a worker's word about
+      // those must not keep them from being retried, nor give it their reports).
+      const a = this.o.projection.workers.attempt(t);
+      if (a?.queue === undefined || !conn.queues.has(a.queue)) continue;
+      if (a.worker !== undefined && a.worker !== conn.id) continue;
       conn.given.set(t, null);
       this.owner.set(t, conn);
       n += 1;
