@@ -132,7 +132,7 @@ describe("queues and remote workers, from the CLI", { timeout: 180_000 }, () => 
     append("worker-gpu-1", "WorkerConnected", connected("gpu-1", ["gpu"], 1));
     const free = why("train");
     expect(free.stdout).toContain("ml/acme/train/ALL: ready\n");
-    expect(free.stdout).toContain("  waiting for a worker on queue gpu (1 connected, 0 of 1 slot busy)\n");
+    expect(free.stdout).toContain("  goes to a worker on queue gpu (1 connected, 0 of 1 slot busy)\n");
 
     startOn("sort", "gpu-1");
     const busy = why("train");
