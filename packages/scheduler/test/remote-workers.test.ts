@@ -136,4 +136,25 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
     expect((events[1]?.data as { reason: string } | undefined)?.reason).toBe("scheduler restarted");
     expect(await workers.settleAtStart()).toBe(0);
   });
+
+  it("given attempts announced at reconnection, when their start is durable, then they are adopted and told to proceed", async () => {
+    // The projection as the restarted scheduler has it: "started" recorded, "waiting" not yet.
+    const projection = new SchedulerProjection();
+    const instance = (token: string, status: string) =>
+      ({ stream: `instance-p/a/${token}/ALL@d`, attempts: [{ token, attempt: 1, status }] }) as never;
+    projection.instances.set("s", instance("started", "running"));
+    projection.instances.set("w", instance("waiting", "queued"));
+    workers = new RemoteWorkers(options({ projection }));
+    const a = await workers.register(
+      { ...register("a", ["gpu"]), running: ["started", "waiting", "gone"] },
+      { tokenName: "t", queues: null },
+    );
+    expect(a.adopted).toEqual(["started", "waiting"]);
+    expect(a.stop).toEqual(["gone"]);
+    const s = sink();
+    workers.attach(workers.connection("a", a.session), s);
+    await tick();
+    // Without it, a non-idempotent attempt would wait for a proceed sent by the earlier process.
+    expect(s.batches.flatMap((b) => b.messages)).toEqual([{ kind: "proceed", token: "started" }]);
+  });
 });

@@ -30,7 +30,7 @@ import {
   ConnectedFile,
   cancelled,
   closeLeftConnections,
-  currentTokens,
+  currentAttempts,
   recordRefused,
   WORKER_ID,
 } from "./worker-records.js";
@@ -159,7 +159,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     }
     const previous = this.conns.get(req.id);
     if (previous) await this.drop(previous, `replaced by a new connection from ${req.host}`);
-    const current = currentTokens(this.o.projection, req.running);
+    const current = currentAttempts(this.o.projection, req.running);
     const adopted = req.running.filter((t) => current.has(t) && !this.owner.get(t));
     const stop = req.running.filter((t) => !adopted.includes(t));
     const data = EventSchemas.WorkerConnected.parse({
@@ -195,6 +195,9 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     for (const t of adopted) {
       conn.given.set(t, null);
       this.owner.set(t, conn);
+      // Its start is durable: it may run. An attempt that waits for its start permission (not
+      // idempotent) would otherwise wait for a proceed that went with the earlier process.
+      if (current.get(t) === "running") conn.outbox.push({ kind: "proceed", token: t });
     }
     this.conns.set(conn.id, conn);
     this.writeState();
