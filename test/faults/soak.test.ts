@@ -1,11 +1,22 @@
 import { type ChildProcess, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { chronolog, chronologSpawn, tempDataDir } from "../support/cli.js";
 import { kafkaForSuite } from "../support/kafka.js";
 import { waitUntil } from "../support/wait.js";
-import { effects, LATEST_HOUR, readLog, startUp, stopUp, type Up } from "./support.js";
+import {
+  declaration,
+  findings,
+  HOUR,
+  HOURS,
+  SOAK_START,
+  type SoakTask,
+  seeded,
+  settled,
+  TASKS,
+} from "./soak-support.js";
+import { startUp, stopUp, type Up } from "./support.js";
 
 /**
  * The fault soak: hundreds of faults at random moments (a seeded generator picks the fault and
@@ -23,75 +34,7 @@ import { effects, LATEST_HOUR, readLog, startUp, stopUp, type Up } from "./suppo
  */
 const FAULTS = Number(process.env.CHRONOLOG_SOAK_FAULTS ?? 50);
 const SEED = Number(process.env.CHRONOLOG_SOAK_SEED ?? 15);
-const HOUR = 3_600_000;
-const HOURS = 24;
-const START = new Date(Date.parse(LATEST_HOUR) - (HOURS - 1) * HOUR).toISOString();
-const END = new Date(Date.parse(LATEST_HOUR) + HOUR / 2).toISOString();
 const backend = process.env.CHRONOLOG_FAULT_BACKEND === "kafka" ? "kafka" : "sqlite";
-
-interface SoakTask {
-  readonly name: string;
-  readonly idempotent: boolean;
-  readonly connection?: boolean;
-  readonly sleep: number;
-  readonly workflow?: { parents: string[] };
-}
-
-const TASKS: SoakTask[] = [
-  { name: "idem_1", idempotent: true, sleep: 0.3 },
-  { name: "idem_2", idempotent: true, sleep: 0.5 },
-  { name: "idem_3", idempotent: true, sleep: 0.2 },
-  { name: "once_1", idempotent: false, sleep: 0.3 },
-  { name: "once_2", idempotent: false, sleep: 0.6 },
-  { name: "once_3", idempotent: false, sleep: 0.2 },
-  { name: "db_1", idempotent: true, connection: true, sleep: 0.4 },
-  { name: "db_2", idempotent: true, connection: true, sleep: 0.3 },
-  { name: "db_3", idempotent: false, connection: true, sleep: 0.4 },
-  { name: "db_4", idempotent: false, connection: true, sleep: 0.2 },
-  { name: "extract", idempotent: true, sleep: 0.3, workflow: { parents: [] } },
-  { name: "transform", idempotent: false, sleep: 0.3, workflow: { parents: ["extract"] } },
-  { name: "load", idempotent: true, sleep: 0.2, workflow: { parents: ["transform"] } },
-];
-
-/**
- * Each task takes a kernel lock on its instance (a second execution at the same time cannot,
- * and says so), and on a connection task one of the connection's two slots; the locks go with
- * the process however it ends. Then it sleeps and appends its side effect.
- */
-function command(dir: string, t: SoakTask): string {
-  const journal = join(dir, "journal");
-  const lock = `exec 9>>${join(dir, "locks", t.name)}@{{ logical_date }}; flock -n 9 || echo "OVERLAP ${t.name} $CHRONOLOG_LOGICAL_DATE $CHRONOLOG_TOKEN" >> ${journal}`;
-  const slot = t.connection
-    ? `; exec 8>>${join(dir, "locks", "db.1")}; if ! flock -n 8; then exec 8>>${join(dir, "locks", "db.2")}; flock -n 8 || echo "OVERLIMIT ${t.name} $CHRONOLOG_LOGICAL_DATE" >> ${journal}; fi`
-    : "";
-  return `${lock}${slot}; sleep ${t.sleep}; echo {{ logical_date }} "$CHRONOLOG_TOKEN" >> ${join(dir, "effects", t.name)}`;
-}
-
-function declaration(dir: string, version: number): string {
-  const line = (t: SoakTask, inWorkflow: boolean) => {
-    const head = inWorkflow
-      ? `      - { name: ${t.name}, parents: [${t.workflow?.parents.join(", ")}]`
-      : `  - { project: p, account: a, name: ${t.name}, cron: "0 * * * *", startDate: "${START}", endDate: "${END}"`;
-    return `${head}, idempotent: ${t.idempotent}, leaseSeconds: 2, config: { v: ${version} }${t.connection ? ", connection: db" : ""}, operator: { type: shell, command: ${JSON.stringify(command(dir, t))} } }`;
-  };
-  return [
-    "connections:",
-    "  - { name: db, maxParallelism: 2 }",
-    "workflows:",
-    "  - name: wf",
-    "    project: p",
-    "    account: a",
-    '    cron: "0 * * * *"',
-    `    startDate: "${START}"`,
-    `    endDate: "${END}"`,
-    "    maxActiveRuns: 3",
-    "    tasks:",
-    ...TASKS.filter((t) => t.workflow).map((t) => line(t, true)),
-    "tasks:",
-    ...TASKS.filter((t) => !t.workflow).map((t) => line(t, false)),
-    "",
-  ].join("\n");
-}
 
 type Kind =
   | "scheduler SIGKILL"
@@ -154,20 +97,7 @@ describe(`the fault soak (${backend})`, () => {
     const first = chronolog(dir, ["declare", file]);
     expect(first.code, first.stderr).toBe(0);
 
-    let seed = SEED;
-    const random = () => {
-      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-      return seed / 2 ** 31;
-    };
-    const pick = (): Kind => {
-      const total = WEIGHTS.reduce((s, [, w]) => s + w, 0);
-      let x = random() * total;
-      for (const [k, w] of WEIGHTS) {
-        x -= w;
-        if (x < 0) return k;
-      }
-      return WEIGHTS[0]?.[0] as Kind;
-    };
+    const { random, pick } = seeded(SEED, WEIGHTS);
     const injected = new Map<Kind, number>();
     const outcomes = {
       declareWritten: 0,
@@ -237,7 +167,7 @@ describe(`the fault soak (${backend})`, () => {
             const t = TASKS.filter((x) => x.idempotent && !x.workflow)[Math.floor(random() * 5)] as SoakTask;
             const from = Math.floor(random() * HOURS);
             const to = Math.min(HOURS - 1, from + Math.floor(random() * 4));
-            const at = (h: number) => new Date(Date.parse(START) + h * HOUR).toISOString();
+            const at = (h: number) => new Date(Date.parse(SOAK_START) + h * HOUR).toISOString();
             const code = await killAt(
               chronologSpawn(dir, [
                 "backfill",
@@ -273,89 +203,11 @@ describe(`the fault soak (${backend})`, () => {
 
       // Settle: a scheduler that stays up until nothing moves.
       if (up.proc.exitCode !== null || up.proc.signalCode !== null) restart();
-      await waitUntil(
-        "the soak to settle",
-        async () => {
-          const rows = JSON.parse(chronolog(dir, ["tasks", "--json"]).stdout || "[]") as Array<{
-            condition: string;
-          }>;
-          const moving = rows.filter((r) =>
-            ["running", "queued", "ready", "retry_wait", "succeeded", "not_due"].includes(r.condition),
-          );
-          return rows.length === TASKS.length && moving.length === 0 ? true : undefined;
-        },
-        180_000,
-        500,
-      );
+      await waitUntil("the soak to settle", () => settled(dir), 180_000, 500);
       await stopUp(up);
       const settleSeconds = (Date.now() - t0) / 1000 - faultSeconds;
 
-      // What the tasks saw.
-      const journal = existsSync(join(dir, "journal")) ? readFileSync(join(dir, "journal"), "utf8") : "";
-      const overlaps = journal.split("\n").filter((l) => l.startsWith("OVERLAP"));
-      const overLimit = journal.split("\n").filter((l) => l.startsWith("OVERLIMIT"));
-      // What the log says.
-      const events = await readLog(dir);
-      const intents = new Set<string>();
-      const starts = new Set<string>();
-      for (const e of events) {
-        if (e.type === "DispatchIntended") intents.add((e.data as { token: string }).token);
-        if (e.type === "AttemptStarted") starts.add((e.data as { token: string }).token);
-      }
-      const duplicates: string[] = [];
-      const unbacked: string[] = [];
-      let sideEffects = 0;
-      for (const t of TASKS) {
-        const per = new Map<string, number>();
-        for (const f of effects(dir, t.name)) {
-          sideEffects += 1;
-          per.set(f.logicalDate, (per.get(f.logicalDate) ?? 0) + 1);
-          if (!intents.has(f.token))
-            unbacked.push(`${t.name} ${f.logicalDate}: token ${f.token} has no intent`);
-          if (!t.idempotent && !starts.has(f.token))
-            unbacked.push(`${t.name} ${f.logicalDate}: ran before its start was recorded`);
-        }
-        if (!t.idempotent)
-          for (const [d, n] of per) if (n > 1) duplicates.push(`${t.name} ${d} ran ${n} times`);
-      }
-      const tasks = JSON.parse(chronolog(dir, ["tasks", "--json"]).stdout) as Array<{
-        task: string;
-        condition: string;
-        prevIntervalStart: string | null;
-        reasons: string[];
-      }>;
-      // An idempotent task runs again after a lost worker, within bounds: one whose workers were
-      // killed that often halts, saying so; any other reason to stop short is a fault.
-      const idempotentBehind = tasks.filter(
-        (r) =>
-          !(r.condition === "failed" && r.reasons.some((x) => x.includes("ended failed: lost: worker"))) &&
-          // (A workflow's tasks wait for its halted ones: the runs say so, checked below.)
-          TASKS.some((t) => `p/a/${t.name}/ALL` === r.task && t.idempotent && !t.workflow) &&
-          r.prevIntervalStart !== LATEST_HOUR,
-      );
-      const runs = JSON.parse(chronolog(dir, ["runs", "wf", "--json"]).stdout) as Array<{
-        runId: string;
-        status: string;
-        blockedBy: string[];
-      }>;
-      const silentRuns = runs.filter((r) => r.status === "running" && r.blockedBy.length === 0);
-      const versions = new Set(
-        events
-          .filter((e) => e.type === "TaskDeclared" || e.type === "TaskDeclarationChanged")
-          .reduce((last, e) => {
-            const spec = (e.data as { spec: { key: { name: string }; config: { v: number } } }).spec;
-            last.set(spec.key.name, spec.config.v);
-            return last;
-          }, new Map<string, number>())
-          .values(),
-      );
-      const verify = chronolog(dir, ["log", "verify"]);
-      const haltedByLostWorkers = tasks.filter(
-        (r) => r.condition === "failed" && r.reasons.some((x) => x.includes("ended failed: lost: worker")),
-      ).length;
-      const leftBehind = spawnSync("pgrep", ["-f", dir], { encoding: "utf8" }).stdout.trim();
-      const attempts = events.filter((e) => e.type === "DispatchIntended").length;
-
+      const f = await findings(dir);
       const rows = [...injected].map(([k, n]) => `${k.padEnd(28)} ${String(n).padStart(6)}`);
       console.log(
         [
@@ -363,20 +215,20 @@ describe(`the fault soak (${backend})`, () => {
           `fault soak on ${backend}, seed ${SEED}: ${FAULTS} faults in ${faultSeconds.toFixed(0)} s, settled in ${settleSeconds.toFixed(0)} s`,
           `${"fault".padEnd(28)} ${"count".padStart(6)}`,
           ...rows,
-          `attempts ${attempts}, side effects ${sideEffects}, scheduler restarts ${outcomes.restarts}, declares written/killed ${outcomes.declareWritten}/${outcomes.declareKilled}, backfills refused ${outcomes.backfillRefused}`,
-          `non-idempotent twice ${duplicates.length}, overlapping executions ${overlaps.length}, over the connection limit ${overLimit.length}, side effects without a durable intent/start ${unbacked.length}, runs going without a reason ${silentRuns.length}; tasks halted by lost workers ${haltedByLostWorkers}`,
+          `attempts ${f.attempts}, side effects ${f.sideEffects}, scheduler restarts ${outcomes.restarts}, declares written/killed ${outcomes.declareWritten}/${outcomes.declareKilled}, backfills refused ${outcomes.backfillRefused}`,
+          `non-idempotent twice ${f.duplicates.length}, overlapping executions ${f.overlaps.length}, over the connection limit ${f.overLimit.length}, side effects without a durable intent/start ${f.unbacked.length}, runs going without a reason ${f.silentRuns.length}; tasks halted by lost workers ${f.haltedByLostWorkers}`,
           "",
         ].join("\n"),
       );
-      expect(duplicates).toEqual([]);
-      expect(overlaps).toEqual([]);
-      expect(overLimit).toEqual([]);
-      expect(unbacked).toEqual([]);
-      expect(idempotentBehind).toEqual([]);
-      expect(silentRuns).toEqual([]);
-      expect(versions.size).toBe(1);
-      expect(verify.code, verify.stdout + verify.stderr).toBe(0);
-      expect(leftBehind).toBe("");
+      expect(f.duplicates).toEqual([]);
+      expect(f.overlaps).toEqual([]);
+      expect(f.overLimit).toEqual([]);
+      expect(f.unbacked).toEqual([]);
+      expect(f.idempotentBehind).toEqual([]);
+      expect(f.silentRuns).toEqual([]);
+      expect(f.versions).toBe(1);
+      expect(f.verify.code, f.verify.out).toBe(0);
+      expect(f.leftBehind).toBe("");
       expect([...injected.values()].reduce((a, b) => a + b, 0)).toBe(FAULTS);
     } finally {
       await stopUp(up);

@@ -175,6 +175,32 @@ describe("decideSuccessCommit: a success", () => {
       .thenMatches((c) => expect(c.children.map((s) => s.task.id)).toEqual([idOf("plain")]));
   });
 
+  it("starts children of a worker queue while its workers have free slots; the pass takes the rest", () => {
+    const room = { connected: 1, busy: 1, slots: 3 };
+    spec
+      .given(family(["q1", "q2", "q3"], { queue: "gpu" }))
+      .when({ reports: [success], starter: starter({ queueRoom: () => room }) })
+      .thenMatches((c) => {
+        // Two slots free: the first two children start with the success, the third waits for the pass.
+        expect(c.children.map((s) => s.task.id)).toEqual([idOf("q1"), idOf("q2")]);
+        expect(typesOf(c).at(-1)).toEqual([streamOf("q2"), ["DispatchIntended"]]);
+      });
+  });
+
+  it("leaves children of a worker queue to the pass with no worker connected, or no room known", () => {
+    spec
+      .given(family(["q1"], { queue: "gpu" }))
+      .when({
+        reports: [success],
+        starter: starter({ queueRoom: () => ({ connected: 0, busy: 0, slots: 0 }) }),
+      })
+      .thenMatches((c) => expect(c.children).toEqual([]));
+    spec
+      .given(family(["q1"], { queue: "gpu" }))
+      .when({ reports: [success] })
+      .thenMatches((c) => expect(c.children).toEqual([]));
+  });
+
   it("leaves to the pass a child whose other parent has not finished the interval", () => {
     spec
       .given([

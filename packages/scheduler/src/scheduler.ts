@@ -157,6 +157,7 @@ export class Scheduler implements ReconciledScheduler {
       random,
       newToken,
       logger: o.logger,
+      ...(o.queues ? { queues: o.queues } : {}),
     });
     this.deadlines = new DeadlineWatch({
       log: o.log,

@@ -6,6 +6,7 @@ import {
   foldInstance,
   formatTaskKey,
   type InstanceState,
+  type QueueRoom,
   type SchedulerProjection,
   type SuccessCommit,
   type TaskState,
@@ -18,6 +19,7 @@ import {
   WrongExpectedRevisionError,
 } from "@chronolog/log";
 import type { AttemptReport } from "@chronolog/worker";
+import type { QueueRooms } from "./admission/pass-slots.js";
 import type { RunSlots } from "./admission/run-slots.js";
 import type { Agenda } from "./agenda.js";
 import { type Command, type Decided, handleCommand } from "./command.js";
@@ -61,6 +63,8 @@ export interface SuccessCommitParts {
   readonly random: () => number;
   readonly newToken: () => string;
   readonly logger: SchedulerLogger;
+  /** The remote workers' queues, when they are served: a child of one with room starts with its parent's success. */
+  readonly queues?: QueueRooms;
 }
 
 /** Applies workers' reports: see the file's comment. */
@@ -74,7 +78,13 @@ export class SuccessCommits implements ChildStarter {
   private inFlight = 0;
   private idleWaiters: Array<() => void> = [];
 
-  constructor(readonly parts: SuccessCommitParts) {}
+  /** ChildStarter's: the room of a queue's workers, when remote workers are served. */
+  readonly queueRoom?: (queue: string) => QueueRoom;
+
+  constructor(readonly parts: SuccessCommitParts) {
+    const queues = parts.queues;
+    if (queues) this.queueRoom = (queue) => queues.room(queue);
+  }
 
   submit(report: AttemptReport): void {
     let list = this.pending.get(report.instanceStream);

@@ -228,4 +228,38 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
     await workers.receive(conn, [{ kind: "known", requestId: "r1", workerId: "a", running: ["y"] }]);
     expect(workers.holds("y")).toBe(true);
   });
+
+  it("given attempts announced at reconnection, when their start is durable, then they are adopted and told to proceed", async () => {
+    // The projection as the restarted scheduler has it: "started" recorded, "waiting" not yet.
+    const projection = new SchedulerProjection();
+    const instance = (token: string, status: string) =>
+      ({ stream: `instance-p/a/${token}/ALL@d`, attempts: [{ token, attempt: 1, status }] }) as never;
+    projection.instances.set("s", instance("started", "running"));
+    projection.instances.set("w", instance("waiting", "queued"));
+    // Both of queue gpu, as their intents say.
+    for (const token of ["started", "waiting"])
+      projection.workers.applyAttempt(
+        {
+          type: "DispatchIntended",
+          streamId: `instance-p/a/${token}/ALL@d`,
+          data: { token, attempt: 1 },
+          metadata: { recordedAt: new Date().toISOString() },
+        } as never,
+        `p/a/${token}/ALL`,
+        "d",
+        "gpu",
+      );
+    workers = new RemoteWorkers(options({ projection }));
+    const a = await workers.register(
+      { ...register("a", ["gpu"]), running: ["started", "waiting", "gone"] },
+      { tokenName: "t", queues: null },
+    );
+    expect(a.adopted).toEqual(["started", "waiting"]);
+    expect(a.stop).toEqual(["gone"]);
+    const s = sink();
+    workers.attach(workers.connection("a", a.session), s);
+    await tick();
+    // Without it, a non-idempotent attempt would wait for a proceed sent by the earlier process.
+    expect(s.batches.flatMap((b) => b.messages)).toEqual([{ kind: "proceed", token: "started" }]);
+  });
 });

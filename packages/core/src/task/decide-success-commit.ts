@@ -7,6 +7,7 @@ import { DEFAULT_RETRY, type OperatorSpec } from "../spec.js";
 import { instanceStream, taskStream } from "../streams.js";
 import { admitTask, decideStanding, type Slots, type TaskView } from "./decide-task.js";
 import { intentEvent } from "./intent.js";
+import type { QueueRoom } from "./queue-wait.js";
 import { evolveTask, type TaskState } from "./state.js";
 import { completedInterval } from "./success-path.js";
 
@@ -49,6 +50,11 @@ export interface ChildStarter {
   render(child: TaskState): { readonly operator: OperatorSpec; readonly cacheKey: string | undefined };
   /** A new dispatch token. */
   newToken(): string;
+  /**
+   * The remote workers serving a queue and their slots in use, as the scheduler's dispatcher
+   * knows them; absent: a child of a queue is left to the pass.
+   */
+  queueRoom?(queue: string): QueueRoom;
 }
 
 export interface SuccessCommitInput {
@@ -217,7 +223,8 @@ function answersOf(
  * `admitTask` on the view as it will be once the success is applied. Only the plain case goes
  * this way: a first attempt of a due child that the starter may start, with no connection, not
  * being backfilled and with no attempt stream yet, of no workflow or of the parent's own
- * running run with a free slot (and no task of that run waiting for one), of no worker queue, whose payload
+ * running run with a free slot (and no task of that run waiting for one), of no worker queue or of
+ * one with a free slot on a connected worker (counting the children started here), whose payload
  * renders and is no cache hit. Every other child is left to the scheduler's pass.
  */
 function childrenToStart(
@@ -234,12 +241,22 @@ function childrenToStart(
   const parentRun = task.spec.workflow ? runIdOf(task.spec.workflow, completed.data.logicalDate) : null;
   // Slots taken by the children started here; the parent's own slot in its run is free.
   const going = new Map<string, number>();
+  const goingToQueue = new Map<string, number>();
+  const queueRoom = starter.queueRoom?.bind(starter);
   const slots: Slots = {
     connectionInUse: () => 0,
     runSlotsInUse: (runId) => going.get(runId) ?? starter.runSlotsTaken(runId, task.id),
     // A run that is not going is the pass's to start.
     activeRuns: () => Number.POSITIVE_INFINITY,
     runStarting: () => false,
+    ...(queueRoom
+      ? {
+          queueRoom: (queue: string) => {
+            const room = queueRoom(queue);
+            return { ...room, busy: room.busy + (goingToQueue.get(queue) ?? 0) };
+          },
+        }
+      : {}),
   };
   const out: Array<ChildStart & { readonly event: DomainEvent }> = [];
   for (const id of view.children.of(task.id)) {
@@ -266,6 +283,8 @@ function childrenToStart(
     if (cacheKey !== undefined && view.hasCacheKey(child.id, cacheKey)) continue;
     const token = starter.newToken();
     if (d.run) going.set(d.run.runId, slots.runSlotsInUse(d.run.runId, undefined) + 1);
+    const queue = child.spec.queue;
+    if (queue !== undefined) goingToQueue.set(queue, (goingToQueue.get(queue) ?? 0) + 1);
     out.push({
       task: child,
       runId: d.run?.runId ?? null,
@@ -282,8 +301,9 @@ function childrenToStart(
 function plain(view: TaskView, child: TaskState, starter: ChildStarter): boolean {
   return (
     !child.spec.connection &&
-    // (A task of a worker queue waits for a free slot on one: the pass admits it.)
-    child.spec.queue === undefined &&
+    // (A task of a worker queue waits for a free slot on one: without the workers' room at
+    // hand, the pass admits it.)
+    (child.spec.queue === undefined || starter.queueRoom !== undefined) &&
     // (A backfill goes back over intervals that may have run before: the pass reads those.)
     child.backfill === null &&
     starter.startable(child) &&

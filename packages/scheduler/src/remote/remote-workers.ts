@@ -26,6 +26,7 @@ import {
   cancelled,
   closeGoneRegistrations,
   closeLeftConnections,
+  currentAttempts,
   currentTokens,
   pruneEnded,
   recordRefused,
@@ -127,6 +128,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     const previous = this.conns.get(req.id);
     if (previous) await this.drop(previous, `replaced by a new connection from ${req.host}`);
     const adopted = adoptable(this.o.projection, req, queues, (t) => this.owner.has(t));
+    const current = currentAttempts(this.o.projection, adopted);
     const stop = req.running.filter((t) => !adopted.includes(t));
     const data = EventSchemas.WorkerConnected.parse({
       worker: req.id,
@@ -161,6 +163,9 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     for (const t of adopted) {
       conn.given.set(t, null);
       this.owner.set(t, conn);
+      // Its start is durable: it may run. An attempt that waits for its start permission (not
+      // idempotent) would otherwise wait for a proceed that went with the earlier process.
+      if (current.get(t) === "running") conn.outbox.push({ kind: "proceed", token: t });
     }
     this.conns.set(conn.id, conn);
     this.writeState();

@@ -98,16 +98,24 @@ export async function recordRefused(
   await log.append(workerStream(worker), events, { expectedRevision: "any" });
 }
 
-/** Of these tokens, those of attempts still current (queued, running or lease-expired). */
-export function currentTokens(projection: SchedulerProjection, tokens: readonly string[]): Set<string> {
-  const out = new Set<string>();
+/** Of `tokens`, those of current attempts, each with its attempt's status. */
+export function currentAttempts(
+  projection: SchedulerProjection,
+  tokens: readonly string[],
+): Map<string, string> {
+  const out = new Map<string, string>();
   if (tokens.length === 0) return out;
   const wanted = new Set(tokens);
   for (const inst of projection.instances.values()) {
     const a = currentAttempt(inst);
-    if (a && wanted.has(a.token) && isCurrent(inst)) out.add(a.token);
+    if (a && wanted.has(a.token) && isCurrent(inst)) out.set(a.token, a.status);
   }
   return out;
+}
+
+/** Of `tokens`, those of current attempts (queued, running or lease-expired). */
+export function currentTokens(projection: SchedulerProjection, tokens: readonly string[]): Set<string> {
+  return new Set(currentAttempts(projection, tokens).keys());
 }
 
 /** Whether the instance's current attempt may still report: queued, running or lease-expired. */
