@@ -87,6 +87,8 @@ class FollowTest(unittest.TestCase):
             self.proxy.restore()
             writer.join()
             wait_for("the last event", lambda: seen[-1].position >= third[-1])
+            # The second cut may come after the last event reached it: its reconnection follows.
+            wait_for("the second reconnection", lambda: follower.reconnects >= 2)
         finally:
             follower.close()
             reader.join(30)

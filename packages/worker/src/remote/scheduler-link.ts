@@ -25,6 +25,8 @@ export interface Held {
   readonly leaseMs: number;
   readonly idempotent: boolean;
   fenced: boolean;
+  /** When it reached this worker: its silence is counted from then at the earliest. */
+  readonly since: number;
 }
 
 /** What a link shares with the worker it belongs to (one runtime, one owner per attempt). */
@@ -210,6 +212,7 @@ export class SchedulerLink {
       leaseMs: cmd.leaseSeconds * 1000,
       idempotent: cmd.awaitProceed !== true,
       fenced: false,
+      since: this.hub.now(),
     });
   }
 
@@ -250,6 +253,9 @@ export class SchedulerLink {
         const res = await this.link.request("POST", this.path("/reports"), {
           headers: { [SESSION_HEADER]: answer.session },
           json: { messages: batch },
+          // A request a cut link left hanging is given up in a third of the shortest lease
+          // held, so that the next heartbeat goes on a fresh connection well before the fence.
+          timeoutMs: this.reportTimeoutMs(),
         });
         const doc = res.json<ReportsAnswer & { type?: string; detail?: string }>();
         if (res.status === 409 && doc?.type?.endsWith(":not_registered")) {
@@ -283,6 +289,13 @@ export class SchedulerLink {
         this.sending = [];
       }
     } while (this.pending.length > 0);
+  }
+
+  /** A third of the shortest lease of the attempts held here (at most 15 s, at least 1 s). */
+  private reportTimeoutMs(): number {
+    let shortest = 45_000;
+    for (const h of this.held.values()) shortest = Math.min(shortest, h.leaseMs);
+    return Math.max(1000, Math.floor(shortest / 3));
   }
 
   /** The next batch: reports of attempts another link took over are left for it. */
@@ -331,8 +344,10 @@ export class SchedulerLink {
    * again.
    */
   fence(runtime: WorkerRuntime): void {
-    const silentMs = this.hub.now() - this.lastDelivered;
     for (const [token, h] of this.held) {
+      // An attempt that came after the last delivery (a retry given once a cut link is back,
+      // its reports still behind a request the cut left hanging) is silent since it came.
+      const silentMs = this.hub.now() - Math.max(this.lastDelivered, h.since);
       if (h.fenced || !h.idempotent || silentMs < (h.leaseMs * 2) / 3) continue;
       h.fenced = true;
       this.hub.log(
