@@ -96,11 +96,21 @@ export function adoptable(
   owned: (token: string) => boolean,
 ): string[] {
   const current = currentTokens(projection, req.running);
-  return req.running.filter((t) => {
-    if (!current.has(t) || owned(t)) return false;
-    const a = projection.workers.attempt(t);
-    return (
-      a?.queue !== undefined && queues.includes(a.queue) && (a.worker === undefined || a.worker === req.id)
-    );
-  });
+  return req.running.filter(
+    (t) => current.has(t) && !owned(t) && isWorkersOwn(projection, t, (q) => queues.includes(q), req.id),
+  );
+}
+
+/**
+ * Whether worker `id` may take the attempt `token` over on its word: an attempt of a queue it
+ * serves, started on no other worker (never the own pool's, another queue's or another worker's).
+ */
+export function isWorkersOwn(
+  projection: SchedulerProjection,
+  token: string,
+  serves: (queue: string) => boolean,
+  id: string,
+): boolean {
+  const a = projection.workers.attempt(token);
+  return a?.queue !== undefined && serves(a.queue) && (a.worker === undefined || a.worker === id);
 }

@@ -20,7 +20,7 @@ import type { SchedulerLogger } from "../scheduler-types.js";
 import type { CommandSink, RemoteConnection } from "./connection.js";
 import { OutputSink } from "./output-sink.js";
 import { RemoteRefusal } from "./refusal.js";
-import { adoptable, checkRegistration, type WorkerCaller } from "./registration.js";
+import { adoptable, checkRegistration, isWorkersOwn, type WorkerCaller } from "./registration.js";
 import {
   ConnectedFile,
   cancelled,
@@ -546,12 +546,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     for (const t of tokens) {
       const held = this.owner.get(t);
       if (!current.has(t) || (held && !held.gone)) continue;
-      // Only an attempt of a queue it serves, started on no other worker: never one of the
-      // scheduler's own pool, of another queue, or of another worker (a worker's word about
-      // those must not keep them from being retried, nor give it their reports).
-      const a = this.o.projection.workers.attempt(t);
-      if (a?.queue === undefined || !conn.queues.has(a.queue)) continue;
-      if (a.worker !== undefined && a.worker !== conn.id) continue;
+      if (!isWorkersOwn(this.o.projection, t, (q) => conn.queues.has(q), conn.id)) continue;
       conn.given.set(t, null);
       this.owner.set(t, conn);
       n += 1;
