@@ -95,6 +95,8 @@ class Attempt:
         self.state = "queued"
         self.reported_start = False
         self.received = time.time()
+        # When it reached this worker: its silence is counted from then at the earliest.
+        self.arrived = time.monotonic()
 
     def base(self, kind: str) -> dict[str, Any]:
         c = self.cmd

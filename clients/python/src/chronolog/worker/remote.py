@@ -264,7 +264,15 @@ class Worker:
                 for r in batch:
                     if r["kind"] in ("succeeded", "failed") and r.get("outputFile"):
                         self._upload(r["token"], r["outputFile"]["bytes"], finish=True)
-                status, raw = self.link.request("POST", self.path("/reports"), json_body={"messages": batch}, headers={SESSION: answer["session"]})
+                # A request a cut link left hanging is given up in a third of the shortest lease
+                # held, so that the next heartbeat goes on a fresh connection well before the fence.
+                status, raw = self.link.request(
+                    "POST",
+                    self.path("/reports"),
+                    json_body={"messages": batch},
+                    headers={SESSION: answer["session"]},
+                    timeout=self._report_timeout(),
+                )
             except Exception as error:
                 with self.lock:
                     self.pending[:0] = [r for r in batch if r["kind"] != "heartbeat"]
@@ -295,6 +303,12 @@ class Worker:
                 self.log(f"reports answered HTTP {status}: {doc.get('detail', '')}")
             if not more:
                 return True
+
+    def _report_timeout(self) -> float:
+        """A third of the shortest lease of the attempts held here (at most 15 s, at least 1 s)."""
+        with self.lock:
+            shortest = min((a.lease for a in self.attempts.values()), default=45.0)
+        return max(1.0, min(45.0, shortest) / 3)
 
     def _next_batch(self, most: int) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -354,11 +368,14 @@ class Worker:
             time.sleep(0.1)
             with self.lock:
                 attempts = list(self.attempts.values())
-                silent = time.monotonic() - self.last_delivered
+                last_delivered = self.last_delivered
             for a in attempts:
                 if a.heartbeat_due():
                     self.push(a.base("heartbeat"))
-                # Fenced: no report delivered for two thirds of its lease.
+                # Fenced: no report delivered for two thirds of its lease. An attempt that came
+                # after the last delivery (a retry given once a cut link is back, its reports still
+                # behind a request the cut left hanging) is silent since it came.
+                silent = time.monotonic() - max(last_delivered, a.arrived)
                 if a.idempotent and a.abort is None and a.state in ("waiting", "running") and silent >= a.lease * 2 / 3:
                     self.log(
                         f"fenced: no report delivered for {round(silent)} s, two thirds of the lease of "
