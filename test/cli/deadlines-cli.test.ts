@@ -1,15 +1,17 @@
 import type { ChildProcess } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { shortInstant } from "@chronolog/core";
 import { afterAll, describe, expect, it } from "vitest";
 import { client, createToken, key, startApi } from "../api/support.js";
 import { chronolog, chronologSpawn, Leftovers, tempDataDir } from "../support/cli.js";
 import { waitUntil } from "../support/wait.js";
 
 /**
- * Deadlines, black-box: a real `chronolog up` on a real SQLite log, tasks on a schedule of a
- * minute with deadlines of seconds, alerts delivered to a command sink that writes a file, and
- * what `why`, `task`, `alerts` and the API say. Waits are on events, never on the clock.
+ * Deadlines, black-box: a real `chronolog up` on a real SQLite log, tasks on schedules of a
+ * minute or of seconds with deadlines of seconds, alerts delivered to a command sink that writes
+ * a file, and what `why`, `task`, `alerts` and the API say. Waits are on events, never on the
+ * clock; the intervals are placed so that each deadline falls a few seconds after the start.
  */
 const MINUTE = 60_000;
 const left = new Leftovers();
@@ -39,7 +41,8 @@ async function stop(p: ChildProcess): Promise<void> {
 const alerts = (dir: string) => JSON.parse(chronolog(dir, ["alerts", "--json"]).stdout || "[]") as Alert[];
 const lines = (file: string) =>
   existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
-const thisMinute = () => new Date(Math.floor(Date.now() / MINUTE) * MINUTE).toISOString();
+/** The start of the slot of `ms` milliseconds holding now, `back` slots earlier. */
+const slot = (ms: number, back = 0) => new Date((Math.floor(Date.now() / ms) - back) * ms).toISOString();
 
 function declare(dir: string, yaml: string): void {
   const file = join(dir, "d.yaml");
@@ -54,7 +57,10 @@ describe("a deadline missed", () => {
     left.dirs.push(dir);
     const sink = join(dir, "alerts.txt");
     const fixed = join(dir, "fixed");
-    const start = thisMinute();
+    // The interval of the minute before this one is due at once; its deadline falls about ten
+    // seconds from now, after its grandparent has failed.
+    const start = slot(MINUTE, 1);
+    const within = `${Math.ceil((Date.now() - Date.parse(start) - MINUTE) / 1000) + 10}s`;
     const every = `cron: "* * * * *", startDate: "${start}"`;
     declare(
       dir,
@@ -70,7 +76,7 @@ describe("a deadline missed", () => {
     name: orders_daily_report
     ${every.replace(", ", "\n    ")}
     parents: [sales/acme/orders_clean/ALL]
-    deadline: { within: "30s" }
+    deadline: { within: "${within}" }
     alerts:
       - { command: "echo {{ alert.kind }}: {{ alert.message }} >> ${sink}" }
     operator: { type: shell, command: "true" }
@@ -89,15 +95,15 @@ describe("a deadline missed", () => {
       );
       const day = start.replace(":00.000Z", "Z");
       expect(missed).toBe(
-        `deadline_missed: ${report} ${day} missed its 30s deadline: it waits for ${raw} ${day}, which failed (exit 3: no such table orders)`,
+        `deadline_missed: ${report} ${day} missed its ${within} deadline: it waits for ${raw} ${day}, which failed (exit 3: no such table orders)`,
       );
       // why and task say the same, with the estimate; so does the API.
       const why = chronolog(dir, ["why", report]).stdout;
-      expect(why).toContain(`deadline: ${day} missed its 30s deadline`);
+      expect(why).toContain(`deadline: ${day} missed its ${within} deadline`);
       expect(why).toContain(`it waits for ${raw} ${day}, which failed (exit 3: no such table orders)`);
       const shown = JSON.parse(chronolog(dir, ["task", report, "--json"]).stdout);
       expect(shown.deadline).toMatchObject({
-        deadline: { within: "30s" },
+        deadline: { within },
         logicalDate: start,
         state: "missed",
         estimate: { doneAt: null },
@@ -123,10 +129,10 @@ describe("a deadline missed", () => {
         90_000,
       );
       expect(late).toMatch(
-        new RegExp(`^deadline_met_late: ${report} ${day} met its 30s deadline late: done `),
+        new RegExp(`^deadline_met_late: ${report} ${day} met its ${within} deadline late: done `),
       );
       expect(chronolog(dir, ["task", report]).stdout).toMatch(
-        /deadline {4}.* met its 30s deadline late: done /,
+        new RegExp(`deadline {4}.* met its ${within} deadline late: done `),
       );
       // Raised once each, whatever else the scheduler did meanwhile.
       // (At risk too, if the failure came before the deadline: it cannot be done without an operator.)
@@ -151,7 +157,9 @@ describe("a deadline at risk", () => {
     const dir = tempDataDir("deadline-risk");
     left.dirs.push(dir);
     const sink = join(dir, "alerts.txt");
-    const start = thisMinute();
+    // From the minute before this one: its interval is due at once and records the pace; the
+    // next, due at the coming minute, is the one foreseen late.
+    const start = slot(MINUTE, 1);
     declare(
       dir,
       `tasks:
@@ -183,7 +191,7 @@ describe("a deadline at risk", () => {
         /may miss its 2s deadline \(.*\): estimated done .*, \d+s late, at the recent pace of p\/a\/slow\/ALL \d+s/,
       );
       // Its deadline passes (the attempt takes 3s): missed, then met late, with no second at-risk alert.
-      const day = interval.replace(":00.000Z", "Z");
+      const day = shortInstant(interval);
       await waitUntil(
         "the interval to be met late",
         () => lines(sink).find((l) => l.startsWith("deadline_met_late:") && l.includes(` ${day} `)),
