@@ -14,6 +14,7 @@ install: $(STAMP)
 
 build: install
 	npx tsc -b
+	node services/cli/scripts/bundle.mjs --if-stale
 	npx vite build services/web
 
 lint: install

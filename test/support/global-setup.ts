@@ -30,6 +30,10 @@ export default function setup(): void {
   letTasksReachCheckout(root);
   const bin = (p: string) => fileURLToPath(new URL(`../../node_modules/${p}`, import.meta.url));
   execFileSync(process.execPath, [bin("typescript/bin/tsc"), "-b"], { cwd: root, stdio: "inherit" });
+  execFileSync(process.execPath, ["services/cli/scripts/bundle.mjs", "--if-stale"], {
+    cwd: root,
+    stdio: "inherit",
+  });
   execFileSync(process.execPath, [bin("vite/bin/vite.js"), "build", "services/web"], {
     cwd: root,
     stdio: "inherit",

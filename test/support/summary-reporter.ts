@@ -1,6 +1,9 @@
 import type { Reporter, TestModule } from "vitest/node";
 
-/** Prints one plain closing line, `tests: N passed, N failed, N skipped`, after the run. */
+/**
+ * Prints the ten slowest test files (where the suite's time goes), then one plain closing line,
+ * `tests: N passed, N failed, N skipped`, after the run.
+ */
 export default class SummaryReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
     let passed = 0;
@@ -14,6 +17,15 @@ export default class SummaryReporter implements Reporter {
         else if (state === "failed") failed += 1;
         else skipped += 1;
       }
+    }
+    const slowest = testModules
+      .map((m) => ({ file: m.moduleId.replace(`${process.cwd()}/`, ""), ms: m.diagnostic().duration }))
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 10);
+    if (slowest.length > 1) {
+      process.stdout.write("\nslowest test files:\n");
+      for (const s of slowest)
+        process.stdout.write(`  ${(s.ms / 1000).toFixed(1).padStart(7)} s  ${s.file}\n`);
     }
     process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);
   }

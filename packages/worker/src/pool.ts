@@ -1,7 +1,7 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { EventEmitter } from "node:events";
-import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { workerDistFile } from "./dist-dir.js";
 import type {
   Batch,
   FailedReport,
@@ -97,9 +97,7 @@ const PROBE_EVERY_MS = 250;
 const PROBE_REQUEST = "probe";
 
 function defaultWorkerModule(): string {
-  const beside = fileURLToPath(new URL("./main.js", import.meta.url));
-  if (existsSync(beside)) return beside;
-  return fileURLToPath(new URL("../dist/main.js", import.meta.url));
+  return workerDistFile("main.js");
 }
 
 /**

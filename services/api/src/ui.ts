@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
-import { extname, join, normalize, sep } from "node:path";
-import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
+import { dirname, extname, join, normalize, sep } from "node:path";
 import {
   EVENT_TYPES,
   evolveInstance,
@@ -361,8 +361,12 @@ const TYPES: Record<string, string> = {
   ".json": "application/json",
 };
 
-/** The built web UI's directory: services/web/dist, beside this package. */
-export const defaultWebRoot = (): string => fileURLToPath(new URL("../../web/dist/", import.meta.url));
+/**
+ * The built web UI's directory: services/web/dist, beside this package (found through the
+ * package's own name, so that a program bundling this code finds it too).
+ */
+export const defaultWebRoot = (): string =>
+  join(dirname(createRequire(import.meta.url).resolve("@chronolog/api")), "../../web/dist/");
 
 /**
  * A static file of the web UI for a GET of a path outside the API, or its index.html for any

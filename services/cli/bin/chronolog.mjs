@@ -6,4 +6,6 @@
 // young generation (32 MiB semi-spaces, 64 MiB in all, twice Node's default): the scheduler
 // allocates many short-lived objects per event, and fewer, larger scavenges cost less in all.
 // Node takes it only on its command line; set from inside the process, the heap is sized already.
-await import("../dist/main.js");
+// The bundle of the build when it is fresh (one file to read instead of hundreds), else the build.
+const { bundleIsFresh } = await import("./fresh.mjs");
+await import(bundleIsFresh() ? "../dist/bundle/main.js" : "../dist/main.js");

@@ -1,5 +1,4 @@
 import { randomInt } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { seedIdMaps } from "@chronolog/core";
 import { Command } from "commander";
 import { registerAlertsCommand } from "./commands/alerts.js";
@@ -18,6 +17,7 @@ import { registerWorkerCommand } from "./commands/worker.js";
 import { registerWorkersCommand } from "./commands/workers.js";
 import { type DataDirOptions, restrictUmask } from "./data-dir.js";
 import { EXIT_CODE_HELP, exitCodeOf, messageOf } from "./edge.js";
+import { cliVersion } from "./package-files.js";
 
 // The projection's maps are keyed by ids that producers choose: a seed of this process's own,
 // set before any map is made, keeps a set of ids chosen in advance from colliding in them (and
@@ -27,9 +27,7 @@ seedIdMaps(randomInt(0x7fff_ffff));
 // What this process creates (the log, checkpoints, output files) is its own user's alone.
 restrictUmask();
 
-const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
-  version: string;
-};
+const version = cliVersion();
 
 const program = new Command();
 program

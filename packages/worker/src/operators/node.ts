@@ -1,8 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
+import { workerDistFile } from "../dist-dir.js";
 import type { RunnerCommand, RunnerReport } from "../node-runner.js";
 import { spawnIdentity, taskBaseEnv } from "../sandbox.js";
 import { abortKillGraceMs, abortReason } from "./abort.js";
@@ -57,9 +58,7 @@ function signalGroup(child: ChildProcess, sig: NodeJS.Signals): void {
 const DRAIN_MS = 1000;
 
 function runnerModule(): string {
-  const beside = fileURLToPath(new URL("../node-runner.js", import.meta.url));
-  if (existsSync(beside)) return beside;
-  return fileURLToPath(new URL("../../dist/node-runner.js", import.meta.url));
+  return workerDistFile("node-runner.js");
 }
 
 let runnerSource: string | undefined;

@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { counted, formatTaskKey, parseDeclarationText } from "@chronolog/core";
 import type { RecordedEvent } from "@chronolog/log";
 import {
@@ -43,11 +42,12 @@ import {
 import { CliError } from "../edge.js";
 import { isolationNotice, resolveIsolation } from "../isolation.js";
 import { createLogger, type Logger } from "../logger.js";
+import { cliFile } from "../package-files.js";
 import { acquireSchedulerLock } from "../scheduler-lock.js";
 import { progressLogger } from "../service-log.js";
 import { addHttpOptions, checkHttpOptions, type HttpOptions, startHttp } from "./serve.js";
 
-const EXAMPLE = fileURLToPath(new URL("../../examples/orders.yaml", import.meta.url));
+const EXAMPLE = cliFile("examples/orders.yaml");
 
 function exampleText(now: number): string {
   const day = new Date(now);

@@ -15,6 +15,7 @@ import { originalUmask, secureDataDir } from "../data-dir.js";
 import { CliError } from "../edge.js";
 import { isolationNotice, resolveIsolation } from "../isolation.js";
 import { createLogger } from "../logger.js";
+import { cliVersion } from "../package-files.js";
 
 interface WorkerOptions {
   connect: string[];
@@ -32,9 +33,7 @@ interface WorkerOptions {
   warmShells: string;
 }
 
-const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
-  version: string;
-};
+const version = cliVersion();
 
 function whole(text: string, flag: string, min: number): number {
   const n = Number(text);

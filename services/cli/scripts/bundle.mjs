@@ -1,0 +1,40 @@
+// Bundles the built CLI (services/cli/dist, from `tsc -b`) into services/cli/dist/bundle: a few
+// files instead of the five hundred modules Node would otherwise find, read and link at every
+// command, which was most of a short command's time. The command's code is the same: the bin
+// runs the bundle only when it is newer than every package's build (see bin/fresh.mjs).
+//
+// Left outside, loaded from node_modules as before: native code (better-sqlite3), libraries
+// that start threads or read files of their own beside their modules (pino and its
+// transports), and the clients of the other logs (loaded only on those logs).
+import { mkdirSync, renameSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "rolldown";
+import { bundleDir, bundleIsFresh } from "../bin/fresh.mjs";
+
+const EXTERNAL = [
+  "better-sqlite3",
+  "pino",
+  "pino-pretty",
+  "thread-stream",
+  "kafkajs",
+  "@eventstore/db-client",
+];
+const external = (id) => EXTERNAL.some((name) => id === name || id.startsWith(`${name}/`));
+
+const cli = join(dirname(fileURLToPath(import.meta.url)), "..");
+if (process.argv.includes("--if-stale") && bundleIsFresh()) process.exit(0);
+const out = bundleDir();
+const next = `${out}.next`;
+rmSync(next, { recursive: true, force: true });
+mkdirSync(next, { recursive: true });
+await build({
+  input: join(cli, "dist", "main.js"),
+  platform: "node",
+  external,
+  logLevel: "warn",
+  output: { dir: next, format: "esm", entryFileNames: "main.js", chunkFileNames: "[name]-[hash].js" },
+});
+// Replaced whole: a command started meanwhile runs the old bundle or the new one, never a mix.
+rmSync(out, { recursive: true, force: true });
+renameSync(next, out);
