@@ -12,6 +12,12 @@ const build = spawnSync(process.execPath, [join(root, "node_modules/typescript/b
   stdio: "inherit",
 });
 if (build.status !== 0) process.exit(build.status ?? 1);
+// The CLI as users run it: from its bundle (services/cli/scripts/bundle.mjs).
+const bundle = spawnSync(process.execPath, [join(root, "services/cli/scripts/bundle.mjs"), "--if-stale"], {
+  cwd: root,
+  stdio: "inherit",
+});
+if (bundle.status !== 0) process.exit(bundle.status ?? 1);
 const web = spawnSync(
   process.execPath,
   [join(root, "node_modules/vite/bin/vite.js"), "build", "services/web"],
