@@ -51,16 +51,20 @@ class Spare:
 
 class Spares:
     """Processes forked ahead of need from the forkserver (where the ``--import`` modules are
-    loaded), each waiting for an attempt: taking one costs a pipe write, not a fork. One is
-    forked again in the background each time one is taken."""
+    loaded), each waiting for an attempt: taking one costs a pipe write, not a fork. One thread
+    forks them again in the background, one for each taken (no thread started per attempt)."""
 
     def __init__(self, mp: Any, keep: int) -> None:
         self.mp = mp
         self.keep = keep
         self.ready: list[Spare] = []
         self.lock = threading.Lock()
-        for _ in range(keep):
-            self._refill()
+        self.wanted = threading.Condition(self.lock)
+        # Half ready before the worker connects, the rest forked in the background.
+        self.missing = keep - (keep + 1) // 2
+        for _ in range((keep + 1) // 2):
+            self.ready.append(self._fork())
+        threading.Thread(target=self._refill, daemon=True, name="spares").start()
 
     def _fork(self) -> Spare:
         from multiprocessing.connection import Connection
@@ -83,20 +87,39 @@ class Spares:
         return Spare(proc, w, out_r, err_r)
 
     def _refill(self) -> None:
-        got = self._fork()
-        with self.lock:
-            self.ready.append(got)
+        while True:
+            with self.lock:
+                while self.missing == 0:
+                    self.wanted.wait()
+                self.missing -= 1
+            try:
+                got = self._fork()
+            except Exception:
+                time.sleep(1)  # (the forkserver gone: the worker is stopping)
+                with self.lock:
+                    self.missing += 1
+                continue
+            with self.lock:
+                self.ready.append(got)
 
     def take(self) -> Spare:
+        """A spare (forked now if none is ready); ``replace`` it once it has its attempt."""
         with self.lock:
             got = self.ready.pop(0) if self.ready else None
-        threading.Thread(target=self._refill, daemon=True).start()
         while got is not None and got.proc.exitcode is not None:
             # A spare that died meanwhile (killed from outside): the next, or a new one.
             got.discard()
             with self.lock:
                 got = self.ready.pop(0) if self.ready else None
+                self.missing += 1
+                self.wanted.notify()
         return got if got is not None else self._fork()
+
+    def replace(self) -> None:
+        """Forks one more in the background (after the hand-off: the fork waits, not the attempt)."""
+        with self.lock:
+            self.missing += 1
+            self.wanted.notify()
 
 
 class Attempt:
@@ -287,6 +310,7 @@ class Attempt:
                 spec["deadline"] = self.deadline
             got.conn.send(spec)
             got.conn.close()
+        self.spares.replace()
         self._report_started()
         self._follow(got)
         code = self.proc.exitcode
