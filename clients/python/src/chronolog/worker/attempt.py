@@ -60,6 +60,7 @@ class Spares:
         self.ready: list[Spare] = []
         self.lock = threading.Lock()
         self.wanted = threading.Condition(self.lock)
+        self.error: Exception | None = None
         # Half ready before the worker connects, the rest forked in the background.
         self.missing = keep - (keep + 1) // 2
         for _ in range((keep + 1) // 2):
@@ -92,34 +93,49 @@ class Spares:
                 while self.missing == 0:
                     self.wanted.wait()
                 self.missing -= 1
+                if len(self.ready) >= self.keep:
+                    continue
             try:
                 got = self._fork()
-            except Exception:
-                time.sleep(1)  # (the forkserver gone: the worker is stopping)
+            except Exception as error:
+                # (The forkserver gone, killed from outside or the worker stopping: an attempt
+                # waiting for a spare fails saying so, rather than wait for ever.)
                 with self.lock:
+                    self.error = error
                     self.missing += 1
+                    self.wanted.notify_all()
+                time.sleep(1)
                 continue
             with self.lock:
+                self.error = None
                 self.ready.append(got)
+                self.wanted.notify_all()
 
     def take(self) -> Spare:
-        """A spare (forked now if none is ready); ``replace`` it once it has its attempt."""
-        with self.lock:
-            got = self.ready.pop(0) if self.ready else None
-        while got is not None and got.proc.exitcode is not None:
-            # A spare that died meanwhile (killed from outside): the next, or a new one.
-            got.discard()
+        """A spare; ``replace`` it once it has its attempt. None ready (more attempts started
+        than spares could be forked meanwhile): the next one the thread forks, which is sooner
+        than a fork of its own queued behind it."""
+        while True:
             with self.lock:
-                got = self.ready.pop(0) if self.ready else None
-                self.missing += 1
-                self.wanted.notify()
-        return got if got is not None else self._fork()
+                if not self.ready:
+                    self.missing += 1
+                    self.wanted.notify_all()
+                    while not self.ready:
+                        if self.error is not None:
+                            raise RuntimeError(f"no process to run it in: {self.error}")
+                        self.wanted.wait()
+                got = self.ready.pop(0)
+            if got.proc.exitcode is None:
+                return got
+            # A spare that died meanwhile (killed from outside): the next, and one more forked.
+            got.discard()
+            self.replace()
 
     def replace(self) -> None:
         """Forks one more in the background (after the hand-off: the fork waits, not the attempt)."""
         with self.lock:
             self.missing += 1
-            self.wanted.notify()
+            self.wanted.notify_all()
 
 
 class Attempt:
