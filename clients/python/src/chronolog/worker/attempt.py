@@ -313,11 +313,15 @@ class Attempt:
             "deadline": None,
             "received": self.received,
         }
+        # Taken before the lock (it may wait for the next spare forked): a cancel meanwhile is not
+        # held up.
+        got = self.spares.take()
         with self.lock:
             if self.abort is not None:
+                got.discard()  # (it exits, its attempt never given)
+                self.spares.replace()
                 return self._failed(*self._abort_error(), None)
             self.state = "running"
-            got = self.spares.take()
             self.proc = got.proc
             self.pid = self.proc.pid
             if isinstance(timeout_ms, (int, float)) and timeout_ms > 0:
