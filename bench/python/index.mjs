@@ -1,7 +1,8 @@
 // Python worker: no-op python tasks through one Python worker (python -m chronolog.worker), beside
 // no-op shell tasks through one Node remote worker (chronolog worker), the same queue shape: N
 // tasks of one interval each on one queue, one worker of capacity 8, a scheduler with its API on
-// a loopback port. Prints tasks/s (first dispatch to last success, from the log) and the start
+// a loopback port; each as tasks that are not idempotent (the default: an attempt waits for its
+// start permission, a round trip through the log) and as idempotent ones. Prints tasks/s (first dispatch to last success, from the log) and the start
 // latency: the attempt's DispatchIntended, as recorded, to the time the function (or the shell
 // command) was entered, which it prints into its output.
 import { spawn, spawnSync } from "node:child_process";
@@ -49,13 +50,13 @@ function freePort() {
   });
 }
 
-function declare(dir, operator) {
+function declare(dir, operator, idempotent) {
   const latest = new Date(Math.floor(Date.now() / HOUR) * HOUR - HOUR).toISOString();
   const end = new Date(Date.parse(latest) + HOUR / 2).toISOString();
   const lines = [];
   for (let i = 0; i < TASKS; i++)
     lines.push(
-      `  - { project: bench, account: a, name: t${i}, cron: "0 * * * *", startDate: "${latest}", endDate: "${end}", queue: q, operator: ${operator} }`,
+      `  - { project: bench, account: a, name: t${i}, cron: "0 * * * *", startDate: "${latest}", endDate: "${end}", queue: q, idempotent: ${idempotent}, operator: ${operator} }`,
     );
   const file = join(dir, "tasks.yaml");
   writeFileSync(file, `tasks:\n${lines.join("\n")}\n`);
@@ -90,7 +91,7 @@ function startProc(cmd, args, options) {
   return p;
 }
 
-async function measure(kind) {
+async function measure(kind, idempotent, pythonPackage = pkg) {
   const dir = mkdtempSync(join(tmpdir(), `chronolog-bench-python-${kind}-`));
   const procs = [];
   try {
@@ -99,6 +100,7 @@ async function measure(kind) {
       kind === "python"
         ? `{ type: python, function: "tests.worker_tasks:noop" }`
         : `{ type: shell, command: "echo entered $(date +%s%3N)" }`,
+      idempotent,
     );
     const token = run(dir, ["token", "create", "bench", "--scope", "work", "--queue", "q"]).trim();
     const port = await freePort();
@@ -131,8 +133,8 @@ async function measure(kind) {
             "python3",
             ["-m", "chronolog.worker", ...common, "--import", "tests.worker_tasks", "--dir", join(dir, "w")],
             {
-              cwd: pkg,
-              env: { ...process.env, PYTHONPATH: join(pkg, "src"), PYTHONDONTWRITEBYTECODE: "1" },
+              cwd: pythonPackage,
+              env: { ...process.env, PYTHONPATH: join(pythonPackage, "src"), PYTHONDONTWRITEBYTECODE: "1" },
             },
           )
         : startProc(
@@ -200,11 +202,26 @@ async function measure(kind) {
   }
 }
 
+// BENCH_PYTHON_BEFORE: another checkout's clients/python, measured first in the same run (a
+// before/after comparison in the same minutes).
+const before = process.env.BENCH_PYTHON_BEFORE;
+const runs = [
+  ...(before
+    ? [
+        ["Python worker (before), python no-op", "python", false, before],
+        ["Python worker (before), idempotent", "python", true, before],
+      ]
+    : []),
+  ["Python worker, python no-op", "python", false, pkg],
+  ["Python worker, idempotent", "python", true, pkg],
+  ["Node worker, shell echo", "node", false, pkg],
+  ["Node worker, idempotent", "node", true, pkg],
+];
 const rows = [];
-for (const kind of ["python", "node"]) {
-  const r = await measure(kind);
+for (const [label, kind, idempotent, pythonPackage] of runs) {
+  const r = await measure(kind, idempotent, pythonPackage);
   rows.push([
-    kind === "python" ? "Python worker, python no-op" : "Node worker, shell echo",
+    label,
     fmt(r.tasks),
     fmt(r.perSecond, 1),
     fmt(r.p50, 1),
@@ -219,6 +236,9 @@ console.log(
 );
 console.log(
   "start: DispatchIntended as recorded -> function (or command) entered; in worker: run command received -> function entered",
+);
+console.log(
+  "not idempotent (the default): the attempt waits for its start permission, sent once its AttemptStarted is durable",
 );
 printTable(
   [

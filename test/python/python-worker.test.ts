@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RecordedEvent } from "@chronolog/log";
 import { afterAll, describe, expect, it } from "vitest";
@@ -18,7 +18,11 @@ import { declarePython, startPythonWorker } from "./support.js";
 const lines = (file: string) =>
   existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
 
-type Data = Record<string, unknown> & { attempt?: number; error?: { kind: string; message: string } };
+type Data = Record<string, unknown> & {
+  attempt?: number;
+  error?: { kind: string; message: string };
+  output?: { stdoutTail: string; stderrTail: string };
+};
 const data = (e: RecordedEvent | undefined) => (e?.data ?? {}) as Data;
 
 /** Waits until each named task's interval has ended, completed or failed for good. */
@@ -115,6 +119,19 @@ describe("the Python worker", () => {
     expect(logs).toContain("Traceback (most recent call last):");
     expect(logs).toMatch(/in _inner\n\s+raise ValueError/);
     expect(logs.trimEnd().endsWith("ValueError: the orders file is empty")).toBe(true);
+    // Its stdout and stderr kept apart, as a Node worker's: interleaved in the output file as they
+    // came, each its own tail in the attempt's end (the last line of stderr is in why).
+    expect(logs.indexOf("reading the orders file")).toBeLessThan(logs.indexOf("about to fail"));
+    expect(data(failed).output?.stdoutTail).toBe("reading the orders file\n");
+    expect(data(failed).output?.stderrTail).toMatch(/^about to fail\nTraceback \(most recent call last\):\n/);
+    expect(chronolog(dir, ["why", "p/a/boom/ALL"]).stdout).toContain(
+      "last line of stderr: ValueError: the orders file is empty",
+    );
+    const okEnd = of(events, "ok").find((e) => e.type === "AttemptSucceeded");
+    expect(data(okEnd).output?.stdoutTail).toBe(`hello from ok, region us\nattempt 1 of ${LATEST_HOUR}\n`);
+    expect(data(okEnd).output?.stderrTail).toBe("");
+    // No timeout declared: no deadline.
+    expect(ctx.deadline).toBeNull();
 
     // Retry: the first attempt failed, the second succeeded.
     expect(lines(flaky)).toEqual(["1", "2"]);
@@ -135,6 +152,102 @@ describe("the Python worker", () => {
     await waitUntil("the killed attempt's subprocess to be gone", () =>
       alive(grandchild) ? undefined : true,
     );
+  }, 180_000);
+
+  it("resolves a task's secrets on the worker, masked in all it writes; a deadline; a timeout", async () => {
+    const dir = tempDataDir("pyworker-secrets");
+    left.dirs.push(dir, `${dir}-tasks`);
+    const password = "s3cr3t-Pa55word";
+    const secretFile = join(dir, "db_password");
+    writeFileSync(secretFile, `${password}\n`, { mode: 0o600 });
+    const marker = join(dir, "marker");
+    const deadlines = join(dir, "deadlines");
+    const starts = join(dir, "starts");
+    const ends = join(dir, "ends");
+    declarePython(
+      dir,
+      [
+        { name: "secret", fn: "uses_secret", args: { marker }, fields: "connection: db" },
+        {
+          name: "nosecret",
+          fn: "uses_secret",
+          args: { marker },
+          fields: "secrets: { DB_PASSWORD: { env: PYW_TEST_NOT_SET } }",
+        },
+        { name: "deadline", fn: "deadline", args: { marker: deadlines }, timeoutMs: 600_000 },
+        { name: "timeout", fn: "slow", args: { starts, ends, seconds: 60 }, timeoutMs: 1500 },
+      ],
+      `connections:\n  - { name: db, secrets: { DB_PASSWORD: { file: ${JSON.stringify(secretFile)} } } }\n`,
+    );
+    const token = workToken(dir, "ps", ["py"]);
+    const s = await startScheduler(left, dir, await freePort());
+    const w = startPythonWorker(left, s.url, token, ["py"], "ps-1");
+    const events = await ended(dir, ["secret", "nosecret", "deadline", "timeout"]).catch((error: Error) => {
+      throw new Error(`${error.message}\nworker:\n${w.output}`);
+    });
+
+    // The function got its connection's secret, resolved by the worker that ran it.
+    expect(lines(marker).map((l) => JSON.parse(l))).toEqual([
+      { environ: password, secrets: { DB_PASSWORD: password }, env: password },
+    ]);
+    // Masked wherever the attempt's output and end went: as is, base64, from a subprocess too.
+    const b64 = Buffer.from(password).toString("base64");
+    const failed = of(events, "secret").find((e) => e.type === "AttemptFailed");
+    expect(data(failed).error).toEqual({
+      kind: "exception",
+      message: "RuntimeError: the database refused ***",
+    });
+    expect(data(failed).output?.stdoutTail).toBe("connecting with ***\na subprocess says ***\n");
+    expect(data(failed).output?.stderrTail).toMatch(/^as base64 \*\*\*\nTraceback/);
+    const logs = chronolog(dir, ["logs", "p/a/secret/ALL"]).stdout;
+    expect(logs).toContain("connecting with ***");
+    expect(logs).toContain("as base64 ***");
+    expect(logs).toContain("a subprocess says ***");
+    expect(chronolog(dir, ["why", "p/a/secret/ALL"]).stdout).toContain(
+      "RuntimeError: the database refused ***",
+    );
+    const everything = [
+      JSON.stringify(events.map((e) => e.data)),
+      logs,
+      ...readdirSync(join(w.dir, "w", "output")).map((f) =>
+        readFileSync(join(w.dir, "w", "output", f), "utf8"),
+      ),
+      ...readdirSync(join(dir, "output")).map((f) => readFileSync(join(dir, "output", f), "utf8")),
+    ].join("\n");
+    expect(everything).not.toContain(password);
+    expect(everything).not.toContain(b64);
+
+    // A secret that cannot be resolved fails the attempt unrun, naming it and its source.
+    const reason =
+      "secret DB_PASSWORD (environment variable PYW_TEST_NOT_SET): the variable is not set on this worker";
+    expect(data(of(events, "nosecret").find((e) => e.type === "AttemptFailed")).error).toEqual({
+      kind: "exception",
+      message: reason,
+    });
+    expect(chronolog(dir, ["why", "p/a/nosecret/ALL"]).stdout).toContain(reason);
+
+    // The deadline: the attempt's start plus its timeoutMs, an aware datetime in UTC.
+    const [d] = lines(deadlines).map((l) => JSON.parse(l));
+    expect(d.aware).toBe(true);
+    expect(d.deadline).toMatch(/\+00:00$/);
+    const left_ = Date.parse(d.deadline) - d.entered * 1000;
+    expect(left_).toBeGreaterThan(0);
+    expect(left_).toBeLessThanOrEqual(600_000);
+    expect(d.remaining * 1000).toBeLessThanOrEqual(600_000);
+
+    // Past its deadline the function is interrupted (Cancelled), its process group killed, the
+    // attempt failed as a timeout.
+    expect(data(of(events, "timeout").find((e) => e.type === "AttemptFailed")).error).toEqual({
+      kind: "timeout",
+      message: "timed out after 1500 ms",
+    });
+    expect(lines(`${starts}.cancelled`)).toHaveLength(1);
+    expect(lines(ends)).toEqual([]);
+    const grandchild = Number((lines(starts)[0] as string).split(" ")[1]);
+    await waitUntil("the timed-out attempt's subprocess to be gone", () =>
+      alive(grandchild) ? undefined : true,
+    );
+    expect(w.child.exitCode).toBeNull();
   }, 180_000);
 
   it("cancels a running function (a workflow failing fast): Cancelled raised, its process group killed", async () => {

@@ -51,6 +51,10 @@ export interface PyTask {
   readonly idempotent?: boolean;
   readonly leaseSeconds?: number;
   readonly maxAttempts?: number;
+  /** The operator's `timeoutMs`. */
+  readonly timeoutMs?: number;
+  /** More of the task's fields, as inline YAML (`connection: db, secrets: { ... }`). */
+  readonly fields?: string;
 }
 
 /** Declares hourly python tasks (functions of `tests.worker_tasks`) whose one interval is LATEST_HOUR. */
@@ -58,7 +62,7 @@ export function declarePython(dir: string, tasks: readonly PyTask[], extra = "")
   const end = new Date(Date.parse(LATEST_HOUR) + 1_800_000).toISOString();
   const lines = tasks.map(
     (t) =>
-      `  - { project: p, account: a, name: ${t.name}, cron: "0 * * * *", startDate: "${LATEST_HOUR}", endDate: "${end}", idempotent: ${t.idempotent ?? true}, leaseSeconds: ${t.leaseSeconds ?? 30}, queue: ${t.queue ?? "py"}, retry: { maxAttempts: ${t.maxAttempts ?? 1}, initialDelayMs: 0 }, operator: { type: python, function: "tests.worker_tasks:${t.fn}", args: ${JSON.stringify(t.args ?? {})} } }`,
+      `  - { project: p, account: a, name: ${t.name}, cron: "0 * * * *", startDate: "${LATEST_HOUR}", endDate: "${end}", idempotent: ${t.idempotent ?? true}, leaseSeconds: ${t.leaseSeconds ?? 30}, queue: ${t.queue ?? "py"}, retry: { maxAttempts: ${t.maxAttempts ?? 1}, initialDelayMs: 0 },${t.fields ? ` ${t.fields},` : ""} operator: { type: python, function: "tests.worker_tasks:${t.fn}", args: ${JSON.stringify(t.args ?? {})}${t.timeoutMs ? `, timeoutMs: ${t.timeoutMs}` : ""} } }`,
   );
   const file = join(dir, "tasks.yaml");
   writeFileSync(file, `${lines.length > 0 ? ["tasks:", ...lines].join("\n") : ""}\n${extra}`);

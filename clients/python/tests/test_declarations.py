@@ -46,7 +46,7 @@ class DocumentTest(unittest.TestCase):
     def test_a_workflow_with_python_shell_http_and_noop_tasks(self) -> None:
         wf = Workflow("etl", project="p", account="a", cron="0 3 * * *", start_date=datetime(2026, 1, 2, 3, tzinfo=timezone.utc))
 
-        wf.task("extract", queue="py", args={"n": 1}, retry=Retry(2))(top_level)
+        wf.task("extract", queue="py", args={"n": 1}, timeout_ms=5000, retry=Retry(2))(top_level)
         wf.shell("transform", "run {{ ds }}", parents=["extract"], env={"A": "1"})
         wf.http("notify", "https://example.test/{{ ds }}", method="POST", parents=["transform"])
         wf.noop("done", parents=["notify"])
@@ -64,7 +64,12 @@ class DocumentTest(unittest.TestCase):
                     "name": "extract",
                     "queue": "py",
                     "retry": {"maxAttempts": 2},
-                    "operator": {"type": "python", "function": "tests.test_declarations:top_level", "args": {"n": 1}},
+                    "operator": {
+                        "type": "python",
+                        "function": "tests.test_declarations:top_level",
+                        "args": {"n": 1},
+                        "timeoutMs": 5000,
+                    },
                 },
                 {"name": "transform", "parents": ["extract"], "operator": {"type": "shell", "command": "run {{ ds }}", "env": {"A": "1"}}},
                 {"name": "notify", "parents": ["transform"], "operator": {"type": "http", "url": "https://example.test/{{ ds }}", "method": "POST"}},
@@ -77,6 +82,9 @@ class DocumentTest(unittest.TestCase):
         self.assertEqual(http("u", expect_status=[202]), {"type": "http", "url": "u", "expectStatus": [202]})
         self.assertEqual(python("m.n:f", args={"a": [1]}), {"type": "python", "function": "m.n:f", "args": {"a": [1]}})
         self.assertEqual(python(top_level), {"type": "python", "function": "tests.test_declarations:top_level"})
+        self.assertEqual(
+            python("m:f", timeout_ms=60_000), {"type": "python", "function": "m:f", "timeoutMs": 60_000}
+        )
         self.assertEqual(noop(), {"type": "noop"})
 
     def test_instants_need_a_zone_and_are_written_in_utc_with_z_or_their_offset(self) -> None:

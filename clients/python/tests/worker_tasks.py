@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -32,6 +33,7 @@ def ok(ctx: Context, marker: str, region: str = "eu") -> str:
                     "config": dict(ctx.config),
                     "args": dict(ctx.args),
                     "region": region,
+                    "deadline": None if ctx.deadline is None else ctx.deadline.isoformat(),
                 }
             )
             + "\n"
@@ -103,3 +105,32 @@ def locked(ctx: Context, lock: str, starts: str, ends: str, overlaps: str, secon
     time.sleep(seconds)
     with open(ends, "a", encoding="utf-8") as f:
         f.write(f"{ctx.task}\n")
+
+
+def uses_secret(ctx: Context, marker: str) -> None:
+    """Reads its secret DB_PASSWORD (its environment, ``ctx.secrets``, ``ctx.env``), writes what it
+    got to ``marker``, prints it (stdout), its base64 (stderr) and has a subprocess print it."""
+    value = os.environ["DB_PASSWORD"]
+    with open(marker, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"environ": value, "secrets": dict(ctx.secrets), "env": ctx.env.get("DB_PASSWORD")}) + "\n")
+    print(f"connecting with {value}")
+    sys.stderr.write(f"as base64 {base64.b64encode(value.encode()).decode()}\n")
+    sys.stderr.flush()
+    subprocess.run(["sh", "-c", 'echo "a subprocess says $DB_PASSWORD"'], check=True)
+    raise RuntimeError(f"the database refused {value}")
+
+
+def deadline(ctx: Context, marker: str) -> None:
+    """Writes its deadline (ISO, with its offset), when it was entered and what remains."""
+    with open(marker, "a", encoding="utf-8") as f:
+        f.write(
+            json.dumps(
+                {
+                    "deadline": None if ctx.deadline is None else ctx.deadline.isoformat(),
+                    "aware": ctx.deadline is not None and ctx.deadline.utcoffset() is not None,
+                    "entered": time.time(),
+                    "remaining": ctx.remaining(),
+                }
+            )
+            + "\n"
+        )

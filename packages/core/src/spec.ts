@@ -131,6 +131,8 @@ export const operatorSchema = z.discriminatedUnion("type", [
       function: pythonFunctionRef,
       /** Keyword arguments the function is called with (templates rendered, as a node task's). */
       args: z.record(z.string(), z.unknown()).default({}),
+      /** The attempt's time: the function sees its end as `ctx.deadline`, and is stopped there. */
+      timeoutMs: z.number().int().positive().optional(),
     })
     .strict(),
   z.object({ type: z.literal("noop") }).strict(),

@@ -141,13 +141,21 @@ def node(
     return {"type": "node", **_fields(locals() | {"module": module})}
 
 
-def python(function: str | Callable[..., Any], *, args: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def python(
+    function: str | Callable[..., Any],
+    *,
+    args: Mapping[str, Any] | None = None,
+    timeout_ms: int | None = None,
+) -> dict[str, Any]:
     """A python operator: a function (or its reference ``module.path:qualname``) that a Python
-    worker serving the task's queue imports and calls with ``args``."""
+    worker serving the task's queue imports and calls with ``args``; with ``timeout_ms``, the
+    attempt's time (the function sees its end as ``ctx.deadline``)."""
     ref = function if isinstance(function, str) else function_ref(function)
     out: dict[str, Any] = {"type": "python", "function": ref}
     if args is not None:
         out["args"] = _value(args)
+    if timeout_ms is not None:
+        out["timeoutMs"] = timeout_ms
     return out
 
 
@@ -342,15 +350,16 @@ class Workflow:
         name: str | None = None,
         *,
         args: Mapping[str, Any] | None = None,
+        timeout_ms: int | None = None,
         **fields: Any,
     ) -> Callable[[F], F]:
         """Decorates a function as a python task of this workflow: ``operator: {type: python,
-        function: "module:qualname", args}``, named after the function unless ``name`` says
+        function: "module:qualname", args, timeoutMs}``, named after the function unless ``name`` says
         otherwise; ``fields`` are Task's (``parents``, ``queue``, ``retry``...). The function is
         returned as it is (a worker imports and calls it); its task is ``fn.chronolog_task``."""
 
         def decorate(fn: F) -> F:
-            task = self.add(Task(name or fn.__name__, python(fn, args=args), **fields))
+            task = self.add(Task(name or fn.__name__, python(fn, args=args, timeout_ms=timeout_ms), **fields))
             try:
                 fn.chronolog_task = task  # type: ignore[attr-defined]
             except (AttributeError, TypeError):

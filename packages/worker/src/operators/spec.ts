@@ -83,6 +83,7 @@ export function parseOperator(raw: Record<string, unknown>): WorkerOperator {
         type: "python",
         function: str(raw.function, "python function"),
         args: args as Record<string, unknown>,
+        timeoutMs: optMs(raw.timeoutMs),
       };
     }
     case "noop":

@@ -775,6 +775,7 @@ export interface components {
                         args: {
                             [key: string]: unknown;
                         };
+                        timeoutMs?: number;
                     } | {
                         /** @enum {string} */
                         type: "noop";
@@ -1073,6 +1074,7 @@ export interface components {
                         args: {
                             [key: string]: unknown;
                         };
+                        timeoutMs?: number;
                     } | {
                         /** @enum {string} */
                         type: "noop";
@@ -1252,6 +1254,7 @@ export interface components {
                         args: {
                             [key: string]: unknown;
                         };
+                        timeoutMs?: number;
                     } | {
                         /** @enum {string} */
                         type: "noop";

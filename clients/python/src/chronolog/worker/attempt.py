@@ -8,14 +8,18 @@ import hashlib
 import json
 import multiprocessing.process
 import os
+import selectors
 import signal
 import threading
 import time
 from typing import Any, Callable
 
 from .child import spare
+from .secrets import Masker, MaskingStream, SecretError, resolve_secrets
 
 TAIL_BYTES = 4096
+#: How long the output of a process that has exited is still read (a straggler holding its pipes).
+DRAIN_SECONDS = 1.0
 _STARTING = threading.Lock()
 
 
@@ -24,44 +28,114 @@ def now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
 
 
+class Spare:
+    """A process forked ahead of need, and the read ends of its stdout and stderr pipes."""
+
+    def __init__(self, proc: Any, conn: Any, out: int, err: int) -> None:
+        self.proc = proc
+        self.conn = conn
+        self.out = out
+        self.err = err
+
+    def discard(self) -> None:
+        for fd in (self.out, self.err):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            self.conn.close()
+        except OSError:
+            pass
+
+
 class Spares:
     """Processes forked ahead of need from the forkserver (where the ``--import`` modules are
-    loaded), each waiting for an attempt: taking one costs a pipe write, not a fork. One is
-    forked again in the background each time one is taken."""
+    loaded), each waiting for an attempt: taking one costs a pipe write, not a fork. One thread
+    forks them again in the background, one for each taken (no thread started per attempt)."""
 
     def __init__(self, mp: Any, keep: int) -> None:
         self.mp = mp
         self.keep = keep
-        self.ready: list[tuple[Any, Any]] = []
+        self.ready: list[Spare] = []
         self.lock = threading.Lock()
-        for _ in range(keep):
-            self._refill()
+        self.wanted = threading.Condition(self.lock)
+        self.error: Exception | None = None
+        # Half ready before the worker connects, the rest forked in the background.
+        self.missing = keep - (keep + 1) // 2
+        for _ in range((keep + 1) // 2):
+            self.ready.append(self._fork())
+        threading.Thread(target=self._refill, daemon=True, name="spares").start()
 
-    def _fork(self) -> tuple[Any, Any]:
+    def _fork(self) -> Spare:
+        from multiprocessing.connection import Connection
+
         r, w = self.mp.Pipe(duplex=False)
-        proc = self.mp.Process(target=spare, args=(r,), daemon=False)
-        with _STARTING:
-            proc.start()
-            # multiprocessing's own bookkeeping polls every child at each start: from another
-            # thread, that would read this one's exit status before its join does.
-            multiprocessing.process._children.discard(proc)  # type: ignore[attr-defined]
-        r.close()
-        return proc, w
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        out, err = Connection(out_w, readable=False), Connection(err_w, readable=False)
+        proc = self.mp.Process(target=spare, args=(r, out, err), daemon=False)
+        try:
+            with _STARTING:
+                proc.start()
+                # multiprocessing's own bookkeeping polls every child at each start: from another
+                # thread, that would read this one's exit status before its join does.
+                multiprocessing.process._children.discard(proc)  # type: ignore[attr-defined]
+        finally:
+            r.close()
+            out.close()
+            err.close()
+        return Spare(proc, w, out_r, err_r)
 
     def _refill(self) -> None:
-        got = self._fork()
-        with self.lock:
-            self.ready.append(got)
-
-    def take(self) -> tuple[Any, Any]:
-        with self.lock:
-            got = self.ready.pop(0) if self.ready else None
-        threading.Thread(target=self._refill, daemon=True).start()
-        while got is not None and got[0].exitcode is not None:
-            # A spare that died meanwhile (killed from outside): the next, or a new one.
+        while True:
             with self.lock:
-                got = self.ready.pop(0) if self.ready else None
-        return got if got is not None else self._fork()
+                while self.missing == 0:
+                    self.wanted.wait()
+                self.missing -= 1
+                if len(self.ready) >= self.keep:
+                    continue
+            try:
+                got = self._fork()
+            except Exception as error:
+                # (The forkserver gone, killed from outside or the worker stopping: an attempt
+                # waiting for a spare fails saying so, rather than wait for ever.)
+                with self.lock:
+                    self.error = error
+                    self.missing += 1
+                    self.wanted.notify_all()
+                time.sleep(1)
+                continue
+            with self.lock:
+                self.error = None
+                self.ready.append(got)
+                self.wanted.notify_all()
+
+    def take(self) -> Spare:
+        """A spare; ``replace`` it once it has its attempt. None ready (more attempts started
+        than spares could be forked meanwhile): the next one the thread forks, which is sooner
+        than a fork of its own queued behind it."""
+        while True:
+            with self.lock:
+                if not self.ready:
+                    self.missing += 1
+                    self.wanted.notify_all()
+                    while not self.ready:
+                        if self.error is not None:
+                            raise RuntimeError(f"no process to run it in: {self.error}")
+                        self.wanted.wait()
+                got = self.ready.pop(0)
+            if got.proc.exitcode is None:
+                return got
+            # A spare that died meanwhile (killed from outside): the next, and one more forked.
+            got.discard()
+            self.replace()
+
+    def replace(self) -> None:
+        """Forks one more in the background (after the hand-off: the fork waits, not the attempt)."""
+        with self.lock:
+            self.missing += 1
+            self.wanted.notify_all()
 
 
 class Attempt:
@@ -97,6 +171,13 @@ class Attempt:
         self.received = time.time()
         # When it reached this worker: its silence is counted from then at the earliest.
         self.arrived = time.monotonic()
+        self.env: dict[str, str] = dict(cmd.get("env") or {})
+        #: Masks its secrets' values in its output, tails and error (None: it has no secrets).
+        self.masker: Masker | None = None
+        self.tails = {"stdout": b"", "stderr": b""}
+        self.timeout_ms: int | None = None
+        self.deadline: float | None = None
+        self.timed_out = False
 
     def base(self, kind: str) -> dict[str, Any]:
         c = self.cmd
@@ -133,6 +214,10 @@ class Attempt:
         self.proceeded.set()
         if pid is None:
             return
+        self._stop(pid, grace)
+
+    def _stop(self, pid: int, grace: float) -> None:
+        """SIGTERM to its process group, SIGKILL after ``grace`` seconds (at once with 0)."""
         if grace <= 0:
             self._signal(pid, signal.SIGKILL)
             return
@@ -204,18 +289,17 @@ class Attempt:
                 f"{self.cmd.get('queue')} with a Node worker (chronolog worker) for them",
                 None,
             )
+        values: dict[str, str] = {}
         if self.cmd.get("secrets"):
-            # Secrets are resolved and masked by the Node worker only: running without them, or
-            # with their values unmasked in the output, would be worse than not running.
-            self._report_started()
-            names = ", ".join(sorted(self.cmd["secrets"]))
-            message = (
-                f"this Python worker does not resolve secrets (the task declares {names}): "
-                "read them in the function from where they are kept, or run the task on a Node worker"
-            )
-            with open(self.output_path, "ab") as f:
-                f.write(f"{message}\n".encode())
-            return self._failed("exception", message, None)
+            # Resolved here, on this worker's host, once the attempt may run; masked in all it
+            # reports and writes from now on.
+            try:
+                values = resolve_secrets(self.cmd["secrets"], os.environ, {**os.environ, **self.env})
+            except SecretError as error:
+                self._report_started()
+                return self._failed("exception", str(error), None)
+            self.masker = Masker(list(values.values()))
+        timeout_ms = op.get("timeoutMs")
         spec = {
             "function": op["function"],
             "args": op.get("args") or {},
@@ -223,22 +307,32 @@ class Attempt:
             "logical_date": self.cmd["logicalDate"],
             "attempt": self.cmd["attempt"],
             "token": self.token,
-            "env": self.cmd.get("env") or {},
-            "output_path": self.output_path,
+            "env": {**self.env, **values},
+            "secrets": values,
             "result_path": self.result_path,
             "deadline": None,
             "received": self.received,
         }
+        # Taken before the lock (it may wait for the next spare forked): a cancel meanwhile is not
+        # held up.
+        got = self.spares.take()
         with self.lock:
             if self.abort is not None:
+                got.discard()  # (it exits, its attempt never given)
+                self.spares.replace()
                 return self._failed(*self._abort_error(), None)
             self.state = "running"
-            self.proc, conn = self.spares.take()
+            self.proc = got.proc
             self.pid = self.proc.pid
-            conn.send(spec)
-            conn.close()
+            if isinstance(timeout_ms, (int, float)) and timeout_ms > 0:
+                self.timeout_ms = int(timeout_ms)
+                self.deadline = time.time() + timeout_ms / 1000
+                spec["deadline"] = self.deadline
+            got.conn.send(spec)
+            got.conn.close()
+        self.spares.replace()
         self._report_started()
-        self.proc.join()
+        self._follow(got)
         code = self.proc.exitcode
         # What the function left running in its process group ends with the attempt.
         try:
@@ -257,6 +351,8 @@ class Attempt:
             result = None
         if self.abort is not None:
             return self._failed(*self._abort_error(), code)
+        if self.timed_out:
+            return self._failed("timeout", f"timed out after {self.timeout_ms} ms", code)
         if result is not None and result.get("ok") and code == 0:
             return self._succeeded(code)
         if result is not None and not result.get("ok"):
@@ -266,6 +362,63 @@ class Attempt:
             return self._failed("signal", f"the attempt's process was killed by {name}", None)
         return self._failed("exit_code", f"the attempt's process exited with code {code}", code)
 
+    def _follow(self, got: "Spare") -> None:
+        """Reads the process's stdout and stderr as they come, into the output file (interleaved,
+        secrets masked, written by the worker: the task cannot rewrite it) and a tail of each,
+        until the process has exited and its pipes are drained (what its process group left
+        running is killed at its exit: a straggler elsewhere holding a pipe is waited for a
+        second at most). Interrupts the function at its deadline."""
+        fd = os.open(self.output_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+        def write(data: bytes) -> None:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+
+        sink: Any = MaskingStream(self.masker, write) if self.masker is not None else None
+        sel = selectors.DefaultSelector()
+        sel.register(got.out, selectors.EVENT_READ, "stdout")
+        sel.register(got.err, selectors.EVENT_READ, "stderr")
+        sel.register(self.proc.sentinel, selectors.EVENT_READ, None)
+        pipes = 2
+        exited: float | None = None
+        try:
+            while pipes > 0 and (exited is None or time.monotonic() < exited + DRAIN_SECONDS):
+                wait: float | None = None if exited is None else max(0.0, exited + DRAIN_SECONDS - time.monotonic())
+                if self.deadline is not None and not self.timed_out and exited is None:
+                    left = max(0.0, self.deadline - time.time())
+                    if left <= 0:
+                        self.timed_out = True
+                        self._stop(self.pid, 2.0)
+                    else:
+                        wait = left
+                for key, _ in sel.select(wait):
+                    if key.data is None:
+                        sel.unregister(key.fileobj)
+                        exited = time.monotonic()
+                        try:
+                            os.killpg(self.pid, signal.SIGKILL)
+                        except OSError:
+                            pass
+                        continue
+                    data = os.read(key.fd, 1 << 16)
+                    if not data:
+                        sel.unregister(key.fileobj)
+                        pipes -= 1
+                        continue
+                    self.tails[key.data] = (self.tails[key.data] + data)[-TAIL_BYTES:]
+                    if sink is not None:
+                        sink.write(data)
+                    else:
+                        write(data)
+            if sink is not None:
+                sink.end()
+        finally:
+            sel.close()
+            os.close(fd)
+            got.discard()
+        self.proc.join()
+
     def _abort_error(self) -> tuple[str, str]:
         reason = self.abort or "cancelled"
         return ("interrupted", reason) if self.interrupted else ("exception", f"cancelled: {reason}")
@@ -274,12 +427,15 @@ class Attempt:
         r = self.base(kind)
         r["durationMs"] = int((time.monotonic() - self.started_at) * 1000)
         r["exitCode"] = code
-        r["stdoutTail"] = ""
-        r["stderrTail"] = ""
+        cut = lambda tail: len(tail) >= TAIL_BYTES - 3  # noqa: E731 (a tail that fills its buffer may start inside a value)
+        for name in ("stdout", "stderr"):
+            tail = self.tails[name]
+            if self.masker is not None:
+                tail = self.masker.mask_tail(tail, cut(tail))
+            r[f"{name}Tail"] = tail.decode("utf-8", "replace")
         if os.path.exists(self.output_path):
             digest = hashlib.sha256()
             size = 0
-            tail = b""
             with open(self.output_path, "rb") as f:
                 while True:
                     chunk = f.read(1 << 20)
@@ -287,8 +443,6 @@ class Attempt:
                         break
                     digest.update(chunk)
                     size += len(chunk)
-                    tail = (tail + chunk)[-TAIL_BYTES:]
-            r["stdoutTail"] = tail.decode("utf-8", "replace")
             r["outputFile"] = {"path": self.output_path, "bytes": size, "sha256": digest.hexdigest(), "cutBytes": 0}
         return r
 
@@ -297,5 +451,5 @@ class Attempt:
 
     def _failed(self, kind: str, message: str, code: int | None) -> dict[str, Any]:
         r = self._end("failed", code)
-        r["error"] = {"kind": kind, "message": message}
+        r["error"] = {"kind": kind, "message": message if self.masker is None else self.masker.mask(message)}
         return r

@@ -1,6 +1,7 @@
 """The process of one attempt: forked from a warm interpreter (the forkserver, with the worker's
-``--import`` modules already loaded), it leads a process group of its own, sends its stdout and
-stderr (and its subprocesses') to the attempt's output file, imports the function and calls it.
+``--import`` modules already loaded), it leads a process group of its own, its stdout and stderr
+(and its subprocesses') pipes the worker reads into the attempt's output, imports the function
+and calls it.
 What became of it is written to a result file beside the output: the worker reads it once the
 process has exited (a process killed writes none: the worker reads its signal instead)."""
 
@@ -14,6 +15,7 @@ import signal
 import sys
 import time
 import traceback
+from datetime import datetime, timezone
 from typing import Any, Callable
 
 from .context import Cancelled, Context
@@ -60,11 +62,16 @@ def _write_result(path: str, result: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def spare(conn: Any) -> None:
+def spare(conn: Any, out: Any, err: Any) -> None:
     """A spare process, forked ahead of need: ready (its own process group, dying with the
-    worker), it waits for an attempt's spec, then runs it. Nothing comes (the worker stopped or
+    worker), it waits for an attempt's spec, then runs it, its stdout and stderr the write ends
+    of the pipes ``out`` and ``err`` that the worker reads. Nothing comes (the worker stopped or
     has no use for it): it exits."""
     os.setsid()
+    os.dup2(out.fileno(), 1)
+    os.dup2(err.fileno(), 2)
+    out.close()
+    err.close()
     parent = os.getppid()
     _die_with_parent()
     if os.getppid() != parent:
@@ -80,10 +87,7 @@ def spare(conn: Any) -> None:
 def run_attempt(spec: dict[str, Any]) -> None:
     """Runs the attempt in this process (a spare given its spec)."""
     entered = time.time()
-    fd = os.open(spec["output_path"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
+    # Its stdout and stderr are already the pipes the worker reads (and masks, and keeps apart).
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
@@ -102,7 +106,8 @@ def run_attempt(spec: dict[str, Any]) -> None:
         config=json.loads(env.get("CHRONOLOG_CONFIG") or "{}"),
         args=dict(spec.get("args") or {}),
         env=dict(env),
-        deadline=spec.get("deadline"),
+        deadline=None if spec.get("deadline") is None else datetime.fromtimestamp(spec["deadline"], timezone.utc),
+        secrets=dict(spec.get("secrets") or {}),
         received=spec.get("received"),
     )
 

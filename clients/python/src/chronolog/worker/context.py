@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Mapping
 
 
@@ -29,10 +30,15 @@ class Context:
     config: Mapping[str, Any] = field(default_factory=dict)
     args: Mapping[str, Any] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=dict)
-    #: When the worker stops waiting for the function (epoch seconds), or None: no deadline.
-    deadline: float | None = None
+    #: When the attempt's time is up (an aware datetime, UTC): its start plus the operator's
+    #: ``timeoutMs``, when the task declares one; None when it has no timeout. At the deadline the
+    #: function is interrupted with ``Cancelled`` and the attempt fails (``timeout``).
+    deadline: datetime | None = None
     #: When this worker received the attempt's run command (epoch seconds).
     received: float | None = None
+    #: The task's secrets, resolved by this worker for the attempt (also in ``env`` and
+    #: ``os.environ``, named as the secrets); masked (``***``) in its output and reports.
+    secrets: Mapping[str, str] = field(default_factory=dict)
     #: Set once the attempt is cancelled (the function is also interrupted with ``Cancelled``).
     cancelled: bool = False
 
@@ -43,4 +49,4 @@ class Context:
 
     def remaining(self) -> float | None:
         """Seconds left before the deadline, or None."""
-        return None if self.deadline is None else max(0.0, self.deadline - time.time())
+        return None if self.deadline is None else max(0.0, self.deadline.timestamp() - time.time())

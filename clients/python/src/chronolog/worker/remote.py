@@ -12,6 +12,7 @@ import os
 import random
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 from urllib.parse import quote
 
@@ -23,6 +24,8 @@ SESSION = "Chronolog-Session"
 MAX_BACKOFF = 10.0
 MAX_PENDING = 100_000
 MAX_BATCH_BYTES = 512 * 1024
+#: Attempts' outputs sent at once.
+UPLOADERS = 4
 
 
 class FatalRefusal(Exception):
@@ -49,7 +52,9 @@ class Worker:
         self.capacity = capacity
         self.version = version
         self.out_dir = out_dir
-        self.spares = Spares(mp, min(capacity, 16))
+        # Twice the capacity: a burst of attempts ending at once (and as many starting) finds
+        # spares ready while the ones taken are forked again.
+        self.spares = Spares(mp, min(2 * capacity, 32))
         self.log = log
         self.lock = threading.RLock()
         self.wake = threading.Condition(self.lock)
@@ -66,6 +71,7 @@ class Worker:
         self.last_delivered = time.monotonic()
         self.stopping = False
         self.backoff = 0.25
+        self.uploaders = ThreadPoolExecutor(max_workers=UPLOADERS, thread_name_prefix="upload")
 
     # --- the paths -----------------------------------------------------------------------
     def path(self, rest: str = "") -> str:
@@ -259,11 +265,28 @@ class Worker:
                 if answer is None:
                     return False
                 batch = self._next_batch(int(answer.get("maxReportBatch", 1000)))
+                ends = [r for r in batch if _uploads_first(r)]
+                if ends and len(ends) < len(batch):
+                    # What needs no upload goes first, not behind the output of attempts that
+                    # ended: a start above all (an attempt awaiting its start permission waits
+                    # on it). The ends follow in the next batch, in their order.
+                    self.pending[:0] = ends
+                    batch = [r for r in batch if not _uploads_first(r)]
+                    ends = []
                 self.sending = batch
             try:
-                for r in batch:
-                    if r["kind"] in ("succeeded", "failed") and r.get("outputFile"):
-                        self._upload(r["token"], r["outputFile"]["bytes"], finish=True)
+                # An attempt's output is all home before its end is reported: each attempt's at
+                # once, on connections of their own.
+                if len(ends) == 1:
+                    self._upload(ends[0]["token"], ends[0]["outputFile"]["bytes"], finish=True)
+                elif ends:
+                    futures = [
+                        self.uploaders.submit(self._upload, r["token"], r["outputFile"]["bytes"], True) for r in ends
+                    ]
+                    # (Every one waited for: none still sending when the batch is tried again.)
+                    errors = [e for e in (f.exception() for f in futures) if e is not None]
+                    if errors:
+                        raise errors[0]
                 # A request a cut link left hanging is given up in a third of the shortest lease
                 # held, so that the next heartbeat goes on a fresh connection well before the fence.
                 status, raw = self.link.request(
@@ -413,6 +436,11 @@ class Worker:
             except LinkDown:
                 pass
         self.link.abort_stream()
+
+
+def _uploads_first(r: dict[str, Any]) -> bool:
+    """An attempt's end whose output must be sent before it is reported."""
+    return r["kind"] in ("succeeded", "failed") and bool(r.get("outputFile"))
 
 
 def _json(raw: bytes) -> Any:
