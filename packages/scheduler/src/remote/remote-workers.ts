@@ -1,5 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { EventSchemas, type QueueRoom, type SchedulerProjection, workerStream } from "@chronolog/core";
+import {
+  EventSchemas,
+  type QueueRoom,
+  type RefusalBudget,
+  type SchedulerProjection,
+  workerStream,
+} from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import {
   type AttemptReport,
@@ -20,6 +26,7 @@ import type { SchedulerLogger } from "../scheduler-types.js";
 import type { CommandSink, RemoteConnection } from "./connection.js";
 import { OutputSink } from "./output-sink.js";
 import { RemoteRefusal } from "./refusal.js";
+import { RefusalRecord } from "./refusal-record.js";
 import { adoptable, checkRegistration, isWorkersOwn, type WorkerCaller } from "./registration.js";
 import {
   ConnectedFile,
@@ -29,7 +36,6 @@ import {
   currentAttempts,
   currentTokens,
   pruneEnded,
-  recordRefused,
   settleReport,
   staleReport,
 } from "./worker-records.js";
@@ -51,6 +57,8 @@ export interface RemoteWorkersOptions {
   readonly keepaliveMs?: number;
   /** How long `query` waits for the workers (default 2000 ms). */
   readonly queryTimeoutMs?: number;
+  /** How many of a worker's refused reports are recorded one by one (default 20 a minute). */
+  readonly refusalBudget?: RefusalBudget;
   readonly now?: () => number;
 }
 
@@ -85,6 +93,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   private readonly timer: NodeJS.Timeout;
   private flushScheduled: NodeJS.Immediate | undefined;
   private readonly connectedFile: ConnectedFile | undefined;
+  private readonly refusals: RefusalRecord;
   private querySeq = 0;
   /** Registrations of gone schedulers recorded gone here, or being recorded now. */
   private readonly closing = new Set<string>();
@@ -96,6 +105,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     this.bufferMax = o.bufferMax ?? 10_000;
     this.output = new OutputSink(o.outputRoot, o.outputMaxBytes);
     this.connectedFile = o.stateFile ? new ConnectedFile(o.stateFile) : undefined;
+    this.refusals = new RefusalRecord(o.log, o.logger, this.now, o.refusalBudget);
     this.timer = setInterval(() => this.tick(), this.keepaliveMs);
     this.timer.unref();
   }
@@ -253,10 +263,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       accepted += 1;
       this.emit(report);
     }
-    if (refused.length > 0) {
-      this.o.logger.warn({ worker: conn.id, refused: refused.length }, "refused a remote worker's reports");
-      await recordRefused(this.o.log, conn.id, messages, refused);
-    }
+    if (refused.length > 0) await this.refusals.refused(conn.id, messages, refused);
     for (const q of freed) this.drainBacklog(q);
     if (freed.size > 0) this.changed(freed);
     return { accepted, refused };
@@ -471,6 +478,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   private tick(): void {
     const now = this.now();
     this.prune();
+    void this.refusals.settle();
     for (const c of [...this.conns.values()]) {
       if (now - c.lastHeard > this.silenceMs) {
         void this.drop(
@@ -524,6 +532,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
         "could not record a remote worker's disconnection",
       );
     }
+    await this.refusals.settle(conn.id);
   }
 
   private answer(conn: RemoteConnection, requestId: string, running: readonly string[]): void {

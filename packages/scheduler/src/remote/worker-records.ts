@@ -1,7 +1,7 @@
 import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { currentAttempt, type InstanceState, type SchedulerProjection, workerStream } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
-import type { AttemptReport, FailedReport, RefusedReport, RunCommand, WorkerReport } from "@chronolog/worker";
+import type { AttemptReport, FailedReport, RunCommand } from "@chronolog/worker";
 import type { RemoteConnection } from "./connection.js";
 import type { OutputSink } from "./output-sink.js";
 
@@ -71,31 +71,6 @@ export async function closeLeftConnections(
     n += 1;
   }
   return n;
-}
-
-/** Refused reports on record, on the worker's stream (at most 100 of one batch). */
-export async function recordRefused(
-  log: EventLog,
-  worker: string,
-  messages: readonly WorkerReport[],
-  refused: readonly RefusedReport[],
-): Promise<void> {
-  const streams = new Map<string, string>();
-  for (const m of messages) if ("instanceStream" in m) streams.set(m.token, m.instanceStream);
-  const events = refused.slice(0, 100).map((r) => {
-    const stream = streams.get(r.token);
-    return {
-      type: "WorkerReportRefused" as const,
-      data: {
-        worker,
-        kind: r.kind.slice(0, 32),
-        token: r.token.slice(0, 256),
-        ...(stream ? { instanceStream: stream.slice(0, 1024) } : {}),
-        reason: r.reason,
-      },
-    };
-  });
-  await log.append(workerStream(worker), events, { expectedRevision: "any" });
 }
 
 /** Of `tokens`, those of current attempts, each with its attempt's status. */
