@@ -86,6 +86,8 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   private readonly reportListeners = new Set<(r: WorkerReport) => void>();
   private readonly roomListeners = new Set<(queue: string) => void>();
   private readonly queries = new Map<string, PendingQuery>();
+  /** worker id -> its registration being taken now (they are taken one at a time). */
+  private readonly registering = new Map<string, Promise<void>>();
   private readonly output: OutputSink;
   private readonly now: () => number;
   private readonly keepaliveMs: number;
@@ -132,9 +134,28 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
 
   // ---- registration ---------------------------------------------------------------------
 
+  /**
+   * Registers a worker. Registrations of one id are taken one at a time: each is checked
+   * against the one before it (its connection here, the token its id is bound to).
+   */
   async register(req: RegisterRequest, caller: WorkerCaller): Promise<RegisterAnswer> {
+    const before = this.registering.get(req.id);
+    const mine = (before ?? Promise.resolve()).then(() => this.registerNow(req, caller));
+    const settled = mine.then(
+      () => {},
+      () => {},
+    );
+    this.registering.set(req.id, settled);
+    try {
+      return await mine;
+    } finally {
+      if (this.registering.get(req.id) === settled) this.registering.delete(req.id);
+    }
+  }
+
+  private async registerNow(req: RegisterRequest, caller: WorkerCaller): Promise<RegisterAnswer> {
     if (this.closed) throw new RemoteRefusal(503, "unavailable", "this scheduler is shutting down");
-    const queues = checkRegistration(req, caller, this.conns);
+    const queues = checkRegistration(req, caller, this.conns, this.o.projection.workers.boundTo(req.id));
     const previous = this.conns.get(req.id);
     if (previous) await this.drop(previous, `replaced by a new connection from ${req.host}`);
     const adopted = adoptable(this.o.projection, req, queues, (t) => this.owner.has(t));
