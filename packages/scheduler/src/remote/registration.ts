@@ -49,7 +49,8 @@ export function checkRegistration(
     );
   const queues = [...new Set(req.queues)];
   if (caller.queues !== null) {
-    const outside = queues.filter((q) => !caller.queues?.includes(q));
+    const allowed = new Set(caller.queues);
+    const outside = queues.filter((q) => !allowed.has(q));
     if (outside.length > 0)
       throw new RemoteRefusal(
         403,
@@ -106,8 +107,9 @@ export function adoptable(
   owned: (token: string) => boolean,
 ): string[] {
   const current = currentTokens(projection, req.running);
+  const serves = new Set(queues);
   return req.running.filter(
-    (t) => current.has(t) && !owned(t) && isWorkersOwn(projection, t, (q) => queues.includes(q), req.id),
+    (t) => current.has(t) && !owned(t) && isWorkersOwn(projection, t, (q) => serves.has(q), req.id),
   );
 }
 

@@ -23,8 +23,10 @@ import {
 import type { QueueRooms } from "../admission/pass-slots.js";
 import type { Dispatcher } from "../dispatcher.js";
 import type { SchedulerLogger } from "../scheduler-types.js";
+import { Backlog } from "./backlog.js";
 import type { CommandSink, RemoteConnection } from "./connection.js";
 import { OutputSink } from "./output-sink.js";
+import { Questions } from "./questions.js";
 import { RemoteRefusal } from "./refusal.js";
 import { RefusalRecord } from "./refusal-record.js";
 import { adoptable, checkRegistration, isWorkersOwn, type WorkerCaller } from "./registration.js";
@@ -62,12 +64,6 @@ export interface RemoteWorkersOptions {
   readonly now?: () => number;
 }
 
-interface PendingQuery {
-  readonly waiting: Set<string>;
-  readonly found: Map<string, string>;
-  finish(): void;
-}
-
 /**
  * The scheduler's side of remote workers: their registrations, the attempts of each queue given
  * to the least loaded worker serving it that has a free slot (held here while none has), their
@@ -81,11 +77,11 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   private readonly conns = new Map<string, RemoteConnection>();
   /** token -> the worker it was given to. */
   private readonly owner = new Map<string, RemoteConnection>();
-  /** queue -> attempts waiting for a free slot on one of its workers. */
-  private readonly backlog = new Map<string, RunCommand[]>();
+  /** Attempts waiting for a free slot on one of their queue's workers. */
+  private readonly backlog = new Backlog();
   private readonly reportListeners = new Set<(r: WorkerReport) => void>();
   private readonly roomListeners = new Set<(queue: string) => void>();
-  private readonly queries = new Map<string, PendingQuery>();
+  private readonly questions = new Questions();
   /** worker id -> its registration being taken now (they are taken one at a time). */
   private readonly registering = new Map<string, Promise<void>>();
   private readonly output: OutputSink;
@@ -96,7 +92,6 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   private flushScheduled: NodeJS.Immediate | undefined;
   private readonly connectedFile: ConnectedFile | undefined;
   private readonly refusals: RefusalRecord;
-  private querySeq = 0;
   /** Registrations of gone schedulers recorded gone here, or being recorded now. */
   private readonly closing = new Set<string>();
   private closed = false;
@@ -160,7 +155,8 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     if (previous) await this.drop(previous, `replaced by a new connection from ${req.host}`);
     const adopted = adoptable(this.o.projection, req, queues, (t) => this.owner.has(t));
     const current = currentAttempts(this.o.projection, adopted);
-    const stop = req.running.filter((t) => !adopted.includes(t));
+    const kept = new Set(adopted);
+    const stop = req.running.filter((t) => !kept.has(t));
     const data = EventSchemas.WorkerConnected.parse({
       worker: req.id,
       host: req.host,
@@ -265,7 +261,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       if (r.kind === "known") {
         // Adopted even when the question timed out: the worker sends their reports here now.
         this.adopt(conn, r.running);
-        this.answer(conn, r.requestId, r.running);
+        this.questions.answer(conn, r.requestId, r.running);
         accepted += 1;
         continue;
       }
@@ -321,9 +317,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       }
       const best = this.leastLoaded(queue);
       if (!best) {
-        const list = this.backlog.get(queue) ?? [];
-        list.push(cmd);
-        this.backlog.set(queue, list);
+        this.backlog.push(queue, cmd);
         continue;
       }
       this.give(best, cmd);
@@ -337,27 +331,16 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
 
   query(tokens: readonly string[], timeoutMs = this.o.queryTimeoutMs ?? 2000): Promise<Map<string, string>> {
     const found = new Map<string, string>();
-    const asked = new Set(tokens);
     // Attempts held here for a free slot are known: they are on their way to a worker.
-    for (const list of this.backlog.values())
-      for (const c of list) if (asked.has(c.token)) found.set(c.token, `queue ${c.queue}`);
+    for (const t of tokens) {
+      const queue = this.backlog.queueOf(t);
+      if (queue !== undefined) found.set(t, `queue ${queue}`);
+    }
     const live = [...this.conns.values()].filter((c) => c.sink !== null);
     if (live.length === 0 || tokens.length === 0) return Promise.resolve(found);
-    const requestId = `r${++this.querySeq}`;
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => pending.finish(), timeoutMs);
-      const pending: PendingQuery = {
-        waiting: new Set(live.map((c) => c.id)),
-        found,
-        finish: () => {
-          clearTimeout(timer);
-          this.queries.delete(requestId);
-          resolve(found);
-        },
-      };
-      this.queries.set(requestId, pending);
-      for (const c of live) this.enqueue(c, { kind: "query", requestId, tokens: [...tokens] });
-    });
+    return this.questions.ask(live, found, timeoutMs, (c, requestId) =>
+      this.enqueue(c, { kind: "query", requestId, tokens: [...tokens] }),
+    );
   }
 
   cancel(token: string, reason: string): boolean {
@@ -366,15 +349,10 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       this.enqueue(conn, { kind: "cancel", token, reason });
       return true;
     }
-    for (const [queue, list] of this.backlog) {
-      const i = list.findIndex((c) => c.token === token);
-      if (i < 0) continue;
-      const [cmd] = list.splice(i, 1);
-      if (list.length === 0) this.backlog.delete(queue);
-      if (cmd) this.emit(cancelled(cmd, reason, this.now()));
-      return true;
-    }
-    return false;
+    const cmd = this.backlog.remove(token);
+    if (!cmd) return false;
+    this.emit(cancelled(cmd, reason, this.now()));
+    return true;
   }
 
   proceed(token: string): boolean {
@@ -385,8 +363,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   }
 
   killAll(reason: string): number {
-    let n = 0;
-    for (const list of this.backlog.values()) n += list.length;
+    let n = this.backlog.total;
     this.backlog.clear();
     for (const conn of this.conns.values())
       for (const token of conn.given.keys()) {
@@ -400,7 +377,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
 
   room(queue: string): QueueRoom {
     let connected = 0;
-    let busy = this.backlog.get(queue)?.length ?? 0;
+    let busy = this.backlog.size(queue);
     let slots = 0;
     for (const c of this.conns.values()) {
       if (!c.queues.has(queue)) continue;
@@ -447,14 +424,11 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   }
 
   private drainBacklog(queue: string): void {
-    const list = this.backlog.get(queue);
-    if (!list) return;
-    while (list.length > 0) {
+    this.backlog.drain(queue, (cmd) => {
       const best = this.leastLoaded(queue);
-      if (!best) break;
-      this.give(best, list.shift() as RunCommand);
-    }
-    if (list.length === 0) this.backlog.delete(queue);
+      if (best) this.give(best, cmd);
+      return best !== undefined;
+    });
   }
 
   private enqueue(conn: RemoteConnection, cmd: WorkerCommand): void {
@@ -530,8 +504,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     conn.outbox = [];
     if (this.conns.get(conn.id) === conn) this.conns.delete(conn.id);
     for (const t of conn.given.keys()) if (this.owner.get(t) === conn) this.owner.delete(t);
-    for (const q of [...this.queries.values()])
-      if (q.waiting.delete(conn.id) && q.waiting.size === 0) q.finish();
+    this.questions.gone(conn.id);
     conn.sink?.close(reason);
     this.o.logger.warn({ worker: conn.id, attempts: conn.given.size, reason }, "remote worker disconnected");
     this.writeState();
@@ -554,15 +527,6 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       );
     }
     await this.refusals.settle(conn.id);
-  }
-
-  private answer(conn: RemoteConnection, requestId: string, running: readonly string[]): void {
-    const q = this.queries.get(requestId);
-    if (!q) return;
-    // Its word counts only for attempts given to it: no other worker's, no other queue's.
-    for (const t of running) if (conn.given.has(t)) q.found.set(t, conn.id);
-    q.waiting.delete(conn.id);
-    if (q.waiting.size === 0) q.finish();
   }
 
   /**
@@ -588,9 +552,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   /** Whether a connected worker holds the attempt `token` here (or it waits here for a slot). */
   holds(token: string): boolean {
     const c = this.owner.get(token);
-    if (c && !c.gone) return true;
-    for (const list of this.backlog.values()) if (list.some((cmd) => cmd.token === token)) return true;
-    return false;
+    return (c !== undefined && !c.gone) || this.backlog.queueOf(token) !== undefined;
   }
 
   /** Records gone the registrations of schedulers now gone (see closeGoneRegistrations). */

@@ -73,23 +73,27 @@ export async function closeLeftConnections(
   return n;
 }
 
-/** Of `tokens`, those of current attempts, each with its attempt's status. */
+/**
+ * Of `tokens`, those of current attempts a remote worker may hold (of a task with a queue, or
+ * started on a remote worker: those the workers projection follows), each with its status.
+ * A look-up or two per token, whatever the number of instances held.
+ */
 export function currentAttempts(
   projection: SchedulerProjection,
-  tokens: readonly string[],
+  tokens: Iterable<string>,
 ): Map<string, string> {
   const out = new Map<string, string>();
-  if (tokens.length === 0) return out;
-  const wanted = new Set(tokens);
-  for (const inst of projection.instances.values()) {
-    const a = currentAttempt(inst);
-    if (a && wanted.has(a.token) && isCurrent(inst)) out.set(a.token, a.status);
+  for (const token of tokens) {
+    const followed = projection.workers.attempt(token);
+    const inst = followed ? projection.instances.get(followed.stream) : undefined;
+    const a = inst ? currentAttempt(inst) : undefined;
+    if (inst && a?.token === token && isCurrent(inst)) out.set(token, a.status);
   }
   return out;
 }
 
 /** Of `tokens`, those of current attempts (queued, running or lease-expired). */
-export function currentTokens(projection: SchedulerProjection, tokens: readonly string[]): Set<string> {
+export function currentTokens(projection: SchedulerProjection, tokens: Iterable<string>): Set<string> {
   return new Set(currentAttempts(projection, tokens).keys());
 }
 
@@ -180,7 +184,7 @@ export function pruneEnded(
   const freed = new Set<string>();
   for (const c of conns) {
     if (c.given.size === 0) continue;
-    const current = currentTokens(projection, [...c.given.keys()]);
+    const current = currentTokens(projection, c.given.keys());
     for (const t of [...c.given.keys()]) {
       if (current.has(t)) continue;
       c.given.delete(t);
