@@ -252,7 +252,11 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
 
   // ---- reports and output --------------------------------------------------------------
 
-  /** A batch of the worker's reports: each applied if its attempt was given to it and is current. */
+  /**
+   * A batch of the worker's reports: each applied if its attempt was given to it and is current.
+   * Resolves (the worker is answered) once the commits the reports started are on their way to
+   * the log: see afterCommits.
+   */
   async receive(conn: RemoteConnection, messages: readonly WorkerReport[]): Promise<ReportsAnswer> {
     let accepted = 0;
     const refused: RefusedReport[] = [];
@@ -283,6 +287,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     if (refused.length > 0) await this.refusals.refused(conn.id, messages, refused);
     for (const q of freed) this.drainBacklog(q);
     if (freed.size > 0) this.changed(freed);
+    if (accepted > 0) await afterCommits();
     return { accepted, refused };
   }
 
@@ -589,4 +594,15 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       this.o.logger.error({ err: error }, "could not keep the list of connected remote workers");
     }
   }
+}
+
+/**
+ * Two turns of the event loop: the reports' commits (started from an immediate) and their group
+ * commit in the log (the next one) go first, and the answer after. Written before, the answer
+ * (a write to the worker's socket, which wakes it) delayed the commit and, through it, the
+ * dispatch of the children a success lets start: the hop of a chain. The worker waits for the
+ * answer before it posts again; the reports it makes meanwhile go in its next batch.
+ */
+function afterCommits(): Promise<void> {
+  return new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
 }
