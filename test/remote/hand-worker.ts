@@ -100,6 +100,15 @@ export class HandWorker {
     );
   }
 
+  /** Says goodbye (DELETE): the worker takes nothing more. */
+  goodbye(): Promise<ApiAnswer> {
+    return api(this.url, `/workers/${this.id}`, {
+      token: this.token,
+      method: "DELETE",
+      headers: { "chronolog-session": this.session },
+    });
+  }
+
   close(): void {
     this.abort.abort();
   }

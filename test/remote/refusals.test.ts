@@ -90,4 +90,81 @@ describe("remote workers: reports that are refused", () => {
     one.close();
     two.close();
   }, 120_000);
+
+  it("records a flood of forged reports within a budget: the first one by one, the rest as one count, none applied", async () => {
+    const dir = tempDataDir("remote-refusal-flood");
+    left.dirs.push(dir, `${dir}-tasks`);
+    declareTasks(dir, [{ name: "tg", queue: "g", command: "sleep 600" }]);
+    const token = workToken(dir, "wg", ["g"]);
+    const s = await startScheduler(left, dir, await freePort());
+    const w = new HandWorker(s.url, token, "flood-1");
+    await w.register(["g"]);
+    const run = await waitUntil("the attempt to reach the hand-made worker", () =>
+      w.commands.find((c) => c.kind === "run"),
+    );
+    const base = {
+      attempt: run.attempt as number,
+      instanceStream: run.instanceStream as string,
+      workerId: "flood-1",
+      at: new Date().toISOString(),
+    };
+    const before = (await readLog(dir)).length;
+    // 4,000 forged ends (1,000 a batch, the most a batch holds) and 100 forged heartbeats one by one.
+    let posted = 0;
+    for (let b = 0; b < 4; b++) {
+      const messages = Array.from({ length: 1000 }, (_, i) => ({
+        kind: "succeeded",
+        ...base,
+        token: `forged-${b}-${i}`,
+        durationMs: 1,
+        exitCode: 0,
+        stdoutTail: "",
+        stderrTail: "",
+      }));
+      const answer = await w.report(messages);
+      // Every one refused, each named in the answer.
+      expect(answer.status).toBe(409);
+      expect(answer.body.accepted).toBe(0);
+      expect(answer.body.refused).toHaveLength(1000);
+      expect(answer.body.refused[999]).toEqual({
+        kind: "succeeded",
+        token: `forged-${b}-999`,
+        reason: `attempt forged-${b}-999 was not dispatched to worker flood-1`,
+      });
+      posted += 1000;
+    }
+    for (let i = 0; i < 100; i++) {
+      const answer = await w.report([{ kind: "heartbeat", ...base, token: `beat-${i}` }]);
+      expect(answer.status).toBe(409);
+      expect(answer.body.detail).toBe(
+        `1 of 1 reports refused: attempt beat-${i} was not dispatched to worker flood-1`,
+      );
+      posted += 1;
+    }
+    expect((await w.goodbye()).status).toBe(200);
+    const events = await waitUntil("the worker gone and its refusals counted", async () => {
+      const all = await readLog(dir);
+      return all.some((e) => e.type === "WorkerReportRefusalsCounted") ? all : undefined;
+    });
+    const added = events.slice(before);
+    // 20 one by one, one count, one disconnection: nothing else.
+    expect(added.map((e) => e.type)).toEqual([
+      ...Array.from({ length: 20 }, () => "WorkerReportRefused"),
+      "WorkerDisconnected",
+      "WorkerReportRefusalsCounted",
+    ]);
+    expect(added[0]?.data).toMatchObject({ worker: "flood-1", kind: "succeeded", token: "forged-0-0" });
+    expect(added.at(-1)?.data).toMatchObject({
+      worker: "flood-1",
+      count: posted - 20,
+      reason: "attempt beat-99 was not dispatched to worker flood-1",
+    });
+    // The attempt itself: dispatched, and nothing else written on it.
+    expect(of(events, "tg").map((e) => e.type)).toEqual(["DispatchIntended"]);
+    // Every refusal counted in the metrics, however the log keeps it.
+    const metrics = await (await fetch(`${s.url}/metrics`)).text();
+    expect(metrics).toContain('chronolog_worker_reports_refused_total{recorded="each"} 20');
+    expect(metrics).toContain(`chronolog_worker_reports_refused_total{recorded="counted"} ${posted - 20}`);
+    w.close();
+  }, 120_000);
 });

@@ -78,7 +78,7 @@ describe("remote workers: a token acts within its queues only", () => {
     expect(taken.status).toBe(409);
     expect(taken.body.type).toBe("urn:chronolog:problem:worker_id_taken");
     expect(taken.body.detail).toBe(
-      "worker box-1 is connected with another token: only that token may replace its connection (choose another id, or try again once it is gone)",
+      "worker box-1 is connected with token wb, not wa: only that token may replace its connection (choose another id, or try again once it is gone)",
     );
     // The first is still connected, with its session.
     expect((await b.report([])).status).toBe(200);
@@ -95,6 +95,85 @@ describe("remote workers: a token acts within its queues only", () => {
     ]);
     b.close();
     again.close();
+  }, 120_000);
+
+  it("binds a worker id to its token while its attempts are in flight: another token may not take them over", async () => {
+    const dir = tempDataDir("remote-trespass-bound");
+    left.dirs.push(dir, `${dir}-tasks`);
+    declareTasks(dir, [{ name: "tk", queue: "k", command: "true", leaseSeconds: 600 }]);
+    const t1 = workToken(dir, "wk1", ["k"]);
+    const t2 = workToken(dir, "wk2", ["k"]);
+    const s = await startScheduler(left, dir, await freePort());
+    const one = new HandWorker(s.url, t1, "box-k");
+    await one.register(["k"]);
+    const run = await waitUntil("the attempt to reach the first worker", () =>
+      one.commands.find((c) => c.kind === "run"),
+    );
+    const token = run.token as string;
+    const base = { token, attempt: 1, instanceStream: streamOf("tk"), workerId: "box-k" };
+    const at = () => new Date().toISOString();
+    expect((await one.report([{ kind: "started", ...base, at: at(), pid: 1 }])).status).toBe(200);
+    await waitUntil("its start applied", async () =>
+      of(await readLog(dir), "tk").some((e) => e.type === "AttemptStarted") ? true : undefined,
+    );
+    // Its session leaked: another token may not use it on any route of the worker.
+    const leaked = { token: t2, headers: { "chronolog-session": one.session } };
+    const forbidden = [
+      await api(s.url, "/workers/box-k/reports", { ...leaked, body: { messages: [] } }),
+      await api(s.url, `/workers/box-k/attempts/${token}/output?offset=0`, {
+        ...leaked,
+        method: "PUT",
+        type: "application/octet-stream",
+        body: "x",
+      }),
+      await api(s.url, "/workers/box-k", { ...leaked, method: "DELETE" }),
+    ];
+    expect(forbidden.map((r) => r.status)).toEqual([403, 403, 403]);
+    // It goes (its link broke): its attempt is in flight, started on it.
+    expect((await one.goodbye()).status).toBe(200);
+    one.close();
+
+    // Another token of the same queue asks for its id, announcing the attempt: refused, nothing adopted.
+    const thief = new HandWorker(s.url, t2, "box-k");
+    const taken = await thief.registration({ queues: ["k"], running: [token] });
+    expect(taken.status).toBe(409);
+    expect(taken.body.type).toBe("urn:chronolog:problem:worker_id_taken");
+    expect(taken.body.detail).toBe(
+      "worker box-k is bound to token wk1, which registered it first, not wk2: only that token may register it while it is connected or attempts started on it are in flight (choose another id, or try again once they ended)",
+    );
+    expect(taken.body.boundTo).toBe("wk1");
+    // Nor may it report the attempt under its own id.
+    const other = new HandWorker(s.url, t2, "box-other");
+    const answer = await other.register(["k"], { running: [token] });
+    expect(answer.body.adopted).toEqual([]);
+    other.close();
+
+    // The same token may: the worker reconnects, gets its attempt back, and ends it.
+    const back = new HandWorker(s.url, t1, "box-k");
+    expect((await back.register(["k"], { running: [token] })).body.adopted).toEqual([token]);
+    const end = { durationMs: 1, exitCode: 0, stdoutTail: "", stderrTail: "" };
+    expect((await back.report([{ kind: "succeeded", ...base, at: at(), ...end }])).status).toBe(200);
+    expect((await back.goodbye()).status).toBe(200);
+    back.close();
+
+    // Its attempts ended and it gone, the id is free again.
+    const later = new HandWorker(s.url, t2, "box-k");
+    await waitUntil("the id free again", async () => {
+      const r = await later.registration({ queues: ["k"] });
+      return r.status === 200 ? r : undefined;
+    });
+    const events = await readLog(dir);
+    expect(events.filter((e) => e.metadata.actor.startsWith("worker:box-other"))).toEqual([]);
+    expect(of(events, "tk").map((e) => `${e.type} ${e.metadata.actor}`)).toEqual([
+      expect.stringMatching(/^DispatchIntended scheduler:/),
+      "AttemptStarted worker:box-k@handmade",
+      "AttemptSucceeded worker:box-k@handmade",
+    ]);
+    expect(
+      events
+        .filter((e) => e.streamId === "worker-box-k" && e.type === "WorkerConnected")
+        .map((e) => (e.data as { token?: string }).token),
+    ).toEqual(["wk1", "wk1", "wk2"]);
   }, 120_000);
 
   it("takes a worker's word only for its own attempts when it asks who knows a lost one", async () => {

@@ -16,3 +16,4 @@ export * from "./spec.js";
 export * from "./streams.js";
 export * from "./task/index.js";
 export * from "./words.js";
+export * from "./worker-refusals.js";

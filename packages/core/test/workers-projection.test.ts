@@ -210,6 +210,41 @@ describe("the workers projection: who is connected, and what each runs", () => {
     expect(p.workers.load("gpu")).toEqual({ connected: 0, busy: 0, slots: 0 });
   });
 
+  it("given a worker id registered with a token, then it is bound to it while connected or running attempts, and free after", () => {
+    const other = (worker: string) => {
+      const e = connected(worker, ["gpu"]);
+      return { ...e, data: { ...e.data, token: "other" } };
+    };
+    const given = [
+      ...queued("train", "gpu"),
+      ...onWorker("gpu-1", connected("gpu-1", ["gpu"])),
+      ...instance("train", intended("train"), started("train", 1, "gpu-1")),
+    ];
+    expect(projectionOf(given).workers.boundTo("gpu-1")).toEqual({ token: "gpu-workers" });
+    // Gone, its attempt in flight: still bound (another token would take the attempt over).
+    const gone = [...given, ...onWorker("gpu-1", disconnected("gpu-1", "link broke"))];
+    const p = projectionOf(gone);
+    expect(p.workers.boundTo("gpu-1")).toEqual({ token: "gpu-workers" });
+    // Through a checkpoint too.
+    expect(SchedulerProjection.fromSnapshot(p.toSnapshot()).workers.boundTo("gpu-1")).toEqual({
+      token: "gpu-workers",
+    });
+    // A registration of another token on record (as an older scheduler allowed): the first one holds.
+    expect(projectionOf([...given, ...onWorker("gpu-1", other("gpu-1"))]).workers.boundTo("gpu-1")).toEqual({
+      token: "gpu-workers",
+    });
+    // Its attempt ended: the id is free.
+    expect(
+      projectionOf([...gone, ...instance("train", failed("train"))]).workers.boundTo("gpu-1"),
+    ).toBeUndefined();
+    // Gone holding nothing: free at once.
+    const idle = onWorker("gpu-2", connected("gpu-2", ["gpu"]), disconnected("gpu-2", "said goodbye"));
+    expect(projectionOf(idle).workers.boundTo("gpu-2")).toBeUndefined();
+    expect(projectionOf([...idle, ...onWorker("gpu-2", other("gpu-2"))]).workers.boundTo("gpu-2")).toEqual({
+      token: "other",
+    });
+  });
+
   it("given more disconnections than remembered, then the oldest are forgotten", () => {
     const given: Given[] = [];
     for (let i = 0; i <= RECENT_DISCONNECTED_WORKERS; i++)

@@ -97,6 +97,41 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
     expect(events).toEqual(["WorkerConnected", "WorkerConnected"]);
   });
 
+  it("given attempts waiting for a slot, when one is cancelled, then it alone ends, and the others still wait", async () => {
+    workers = new RemoteWorkers(options());
+    const a = await workers.register(register("a", ["gpu"], 1), { tokenName: "t", queues: null });
+    const conn = workers.connection("a", a.session);
+    const s = sink();
+    workers.attach(conn, s);
+    const failed: string[] = [];
+    workers.onReport((r) => {
+      if (r.kind === "failed") failed.push(`${r.token} ${r.error.message}`);
+    });
+    workers.dispatch(["1", "2", "3", "4"].map((t) => run(t, "gpu")));
+    expect(["1", "2", "3", "4", "5"].map((t) => workers.holds(t))).toEqual([true, true, true, true, false]);
+    expect(workers.cancel("3", "by hand")).toBe(true);
+    expect(failed).toEqual(["3 cancelled: by hand"]);
+    expect(workers.holds("3")).toBe(false);
+    expect(workers.cancel("3", "again")).toBe(false);
+    expect(workers.room("gpu")).toEqual({ connected: 1, busy: 3, slots: 1 });
+    const end = (token: string) => ({
+      kind: "succeeded" as const,
+      token,
+      attempt: 1,
+      instanceStream: `instance-p/a/t/ALL@${token}`,
+      workerId: "a",
+      at: new Date().toISOString(),
+      durationMs: 1,
+      exitCode: 0,
+      stdoutTail: "",
+      stderrTail: "",
+    });
+    // (No attempt is current in this empty projection: the ends are refused, and free nothing.)
+    expect((await workers.receive(conn, [end("1")])).refused).toHaveLength(1);
+    expect(workers.room("gpu")).toMatchObject({ busy: 3 });
+    await workers.close();
+  });
+
   it("given a worker whose stream stalls, when more commands wait than the buffer holds, then it is dropped saying why", async () => {
     workers = new RemoteWorkers(options({ bufferMax: 3 }));
     const a = await workers.register(register("a", ["gpu"], 100), { tokenName: "t", queues: null });
@@ -234,8 +269,9 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
     const projection = new SchedulerProjection();
     const instance = (token: string, status: string) =>
       ({ stream: `instance-p/a/${token}/ALL@d`, attempts: [{ token, attempt: 1, status }] }) as never;
-    projection.instances.set("s", instance("started", "running"));
-    projection.instances.set("w", instance("waiting", "queued"));
+    // (Keyed by their streams, as the projection keys them: the attempts are looked up by them.)
+    projection.instances.set("instance-p/a/started/ALL@d", instance("started", "running"));
+    projection.instances.set("instance-p/a/waiting/ALL@d", instance("waiting", "queued"));
     // Both of queue gpu, as their intents say.
     for (const token of ["started", "waiting"])
       projection.workers.applyAttempt(

@@ -28,6 +28,7 @@ export class ApiMetrics {
   private readonly requests: Counter;
   private readonly sse: Gauge;
   private readonly sseDrops: Counter;
+  private readonly refusedReports: Counter;
   /** token -> operator type, while the attempt is in flight. */
   private readonly operatorOf = new Map<string, string>();
   /** task id -> when its latest interval completed (ms). */
@@ -77,6 +78,12 @@ export class ApiMetrics {
     this.sseDrops = new Counter({
       name: "chronolog_api_sse_dropped_total",
       help: "Live event clients dropped for falling too far behind",
+      registers,
+    });
+    this.refusedReports = new Counter({
+      name: "chronolog_worker_reports_refused_total",
+      help: "Remote workers' reports refused, by how the log keeps them: each (one WorkerReportRefused each) or counted (past the budget, in a WorkerReportRefusalsCounted)",
+      labelNames: ["recorded"],
       registers,
     });
     const { projection } = state;
@@ -187,6 +194,12 @@ export class ApiMetrics {
       case "AttemptAbandoned":
       case "AttemptCancelled":
         this.operatorOf.delete(e.data.token);
+        break;
+      case "WorkerReportRefused":
+        this.refusedReports.inc({ recorded: "each" });
+        break;
+      case "WorkerReportRefusalsCounted":
+        this.refusedReports.inc({ recorded: "counted" }, e.data.count);
         break;
       case "IntervalCompleted":
         this.completedAt.set(formatTaskKey(e.data.key), Date.parse(e.metadata.recordedAt));

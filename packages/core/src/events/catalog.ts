@@ -77,6 +77,7 @@ export const eventCatalog = {
   WorkerConnected: entry(S.WorkerConnected),
   WorkerDisconnected: entry(S.WorkerDisconnected),
   WorkerReportRefused: entry(S.WorkerReportRefused),
+  WorkerReportRefusalsCounted: entry(S.WorkerReportRefusalsCounted),
   AccessTokenIssued: entry(S.AccessTokenIssued),
   AccessTokenRevoked: entry(S.AccessTokenRevoked),
   Note: entry(S.Note),

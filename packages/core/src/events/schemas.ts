@@ -485,6 +485,25 @@ export const WorkerReportRefused = z
   })
   .strict();
 
+/**
+ * Reports of one worker refused past what is recorded one by one (at most 20 a minute each
+ * worker, as WorkerReportRefused): still refused, never applied, and counted here once, at
+ * the end of the minute or when the worker goes. A worker holding a valid token, hostile or
+ * broken, may not grow the log faster than that.
+ */
+export const WorkerReportRefusalsCounted = z
+  .object({
+    worker: workerId,
+    /** How many reports were refused and not recorded one by one. */
+    count: z.number().int().min(1),
+    /** When the first of them was refused, and when they were counted. */
+    from: instant,
+    until: instant,
+    /** The reason of the latest of them. */
+    reason: reason,
+  })
+  .strict();
+
 // ---- free-form (the `log append` command, tests) ------------------------------------------
 
 /** A note written by an operator or a test: free JSON data, still schema-checked as an object. */

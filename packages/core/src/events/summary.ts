@@ -136,6 +136,8 @@ export function summarizeEvent(e: DomainEvent): string {
       return `worker ${e.data.worker} disconnected: ${e.data.reason}`;
     case "WorkerReportRefused":
       return `worker ${e.data.worker}'s ${e.data.kind} report for ${e.data.token} refused: ${e.data.reason}`;
+    case "WorkerReportRefusalsCounted":
+      return `worker ${e.data.worker}: ${counted(e.data.count, "more report")} refused since ${e.data.from}, counted not recorded one by one (the latest: ${e.data.reason})`;
     case "AccessTokenIssued":
       return `token ${e.data.name} issued (${e.data.scope}${e.data.projects.length > 0 ? ` in ${e.data.projects.join(", ")}` : ""}${e.data.queues ? ` for queues ${e.data.queues.join(", ")}` : ""})`;
     case "AccessTokenRevoked":

@@ -57,6 +57,13 @@ export interface WorkersSnapshot {
   readonly connected: ReadonlyArray<WorkerRecord & { readonly lastHeard?: string }>;
   readonly disconnected: readonly DisconnectedWorker[];
   readonly attempts: readonly WorkerAttempt[];
+  /** Each worker id bound to a token (see boundTo); absent in snapshots taken before. */
+  readonly bound?: ReadonlyArray<{ readonly worker: string; readonly token?: string }>;
+}
+
+/** The token a worker id is bound to (`token` absent: one registered with no token). */
+export interface WorkerBinding {
+  readonly token?: string;
 }
 
 /** The event fields the fold reads: any recorded event has them. */
@@ -86,6 +93,8 @@ export class WorkersProjection {
   private readonly attempts = new Map<string, WorkerAttempt>();
   /** queue -> attempts of its tasks in flight (dispatched and not ended). */
   private readonly busy = new Map<string, number>();
+  /** worker id -> the token that registered it first, while it is connected or runs attempts. */
+  private readonly bound = new Map<string, WorkerBinding>();
 
   /** An event of a `worker-<id>` stream. */
   applyWorker(e: DomainEvent & Recorded): void {
@@ -97,6 +106,8 @@ export class WorkersProjection {
         this.links.set(d.worker, links);
         this.forget(d.worker);
       }
+      if (!this.bound.has(d.worker))
+        this.bound.set(d.worker, d.token !== undefined ? { token: d.token } : {});
       links.set(d.scheduler ?? "", {
         id: d.worker,
         host: d.host,
@@ -134,7 +145,7 @@ export class WorkersProjection {
       this.live.delete(e.data.worker);
       this.heard.delete(e.data.worker);
       // Its attempts stay its own until they end (a lost worker's), then it holds nothing here.
-      if (this.runs.get(e.data.worker)?.size === 0) this.runs.delete(e.data.worker);
+      if (!this.runs.get(e.data.worker)?.size) this.unbind(e.data.worker);
       this.gone.push({ ...w, until: e.metadata.recordedAt, reason: e.data.reason });
       if (this.gone.length > RECENT_DISCONNECTED_WORKERS) this.gone.splice(0, 1);
     }
@@ -248,13 +259,28 @@ export class WorkersProjection {
     if (a.worker !== undefined) {
       const running = this.runs.get(a.worker);
       running?.delete(token);
-      if (running?.size === 0 && !this.live.has(a.worker)) this.runs.delete(a.worker);
+      if (running?.size === 0 && !this.live.has(a.worker)) this.unbind(a.worker);
     }
     if (a.queue !== undefined) {
       const n = (this.busy.get(a.queue) ?? 1) - 1;
       if (n > 0) this.busy.set(a.queue, n);
       else this.busy.delete(a.queue);
     }
+  }
+
+  /** A worker not connected that runs nothing: its id is free for any token again. */
+  private unbind(worker: string): void {
+    this.runs.delete(worker);
+    this.bound.delete(worker);
+  }
+
+  /**
+   * The token worker `id` is bound to: the one that registered it first, for as long as it is
+   * connected or attempts started on it are in flight (another token registering the id would
+   * take them over); undefined: the id is free.
+   */
+  boundTo(worker: string): WorkerBinding | undefined {
+    return this.bound.get(worker);
   }
 
   /** A worker connecting again is no longer among those gone. */
@@ -308,6 +334,7 @@ export class WorkersProjection {
       ),
       disconnected: [...this.gone],
       attempts: [...this.attempts.values()],
+      bound: [...this.bound].map(([worker, b]) => ({ worker, ...b })),
     };
   }
 
@@ -321,7 +348,9 @@ export class WorkersProjection {
       p.merge(w.id);
       p.heard.set(w.id, lastHeard ?? w.since);
       p.runs.set(w.id, new Set());
+      if (!p.bound.has(w.id)) p.bound.set(w.id, w.token !== undefined ? { token: w.token } : {});
     }
+    for (const { worker, ...b } of s.bound ?? []) p.bound.set(worker, b);
     p.gone.push(...s.disconnected);
     for (const a of s.attempts) {
       p.attempts.set(a.token, a);
@@ -332,6 +361,13 @@ export class WorkersProjection {
       }
       if (a.queue !== undefined) p.busy.set(a.queue, (p.busy.get(a.queue) ?? 0) + 1);
     }
+    // A snapshot taken before bindings: a worker gone that runs attempts is bound to its last token.
+    if (s.bound === undefined)
+      for (const worker of p.runs.keys()) {
+        if (p.bound.has(worker)) continue;
+        const gone = s.disconnected.findLast((g) => g.id === worker);
+        if (gone) p.bound.set(worker, gone.token !== undefined ? { token: gone.token } : {});
+      }
     return p;
   }
 }

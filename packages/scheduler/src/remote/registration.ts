@@ -1,4 +1,4 @@
-import type { SchedulerProjection } from "@chronolog/core";
+import type { SchedulerProjection, WorkerBinding } from "@chronolog/core";
 import { REMOTE_PROTOCOL_VERSION, type RegisterRequest } from "@chronolog/worker";
 import type { RemoteConnection } from "./connection.js";
 import { isLocalWorkerId, RemoteRefusal } from "./refusal.js";
@@ -21,15 +21,17 @@ export const DEFAULT_WORKER_LIMITS: WorkerLimits = { perToken: 256, total: 4096 
 
 /**
  * Refuses (throws a RemoteRefusal) a registration the scheduler may not take: another protocol
- * version, an id a remote worker may not take, a queue the token may not serve, or the id of
- * a worker connected with another token (a token speaks only for its own workers: it may not
- * drop another's), or one worker more than the limits (each holds a command stream and its
- * state here, and its registration an event). Returns the queues it serves.
+ * version, an id a remote worker may not take, a queue the token may not serve, the id of a
+ * worker bound to another token (`bound`: the token that registered it first, while it is
+ * connected or runs attempts; a token speaks only for its own workers: it may neither drop
+ * another's nor take over its attempts), or one worker more than the limits (each holds a
+ * command stream and its state here, and its registration an event). Returns the queues it serves.
  */
 export function checkRegistration(
   req: RegisterRequest,
   caller: WorkerCaller,
   conns: ReadonlyMap<string, RemoteConnection>,
+  bound: WorkerBinding | undefined,
   limits: WorkerLimits = DEFAULT_WORKER_LIMITS,
 ): string[] {
   if (req.protocol !== REMOTE_PROTOCOL_VERSION)
@@ -47,7 +49,8 @@ export function checkRegistration(
     );
   const queues = [...new Set(req.queues)];
   if (caller.queues !== null) {
-    const outside = queues.filter((q) => !caller.queues?.includes(q));
+    const allowed = new Set(caller.queues);
+    const outside = queues.filter((q) => !allowed.has(q));
     if (outside.length > 0)
       throw new RemoteRefusal(
         403,
@@ -61,7 +64,15 @@ export function checkRegistration(
     throw new RemoteRefusal(
       409,
       "worker_id_taken",
-      `worker ${req.id} is connected with another token: only that token may replace its connection (choose another id, or try again once it is gone)`,
+      `worker ${req.id} is connected with token ${previous.tokenName ?? "(none)"}, not ${caller.tokenName ?? "(none)"}: only that token may replace its connection (choose another id, or try again once it is gone)`,
+      { worker: req.id, boundTo: previous.tokenName ?? null },
+    );
+  if (bound && bound.token !== caller.tokenName)
+    throw new RemoteRefusal(
+      409,
+      "worker_id_taken",
+      `worker ${req.id} is bound to token ${bound.token ?? "(none)"}, which registered it first, not ${caller.tokenName ?? "(none)"}: only that token may register it while it is connected or attempts started on it are in flight (choose another id, or try again once they ended)`,
+      { worker: req.id, boundTo: bound.token ?? null },
     );
   if (!previous) {
     let mine = 0;
@@ -96,8 +107,9 @@ export function adoptable(
   owned: (token: string) => boolean,
 ): string[] {
   const current = currentTokens(projection, req.running);
+  const serves = new Set(queues);
   return req.running.filter(
-    (t) => current.has(t) && !owned(t) && isWorkersOwn(projection, t, (q) => queues.includes(q), req.id),
+    (t) => current.has(t) && !owned(t) && isWorkersOwn(projection, t, (q) => serves.has(q), req.id),
   );
 }
 

@@ -1,5 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { EventSchemas, type QueueRoom, type SchedulerProjection, workerStream } from "@chronolog/core";
+import {
+  EventSchemas,
+  type QueueRoom,
+  type RefusalBudget,
+  type SchedulerProjection,
+  workerStream,
+} from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import {
   type AttemptReport,
@@ -17,9 +23,12 @@ import {
 import type { QueueRooms } from "../admission/pass-slots.js";
 import type { Dispatcher } from "../dispatcher.js";
 import type { SchedulerLogger } from "../scheduler-types.js";
+import { Backlog } from "./backlog.js";
 import type { CommandSink, RemoteConnection } from "./connection.js";
 import { OutputSink } from "./output-sink.js";
+import { Questions } from "./questions.js";
 import { RemoteRefusal } from "./refusal.js";
+import { RefusalRecord } from "./refusal-record.js";
 import { adoptable, checkRegistration, isWorkersOwn, type WorkerCaller } from "./registration.js";
 import {
   ConnectedFile,
@@ -29,7 +38,6 @@ import {
   currentAttempts,
   currentTokens,
   pruneEnded,
-  recordRefused,
   settleReport,
   staleReport,
 } from "./worker-records.js";
@@ -51,13 +59,9 @@ export interface RemoteWorkersOptions {
   readonly keepaliveMs?: number;
   /** How long `query` waits for the workers (default 2000 ms). */
   readonly queryTimeoutMs?: number;
+  /** How many of a worker's refused reports are recorded one by one (default 20 a minute). */
+  readonly refusalBudget?: RefusalBudget;
   readonly now?: () => number;
-}
-
-interface PendingQuery {
-  readonly waiting: Set<string>;
-  readonly found: Map<string, string>;
-  finish(): void;
 }
 
 /**
@@ -73,11 +77,13 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   private readonly conns = new Map<string, RemoteConnection>();
   /** token -> the worker it was given to. */
   private readonly owner = new Map<string, RemoteConnection>();
-  /** queue -> attempts waiting for a free slot on one of its workers. */
-  private readonly backlog = new Map<string, RunCommand[]>();
+  /** Attempts waiting for a free slot on one of their queue's workers. */
+  private readonly backlog = new Backlog();
   private readonly reportListeners = new Set<(r: WorkerReport) => void>();
   private readonly roomListeners = new Set<(queue: string) => void>();
-  private readonly queries = new Map<string, PendingQuery>();
+  private readonly questions = new Questions();
+  /** worker id -> its registration being taken now (they are taken one at a time). */
+  private readonly registering = new Map<string, Promise<void>>();
   private readonly output: OutputSink;
   private readonly now: () => number;
   private readonly keepaliveMs: number;
@@ -85,7 +91,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   private readonly timer: NodeJS.Timeout;
   private flushScheduled: NodeJS.Immediate | undefined;
   private readonly connectedFile: ConnectedFile | undefined;
-  private querySeq = 0;
+  private readonly refusals: RefusalRecord;
   /** Registrations of gone schedulers recorded gone here, or being recorded now. */
   private readonly closing = new Set<string>();
   private closed = false;
@@ -96,6 +102,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     this.bufferMax = o.bufferMax ?? 10_000;
     this.output = new OutputSink(o.outputRoot, o.outputMaxBytes);
     this.connectedFile = o.stateFile ? new ConnectedFile(o.stateFile) : undefined;
+    this.refusals = new RefusalRecord(o.log, o.logger, this.now, o.refusalBudget);
     this.timer = setInterval(() => this.tick(), this.keepaliveMs);
     this.timer.unref();
   }
@@ -122,14 +129,34 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
 
   // ---- registration ---------------------------------------------------------------------
 
+  /**
+   * Registers a worker. Registrations of one id are taken one at a time: each is checked
+   * against the one before it (its connection here, the token its id is bound to).
+   */
   async register(req: RegisterRequest, caller: WorkerCaller): Promise<RegisterAnswer> {
+    const before = this.registering.get(req.id);
+    const mine = (before ?? Promise.resolve()).then(() => this.registerNow(req, caller));
+    const settled = mine.then(
+      () => {},
+      () => {},
+    );
+    this.registering.set(req.id, settled);
+    try {
+      return await mine;
+    } finally {
+      if (this.registering.get(req.id) === settled) this.registering.delete(req.id);
+    }
+  }
+
+  private async registerNow(req: RegisterRequest, caller: WorkerCaller): Promise<RegisterAnswer> {
     if (this.closed) throw new RemoteRefusal(503, "unavailable", "this scheduler is shutting down");
-    const queues = checkRegistration(req, caller, this.conns);
+    const queues = checkRegistration(req, caller, this.conns, this.o.projection.workers.boundTo(req.id));
     const previous = this.conns.get(req.id);
     if (previous) await this.drop(previous, `replaced by a new connection from ${req.host}`);
     const adopted = adoptable(this.o.projection, req, queues, (t) => this.owner.has(t));
     const current = currentAttempts(this.o.projection, adopted);
-    const stop = req.running.filter((t) => !adopted.includes(t));
+    const kept = new Set(adopted);
+    const stop = req.running.filter((t) => !kept.has(t));
     const data = EventSchemas.WorkerConnected.parse({
       worker: req.id,
       host: req.host,
@@ -225,7 +252,11 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
 
   // ---- reports and output --------------------------------------------------------------
 
-  /** A batch of the worker's reports: each applied if its attempt was given to it and is current. */
+  /**
+   * A batch of the worker's reports: each applied if its attempt was given to it and is current.
+   * Resolves (the worker is answered) once the commits the reports started are on their way to
+   * the log: see afterCommits.
+   */
   async receive(conn: RemoteConnection, messages: readonly WorkerReport[]): Promise<ReportsAnswer> {
     let accepted = 0;
     const refused: RefusedReport[] = [];
@@ -234,7 +265,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       if (r.kind === "known") {
         // Adopted even when the question timed out: the worker sends their reports here now.
         this.adopt(conn, r.running);
-        this.answer(conn, r.requestId, r.running);
+        this.questions.answer(conn, r.requestId, r.running);
         accepted += 1;
         continue;
       }
@@ -253,12 +284,10 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       accepted += 1;
       this.emit(report);
     }
-    if (refused.length > 0) {
-      this.o.logger.warn({ worker: conn.id, refused: refused.length }, "refused a remote worker's reports");
-      await recordRefused(this.o.log, conn.id, messages, refused);
-    }
+    if (refused.length > 0) await this.refusals.refused(conn.id, messages, refused);
     for (const q of freed) this.drainBacklog(q);
     if (freed.size > 0) this.changed(freed);
+    if (accepted > 0) await afterCommits();
     return { accepted, refused };
   }
 
@@ -293,9 +322,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       }
       const best = this.leastLoaded(queue);
       if (!best) {
-        const list = this.backlog.get(queue) ?? [];
-        list.push(cmd);
-        this.backlog.set(queue, list);
+        this.backlog.push(queue, cmd);
         continue;
       }
       this.give(best, cmd);
@@ -309,27 +336,16 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
 
   query(tokens: readonly string[], timeoutMs = this.o.queryTimeoutMs ?? 2000): Promise<Map<string, string>> {
     const found = new Map<string, string>();
-    const asked = new Set(tokens);
     // Attempts held here for a free slot are known: they are on their way to a worker.
-    for (const list of this.backlog.values())
-      for (const c of list) if (asked.has(c.token)) found.set(c.token, `queue ${c.queue}`);
+    for (const t of tokens) {
+      const queue = this.backlog.queueOf(t);
+      if (queue !== undefined) found.set(t, `queue ${queue}`);
+    }
     const live = [...this.conns.values()].filter((c) => c.sink !== null);
     if (live.length === 0 || tokens.length === 0) return Promise.resolve(found);
-    const requestId = `r${++this.querySeq}`;
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => pending.finish(), timeoutMs);
-      const pending: PendingQuery = {
-        waiting: new Set(live.map((c) => c.id)),
-        found,
-        finish: () => {
-          clearTimeout(timer);
-          this.queries.delete(requestId);
-          resolve(found);
-        },
-      };
-      this.queries.set(requestId, pending);
-      for (const c of live) this.enqueue(c, { kind: "query", requestId, tokens: [...tokens] });
-    });
+    return this.questions.ask(live, found, timeoutMs, (c, requestId) =>
+      this.enqueue(c, { kind: "query", requestId, tokens: [...tokens] }),
+    );
   }
 
   cancel(token: string, reason: string): boolean {
@@ -338,15 +354,10 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       this.enqueue(conn, { kind: "cancel", token, reason });
       return true;
     }
-    for (const [queue, list] of this.backlog) {
-      const i = list.findIndex((c) => c.token === token);
-      if (i < 0) continue;
-      const [cmd] = list.splice(i, 1);
-      if (list.length === 0) this.backlog.delete(queue);
-      if (cmd) this.emit(cancelled(cmd, reason, this.now()));
-      return true;
-    }
-    return false;
+    const cmd = this.backlog.remove(token);
+    if (!cmd) return false;
+    this.emit(cancelled(cmd, reason, this.now()));
+    return true;
   }
 
   proceed(token: string): boolean {
@@ -357,8 +368,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   }
 
   killAll(reason: string): number {
-    let n = 0;
-    for (const list of this.backlog.values()) n += list.length;
+    let n = this.backlog.total;
     this.backlog.clear();
     for (const conn of this.conns.values())
       for (const token of conn.given.keys()) {
@@ -372,7 +382,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
 
   room(queue: string): QueueRoom {
     let connected = 0;
-    let busy = this.backlog.get(queue)?.length ?? 0;
+    let busy = this.backlog.size(queue);
     let slots = 0;
     for (const c of this.conns.values()) {
       if (!c.queues.has(queue)) continue;
@@ -419,14 +429,11 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   }
 
   private drainBacklog(queue: string): void {
-    const list = this.backlog.get(queue);
-    if (!list) return;
-    while (list.length > 0) {
+    this.backlog.drain(queue, (cmd) => {
       const best = this.leastLoaded(queue);
-      if (!best) break;
-      this.give(best, list.shift() as RunCommand);
-    }
-    if (list.length === 0) this.backlog.delete(queue);
+      if (best) this.give(best, cmd);
+      return best !== undefined;
+    });
   }
 
   private enqueue(conn: RemoteConnection, cmd: WorkerCommand): void {
@@ -471,6 +478,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   private tick(): void {
     const now = this.now();
     this.prune();
+    void this.refusals.settle();
     for (const c of [...this.conns.values()]) {
       if (now - c.lastHeard > this.silenceMs) {
         void this.drop(
@@ -501,8 +509,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     conn.outbox = [];
     if (this.conns.get(conn.id) === conn) this.conns.delete(conn.id);
     for (const t of conn.given.keys()) if (this.owner.get(t) === conn) this.owner.delete(t);
-    for (const q of [...this.queries.values()])
-      if (q.waiting.delete(conn.id) && q.waiting.size === 0) q.finish();
+    this.questions.gone(conn.id);
     conn.sink?.close(reason);
     this.o.logger.warn({ worker: conn.id, attempts: conn.given.size, reason }, "remote worker disconnected");
     this.writeState();
@@ -524,15 +531,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
         "could not record a remote worker's disconnection",
       );
     }
-  }
-
-  private answer(conn: RemoteConnection, requestId: string, running: readonly string[]): void {
-    const q = this.queries.get(requestId);
-    if (!q) return;
-    // Its word counts only for attempts given to it: no other worker's, no other queue's.
-    for (const t of running) if (conn.given.has(t)) q.found.set(t, conn.id);
-    q.waiting.delete(conn.id);
-    if (q.waiting.size === 0) q.finish();
+    await this.refusals.settle(conn.id);
   }
 
   /**
@@ -558,9 +557,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   /** Whether a connected worker holds the attempt `token` here (or it waits here for a slot). */
   holds(token: string): boolean {
     const c = this.owner.get(token);
-    if (c && !c.gone) return true;
-    for (const list of this.backlog.values()) if (list.some((cmd) => cmd.token === token)) return true;
-    return false;
+    return (c !== undefined && !c.gone) || this.backlog.queueOf(token) !== undefined;
   }
 
   /** Records gone the registrations of schedulers now gone (see closeGoneRegistrations). */
@@ -597,4 +594,15 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       this.o.logger.error({ err: error }, "could not keep the list of connected remote workers");
     }
   }
+}
+
+/**
+ * Two turns of the event loop: the reports' commits (started from an immediate) and their group
+ * commit in the log (the next one) go first, and the answer after. Written before, the answer
+ * (a write to the worker's socket, which wakes it) delayed the commit and, through it, the
+ * dispatch of the children a success lets start: the hop of a chain. The worker waits for the
+ * answer before it posts again; the reports it makes meanwhile go in its next batch.
+ */
+function afterCommits(): Promise<void> {
+  return new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
 }

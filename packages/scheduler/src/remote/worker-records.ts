@@ -1,7 +1,7 @@
 import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { currentAttempt, type InstanceState, type SchedulerProjection, workerStream } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
-import type { AttemptReport, FailedReport, RefusedReport, RunCommand, WorkerReport } from "@chronolog/worker";
+import type { AttemptReport, FailedReport, RunCommand } from "@chronolog/worker";
 import type { RemoteConnection } from "./connection.js";
 import type { OutputSink } from "./output-sink.js";
 
@@ -73,48 +73,27 @@ export async function closeLeftConnections(
   return n;
 }
 
-/** Refused reports on record, on the worker's stream (at most 100 of one batch). */
-export async function recordRefused(
-  log: EventLog,
-  worker: string,
-  messages: readonly WorkerReport[],
-  refused: readonly RefusedReport[],
-): Promise<void> {
-  const streams = new Map<string, string>();
-  for (const m of messages) if ("instanceStream" in m) streams.set(m.token, m.instanceStream);
-  const events = refused.slice(0, 100).map((r) => {
-    const stream = streams.get(r.token);
-    return {
-      type: "WorkerReportRefused" as const,
-      data: {
-        worker,
-        kind: r.kind.slice(0, 32),
-        token: r.token.slice(0, 256),
-        ...(stream ? { instanceStream: stream.slice(0, 1024) } : {}),
-        reason: r.reason,
-      },
-    };
-  });
-  await log.append(workerStream(worker), events, { expectedRevision: "any" });
-}
-
-/** Of `tokens`, those of current attempts, each with its attempt's status. */
+/**
+ * Of `tokens`, those of current attempts a remote worker may hold (of a task with a queue, or
+ * started on a remote worker: those the workers projection follows), each with its status.
+ * A look-up or two per token, whatever the number of instances held.
+ */
 export function currentAttempts(
   projection: SchedulerProjection,
-  tokens: readonly string[],
+  tokens: Iterable<string>,
 ): Map<string, string> {
   const out = new Map<string, string>();
-  if (tokens.length === 0) return out;
-  const wanted = new Set(tokens);
-  for (const inst of projection.instances.values()) {
-    const a = currentAttempt(inst);
-    if (a && wanted.has(a.token) && isCurrent(inst)) out.set(a.token, a.status);
+  for (const token of tokens) {
+    const followed = projection.workers.attempt(token);
+    const inst = followed ? projection.instances.get(followed.stream) : undefined;
+    const a = inst ? currentAttempt(inst) : undefined;
+    if (inst && a?.token === token && isCurrent(inst)) out.set(token, a.status);
   }
   return out;
 }
 
 /** Of `tokens`, those of current attempts (queued, running or lease-expired). */
-export function currentTokens(projection: SchedulerProjection, tokens: readonly string[]): Set<string> {
+export function currentTokens(projection: SchedulerProjection, tokens: Iterable<string>): Set<string> {
   return new Set(currentAttempts(projection, tokens).keys());
 }
 
@@ -205,7 +184,7 @@ export function pruneEnded(
   const freed = new Set<string>();
   for (const c of conns) {
     if (c.given.size === 0) continue;
-    const current = currentTokens(projection, [...c.given.keys()]);
+    const current = currentTokens(projection, c.given.keys());
     for (const t of [...c.given.keys()]) {
       if (current.has(t)) continue;
       c.given.delete(t);

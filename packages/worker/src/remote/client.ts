@@ -199,10 +199,9 @@ export class RemoteWorker implements LinkHub {
     const asked = link.asked.get(requestId);
     link.asked.delete(requestId);
     const waiting = this.links.flatMap((l) => [...l.pending, ...l.sending]);
+    const wanted = asked?.length ? new Set(asked) : null;
     const finished = waiting.flatMap((p) =>
-      (p.kind === "succeeded" || p.kind === "failed") && (!asked?.length || asked.includes(p.token))
-        ? [p.token]
-        : [],
+      (p.kind === "succeeded" || p.kind === "failed") && (!wanted || wanted.has(p.token)) ? [p.token] : [],
     );
     const running = [...new Set([...r.running, ...finished])];
     // The answer first: the scheduler adopts the attempts it names before their reports arrive.

@@ -139,27 +139,8 @@ export class Link {
             return;
           }
           res.setEncoding("utf8");
-          let buffer = "";
-          res.on("data", (text: string) => {
-            buffer += text.replace(/\r\n?/g, "\n");
-            let cut = buffer.indexOf("\n\n");
-            while (cut >= 0) {
-              const block = buffer.slice(0, cut);
-              buffer = buffer.slice(cut + 2);
-              let event = "message";
-              const data: string[] = [];
-              for (const line of block.split("\n")) {
-                if (line.startsWith(":")) continue;
-                const colon = line.indexOf(":");
-                const field = colon < 0 ? line : line.slice(0, colon);
-                const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
-                if (field === "event") event = value;
-                else if (field === "data") data.push(value);
-              }
-              if (data.length > 0) onEvent(event, data.join("\n"));
-              cut = buffer.indexOf("\n\n");
-            }
-          });
+          const parser = new EventStreamParser(onEvent);
+          res.on("data", (text: string) => parser.push(text));
           res.on("end", () => resolve());
           res.on("error", () => resolve());
           res.on("close", () => resolve());
@@ -186,5 +167,59 @@ export class Link {
     const url = new URL(path, this.base);
     const options = { method, headers, agent: this.agent };
     return this.https ? httpsRequest(url, options, onResponse) : httpRequest(url, options, onResponse);
+  }
+}
+
+/**
+ * Server-Sent Events, parsed as they arrive: each character is looked at once, however many
+ * chunks an event comes in (a batch of a thousand commands is one event of a few hundred KB,
+ * read in 64 KB chunks: looking for its end from its start at every chunk cost a worker more
+ * than the rest of reading it).
+ */
+export class EventStreamParser {
+  /** The text of the event being read, in the chunks it came in. */
+  private parts: string[] = [];
+  /** Whether that text ends with a line feed (its end may be a line feed away). */
+  private endsWithLf = false;
+  /** A carriage return at the end of a chunk: a line feed may follow in the next. */
+  private cr = false;
+
+  constructor(private readonly onEvent: (event: string, data: string) => void) {}
+
+  push(chunk: string): void {
+    let text = this.cr ? `\r${chunk}` : chunk;
+    this.cr = text.endsWith("\r");
+    if (this.cr) text = text.slice(0, -1);
+    text = text.replace(/\r\n?/g, "\n");
+    if (text.length === 0) return;
+    if (this.endsWithLf && text.startsWith("\n")) {
+      this.emit(this.parts.join("").slice(0, -1));
+      text = text.slice(1);
+    }
+    let cut = text.indexOf("\n\n");
+    while (cut >= 0) {
+      this.parts.push(text.slice(0, cut));
+      this.emit(this.parts.join(""));
+      text = text.slice(cut + 2);
+      cut = text.indexOf("\n\n");
+    }
+    if (text.length > 0) this.parts.push(text);
+    this.endsWithLf = this.parts.length > 0 && text.endsWith("\n");
+  }
+
+  private emit(block: string): void {
+    this.parts = [];
+    this.endsWithLf = false;
+    let event = "message";
+    const data: string[] = [];
+    for (const line of block.split("\n")) {
+      if (line.startsWith(":")) continue;
+      const colon = line.indexOf(":");
+      const field = colon < 0 ? line : line.slice(0, colon);
+      const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+      if (field === "event") event = value;
+      else if (field === "data") data.push(value);
+    }
+    if (data.length > 0) this.onEvent(event, data.join("\n"));
   }
 }

@@ -242,7 +242,7 @@ export class SchedulerLink {
   private async deliverNow(): Promise<void> {
     do {
       const answer = this.answer as RegisterAnswer;
-      const batch = this.nextBatch(answer.maxReportBatch);
+      const { batch, body } = this.nextBatch(answer.maxReportBatch);
       if (batch.length === 0 && this.pending.length > 0) continue;
       this.sending = batch;
       try {
@@ -251,8 +251,8 @@ export class SchedulerLink {
           if ((r.kind === "succeeded" || r.kind === "failed") && r.outputFile)
             await this.uploads.finish(r.token, r.outputFile.bytes);
         const res = await this.link.request("POST", this.path("/reports"), {
-          headers: { [SESSION_HEADER]: answer.session },
-          json: { messages: batch },
+          headers: { [SESSION_HEADER]: answer.session, "content-type": "application/json" },
+          body,
           // A request a cut link left hanging is given up in a third of the shortest lease
           // held, so that the next heartbeat goes on a fresh connection well before the fence.
           timeoutMs: this.reportTimeoutMs(),
@@ -298,23 +298,31 @@ export class SchedulerLink {
     return Math.max(1000, Math.floor(shortest / 3));
   }
 
-  /** The next batch: reports of attempts another link took over are left for it. */
-  private nextBatch(max: number): WorkerReport[] {
+  /**
+   * The next batch, and its body (each report made JSON once: to be measured, and sent):
+   * reports of attempts another link took over are left for it.
+   */
+  private nextBatch(max: number): { batch: WorkerReport[]; body: string } {
     const out: WorkerReport[] = [];
+    const texts: string[] = [];
     let bytes = 0;
-    while (this.pending.length > 0 && out.length < max) {
-      const r = this.pending[0] as WorkerReport;
+    let taken = 0;
+    while (taken < this.pending.length && out.length < max) {
+      const r = this.pending[taken] as WorkerReport;
       if ("token" in r && !this.hub.owns(r.token, this)) {
-        this.pending.shift();
+        taken += 1;
         continue;
       }
-      const size = JSON.stringify(r).length;
-      if (out.length > 0 && bytes + size > MAX_BATCH_BYTES) break;
+      const text = JSON.stringify(r);
+      if (out.length > 0 && bytes + text.length > MAX_BATCH_BYTES) break;
       out.push(r);
-      bytes += size;
-      this.pending.shift();
+      texts.push(text);
+      bytes += text.length;
+      taken += 1;
     }
-    return out;
+    // One splice, not a shift a report: a thousand pending leave in linear time.
+    this.pending.splice(0, taken);
+    return { batch: out, body: `{"messages":[${texts.join(",")}]}` };
   }
 
   /** Takes out the reports of `token` waiting here (to be delivered by another link). */

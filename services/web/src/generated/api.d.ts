@@ -2214,6 +2214,24 @@ export interface components {
             /** @example 42 */
             revision: string;
             /** @enum {string} */
+            type: "WorkerReportRefusalsCounted";
+            data: {
+                worker: string;
+                count: number;
+                /** Format: date-time */
+                from: string;
+                /** Format: date-time */
+                until: string;
+                reason: string;
+            };
+            metadata: components["schemas"]["EventMetadata"];
+        } | {
+            /** @example 42 */
+            position: string;
+            streamId: string;
+            /** @example 42 */
+            revision: string;
+            /** @enum {string} */
             type: "AccessTokenIssued";
             data: {
                 name: string;
