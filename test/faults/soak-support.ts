@@ -203,14 +203,18 @@ export async function findings(dir: string, tasks: readonly SoakTask[] = TASKS):
     status: string;
     blockedBy: string[];
   }>;
-  // (A run whose task waits for an operator is halted: the task says why.)
-  const haltedAt = new Set(
-    rows
-      .filter((r) => waitsForOperator(r) && tasks.some((t) => `p/a/${t.name}/ALL` === r.task && t.workflow))
-      .map((r) => r.decision?.instance?.logicalDate),
-  );
+  // A task of the workflow waiting for an operator holds its run, and the later ones behind its
+  // interval (their summaries do not name it; the task says why).
+  const halted = rows
+    .filter((r) => waitsForOperator(r) && tasks.some((t) => `p/a/${t.name}/ALL` === r.task && t.workflow))
+    .map((r) => r.decision?.instance?.logicalDate ?? "")
+    .sort();
+  const heldFrom = halted[0];
   const silentRuns = runs.filter(
-    (r) => r.status === "running" && r.blockedBy.length === 0 && !haltedAt.has(r.logicalDate),
+    (r) =>
+      r.status === "running" &&
+      r.blockedBy.length === 0 &&
+      !(heldFrom !== undefined && r.logicalDate >= heldFrom),
   );
   const versions = new Set(
     events
