@@ -279,6 +279,8 @@ export function remoteSoak(where: SoakLog): void {
           await stopUp(up);
           if (brokers) delete process.env.CHRONOLOG_LOG;
           rmSync(dir, { recursive: true, force: true });
+          // (Where the scheduler's tasks ran: beside the data directory.)
+          rmSync(`${dir}-tasks`, { recursive: true, force: true });
         }
         // (About seven seconds a fault, at most: 200 take about twenty minutes.)
       },
