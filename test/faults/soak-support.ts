@@ -104,13 +104,39 @@ export function seeded<K>(seed: number, weights: ReadonlyArray<readonly [K, numb
   return { random, pick };
 }
 
+/** A row of `chronolog tasks --json`, as far as the soaks read it. */
+interface TaskRow {
+  readonly task: string;
+  readonly condition: string;
+  readonly prevIntervalStart: string | null;
+  readonly reasons: string[];
+  readonly decision?: {
+    readonly instance?: {
+      readonly logicalDate: string;
+      readonly idempotent: boolean;
+      readonly attempts: ReadonlyArray<{ status: string }>;
+    };
+  };
+}
+
+/**
+ * A task that is not idempotent whose attempt's lease ran out with no worker knowing it (a
+ * remote worker killed, or its outcome lost with a killed scheduler that had taken it): it is
+ * never run again on its own, and waits for an operator, saying so. Its worker coming back with
+ * it resumes it (its heartbeat), so it counts as halted only once the soak has settled.
+ */
+const waitsForOperator = (r: TaskRow) =>
+  r.condition === "running" &&
+  r.decision?.instance?.idempotent === false &&
+  r.decision.instance.attempts.at(-1)?.status === "lease_expired";
+
 /** Waits until the scheduler of `dir` moves nothing more: every task done or saying why not. */
 export function settled(dir: string, tasks: readonly SoakTask[] = TASKS): true | undefined {
-  const rows = JSON.parse(chronolog(dir, ["tasks", "--json"]).stdout || "[]") as Array<{
-    condition: string;
-  }>;
-  const moving = rows.filter((r) =>
-    ["running", "queued", "ready", "retry_wait", "succeeded", "not_due"].includes(r.condition),
+  const rows = JSON.parse(chronolog(dir, ["tasks", "--json"]).stdout || "[]") as TaskRow[];
+  const moving = rows.filter(
+    (r) =>
+      ["running", "queued", "ready", "retry_wait", "succeeded", "not_due"].includes(r.condition) &&
+      !waitsForOperator(r),
   );
   return rows.length === tasks.length && moving.length === 0 ? true : undefined;
 }
@@ -158,14 +184,10 @@ export async function findings(dir: string, tasks: readonly SoakTask[] = TASKS):
     }
     if (!t.idempotent) for (const [d, n] of per) if (n > 1) duplicates.push(`${t.name} ${d} ran ${n} times`);
   }
-  const rows = JSON.parse(chronolog(dir, ["tasks", "--json"]).stdout) as Array<{
-    task: string;
-    condition: string;
-    prevIntervalStart: string | null;
-    reasons: string[];
-  }>;
-  const lostWorker = (r: { condition: string; reasons: string[] }) =>
-    r.condition === "failed" && r.reasons.some((x) => x.includes("ended failed: lost: worker"));
+  const rows = JSON.parse(chronolog(dir, ["tasks", "--json"]).stdout) as TaskRow[];
+  const lostWorker = (r: TaskRow) =>
+    (r.condition === "failed" && r.reasons.some((x) => x.includes("ended failed: lost: worker"))) ||
+    waitsForOperator(r);
   // An idempotent task runs again after a lost worker, within bounds: one whose workers were
   // killed that often halts, saying so; any other reason to stop short is a fault.
   const idempotentBehind = rows.filter(
@@ -177,10 +199,23 @@ export async function findings(dir: string, tasks: readonly SoakTask[] = TASKS):
   );
   const runs = JSON.parse(chronolog(dir, ["runs", "wf", "--json"]).stdout) as Array<{
     runId: string;
+    logicalDate: string;
     status: string;
     blockedBy: string[];
   }>;
-  const silentRuns = runs.filter((r) => r.status === "running" && r.blockedBy.length === 0);
+  // A task of the workflow waiting for an operator holds its run, and the later ones behind its
+  // interval (their summaries do not name it; the task says why).
+  const halted = rows
+    .filter((r) => waitsForOperator(r) && tasks.some((t) => `p/a/${t.name}/ALL` === r.task && t.workflow))
+    .map((r) => r.decision?.instance?.logicalDate ?? "")
+    .sort();
+  const heldFrom = halted[0];
+  const silentRuns = runs.filter(
+    (r) =>
+      r.status === "running" &&
+      r.blockedBy.length === 0 &&
+      !(heldFrom !== undefined && r.logicalDate >= heldFrom),
+  );
   const versions = new Set(
     events
       .filter((e) => e.type === "TaskDeclared" || e.type === "TaskDeclarationChanged")

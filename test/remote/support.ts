@@ -49,19 +49,15 @@ export async function startScheduler(
   port: number,
   host = "127.0.0.1",
   extra: readonly string[] = [],
+  env: Record<string, string> = {},
 ): Promise<Proc & { url: string }> {
   const insecure = host === "127.0.0.1" ? [...extra] : ["--insecure", ...extra];
   const p = watch(
-    chronologSpawn(dir, [
-      "up",
-      "--workers",
-      "1",
-      "--reconcile-ms",
-      "200",
-      "--http",
-      `${host}:${port}`,
-      ...insecure,
-    ]),
+    chronologSpawn(
+      dir,
+      ["up", "--workers", "1", "--reconcile-ms", "200", "--http", `${host}:${port}`, ...insecure],
+      env,
+    ),
   );
   left.processes.push(p.child);
   await waitUntil(

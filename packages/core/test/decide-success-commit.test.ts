@@ -310,6 +310,72 @@ describe("decideSuccessCommit: other reports", () => {
       });
   });
 
+  it("a heartbeat of an attempt that waits for its start permission, its start on record: told to proceed again", () => {
+    const guarded = instanceStream(keyOf("guarded"), DAY);
+    spec
+      .given([...declaredTask("guarded"), ...instance("guarded", intended("guarded"), started("guarded"))])
+      .when({
+        stream: guarded,
+        reports: [{ token: tokenOf("guarded", 1), attempt: 1, workerId: "w-1", kind: "heartbeat" }],
+      })
+      .thenMatches((c) => {
+        expect(c.writes).toEqual([]);
+        expect(c.answers).toEqual([{ token: tokenOf("guarded", 1), answer: "proceed" }]);
+      });
+  });
+
+  it("a heartbeat of an attempt that waits for its start permission, its start lost: the start is written, then proceed", () => {
+    const guarded = instanceStream(keyOf("guarded"), DAY);
+    spec
+      .given([...declaredTask("guarded"), ...instance("guarded", intended("guarded"))])
+      .when({
+        stream: guarded,
+        reports: [{ token: tokenOf("guarded", 1), attempt: 1, workerId: "w-1", kind: "heartbeat" }],
+      })
+      .thenMatches((c) => {
+        expect(typesOf(c)).toEqual([[guarded, ["AttemptStarted"]]]);
+        expect(c.answers).toEqual([{ token: tokenOf("guarded", 1), answer: "proceed" }]);
+      });
+  });
+
+  it("a start of an attempt that already ended: its worker is told to stop, not left waiting", () => {
+    const guarded = instanceStream(keyOf("guarded"), DAY);
+    spec
+      .given([
+        ...declaredTask("guarded"),
+        ...instance("guarded", intended("guarded"), {
+          type: "AttemptFailed",
+          data: {
+            attempt: 1,
+            token: tokenOf("guarded", 1),
+            error: { kind: "lost", message: "worker gone" },
+            exitCode: null,
+            durationMs: 0,
+          },
+        }),
+      ])
+      .when({
+        stream: guarded,
+        reports: [{ token: tokenOf("guarded", 1), attempt: 1, workerId: "w-1", kind: "started" }],
+      })
+      .thenMatches((c) => {
+        expect(c.answers).toEqual([{ token: tokenOf("guarded", 1), answer: "stop" }]);
+      });
+  });
+
+  it("a start, a heartbeat and the success of one attempt in a batch: the success alone, nothing to tell", () => {
+    spec
+      .given([
+        ...declaredTask("parent", DAY, taskSpec("parent", { idempotent: true })),
+        ...instance("parent", intended("parent", { idempotent: true })),
+      ])
+      .when({ reports: [{ ...report, kind: "started" }, heartbeat, success] })
+      .thenMatches((c) => {
+        expect(c.writes[0]?.events.map((e) => e.type)).toEqual(["AttemptSucceeded"]);
+        expect(c.answers).toEqual([]);
+      });
+  });
+
   it("the start of an attempt that waits for its start permission is written, and its worker told to proceed once it is durable", () => {
     const guarded = instanceStream(keyOf("guarded"), DAY);
     spec

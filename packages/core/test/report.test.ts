@@ -92,6 +92,18 @@ describe("decideReport: a heartbeat", () => {
       .then([]);
   });
 
+  it("a heartbeat of a queued attempt records its start (its start report was lost with a scheduler that took it)", () => {
+    reports()
+      .given(instance("t", intended()))
+      .when({ ...base(), kind: "heartbeat" })
+      .then([
+        {
+          type: "AttemptStarted",
+          data: { attempt: 1, token: tokenOf("t", 1), workerId: "w-1", leaseExpiresAt: iso(NOW + 30_000) },
+        },
+      ]);
+  });
+
   it("a heartbeat of an attempt marked lease-expired records it running again", () => {
     reports()
       .given(

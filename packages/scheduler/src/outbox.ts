@@ -53,8 +53,12 @@ export class Outbox {
   /** An attempt's start is durable: it gets its start permission (unless this scheduler is fenced: then it stops). */
   proceed(token: string): void {
     // (Fenced, the attempt's worker was killed; an answer that comes in late lets nothing run.)
-    if (this.ownership.fenced) this.dispatcher.cancel(token, "its scheduler is fenced");
-    else this.dispatcher.proceed(token);
+    if (this.ownership.fenced) {
+      this.dispatcher.cancel(token, "its scheduler is fenced");
+      return;
+    }
+    this.observer?.beforeProceed?.(token);
+    this.dispatcher.proceed(token);
   }
 
   stop(token: string, reason: string): void {

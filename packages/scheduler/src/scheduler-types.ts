@@ -14,6 +14,8 @@ export interface SchedulerObserver {
   applied?(event: RecordedEvent): void;
   /** Intents are durable and their attempts about to go to the workers. */
   beforeDispatch?(commands: readonly RunCommand[]): void;
+  /** An attempt's start is durable and its start permission about to go to its worker. */
+  beforeProceed?(token: string): void;
   /** The tokens of attempts just handed to workers. */
   dispatched?(tokens: readonly string[]): void;
 }

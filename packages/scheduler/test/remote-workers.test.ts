@@ -183,9 +183,10 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
 
   it("given an attempt current in the log that no connection holds, when a worker says it knows it, then it is adopted", async () => {
     const projection = new SchedulerProjection();
-    // The attempt another scheduler gave, running (as the log says).
+    // The attempt another scheduler gave, running (as the log says), not idempotent.
     const inst = {
       stream: "instance-p/a/t/ALL@x",
+      idempotent: false,
       attempts: [{ token: "x", attempt: 1, status: "running" }],
     };
     (projection.instances as Map<string, unknown>).set(inst.stream, inst);
@@ -226,6 +227,11 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
     expect(workers.holds("gone")).toBe(false);
     expect(workers.holds("local")).toBe(false);
     expect(workers.room("gpu")).toMatchObject({ busy: 1 });
+    // Its start is on record: it may run (the scheduler that gave it may have died before saying so).
+    await tick();
+    expect(s.batches.flatMap((b) => b.messages).filter((m) => m.kind === "proceed")).toEqual([
+      { kind: "proceed", token: "x" },
+    ]);
     const heartbeat = {
       kind: "heartbeat" as const,
       token: "x",
@@ -268,7 +274,11 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
     // The projection as the restarted scheduler has it: "started" recorded, "waiting" not yet.
     const projection = new SchedulerProjection();
     const instance = (token: string, status: string) =>
-      ({ stream: `instance-p/a/${token}/ALL@d`, attempts: [{ token, attempt: 1, status }] }) as never;
+      ({
+        stream: `instance-p/a/${token}/ALL@d`,
+        idempotent: false,
+        attempts: [{ token, attempt: 1, status }],
+      }) as never;
     // (Keyed by their streams, as the projection keys them: the attempts are looked up by them.)
     projection.instances.set("instance-p/a/started/ALL@d", instance("started", "running"));
     projection.instances.set("instance-p/a/waiting/ALL@d", instance("waiting", "queued"));
@@ -297,5 +307,37 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
     await tick();
     // Without it, a non-idempotent attempt would wait for a proceed sent by the earlier process.
     expect(s.batches.flatMap((b) => b.messages)).toEqual([{ kind: "proceed", token: "started" }]);
+  });
+  it("given an attempt the log has ended, when its worker's heartbeat comes, then it is refused and the worker told to stop it", async () => {
+    const projection = new SchedulerProjection();
+    const inst = {
+      stream: "instance-p/a/t/ALL@z",
+      idempotent: false,
+      attempts: [{ token: "z", attempt: 1, status: "abandoned" }],
+    };
+    (projection.instances as Map<string, unknown>).set(inst.stream, inst);
+    workers = new RemoteWorkers(options({ projection }));
+    const a = await workers.register(register("a", ["gpu"]), { tokenName: "t", queues: null });
+    const conn = workers.connection("a", a.session);
+    const s = sink();
+    workers.attach(conn, s);
+    const heartbeat = (token: string, stream: string) => ({
+      kind: "heartbeat" as const,
+      token,
+      attempt: 1,
+      instanceStream: stream,
+      workerId: "a",
+      at: new Date().toISOString(),
+    });
+    const answer = await workers.receive(conn, [
+      heartbeat("z", inst.stream),
+      // A token the log here does not show: refused, but no ground to stop it.
+      heartbeat("ahead", "instance-p/a/t/ALL@ahead"),
+    ]);
+    expect(answer.refused.map((r) => r.token)).toEqual(["z", "ahead"]);
+    await tick();
+    expect(s.batches.flatMap((b) => b.messages)).toEqual([
+      { kind: "cancel", token: "z", reason: "the attempt is no longer current" },
+    ]);
   });
 });

@@ -144,8 +144,11 @@ export function decideReport(
   switch (report.kind) {
     case "started":
       return needsStart ? [started()] : [];
+    // A heartbeat says the attempt started: one whose start is not on record is recorded running
+    // (its lease had expired, or its start report went with a scheduler that took it and died
+    // before writing it: the worker, told it was delivered, never sends it again).
     case "heartbeat":
-      return current.status === "lease_expired" ? [started()] : [];
+      return needsStart ? [started()] : [];
     case "succeeded":
       // An attempt that ends before its start was recorded: the outcome names the worker.
       return [

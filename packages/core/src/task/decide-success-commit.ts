@@ -1,5 +1,6 @@
 import type { DomainEvent, DomainEventOf } from "../events/catalog.js";
 import { type AttemptReportInput, decideReport } from "../instance/decide-report.js";
+import { answerHeldAttempt } from "../instance/held-attempt.js";
 import { currentAttempt, evolveInstance, type InstanceState } from "../instance/state.js";
 import { formatTaskKey } from "../keys.js";
 import { runIdOf } from "../run/state.js";
@@ -176,9 +177,12 @@ function decideReports(
   const out: DomainEvent[] = [];
   let revision = state?.revision ?? -1n;
   const ending = new Set(reports.filter((r) => r.kind === "succeeded").map((r) => r.token));
+  const outcomes = outcomesIn(reports);
   const recordedAt = new Date(ctx.now).toISOString();
   for (const report of reports) {
     if (report.kind === "started" && ending.has(report.token) && state?.idempotent) continue;
+    // A heartbeat before its attempt's outcome in the batch says nothing the outcome does not.
+    if (report.kind === "heartbeat" && outcomes.has(report.token)) continue;
     for (const e of decideReport(state, report, ctx)) {
       out.push(e);
       revision += 1n;
@@ -193,7 +197,13 @@ function decideReports(
   return { events: out, after: state };
 }
 
-/** What the workers are told of their reports once the append is made (see WorkerAnswer). */
+/**
+ * What the workers are told of their reports once the append is made (see WorkerAnswer): a
+ * rejected start or heartbeat, `stop`; otherwise what `answerHeldAttempt` says of the attempt as
+ * the append leaves it, at every start and heartbeat (a permission lost with a killed scheduler
+ * or a broken link comes again with the next heartbeat). Nothing for an attempt whose outcome is
+ * in the batch; one answer per attempt.
+ */
 function answersOf(
   reports: readonly AttemptReportInput[],
   events: readonly DomainEvent[],
@@ -202,20 +212,24 @@ function answersOf(
   const rejected = new Set(
     events.flatMap((e) => (e.type === "CompletionRejected" ? [`${e.data.report}:${e.data.token}`] : [])),
   );
-  const current = after ? currentAttempt(after) : undefined;
+  const outcomes = outcomesIn(reports);
   const out: WorkerAnswer[] = [];
+  const told = new Set<string>();
   for (const r of reports) {
     if (r.kind !== "started" && r.kind !== "heartbeat") continue;
     const { token } = r;
-    if (rejected.has(`${r.kind}:${token}`)) out.push({ token, answer: "stop" });
-    else if (r.kind !== "started") continue;
-    else if (current?.token === token && current.status === "running") out.push({ token, answer: "proceed" });
-    else if (current?.token !== token || current.status === "abandoned" || current.status === "cancelled")
-      // Replaced, abandoned or cancelled before it could start: a worker holding it must not
-      // wait for a permission that will never come.
-      out.push({ token, answer: "stop" });
+    if (told.has(token) || outcomes.has(token)) continue;
+    const answer = rejected.has(`${r.kind}:${token}`) ? "stop" : answerHeldAttempt(after, token);
+    if (answer === "none") continue;
+    told.add(token);
+    out.push({ token, answer });
   }
   return out;
+}
+
+/** The tokens of the attempts whose outcome the batch holds. */
+function outcomesIn(reports: readonly AttemptReportInput[]): Set<string> {
+  return new Set(reports.flatMap((r) => (r.kind === "succeeded" || r.kind === "failed" ? [r.token] : [])));
 }
 
 /**

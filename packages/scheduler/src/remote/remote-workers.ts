@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import {
+  answerHeldAttempt,
   EventSchemas,
   type QueueRoom,
   type RefusalBudget,
@@ -35,8 +36,8 @@ import {
   cancelled,
   closeGoneRegistrations,
   closeLeftConnections,
-  currentAttempts,
   currentTokens,
+  heldAnswer,
   pruneEnded,
   settleReport,
   staleReport,
@@ -154,7 +155,6 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     const previous = this.conns.get(req.id);
     if (previous) await this.drop(previous, `replaced by a new connection from ${req.host}`);
     const adopted = adoptable(this.o.projection, req, queues, (t) => this.owner.has(t));
-    const current = currentAttempts(this.o.projection, adopted);
     const kept = new Set(adopted);
     const stop = req.running.filter((t) => !kept.has(t));
     const data = EventSchemas.WorkerConnected.parse({
@@ -190,9 +190,9 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     for (const t of adopted) {
       conn.given.set(t, null);
       this.owner.set(t, conn);
-      // Its start is durable: it may run. An attempt that waits for its start permission (not
+      // Its start durable, it may run: an attempt that waits for its start permission (not
       // idempotent) would otherwise wait for a proceed that went with the earlier process.
-      if (current.get(t) === "running") conn.outbox.push({ kind: "proceed", token: t });
+      if (heldAnswer(this.o.projection, t) === "proceed") conn.outbox.push({ kind: "proceed", token: t });
     }
     this.conns.set(conn.id, conn);
     this.writeState();
@@ -273,6 +273,10 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       const why = this.refusal(conn, r);
       if (why) {
         refused.push({ kind: r.kind, token: r.token, reason: why });
+        // Still running (or waiting for its start permission) on the worker, an attempt the log
+        // has replaced or ended: it stops rather than hold a slot (or wait) forever.
+        if ((r.kind === "started" || r.kind === "heartbeat") && this.outdated(r))
+          this.enqueue(conn, { kind: "cancel", token: r.token, reason: "the attempt is no longer current" });
         continue;
       }
       const report = settleReport(conn, r, this.output);
@@ -300,6 +304,11 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
         `attempt ${token} was not dispatched to worker ${conn.id}`,
       );
     return this.output.write(token, offset, chunk);
+  }
+
+  /** Whether the log has the report's attempt replaced or ended (not merely unknown here). */
+  private outdated(r: AttemptReport): boolean {
+    return answerHeldAttempt(this.o.projection.instances.get(r.instanceStream), r.token) === "stop";
   }
 
   /** Why a report is refused, or undefined when it may be applied. */
@@ -549,6 +558,9 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       conn.given.set(t, null);
       this.owner.set(t, conn);
       n += 1;
+      // Its start written by the scheduler that gave it (which died, or lost its shard, before
+      // the permission went out): it may run now.
+      if (heldAnswer(this.o.projection, t) === "proceed") this.enqueue(conn, { kind: "proceed", token: t });
     }
     if (n > 0)
       this.o.logger.info({ worker: conn.id, adopted: n }, "adopted running attempts of a remote worker");

@@ -1,5 +1,12 @@
 import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { currentAttempt, type InstanceState, type SchedulerProjection, workerStream } from "@chronolog/core";
+import {
+  answerHeldAttempt,
+  currentAttempt,
+  type HeldAttemptAnswer,
+  type InstanceState,
+  type SchedulerProjection,
+  workerStream,
+} from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import type { AttemptReport, FailedReport, RunCommand } from "@chronolog/worker";
 import type { RemoteConnection } from "./connection.js";
@@ -90,6 +97,12 @@ export function currentAttempts(
     if (inst && a?.token === token && isCurrent(inst)) out.set(token, a.status);
   }
   return out;
+}
+
+/** What the worker holding attempt `token` (in flight on a queue) is told: see answerHeldAttempt. */
+export function heldAnswer(projection: SchedulerProjection, token: string): HeldAttemptAnswer {
+  const stream = projection.workers.attempt(token)?.stream;
+  return answerHeldAttempt(stream === undefined ? undefined : projection.instances.get(stream), token);
 }
 
 /** Of `tokens`, those of current attempts (queued, running or lease-expired). */

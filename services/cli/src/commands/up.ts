@@ -59,24 +59,26 @@ function exampleText(now: number): string {
 /**
  * Fault injection for the black-box fault suite, off unless CHRONOLOG_SCHEDULER_FAULT is set:
  * `exit-after-intent` kills this process with SIGKILL once intents are durable and before their
- * dispatch, the window in which a crash leaves intents no worker confirmed. With
+ * dispatch, the window in which a crash leaves intents no worker confirmed; `exit-before-proceed`
+ * once an attempt's start is durable and before its start permission goes out, the window in
+ * which a crash leaves an attempt that is not idempotent waiting for it. With
  * CHRONOLOG_FAULT_ONCE=FILE it fires only while FILE does not exist (it creates it), so the
  * restarted scheduler runs normally.
  */
-function schedulerFaults(): Pick<SchedulerObserver, "beforeDispatch"> {
+function schedulerFaults(): Pick<SchedulerObserver, "beforeDispatch" | "beforeProceed"> {
   const fault = process.env.CHRONOLOG_SCHEDULER_FAULT;
   if (!fault) return {};
-  if (fault !== "exit-after-intent") throw new Error(`unknown CHRONOLOG_SCHEDULER_FAULT "${fault}"`);
   const once = process.env.CHRONOLOG_FAULT_ONCE;
-  return {
-    beforeDispatch: () => {
-      if (once) {
-        if (existsSync(once)) return;
-        writeFileSync(once, String(process.pid));
-      }
-      process.kill(process.pid, "SIGKILL");
-    },
+  const kill = () => {
+    if (once) {
+      if (existsSync(once)) return;
+      writeFileSync(once, String(process.pid));
+    }
+    process.kill(process.pid, "SIGKILL");
   };
+  if (fault === "exit-after-intent") return { beforeDispatch: kill };
+  if (fault === "exit-before-proceed") return { beforeProceed: kill };
+  throw new Error(`unknown CHRONOLOG_SCHEDULER_FAULT "${fault}"`);
 }
 
 interface UpOptions extends HttpOptions {
