@@ -6,6 +6,7 @@ import {
   decideStuckInstance,
   decideUnconfirmedIntent,
   type InstanceState,
+  intentGrace,
   isUnconfirmed,
   needsScheduler,
   runNeedsRepair,
@@ -85,6 +86,59 @@ describe("unconfirmed intent: which intents to ask the workers about", () => {
     spec
       .given(at("2026-11-30T10:00:00.000Z", instance("t", intended(), started())))
       .when({ now: T + 60 * SECOND, graceMs: 2 * SECOND })
+      .then(false);
+  });
+});
+
+describe("unconfirmed intent: the grace of an intent a remote worker may hold", () => {
+  const spec = specification({
+    fold: instanceOf,
+    decide: (
+      inst,
+      input: { now: number; onQueue: boolean; dispatchedAt?: number; listeningSince: number },
+    ) => {
+      const g = intentGrace(must(inst), { graceMs: 2 * SECOND, ...input });
+      return isUnconfirmed(must(inst), input.now, g.graceMs, g.since);
+    },
+  });
+  const T = Date.parse("2026-11-30T10:00:00.000Z");
+  const leaseOf10 = at("2026-11-30T10:00:00.000Z", instance("t", intended("t", { leaseSeconds: 10 })));
+
+  it("an intent of a task on no queue has the ordinary grace", () => {
+    spec
+      .given(leaseOf10)
+      .when({ now: T + 2 * SECOND, onQueue: false, listeningSince: T })
+      .then(true);
+  });
+
+  it("an intent on a queue waits a whole lease from its dispatch here: its worker's link may be cut", () => {
+    spec
+      .given(leaseOf10)
+      .when({ now: T + 10 * SECOND, onQueue: true, dispatchedAt: T + 1 * SECOND, listeningSince: T })
+      .then(false);
+    spec
+      .given(leaseOf10)
+      .when({ now: T + 11 * SECOND, onQueue: true, dispatchedAt: T + 1 * SECOND, listeningSince: T })
+      .then(true);
+  });
+
+  it("an earlier process's intent on a queue waits a lease from when this process began to listen", () => {
+    // Recorded at T by a process that died; this one listens from T + 60 s: its workers
+    // reconnect from then, or have fenced themselves within the lease.
+    spec
+      .given(leaseOf10)
+      .when({ now: T + 69 * SECOND, onQueue: true, listeningSince: T + 60 * SECOND })
+      .then(false);
+    spec
+      .given(leaseOf10)
+      .when({ now: T + 70 * SECOND, onQueue: true, listeningSince: T + 60 * SECOND })
+      .then(true);
+  });
+
+  it("a grace longer than the lease is kept", () => {
+    spec
+      .given(at("2026-11-30T10:00:00.000Z", instance("t", intended("t", { leaseSeconds: 1 }))))
+      .when({ now: T + 1 * SECOND, onQueue: true, listeningSince: T })
       .then(false);
   });
 });

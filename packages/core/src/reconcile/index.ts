@@ -8,4 +8,9 @@ export {
 } from "./lost-worker.js";
 export { runNeedsRepair } from "./run-needs-repair.js";
 export { decideStuckInstance, needsScheduler } from "./stuck-instance.js";
-export { decideUnconfirmedIntent, isUnconfirmed } from "./unconfirmed-intent.js";
+export {
+  decideUnconfirmedIntent,
+  type IntentGraceFacts,
+  intentGrace,
+  isUnconfirmed,
+} from "./unconfirmed-intent.js";

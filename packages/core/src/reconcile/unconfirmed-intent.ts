@@ -23,6 +23,40 @@ export function isUnconfirmed(
   return now - since >= graceMs;
 }
 
+/** What an intent's grace period is counted from, and how long it is. */
+export interface IntentGraceFacts {
+  /** The grace of an intent nobody else may hold (ms). */
+  readonly graceMs: number;
+  /** When this process dispatched it, if it did. */
+  readonly dispatchedAt?: number;
+  /** Whether its task is on a queue: its attempts go to remote workers. */
+  readonly onQueue: boolean;
+  /** When this process began to take remote workers' registrations. */
+  readonly listeningSince: number;
+}
+
+/**
+ * The grace period of an intent, in ms, and the moment it counts from (undefined: from when the
+ * intent was recorded). An intent of a task on a queue may be in a remote worker's hands though
+ * no worker answers for it now: given by an earlier process before it died, or by this one to a
+ * worker whose link is cut. An idempotent attempt does not wait for a start permission, so that
+ * worker may be running it. A worker that cannot report fences itself (kills the attempt)
+ * within two thirds of its lease without a delivery; so such an intent is given a whole lease,
+ * counted from its dispatch here or else from when this process began to listen (the earlier
+ * process's workers reconnect to it), before it may be abandoned and retried elsewhere.
+ */
+export function intentGrace(
+  inst: InstanceState,
+  facts: IntentGraceFacts,
+): { graceMs: number; since?: number } {
+  const a = currentAttempt(inst);
+  if (!facts.onQueue || !a) return { graceMs: facts.graceMs, since: facts.dispatchedAt };
+  return {
+    graceMs: Math.max(facts.graceMs, inst.leaseSeconds * 1000),
+    since: facts.dispatchedAt ?? Math.max(Date.parse(a.intendedAt), facts.listeningSince),
+  };
+}
+
 /** The events that close an unconfirmed intent, or none while a worker knows the attempt. */
 export function decideUnconfirmedIntent(
   inst: InstanceState,

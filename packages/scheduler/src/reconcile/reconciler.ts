@@ -8,6 +8,7 @@ import {
   decideUnconfirmedIntent,
   formatTaskKey,
   type InstanceState,
+  intentGrace,
   isUnconfirmed,
   needsScheduler,
   runNeedsRepair,
@@ -110,8 +111,12 @@ export class Reconciler {
   private readonly now: () => number;
   readonly totals = { passes: 0, written: 0, conflicts: 0 };
 
+  /** When this loop began: remote workers of an earlier process reconnect from then on. */
+  private readonly listeningSince: number;
+
   constructor(private readonly o: ReconcilerOptions) {
     this.now = o.now ?? Date.now;
+    this.listeningSince = this.now();
     this.leases = o.scheduler?.leases ?? new LeaseBook();
     this.listen();
   }
@@ -178,7 +183,9 @@ export class Reconciler {
    * again. Call it only where nothing of the earlier process can still run or dispatch (one
    * scheduler per embedded log, under the data directory's lock: its workers died with it), and
    * before this process has handed any attempt to a worker, so that every queued intent in the
-   * projection is that process's. The workers are not asked: none of them has an attempt yet.
+   * projection is that process's. The workers are not asked: none of this process's has an
+   * attempt yet. Intents of tasks on a queue are left to the passes: a remote worker outlives
+   * the process that gave it an attempt, and reconnects here to say it holds it.
    * Returns the tokens of the attempts reported lost (they never run again: a retry is a new
    * attempt with a new token) and how many intents were abandoned.
    */
@@ -189,8 +196,11 @@ export class Reconciler {
     for (const inst of this.o.projection.instances.values()) {
       const a = currentAttempt(inst);
       if (!a) continue;
-      if (isUnconfirmed(inst, Number.POSITIVE_INFINITY, 0)) unconfirmed.push(inst);
-      else if (a.workerId && gone) {
+      // An intent of a task on a queue may be in a remote worker's hands, which outlive this
+      // process: left to the passes, which give it a lease (see intentGrace).
+      if (isUnconfirmed(inst, Number.POSITIVE_INFINITY, 0)) {
+        if (!this.onQueue(inst)) unconfirmed.push(inst);
+      } else if (a.workerId && gone) {
         const check = checkLostWorker(inst, {
           workerGone: gone(a.workerId),
           ownWorker: true,
@@ -210,6 +220,11 @@ export class Reconciler {
     const written = (await Promise.all(writes)).filter(Boolean).length;
     this.totals.written += written;
     return { lost: lost.map((i) => currentAttempt(i)?.token as string), abandoned: written };
+  }
+
+  /** Whether the instance's task is on a queue (its attempts go to remote workers). */
+  private onQueue(inst: InstanceState): boolean {
+    return this.o.projection.tasks.get(formatTaskKey(inst.key))?.spec.queue !== undefined;
   }
 
   /** One pass of the checks. Passes do not overlap within one reconciler. */
@@ -261,8 +276,13 @@ export class Reconciler {
       if (!a) continue;
       const mine = this.dispatchedAt.get(a.token);
       const foreign = mine === undefined && this.o.foreignIntentGraceMs !== undefined;
-      if (isUnconfirmed(inst, now, foreign ? (this.o.foreignIntentGraceMs as number) : grace, mine))
-        unconfirmed.push(inst);
+      const g = intentGrace(inst, {
+        graceMs: foreign ? (this.o.foreignIntentGraceMs as number) : grace,
+        dispatchedAt: mine,
+        onQueue: task?.spec.queue !== undefined,
+        listeningSince: this.listeningSince,
+      });
+      if (isUnconfirmed(inst, now, g.graceMs, g.since)) unconfirmed.push(inst);
       else if (this.watchedElsewhere(a.workerId)) continue;
       else if (a.status === "running") {
         runningTokens.add(a.token);
