@@ -6,7 +6,8 @@
 //   `chronolog up`                             the scheduler and 2 workers settle the 3N intervals,
 //                                              timed from its own log: "chronolog is up" to the
 //                                              last "interval completed"; its peak and settled RSS
-//   `chronolog tasks`, `chronolog why TASK`    while it runs, settled
+//   `chronolog tasks` (all; a page of 100), `chronolog why TASK`
+//                                              while it runs, settled, each with its CPU time
 //   GET /api/v1/tasks?limit=100                on its HTTP API
 //   stop (SIGTERM), then `chronolog up` again  the restart: spawn to "chronolog is up"
 // and, in a process of its own (bench/scale/size.mjs), the projection alone as `up` loads it:
@@ -110,17 +111,21 @@ function memoryOf(pid) {
   return { rss: kb("VmRSS"), peak: kb("VmHWM") };
 }
 
-/** Runs the CLI to its end; its wall time in s (spawn to exit), its output thrown away. */
+/**
+ * Runs the CLI to its end, its output thrown away: its wall time (spawn to exit), the CPU time it
+ * spent (user and system, s) and its peak resident memory (bytes), as /usr/bin/time reports them.
+ * On a shared machine the wall time waits for a core; the CPU time does not.
+ */
 function run(dir, args) {
-  const t0 = performance.now();
-  const r = spawnSync(process.execPath, [...cliNodeFlags(), cli, "--data-dir", dir, ...args], {
-    env,
-    stdio: ["ignore", "ignore", "pipe"],
-    maxBuffer: 64 * MB,
-  });
-  const secs = (performance.now() - t0) / 1000;
+  const report = join(dir, "time.txt");
+  const r = spawnSync(
+    "/usr/bin/time",
+    ["-f", "%e %U %S %M", "-o", report, process.execPath, ...cliNodeFlags(), cli, "--data-dir", dir, ...args],
+    { env, stdio: ["ignore", "ignore", "pipe"], maxBuffer: 64 * MB },
+  );
   if (r.status !== 0) throw new Error(`chronolog ${args.join(" ")}: status ${r.status}: ${r.stderr}`);
-  return secs;
+  const [wall, user, sys, kb] = readFileSync(report, "utf8").trim().split("\n").at(-1).split(" ").map(Number);
+  return { secs: wall, cpu: user + sys, peak: kb * 1024 };
 }
 
 /** The `chronolog up` processes still running: stopped if the bench fails. */
@@ -129,7 +134,8 @@ process.on("exit", () => {
   for (const p of running) p.kill("SIGKILL");
 });
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+/** The median of runs, by wall time. */
+const median = (xs) => [...xs].sort((a, b) => (a.secs ?? a) - (b.secs ?? b))[Math.floor(xs.length / 2)];
 
 /**
  * Starts `chronolog up` and follows its log: the time of its "chronolog is up" line, and of the
@@ -175,10 +181,15 @@ function startUp(dir, port, intervals) {
         state.upAt = performance.now();
         state.upTime = Number(/"time":(\d+)/.exec(l)?.[1]);
         resolveUp();
-      } else if (l.includes('"level":50') || l.includes('"level":40')) state.errors.push(l);
+      } else if (l.includes('"level":50') || l.includes('"level":40') || !l.startsWith("{"))
+        state.errors.push(l);
     }
   });
   state.exited = new Promise((r) => p.once("exit", r));
+  p.once("exit", (code, signal) => {
+    if (code !== 0)
+      console.error(`chronolog up exited (${code ?? signal}): ${state.errors.slice(-5).join("\n")}`);
+  });
   state.p = p;
   running.add(p);
   p.once("exit", () => running.delete(p));
@@ -206,7 +217,7 @@ async function measure(n) {
     writeFileSync(file, text);
     const out = { n, yamlBytes: Buffer.byteLength(text) };
 
-    out.declareSecs = run(dir, ["declare", file]);
+    out.declare = run(dir, ["declare", file]);
     const declaredBytes = fileBytes(dir);
 
     const port = await freePort();
@@ -223,8 +234,12 @@ async function measure(n) {
     const tasks = [];
     const why = [];
     const api = [];
+    const version = [];
+    const page = [];
     for (let i = 0; i < READS; i++) {
+      version.push(run(dir, ["--version"]));
       tasks.push(run(dir, ["tasks"]));
+      page.push(run(dir, ["tasks", "--limit", "100"]));
       why.push(run(dir, ["why", lastWithParents]));
       const t0 = performance.now();
       const res = await fetch(`http://127.0.0.1:${port}/api/v1/tasks?limit=100`);
@@ -233,8 +248,10 @@ async function measure(n) {
       if (res.status !== 200 || body.items?.length !== 100)
         throw new Error(`GET /api/v1/tasks: ${res.status} ${JSON.stringify(body).slice(0, 200)}`);
     }
-    out.tasksSecs = median(tasks);
-    out.whySecs = median(why);
+    out.version = median(version);
+    out.tasks = median(tasks);
+    out.page = median(page);
+    out.why = median(why);
     out.apiSecs = median(api);
 
     up.p.kill("SIGTERM");
@@ -282,7 +299,7 @@ const growth = (f) => {
 /** Per task between one size and the one before it. */
 const slope = (f, i) =>
   i === 0 ? Number.NaN : (f(results[i]) - f(results[i - 1])) / (results[i].n - results[i - 1].n);
-const row = (label, f, target = "", grows = (r) => Number.NaN) => [
+const row = (label, f, target = "", grows = () => Number.NaN) => [
   label,
   ...results.map((r, i) => f(r, i)),
   target,
@@ -298,9 +315,21 @@ printTable(
     row("YAML file, MB", (r) => fmt(r.yamlBytes / MB, 1)),
     row(
       "chronolog declare tasks.yaml, s",
-      (r) => fmt(r.declareSecs, 2),
+      (r) => fmt(r.declare.secs, 2),
       "< 10 at 100k, < 90 at 1M",
-      (r) => r.declareSecs,
+      (r) => r.declare.secs,
+    ),
+    row(
+      "  ... CPU time (user + system), s",
+      (r) => fmt(r.declare.cpu, 2),
+      "",
+      (r) => r.declare.cpu,
+    ),
+    row(
+      "  ... peak resident memory, MB",
+      (r) => fmt(r.declare.peak / MB),
+      "",
+      (r) => r.declare.peak,
     ),
     row(
       "chronolog up: spawn to 'chronolog is up', s",
@@ -335,17 +364,55 @@ printTable(
       "",
       (r) => r.restartSecs,
     ),
+    row("chronolog --version (the command's start alone), s", (r) => fmt(r.version.secs, 2)),
+    row("  ... CPU time, s", (r) => fmt(r.version.cpu, 2)),
     row(
-      "chronolog tasks, s",
-      (r) => fmt(r.tasksSecs, 2),
+      "chronolog tasks (every task), s",
+      (r) => fmt(r.tasks.secs, 2),
+      "",
+      (r) => r.tasks.secs,
+    ),
+    row(
+      "  ... CPU time, s",
+      (r) => fmt(r.tasks.cpu, 2),
+      "",
+      (r) => r.tasks.cpu,
+    ),
+    row(
+      "  ... peak resident memory, MB",
+      (r) => fmt(r.tasks.peak / MB),
+      "",
+      (r) => r.tasks.peak,
+    ),
+    row(
+      "chronolog tasks --limit 100 (one page), s",
+      (r) => fmt(r.page.secs, 2),
       "< 0.3 at 1M",
-      (r) => r.tasksSecs,
+      (r) => r.page.secs,
+    ),
+    row(
+      "  ... CPU time, s",
+      (r) => fmt(r.page.cpu, 2),
+      "",
+      (r) => r.page.cpu,
     ),
     row(
       "chronolog why TASK, s",
-      (r) => fmt(r.whySecs, 2),
+      (r) => fmt(r.why.secs, 2),
       "< 0.3 at 1M",
-      (r) => r.whySecs,
+      (r) => r.why.secs,
+    ),
+    row(
+      "  ... CPU time, s",
+      (r) => fmt(r.why.cpu, 2),
+      "",
+      (r) => r.why.cpu,
+    ),
+    row(
+      "  ... peak resident memory, MB",
+      (r) => fmt(r.why.peak / MB),
+      "",
+      (r) => r.why.peak,
     ),
     row(
       "GET /api/v1/tasks?limit=100, ms",
