@@ -134,6 +134,26 @@ process.on("exit", () => {
   for (const p of running) p.kill("SIGKILL");
 });
 
+/**
+ * GET of a page of 100 tasks, timed: seconds. A kept-alive connection the server closes as the
+ * request goes out (seconds pass between two GETs here) is tried again, and that try is timed.
+ */
+async function timedGet(url, tries = 2) {
+  const t0 = performance.now();
+  let res;
+  try {
+    res = await fetch(url);
+  } catch (error) {
+    if (tries > 1 && error?.cause?.code === "UND_ERR_SOCKET") return timedGet(url, tries - 1);
+    throw error;
+  }
+  const body = await res.json();
+  const secs = (performance.now() - t0) / 1000;
+  if (res.status !== 200 || body.items?.length !== 100)
+    throw new Error(`GET /api/v1/tasks: ${res.status} ${JSON.stringify(body).slice(0, 200)}`);
+  return secs;
+}
+
 /** The median of runs, by wall time. */
 const median = (xs) => [...xs].sort((a, b) => (a.secs ?? a) - (b.secs ?? b))[Math.floor(xs.length / 2)];
 
@@ -241,12 +261,7 @@ async function measure(n) {
       tasks.push(run(dir, ["tasks"]));
       page.push(run(dir, ["tasks", "--limit", "100"]));
       why.push(run(dir, ["why", lastWithParents]));
-      const t0 = performance.now();
-      const res = await fetch(`http://127.0.0.1:${port}/api/v1/tasks?limit=100`);
-      const body = await res.json();
-      api.push((performance.now() - t0) / 1000);
-      if (res.status !== 200 || body.items?.length !== 100)
-        throw new Error(`GET /api/v1/tasks: ${res.status} ${JSON.stringify(body).slice(0, 200)}`);
+      api.push(await timedGet(`http://127.0.0.1:${port}/api/v1/tasks?limit=100`));
     }
     out.version = median(version);
     out.tasks = median(tasks);
