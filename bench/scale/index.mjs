@@ -1,153 +1,453 @@
-// bench/scale: the footprint of many tasks. For each size N, N hourly no-op tasks in 10 projects,
-// each after 0 to 2 tasks of other projects, on the embedded log: the declaration's time, the
-// settled memory of a process holding their projection, the log's bytes per completed instance
-// once their three due intervals have run, and the restart from the scheduler's checkpoint.
-// Each step runs in a fresh process (bench/scale/size.mjs), so that one size's heap does not
-// bend the next.
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+// bench/scale: a company's catalogue through the CLI, as users run it. For each size N, a seeded
+// generator writes one YAML file of N hourly no-op tasks over 20 projects, each after 0 to 2
+// tasks declared before it (of other projects), starting three hours back (three intervals due).
+// Then, each a real child process on one embedded log:
+//   `chronolog declare tasks.yaml`             timed as a whole (start, parse, decide, append)
+//   `chronolog up`                             the scheduler and 2 workers settle the 3N intervals,
+//                                              timed from its own log: "chronolog is up" to the
+//                                              last "interval completed"; its peak and settled RSS
+//   `chronolog tasks` (all; a page of 100), `chronolog why TASK`
+//                                              while it runs, settled, each with its CPU time
+//   GET /api/v1/tasks?limit=100                on its HTTP API
+//   stop (SIGTERM), then `chronolog up` again  the restart: spawn to "chronolog is up"
+// and, in a process of its own (bench/scale/size.mjs), the projection alone as `up` loads it:
+// its heap and own pages per task, which the resident memory of `up` mixes with its pools.
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { cliNodeFlags, fmt, printTable } from "../table.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, "..", "..");
+const cli = join(root, "services/cli/bin/chronolog.mjs");
 const quick = process.env.BENCH_QUICK === "1";
 const max = Number(process.env.BENCH_SCALE_MAX ?? 0);
-const sizes = quick ? [2000, 20_000] : [10_000, 100_000];
+const sizes = process.env.BENCH_SCALE_SIZES
+  ? process.env.BENCH_SCALE_SIZES.split(",").map(Number)
+  : quick
+    ? [2000, 20_000]
+    : [10_000, 100_000];
 if (max >= 1_000_000) sizes.push(1_000_000);
-// Sizes above this declare and restart, but do not run their intervals (3 per task, at a few
-// thousand a second on this machine).
-const RUN_MAX = Number(process.env.BENCH_SCALE_RUN_MAX ?? 100_000);
+const PROJECTS = 20;
+const HOUR = 3_600_000;
+const READS = 3; // each read command is timed this many times; the median is printed
+const env = { ...process.env, CHRONOLOG_LOG_FORMAT: "json", CHRONOLOG_LOG_LEVEL: "info" };
+const MB = 1024 * 1024;
 
-function step(name, dir, n, ...rest) {
-  const r = spawnSync(
-    process.execPath,
-    ["--expose-gc", ...cliNodeFlags(), join(here, "size.mjs"), name, dir, String(n), ...rest.map(String)],
-    { encoding: "utf8", maxBuffer: 16 * 1024 * 1024, stdio: ["ignore", "pipe", "inherit"] },
-  );
-  if (r.status !== 0) throw new Error(`bench/scale ${name} ${n} failed (status ${r.status})`);
-  return JSON.parse(r.stdout.trim().split("\n").at(-1));
+/** A small seeded generator (mulberry32): the same catalogue at every run. */
+function random(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
 }
 
-const results = [];
-for (const n of sizes) {
-  const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), `chronolog-bench-scale-${n}-`));
-  try {
-    const declared = { ...step("declare", dir, n), ...step("yaml", dir, n) };
-    if (declared.declared !== n) throw new Error(`declared ${declared.declared} of ${n} tasks`);
-    const held = step("hold", dir, n);
-    const ran = step("run", dir, n, n <= RUN_MAX ? 1 : 0);
-    const restarted = step("restart", dir, n);
-    if (restarted.tasks !== n || restarted.discarded)
-      throw new Error(`restart: ${JSON.stringify(restarted)}`);
-    results.push({ n, declared, held, ran, restarted });
-    if (process.env.BENCH_VERBOSE) console.error(JSON.stringify(results.at(-1)));
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+/**
+ * The catalogue of N tasks as one YAML file, written as a person writes one: task i in a random
+ * project of 20, after 0, 1 or 2 random tasks declared before it in other projects.
+ */
+function catalogue(n, start) {
+  const rnd = random(20261203);
+  const project = new Uint8Array(n);
+  const key = (i) => `p${project[i]}/acme/t${i}`;
+  const lines = ["tasks:"];
+  for (let i = 0; i < n; i++) {
+    project[i] = Math.floor(rnd() * PROJECTS);
+    const count = Math.floor(rnd() * 3);
+    const parents = new Set();
+    for (let tries = 0; parents.size < count && i > 0 && tries < 10; tries++) {
+      const j = Math.floor(rnd() * i);
+      if (project[j] !== project[i]) parents.add(j);
+    }
+    lines.push(
+      `  - project: p${project[i]}`,
+      "    account: acme",
+      `    name: t${i}`,
+      '    cron: "0 * * * *"',
+      `    startDate: ${start}`,
+      "    idempotent: true",
+      "    operator: { type: noop }",
+    );
+    if (parents.size > 0) lines.push(`    parents: [${[...parents].map(key).join(", ")}]`);
+  }
+  return { text: `${lines.join("\n")}\n`, last: key(n - 1), lastWithParents: lastWithParents() };
+  function lastWithParents() {
+    // The last task that has parents: `why` has something to say about each of them.
+    const i = lines.findLastIndex((l) => l.startsWith("    parents:"));
+    const name = lines.findLastIndex((l, k) => k < i && l.startsWith("    name: "));
+    const project = lines.findLastIndex((l, k) => k < i && l.startsWith("  - project: "));
+    return `${lines[project].slice("  - project: ".length)}/acme/${lines[name].slice("    name: ".length)}`;
   }
 }
 
-const MB = 1024 * 1024;
+const freePort = () =>
+  new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+
+/** The log file's size with its WAL: read with the log closed (the last close checkpoints it). */
+function fileBytes(dir) {
+  const db = join(dir, "log.db");
+  return statSync(db).size + (existsSync(`${db}-wal`) ? statSync(`${db}-wal`).size : 0);
+}
+
+/** Resident and peak resident memory of a process, from /proc (bytes). */
+function memoryOf(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1]) * 1024;
+  return { rss: kb("VmRSS"), peak: kb("VmHWM") };
+}
+
+/**
+ * Runs the CLI to its end, its output thrown away: its wall time (spawn to exit), the CPU time it
+ * spent (user and system, s) and its peak resident memory (bytes), as /usr/bin/time reports them.
+ * On a shared machine the wall time waits for a core; the CPU time does not.
+ */
+function run(dir, args) {
+  const report = join(dir, "time.txt");
+  const r = spawnSync(
+    "/usr/bin/time",
+    ["-f", "%e %U %S %M", "-o", report, process.execPath, ...cliNodeFlags(), cli, "--data-dir", dir, ...args],
+    { env, stdio: ["ignore", "ignore", "pipe"], maxBuffer: 64 * MB },
+  );
+  if (r.status !== 0) throw new Error(`chronolog ${args.join(" ")}: status ${r.status}: ${r.stderr}`);
+  const [wall, user, sys, kb] = readFileSync(report, "utf8").trim().split("\n").at(-1).split(" ").map(Number);
+  return { secs: wall, cpu: user + sys, peak: kb * 1024 };
+}
+
+/** The `chronolog up` processes still running: stopped if the bench fails. */
+const running = new Set();
+process.on("exit", () => {
+  for (const p of running) p.kill("SIGKILL");
+});
+
+/**
+ * GET of a page of 100 tasks, timed: seconds. A kept-alive connection the server closes as the
+ * request goes out (seconds pass between two GETs here) is tried again, and that try is timed.
+ */
+async function timedGet(url, tries = 2) {
+  const t0 = performance.now();
+  let res;
+  try {
+    res = await fetch(url);
+  } catch (error) {
+    if (tries > 1 && error?.cause?.code === "UND_ERR_SOCKET") return timedGet(url, tries - 1);
+    throw error;
+  }
+  const body = await res.json();
+  const secs = (performance.now() - t0) / 1000;
+  if (res.status !== 200 || body.items?.length !== 100)
+    throw new Error(`GET /api/v1/tasks: ${res.status} ${JSON.stringify(body).slice(0, 200)}`);
+  return secs;
+}
+
+/** The median of runs, by wall time. */
+const median = (xs) => [...xs].sort((a, b) => (a.secs ?? a) - (b.secs ?? b))[Math.floor(xs.length / 2)];
+
+/**
+ * Starts `chronolog up` and follows its log: the time of its "chronolog is up" line, and of the
+ * last "interval completed" line of one of the intervals wanted, counted as they come.
+ */
+function startUp(dir, port, intervals) {
+  const t0 = performance.now();
+  const p = spawn(
+    process.execPath,
+    [
+      ...cliNodeFlags(),
+      cli,
+      "--data-dir",
+      dir,
+      "up",
+      "--workers",
+      "2",
+      "--http",
+      `127.0.0.1:${port}`,
+      "--public-read",
+    ],
+    { env, stdio: ["ignore", "ignore", "pipe"] },
+  );
+  const state = { spawnedAt: t0, upAt: 0, upTime: 0, completed: 0, lastCompletedTime: 0, errors: [] };
+  let resolveUp;
+  state.up = new Promise((r) => {
+    resolveUp = r;
+  });
+  let rest = "";
+  p.stderr.on("data", (chunk) => {
+    rest += chunk.toString();
+    const lines = rest.split("\n");
+    rest = lines.pop() ?? "";
+    for (const l of lines) {
+      // Most lines are completions: counted without parsing the whole line.
+      if (l.includes('"msg":"interval completed"')) {
+        const interval = /"interval":"([^"]+)"/.exec(l)?.[1];
+        if (intervals.has(interval)) {
+          state.completed += 1;
+          state.lastCompletedTime = Number(/"time":(\d+)/.exec(l)?.[1]);
+        }
+      } else if (l.includes('"msg":"chronolog is up"')) {
+        state.upAt = performance.now();
+        state.upTime = Number(/"time":(\d+)/.exec(l)?.[1]);
+        resolveUp();
+      } else if (l.includes('"level":50') || l.includes('"level":40') || !l.startsWith("{"))
+        state.errors.push(l);
+    }
+  });
+  state.exited = new Promise((r) => p.once("exit", r));
+  p.once("exit", (code, signal) => {
+    if (code !== 0)
+      console.error(`chronolog up exited (${code ?? signal}): ${state.errors.slice(-5).join("\n")}`);
+  });
+  state.p = p;
+  running.add(p);
+  p.once("exit", () => running.delete(p));
+  return state;
+}
+
+async function until(check, timeoutMs, what) {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function measure(n) {
+  const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), `chronolog-bench-scale-${n}-`));
+  try {
+    // Three intervals due: the first starts two hours before the last one that has ended.
+    const latest = Math.floor(Date.now() / HOUR) * HOUR - HOUR;
+    const start = latest - 2 * HOUR;
+    const short = (ms) => `${new Date(ms).toISOString().slice(0, 16)}Z`;
+    const intervals = new Set([short(start), short(start + HOUR), short(latest)]);
+    const { text, lastWithParents } = catalogue(n, new Date(start).toISOString());
+    const file = join(dir, "tasks.yaml");
+    writeFileSync(file, text);
+    const out = { n, yamlBytes: Buffer.byteLength(text) };
+
+    out.declare = run(dir, ["declare", file]);
+    const declaredBytes = fileBytes(dir);
+
+    const port = await freePort();
+    const up = startUp(dir, port, intervals);
+    await Promise.race([up.up, up.exited.then(() => Promise.reject(new Error("up exited")))]);
+    out.upSecs = (up.upAt - up.spawnedAt) / 1000;
+    await until(() => up.completed >= 3 * n, 3_600_000, `${3 * n} completions`);
+    out.completed = up.completed;
+    out.settleSecs = (up.lastCompletedTime - up.upTime) / 1000;
+    // Settled: a checkpoint of the projection written (every 5 s), and the collector's work done.
+    await new Promise((r) => setTimeout(r, 6000));
+    Object.assign(out, memoryOf(up.p.pid));
+
+    const tasks = [];
+    const why = [];
+    const api = [];
+    const version = [];
+    const page = [];
+    for (let i = 0; i < READS; i++) {
+      version.push(run(dir, ["--version"]));
+      tasks.push(run(dir, ["tasks"]));
+      page.push(run(dir, ["tasks", "--limit", "100"]));
+      why.push(run(dir, ["why", lastWithParents]));
+      api.push(await timedGet(`http://127.0.0.1:${port}/api/v1/tasks?limit=100`));
+    }
+    out.version = median(version);
+    out.tasks = median(tasks);
+    out.page = median(page);
+    out.why = median(why);
+    out.apiSecs = median(api);
+
+    up.p.kill("SIGTERM");
+    await up.exited;
+    if (up.errors.length > 0) console.error(`up logged ${up.errors.length} warnings/errors: ${up.errors[0]}`);
+    out.logBytesPerInstance = (fileBytes(dir) - declaredBytes) / out.completed;
+    out.snapshotBytes = statSync(join(dir, "projection.snapshot.json")).size;
+
+    // The restart: spawn to "chronolog is up", from the checkpoint the stop wrote.
+    const again = startUp(dir, await freePort(), intervals);
+    await Promise.race([again.up, again.exited.then(() => Promise.reject(new Error("up exited")))]);
+    out.restartSecs = (again.upAt - again.spawnedAt) / 1000;
+    again.p.kill("SIGTERM");
+    await again.exited;
+
+    // The projection alone, in a process of its own.
+    const r = spawnSync(
+      process.execPath,
+      ["--expose-gc", ...cliNodeFlags(), join(here, "size.mjs"), "hold", dir, String(n)],
+      { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] },
+    );
+    if (r.status !== 0) throw new Error(`bench/scale hold ${n} failed (status ${r.status})`);
+    out.held = JSON.parse(r.stdout.trim().split("\n").at(-1));
+    if (process.env.BENCH_VERBOSE) console.error(JSON.stringify(out));
+    return out;
+  } finally {
+    // BENCH_SCALE_KEEP=1 keeps the data directories (to profile the commands on them).
+    if (process.env.BENCH_SCALE_KEEP === "1") console.error(`kept ${dir}`);
+    else rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const results = [];
+for (const n of sizes) results.push(await measure(n));
+
 const first = results[0];
 const last = results.at(-1);
 /** How a measure grows from the smallest size to the largest, as a ratio per 10x of tasks. */
 const growth = (f) => {
   const a = f(first);
   const b = f(last);
-  if (!(Number.isFinite(a) && Number.isFinite(b)) || a <= 0) return "";
+  if (!(Number.isFinite(a) && Number.isFinite(b)) || a <= 0 || last.n === first.n) return "";
   return `${fmt((b / a) ** (1 / Math.log10(last.n / first.n)), 2)}x`;
 };
 /** Per task between one size and the one before it. */
 const slope = (f, i) =>
   i === 0 ? Number.NaN : (f(results[i]) - f(results[i - 1])) / (results[i].n - results[i - 1].n);
-const ran = (r) => r.ran.completed !== undefined;
-const bytesPerInstance = (r) => (ran(r) ? (r.ran.after - r.ran.before) / r.ran.completed : Number.NaN);
-const restartSlope = slope((r) => r.restarted.secs, results.length - 1);
-const at1M = last.restarted.secs + restartSlope * (1_000_000 - last.n);
-
-const row = (label, f, target = "", grows = true) => [
+const row = (label, f, target = "", grows = () => Number.NaN) => [
   label,
   ...results.map((r, i) => f(r, i)),
   target,
-  grows ? growth((r) => Number(String(f(r, results.indexOf(r))).replace(/,/g, ""))) : "",
+  growth(grows),
 ];
 
 console.log(
-  `\nbench/scale (embedded SQLite log, synchronous=FULL; N hourly no-op tasks in 10 projects, 0-2 parents each in other projects; each step a fresh process; runs: 3 due intervals per task, 2 worker processes${
-    results.some((r) => !ran(r)) ? `, not run above ${fmt(RUN_MAX)} tasks` : ""
-  })\n`,
+  `\nbench/scale (the CLI as users run it, embedded SQLite log; N hourly no-op tasks in ${PROJECTS} projects, 0-2 random parents each among the tasks before it in other projects, seeded; 3 due intervals each; \`chronolog up\` with 2 worker processes; reads: median of ${READS})\n`,
 );
 printTable(
   ["measure", ...results.map((r) => `${fmt(r.n)} tasks`), "target", "growth per 10x"],
   [
+    row("YAML file, MB", (r) => fmt(r.yamlBytes / MB, 1)),
     row(
-      "declare from a JSON file (parse, load, decide, append), s",
-      (r) => fmt(r.declared.secs, 2),
-      "< 10 at 100,000",
+      "chronolog declare tasks.yaml, s",
+      (r) => fmt(r.declare.secs, 2),
+      "< 10 at 100k, < 90 at 1M",
+      (r) => r.declare.secs,
     ),
-    row("  ... the same tasks as YAML, parsing alone, s", (r) =>
-      r.declared.yamlParseSecs === undefined ? "-" : fmt(r.declared.yamlParseSecs, 2),
-    ),
-    row("projection loaded from the log, s", (r) => fmt(r.held.loadSecs, 2)),
-    row("settled resident memory, MB", (r) => fmt(r.held.rss / MB, 1)),
-    row("  ... of which the process's own pages (RssAnon), MB", (r) => fmt(r.held.rssAnon / MB, 1)),
-    row("  ... of which the log file's mapped pages (RssFile), MB", (r) => fmt(r.held.rssFile / MB, 1)),
-    row("  ... heap used, MB", (r) => fmt(r.held.heapUsed / MB, 1)),
     row(
-      "  ... resident per task (slope from the size before), bytes",
-      (_r, i) => fmt(slope((x) => x.held.rss, i)),
+      "  ... CPU time (user + system), s",
+      (r) => fmt(r.declare.cpu, 2),
+      "",
+      (r) => r.declare.cpu,
+    ),
+    row(
+      "  ... peak resident memory, MB",
+      (r) => fmt(r.declare.peak / MB),
+      "",
+      (r) => r.declare.peak,
+    ),
+    row(
+      "chronolog up: spawn to 'chronolog is up', s",
+      (r) => fmt(r.upSecs, 2),
+      "",
+      (r) => r.upSecs,
+    ),
+    row("  ... settle: up to the last of 3N completions, s", (r) => fmt(r.settleSecs, 1)),
+    row("  ... completions per s", (r) => fmt(r.completed / r.settleSecs), ">= 10,000"),
+    row(
+      "  ... peak resident memory of up, MB",
+      (r) => fmt(r.peak / MB),
+      "",
+      (r) => r.peak,
+    ),
+    row(
+      "  ... peak per declared task (slope from the size before), bytes",
+      (_r, i) => fmt(slope((x) => x.peak, i)),
       "<= 2,048",
-      false,
     ),
     row(
-      "  ... own pages per task (slope from the size before), bytes",
-      (_r, i) => fmt(slope((x) => x.held.rssAnon, i)),
+      "  ... settled resident memory of up, MB",
+      (r) => fmt(r.rss / MB),
       "",
-      false,
+      (r) => r.rss,
     ),
+    row("  ... log bytes per completed instance", (r) => fmt(r.logBytesPerInstance), "<= 800"),
+    row("  ... checkpoint file, bytes per task", (r) => fmt(r.snapshotBytes / r.n)),
     row(
-      "  ... heap per task (slope from the size before), bytes",
-      (_r, i) => fmt(slope((x) => x.held.heapUsed, i)),
+      "restart: spawn to 'chronolog is up', s",
+      (r) => fmt(r.restartSecs, 2),
       "",
-      false,
+      (r) => r.restartSecs,
     ),
-    row("instances run to completion", (r) => (ran(r) ? fmt(r.ran.completed) : "-")),
-    row("  ... wall time, s", (r) => (ran(r) ? fmt(r.ran.runSecs, 1) : "-")),
-    row("  ... completed per s", (r) => (ran(r) ? fmt(r.ran.completed / r.ran.runSecs) : "-")),
+    row("chronolog --version (the command's start alone), s", (r) => fmt(r.version.secs, 2)),
+    row("  ... CPU time, s", (r) => fmt(r.version.cpu, 2)),
     row(
-      "  ... log bytes per completed instance (checkpointed file)",
-      (r) => fmt(bytesPerInstance(r)),
-      "<= 800",
-    ),
-    row("  ... settled resident memory after the runs, MB", (r) => fmt(r.ran.rss / MB, 1)),
-    row("  ... heap used after the runs, MB", (r) => fmt(r.ran.heapUsed / MB, 1)),
-    row("checkpoint file, bytes per task", (r) => fmt(r.ran.snapshotBytes / r.n)),
-    row(
-      "restart: open to projection ready (checkpoint + tail), s",
-      (r) => fmt(r.restarted.secs, 2),
-      "< 5 at 1,000,000",
-    ),
-    row("  ... events replayed past the checkpoint", (r) => fmt(r.restarted.replayed), "", false),
-    row(
-      "  ... per task (slope from the size before), us",
-      (_r, i) => fmt(slope((x) => x.restarted.secs, i) * 1e6, 2),
+      "chronolog tasks (every task), s",
+      (r) => fmt(r.tasks.secs, 2),
       "",
-      false,
+      (r) => r.tasks.secs,
+    ),
+    row(
+      "  ... CPU time, s",
+      (r) => fmt(r.tasks.cpu, 2),
+      "",
+      (r) => r.tasks.cpu,
+    ),
+    row(
+      "  ... peak resident memory, MB",
+      (r) => fmt(r.tasks.peak / MB),
+      "",
+      (r) => r.tasks.peak,
+    ),
+    row(
+      "chronolog tasks --limit 100 (one page), s",
+      (r) => fmt(r.page.secs, 2),
+      "< 0.3 at 1M",
+      (r) => r.page.secs,
+    ),
+    row(
+      "  ... CPU time, s",
+      (r) => fmt(r.page.cpu, 2),
+      "",
+      (r) => r.page.cpu,
+    ),
+    row(
+      "chronolog why TASK, s",
+      (r) => fmt(r.why.secs, 2),
+      "< 0.3 at 1M",
+      (r) => r.why.secs,
+    ),
+    row(
+      "  ... CPU time, s",
+      (r) => fmt(r.why.cpu, 2),
+      "",
+      (r) => r.why.cpu,
+    ),
+    row(
+      "  ... peak resident memory, MB",
+      (r) => fmt(r.why.peak / MB),
+      "",
+      (r) => r.why.peak,
+    ),
+    row(
+      "GET /api/v1/tasks?limit=100, ms",
+      (r) => fmt(r.apiSecs * 1000, 1),
+      "",
+      (r) => r.apiSecs,
+    ),
+    row("projection alone: loaded from the checkpoint, s", (r) => fmt(r.held.loadSecs, 2)),
+    row("  ... heap per task (slope from the size before), bytes", (_r, i) =>
+      fmt(slope((x) => x.held.heapUsed, i)),
+    ),
+    row("  ... own pages per task (slope from the size before), bytes", (_r, i) =>
+      fmt(slope((x) => x.held.rssAnon, i)),
     ),
   ],
 );
-if (last.n < 1_000_000)
-  console.log(
-    `\nrestart at 1,000,000 tasks, read off the slope: ${fmt(at1M, 1)} s (target < 5 s); resident memory at 1,000,000 by the slope: ${fmt(
-      (last.held.rss + slope((x) => x.held.rss, results.length - 1) * (1_000_000 - last.n)) / MB / 1024,
-      1,
-    )} GB`,
-  );
 
 // The cost of watching deadlines at the largest size run here (bench/deadlines, in a process of
 // its own).
-{
+if (process.env.BENCH_SCALE_DEADLINES !== "0") {
   const n = Math.min(last.n, 100_000);
   const r = spawnSync(
     process.execPath,

@@ -56,6 +56,50 @@ export function taskRows(
     .map((task) => taskRow(projection, task, now, options));
 }
 
+/**
+ * A page of tasks in id order: the `limit` first after `after` (the whole of them with no
+ * limit), each with where it stands, and whether more follow. Only the page's tasks are
+ * explained, and the catalogue is not sorted: one pass keeps the page's ids.
+ */
+export function taskPage(
+  projection: SchedulerProjection,
+  now: number,
+  page: { readonly limit?: number; readonly after?: string },
+): { rows: TaskRow[]; more: boolean } {
+  const after = page.after;
+  const limit = page.limit ?? Number.POSITIVE_INFINITY;
+  if (limit === Number.POSITIVE_INFINITY) {
+    const rows = taskRows(projection, now, after === undefined ? undefined : (t) => t.id > after);
+    return { rows, more: false };
+  }
+  const ids = firstIdsAfter(projection.tasks.keys(), after, limit + 1);
+  const options = { slots: projectedSlots(projection), renderProblem: renderProblem(projection) };
+  const rows = ids
+    .slice(0, limit)
+    .map((id) => taskRow(projection, projection.tasks.get(id) as TaskState, now, options));
+  return { rows, more: ids.length > limit };
+}
+
+/** The `count` least ids above `after`, in order, in one pass (a sorted array of at most count). */
+export function firstIdsAfter(ids: Iterable<string>, after: string | undefined, count: number): string[] {
+  const kept: string[] = [];
+  for (const id of ids) {
+    if (after !== undefined && id <= after) continue;
+    if (kept.length === count && id >= (kept[count - 1] as string)) continue;
+    // Where it goes: after every kept id below it (binary search).
+    let lo = 0;
+    let hi = kept.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((kept[mid] as string) < id) lo = mid + 1;
+      else hi = mid;
+    }
+    kept.splice(lo, 0, id);
+    if (kept.length > count) kept.pop();
+  }
+  return kept;
+}
+
 export function taskRow(
   projection: SchedulerProjection,
   task: TaskState,

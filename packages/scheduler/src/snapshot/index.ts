@@ -6,4 +6,5 @@ export { type SnapshotFile, snapshotPieces } from "./file.js";
 export { LADDER_DIR, LADDER_MAX_RUNGS, LADDER_SPACING, type LadderOptions, ladderRungs } from "./ladder.js";
 export { removeSnapshotLeftovers } from "./leftovers.js";
 export { linesOf } from "./lines-of.js";
+export { type CheckpointPace, checkpointDue } from "./pace.js";
 export { dropSnapshot, SNAPSHOT_FILE, saveSnapshot } from "./store.js";

@@ -37,8 +37,8 @@ import {
   taskAttempts,
   taskDeadline,
   taskHistory,
+  taskPage,
   taskReports,
-  taskRows,
 } from "@chronolog/scheduler";
 import cliProgress from "cli-progress";
 import type { Command } from "commander";
@@ -72,6 +72,13 @@ function backfillWaitsFor(projection: SchedulerProjection, plan: BackfillPlan): 
     return `${t.task} ${why.condition}: ${why.reasons[0] ?? ""}`;
   }
   return "";
+}
+
+/** `--limit`: a whole number above 0. */
+function pageLimitArg(text: string): number {
+  if (!/^\d+$/.test(text) || Number(text) < 1)
+    throw new CliError(`--limit takes a whole number above 0, not "${text}"`, 2);
+  return Number(text);
 }
 
 /** Whether the log exists (a network log is taken to). */
@@ -214,10 +221,19 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
 
   addAsOfOptions(program.command("tasks"))
     .description("list declared tasks with where each stands")
+    .option("--limit <n>", "only the first N tasks (in key order); the next page starts --after the last")
+    .option("--after <task>", "only the tasks whose key sorts after this one")
     .option("--json", "print JSON")
-    .action(async (opts: { json?: boolean } & AsOfFlags) => {
+    .action(async (opts: { json?: boolean; limit?: string; after?: string } & AsOfFlags) => {
+      const limit = opts.limit === undefined ? undefined : pageLimitArg(opts.limit);
       await withReadSession(globals(), opts, async ({ projection, now }) => {
-        const rows = taskRows(projection, now);
+        const { rows, more } = taskPage(projection, now, {
+          ...(limit !== undefined ? { limit } : {}),
+          ...(opts.after !== undefined ? { after: taskIdArg(opts.after) } : {}),
+        });
+        const last = rows.at(-1);
+        if (more && last)
+          process.stderr.write(`more tasks follow: chronolog tasks --limit ${limit} --after ${last.task}\n`);
         if (opts.json) {
           console.log(toJson(rows));
           return;

@@ -5,6 +5,7 @@ import { counted, formatTaskKey, parseDeclarationText } from "@chronolog/core";
 import type { RecordedEvent } from "@chronolog/log";
 import {
   AlertSender,
+  checkpointDue,
   declare,
   isLocalWorkerId,
   loadProjection,
@@ -231,18 +232,30 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     "projection loaded",
   );
   // A checkpoint serialises the whole projection on the event loop: it is skipped when nothing
-  // changed, and spaced so that it takes at most a twentieth of the scheduler's time.
-  // The last one, made when stopping (`force`), waits for one under way and is always made.
+  // changed, spaced so that it takes at most a twentieth of the scheduler's time, and written at
+  // once when the projection stops moving (checkpointDue). The last one, made when stopping
+  // (`force`), waits for one under way and is always made.
   let saving: Promise<void> | null = null;
   let savedPosition: bigint | null = null;
   let lastSave = { at: 0, tookMs: 0 };
+  let positionAtTickBefore: bigint | null = null;
   const checkpoint = async (force = false): Promise<void> => {
     if (saving) {
       if (!force) return;
       await saving.catch(() => {});
     }
     if (projection.position === savedPosition) return;
-    if (!force && performance.now() - lastSave.at < 20 * lastSave.tookMs) return;
+    if (
+      !force &&
+      !checkpointDue({
+        position: projection.position,
+        savedPosition,
+        positionAtTickBefore,
+        msSinceLastSave: performance.now() - lastSave.at,
+        lastSaveTookMs: lastSave.tookMs,
+      })
+    )
+      return;
     const started = performance.now();
     const position = projection.position;
     saving = saveSnapshot(dir, log, projection);
@@ -258,7 +271,9 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   // Checkpoints start now: joining a group can take a session timeout when a dead member
   // is still in it.
   const timer = setInterval(() => {
+    // checkpointDue reads the position of the tick before: it is taken after the look.
     checkpoint().catch((error) => logger.error({ err: error }, "checkpoint failed"));
+    positionAtTickBefore = projection.position;
   }, snapshotMs);
 
   const membership = await joinMembership(globals, opts, logger);
