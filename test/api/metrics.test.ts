@@ -28,6 +28,7 @@ const CHRONOLOG_METRICS = {
   chronolog_reconcile_pass_seconds: "histogram",
   chronolog_runs: "gauge",
   chronolog_tasks: "gauge",
+  chronolog_worker_reports_refused_total: "counter",
 };
 
 const promtool = spawnSync("promtool", ["--version"], { encoding: "utf8" });
