@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { LATEST_HOUR, type Proc } from "../remote/support.js";
+import { LATEST_HOUR, type Proc, watch } from "../remote/support.js";
 import { chronolog, type Leftovers, tempDataDir } from "../support/cli.js";
 
 /** The Python package's sources and its tests' modules (the worker imports `tests.worker_tasks`). */
@@ -29,16 +29,7 @@ export function startPythonWorker(
     env: { ...process.env, PYTHONPATH: join(PACKAGE, "src"), PYTHONDONTWRITEBYTECODE: "1" },
     stdio: ["ignore", "pipe", "pipe"],
   });
-  const p: Proc = {
-    child,
-    output: "",
-    exited: new Promise((resolve) => child.once("exit", (code) => resolve(code))),
-  };
-  const add = (c: Buffer) => {
-    p.output += c.toString("utf8");
-  };
-  child.stdout.on("data", add);
-  child.stderr.on("data", add);
+  const p = watch(child);
   left.processes.push(child);
   return Object.assign(p, { dir });
 }

@@ -16,7 +16,8 @@ export interface Proc {
   readonly exited: Promise<number | null>;
 }
 
-function watch(child: ChildProcess): Proc {
+/** A child process with its stdout and stderr gathered, and its exit awaited. */
+export function watch(child: ChildProcess): Proc {
   const p: Proc = {
     child,
     output: "",
