@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { chronolog, chronologSpawn, Leftovers, tempDataDir } from "../support/cli.js";
+import { readPid, signalProcess } from "../support/signal.js";
 import { waitUntil } from "../support/wait.js";
 
 /**
@@ -157,13 +158,9 @@ describe("a halted workflow and its alerts", () => {
     );
     const p = up(dir, ["--grace", "0"]);
     try {
-      const pid = await waitUntil("the task to start", () =>
-        existsSync(pidFile) && readFileSync(pidFile, "utf8").trim()
-          ? Number(readFileSync(pidFile, "utf8"))
-          : undefined,
-      );
+      const pid = await waitUntil("the task to start", () => readPid(pidFile));
       // The worker stops answering: its lease runs out, and a task that is not idempotent is left for an operator.
-      process.kill(pid, "SIGSTOP");
+      signalProcess(pid, "SIGSTOP");
       try {
         const alert = await waitUntil(
           "the webhook to take the alert",
@@ -181,7 +178,7 @@ describe("a halted workflow and its alerts", () => {
         expect(body).toMatchObject({ kind: "needs_operator", task: "p/a/slow/ALL" });
         expect(body.message).toContain("needs an operator");
       } finally {
-        process.kill(pid, "SIGCONT");
+        signalProcess(pid, "SIGCONT");
       }
     } finally {
       await stop(p);

@@ -3,6 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CliResult, chronolog, chronologSpawn, Leftovers, tempDataDir } from "../support/cli.js";
+import { signalProcess } from "../support/signal.js";
 import { waitUntil } from "../support/wait.js";
 
 /**
@@ -287,7 +288,7 @@ describe("an attempt whose worker went silent", { timeout: 120_000 }, () => {
   afterAll(() => {
     for (const pid of stopped) {
       try {
-        process.kill(pid, "SIGCONT");
+        signalProcess(pid, "SIGCONT");
       } catch {
         // already gone
       }
@@ -320,7 +321,7 @@ describe("an attempt whose worker went silent", { timeout: 120_000 }, () => {
     await waitUntil("the attempt to run", () => (whyOnce().condition === "running" ? true : undefined));
     // Its worker stops answering: the lease runs out and, the task not being idempotent, waits for an operator.
     for (const pid of workerPids(p.pid as number)) {
-      process.kill(pid, "SIGSTOP");
+      signalProcess(pid, "SIGSTOP");
       stopped.push(pid);
     }
     const w = await waitUntil("the lease to expire", () => {

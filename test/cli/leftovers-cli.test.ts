@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { chronolog, chronologSpawn, Leftovers, tempDataDir } from "../support/cli.js";
+import { signalProcess } from "../support/signal.js";
 import { waitUntil } from "../support/wait.js";
 
 /**
@@ -65,7 +66,7 @@ describe("leftovers of killed processes", () => {
     });
     // The whole process tree is killed at once (as by a power cut, or a service manager's
     // SIGKILL to its control group): no worker lives on to clean up after its attempts.
-    for (const pid of workerPids(first.p.pid as number)) process.kill(pid, "SIGKILL");
+    for (const pid of workerPids(first.p.pid as number)) signalProcess(pid, "SIGKILL");
     first.p.kill("SIGKILL");
     await first.exited;
     expect(ls(staging)).toHaveLength(2);

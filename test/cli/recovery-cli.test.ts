@@ -3,6 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { chronolog, chronologSpawn, Leftovers, tempDataDir } from "../support/cli.js";
+import { signalProcess } from "../support/signal.js";
 import { waitUntil } from "../support/wait.js";
 
 /**
@@ -20,7 +21,7 @@ const stopped: number[] = [];
 afterAll(async () => {
   for (const pid of stopped) {
     try {
-      process.kill(pid, "SIGCONT");
+      signalProcess(pid, "SIGCONT");
     } catch {
       // already gone
     }
@@ -179,7 +180,7 @@ describe("recovery after a crash of chronolog up", () => {
       30_000,
     );
     const [firstWorker] = pids as [number, number];
-    process.kill(firstWorker, "SIGSTOP");
+    signalProcess(firstWorker, "SIGSTOP");
     stopped.push(firstWorker);
     // Time for the pool to find that the worker no longer answers.
     await new Promise((r) => setTimeout(r, 1000));
@@ -192,6 +193,6 @@ describe("recovery after a crash of chronolog up", () => {
     const [a] = attempts(dir, "after");
     expect(a?.workerId).toMatch(/-2$/);
     expect(effects(dir, "after")).toBe(1);
-    process.kill(firstWorker, "SIGCONT");
+    signalProcess(firstWorker, "SIGCONT");
   }, 90_000);
 });

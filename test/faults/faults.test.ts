@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { chronolog, tempDataDir } from "../support/cli.js";
 import { eventstoreForSuite } from "../support/eventstore.js";
 import { kafkaForSuite } from "../support/kafka.js";
+import { readPid, signalProcess } from "../support/signal.js";
 import { waitUntil } from "../support/wait.js";
 import {
   checkInvariants,
@@ -168,11 +169,9 @@ describe(`fault injection (${backend} log)`, () => {
     up = startUp(dir);
     let killed = 0;
     for (const t of tasks) {
-      const pid = await waitUntil(`${t.name} to start`, () =>
-        existsSync(pidFile(t.name)) ? Number(readFileSync(pidFile(t.name), "utf8")) : undefined,
-      );
+      const pid = await waitUntil(`${t.name} to start`, () => readPid(pidFile(t.name)));
       try {
-        process.kill(pid, "SIGKILL");
+        signalProcess(pid, "SIGKILL");
         killed += 1;
       } catch {
         // both tasks may share a worker: killed once already

@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { freePort, workToken } from "../remote/support.js";
 import { chronolog, chronologSpawn, tempDataDir } from "../support/cli.js";
 import { type LinkedNamespace, linkedNamespace, namespacesUnavailable } from "../support/netns.js";
+import { signalProcess } from "../support/signal.js";
 import { waitUntil } from "../support/wait.js";
 import { declaration, findings, type SoakTask, seeded, settled, TASKS } from "./soak-support.js";
 import { readLog, startUp, stopUp, type Up } from "./support.js";
@@ -217,7 +218,7 @@ export function remoteSoak(where: SoakLog): void {
                   k -= 1; // (no worker yet: a restart is under way)
                   continue;
                 }
-                process.kill(Number(pid), "SIGKILL");
+                signalProcess(Number(pid), "SIGKILL");
                 break;
               }
             }

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { chronolog, chronologSpawn, tempDataDir } from "../support/cli.js";
 import { kafkaForSuite } from "../support/kafka.js";
+import { signalProcess } from "../support/signal.js";
 import { waitUntil } from "../support/wait.js";
 import {
   declaration,
@@ -138,7 +139,7 @@ describe(`the fault soak (${backend})`, () => {
               k -= 1; // (no worker yet: a restart is under way)
               continue;
             }
-            process.kill(pid, "SIGKILL");
+            signalProcess(pid, "SIGKILL");
             break;
           }
           case "worker SIGSTOP/SIGCONT": {
@@ -148,10 +149,10 @@ describe(`the fault soak (${backend})`, () => {
               k -= 1;
               continue;
             }
-            process.kill(pid, "SIGSTOP");
+            signalProcess(pid, "SIGSTOP");
             await sleep(200 + random() * 1300);
             try {
-              process.kill(pid, "SIGCONT");
+              signalProcess(pid, "SIGCONT");
             } catch {}
             break;
           }

@@ -7,8 +7,9 @@ import { type LinkedNamespace, linkedNamespace, namespacesUnavailable } from "..
 import { waitUntil } from "../support/wait.js";
 import { declarePython, startPythonWorker } from "./support.js";
 
+/** The file's whole lines (one being written is left out until its newline). */
 const lines = (file: string) =>
-  existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
+  existsSync(file) ? readFileSync(file, "utf8").split("\n").slice(0, -1).filter(Boolean) : [];
 const unavailable = namespacesUnavailable();
 
 /**

@@ -12,11 +12,13 @@ import {
   workToken,
 } from "../remote/support.js";
 import { chronolog, Leftovers, tempDataDir } from "../support/cli.js";
+import { signalProcess } from "../support/signal.js";
 import { waitUntil } from "../support/wait.js";
 import { declarePython, startPythonWorker } from "./support.js";
 
+/** The file's whole lines (one being written is left out until its newline). */
 const lines = (file: string) =>
-  existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
+  existsSync(file) ? readFileSync(file, "utf8").split("\n").slice(0, -1).filter(Boolean) : [];
 
 type Data = Record<string, unknown> & {
   attempt?: number;
@@ -84,7 +86,7 @@ describe("the Python worker", () => {
     );
     const [pid, grandchild] = (started as string).split(" ").map(Number) as [number, number];
     expect(pid).not.toBe(w.child.pid);
-    process.kill(pid, "SIGKILL");
+    signalProcess(pid, "SIGKILL");
     const events = await ended(dir, ["ok", "boom", "flaky", "killme"]).catch((error: Error) => {
       throw new Error(`${error.message}\nworker:\n${w.output}`);
     });

@@ -8,6 +8,7 @@ import { openKafkaLog } from "@chronolog/log-kafka";
 import { Kafka, logLevel } from "kafkajs";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { chronolog, tempDataDir } from "../support/cli.js";
+import { signalProcess } from "../support/signal.js";
 import { waitUntil } from "../support/wait.js";
 import { DAY, type SchedulerProc, startScheduler, stopScheduler, waitForShards } from "./support.js";
 
@@ -110,7 +111,7 @@ it("kill the log's partition leader during 10,000 tasks: no acknowledged event l
   const pid = Number(readFileSync(join(clusterDir, `node${leader}`, "pid"), "utf8"));
   const ackedBefore = acked.length;
   const completedBefore = completed;
-  process.kill(pid, "SIGKILL");
+  signalProcess(pid, "SIGKILL");
   const killedAt = Date.now();
   // Completions every five seconds after the kill: how the run recovered, printed at the end.
   const trace: number[] = [];

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { declareTasks, LATEST_HOUR, startUp, stopUp, tasksJson, type Up } from "../faults/support.js";
 import { chronolog, tempDataDir } from "../support/cli.js";
+import { readPid, signalProcess } from "../support/signal.js";
 import { waitUntil } from "../support/wait.js";
 
 /**
@@ -51,12 +52,8 @@ describe("staged outputs", () => {
     const declared = chronolog(dir, ["declare", join(dir, "tasks.yaml")]);
     expect(declared.stdout, declared.stderr).toContain("export_killed/ALL: changed");
     up = startUp(dir);
-    const pid = await waitUntil("the slow attempt to start", () =>
-      existsSync(pidFile) && readFileSync(pidFile, "utf8").trim()
-        ? Number(readFileSync(pidFile, "utf8"))
-        : undefined,
-    );
-    process.kill(pid, "SIGKILL");
+    const pid = await waitUntil("the slow attempt to start", () => readPid(pidFile));
+    signalProcess(pid, "SIGKILL");
     await waitUntil("both tasks to settle", () => {
       const rows = tasksJson(dir);
       return rows.every((t) => t.prevIntervalStart === LATEST_HOUR || t.condition === "failed")
