@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RecordedEvent } from "@chronolog/log";
@@ -156,7 +157,7 @@ describe("the Python worker", () => {
     );
   }, 180_000);
 
-  it("resolves a task's secrets on the worker, masked in all it writes; a deadline; a timeout", async () => {
+  it("resolves a task's secrets on the worker, masked in all it writes; a deadline; a timeout; the output limit", async () => {
     const dir = tempDataDir("pyworker-secrets");
     left.dirs.push(dir, `${dir}-tasks`);
     const password = "s3cr3t-Pa55word";
@@ -178,15 +179,18 @@ describe("the Python worker", () => {
         },
         { name: "deadline", fn: "deadline", args: { marker: deadlines }, timeoutMs: 600_000 },
         { name: "timeout", fn: "slow", args: { starts, ends, seconds: 60 }, timeoutMs: 1500 },
+        { name: "loud", fn: "loud", args: { lines: 20_000 } },
       ],
       `connections:\n  - { name: db, secrets: { DB_PASSWORD: { file: ${JSON.stringify(secretFile)} } } }\n`,
     );
     const token = workToken(dir, "ps", ["py"]);
-    const s = await startScheduler(left, dir, await freePort());
+    const s = await startScheduler(left, dir, await freePort(), "127.0.0.1", ["--output-max-bytes", "64KiB"]);
     const w = startPythonWorker(left, s.url, token, ["py"], "ps-1");
-    const events = await ended(dir, ["secret", "nosecret", "deadline", "timeout"]).catch((error: Error) => {
-      throw new Error(`${error.message}\nworker:\n${w.output}`);
-    });
+    const events = await ended(dir, ["secret", "nosecret", "deadline", "timeout", "loud"]).catch(
+      (error: Error) => {
+        throw new Error(`${error.message}\nworker:\n${w.output}`);
+      },
+    );
 
     // The function got its connection's secret, resolved by the worker that ran it.
     expect(lines(marker).map((l) => JSON.parse(l))).toEqual([
@@ -249,6 +253,20 @@ describe("the Python worker", () => {
     await waitUntil("the timed-out attempt's subprocess to be gone", () =>
       alive(grandchild) ? undefined : true,
     );
+
+    // Output past the scheduler's limit (64 KiB here): its first half as it came, a line saying
+    // how much was cut, its last half; the file the scheduler keeps is the one the end records.
+    const loud = of(events, "loud").find((e) => e.type === "AttemptSucceeded");
+    type File = { path: string; bytes: number; cutBytes: number; sha256: string };
+    const file = ((loud?.data ?? {}) as { output?: { file?: File } }).output?.file;
+    const full = Array.from({ length: 20_000 }, (_, i) => `line ${i}\n`).join("");
+    const kept = readFileSync(file?.path as string, "utf8");
+    const half = 32 * 1024;
+    const cut = Buffer.byteLength(full) - 2 * half;
+    expect(file?.cutBytes).toBe(cut);
+    expect(kept).toBe(`${full.slice(0, half)}\n[... ${cut} bytes cut ...]\n${full.slice(-half)}`);
+    expect(file?.bytes).toBe(Buffer.byteLength(kept));
+    expect(file?.sha256).toBe(createHash("sha256").update(kept).digest("hex"));
     expect(w.child.exitCode).toBeNull();
   }, 180_000);
 

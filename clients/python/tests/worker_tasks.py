@@ -134,3 +134,9 @@ def deadline(ctx: Context, marker: str) -> None:
             )
             + "\n"
         )
+
+
+def loud(ctx: Context, lines: int) -> None:
+    """Prints ``lines`` numbered lines (more than an output limit keeps)."""
+    for i in range(lines):
+        print(f"line {i}")

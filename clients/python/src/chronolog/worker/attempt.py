@@ -15,6 +15,7 @@ import time
 from typing import Any, Callable
 
 from .child import spare
+from .output import DEFAULT_OUTPUT_MAX_BYTES, OutputFile
 from .secrets import Masker, MaskingStream, SecretError, resolve_secrets
 
 TAIL_BYTES = 4096
@@ -147,8 +148,13 @@ class Attempt:
         spares: "Spares",
         push: Callable[[dict[str, Any]], None],
         done: Callable[["Attempt"], None],
+        output_max_bytes: int = DEFAULT_OUTPUT_MAX_BYTES,
     ) -> None:
         self.cmd = cmd
+        #: What its output file may hold (the scheduler's limit); past it, the middle is cut.
+        self.output_max_bytes = output_max_bytes
+        #: What its output file holds, once the function's process has ended.
+        self.output_info: dict[str, Any] | None = None
         self.token: str = cmd["token"]
         self.worker_id = worker_id
         self.spares = spares
@@ -368,13 +374,8 @@ class Attempt:
         until the process has exited and its pipes are drained (what its process group left
         running is killed at its exit: a straggler elsewhere holding a pipe is waited for a
         second at most). Interrupts the function at its deadline."""
-        fd = os.open(self.output_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-
-        def write(data: bytes) -> None:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-
+        output = OutputFile(self.output_path, self.output_max_bytes) if self.output_max_bytes > 0 else None
+        write = output.write if output is not None else (lambda data: None)
         sink: Any = MaskingStream(self.masker, write) if self.masker is not None else None
         sel = selectors.DefaultSelector()
         sel.register(got.out, selectors.EVENT_READ, "stdout")
@@ -415,7 +416,8 @@ class Attempt:
                 sink.end()
         finally:
             sel.close()
-            os.close(fd)
+            if output is not None:
+                self.output_info = output.close()
             got.discard()
         self.proc.join()
 
@@ -433,7 +435,9 @@ class Attempt:
             if self.masker is not None:
                 tail = self.masker.mask_tail(tail, cut(tail))
             r[f"{name}Tail"] = tail.decode("utf-8", "replace")
-        if os.path.exists(self.output_path):
+        if self.output_info is not None:
+            r["outputFile"] = self.output_info
+        elif os.path.exists(self.output_path):
             digest = hashlib.sha256()
             size = 0
             with open(self.output_path, "rb") as f:

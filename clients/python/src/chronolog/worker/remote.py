@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 from .attempt import Attempt, Spares
 from .link import Link, LinkDown
+from .output import DEFAULT_OUTPUT_MAX_BYTES
 
 PROTOCOL = 1
 SESSION = "Chronolog-Session"
@@ -168,7 +169,8 @@ class Worker:
                     token = m["token"]
                     if self.stopping or token in self.attempts or token in self.finished:
                         continue
-                    a = Attempt(m, self.id, self.out_dir, self.spares, self.push, self._attempt_done)
+                    limit = (self.answer or {}).get("outputMaxBytes", DEFAULT_OUTPUT_MAX_BYTES)
+                    a = Attempt(m, self.id, self.out_dir, self.spares, self.push, self._attempt_done, int(limit))
                     self.attempts[token] = a
                     self.queued.append(a)
                     self.pump()
