@@ -1,11 +1,22 @@
+import { createHash } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
-import { chronologSpawn, Leftovers, tempDataDir } from "../support/cli.js";
+import { chronolog, chronologSpawn, Leftovers, tempDataDir } from "../support/cli.js";
 import { waitUntil } from "../support/wait.js";
-import { declareTasks, freePort, of, readLog, startScheduler, startWorker, workToken } from "./support.js";
+import { HandWorker } from "./hand-worker.js";
+import {
+  declareTasks,
+  freePort,
+  of,
+  readLog,
+  startScheduler,
+  startWorker,
+  streamOf,
+  workToken,
+} from "./support.js";
 
 /**
- * A remote attempt's output comes home as it is written: `logs --follow` shows it live. A worker
- * stopped says goodbye.
+ * A remote attempt's output comes home as it is written: `logs --follow` shows it live; a small
+ * rest of it may come with the attempt's end. A worker stopped says goodbye.
  */
 describe("remote workers: output", () => {
   const left = new Leftovers();
@@ -45,5 +56,83 @@ describe("remote workers: output", () => {
     const gone = (await readLog(dir)).filter((e) => e.streamId === "worker-wo-1").at(-1);
     expect(gone?.type).toBe("WorkerDisconnected");
     expect((gone?.data as { reason: string } | undefined)?.reason).toBe("goodbye: the worker stopped");
+  }, 120_000);
+
+  it("takes the rest of an attempt's output inline with its end: after an upload, overlapping it, or not at all past a gap", async () => {
+    const dir = tempDataDir("remote-output-inline");
+    left.dirs.push(dir, `${dir}-tasks`);
+    declareTasks(
+      dir,
+      ["ia", "ib", "ic"].map((name) => ({ name, queue: "i", command: "true" })),
+    );
+    const token = workToken(dir, "wi", ["i"]);
+    const s = await startScheduler(left, dir, await freePort());
+    const w = new HandWorker(s.url, token, "box-i");
+    const registered = await w.register(["i"]);
+    expect(registered.body.inlineOutputMax).toBe(16 * 1024);
+    const runs = await waitUntil("three attempts", () => {
+      const r = w.commands.filter((c) => c.kind === "run");
+      return r.length === 3 ? r : undefined;
+    });
+    const whole = "first\nsecond\n";
+    const b64 = (text: string) => Buffer.from(text).toString("base64");
+    const file = {
+      path: "/elsewhere/out.log",
+      bytes: whole.length,
+      sha256: createHash("sha256").update(whole).digest("hex"),
+      cutBytes: 0,
+    };
+    const end = { durationMs: 1, exitCode: 0, stdoutTail: "", stderrTail: "", outputFile: file };
+    const at = () => new Date().toISOString();
+    const byName = new Map(runs.map((r) => [String(r.taskKey).split("/")[2], r]));
+    const report = async (name: string, rest: { offset: number; data: string }, uploaded?: string) => {
+      const run = byName.get(name) as { token: string };
+      const base = { token: run.token, attempt: 1, instanceStream: streamOf(name), workerId: "box-i" };
+      expect((await w.report([{ kind: "started", ...base, at: at(), pid: 1 }])).status).toBe(200);
+      if (uploaded) expect((await w.output(run.token, 0, uploaded)).status).toBe(200);
+      expect(
+        (await w.report([{ kind: "succeeded", ...base, at: at(), ...end, outputRest: rest }])).status,
+      ).toBe(200);
+    };
+    // The rest after what was uploaded; all of it again over an upload; a rest past a gap.
+    await report("ia", { offset: 6, data: b64("second\n") }, "first\n");
+    await report("ib", { offset: 0, data: b64(whole) }, "first\n");
+    await report("ic", { offset: 6, data: b64("second\n") });
+    // More than a report may carry is refused, naming the field; nothing is applied.
+    const big = await w.report([
+      {
+        kind: "succeeded",
+        token: "x",
+        attempt: 1,
+        instanceStream: streamOf("ia"),
+        workerId: "box-i",
+        at: at(),
+        ...end,
+        outputRest: { offset: 0, data: b64("x".repeat(16 * 1024 + 3)) },
+      },
+    ]);
+    expect(big.status).toBe(400);
+    expect(big.text).toContain("outputRest");
+
+    const events = await waitUntil("the three ends applied", async () => {
+      const e = await readLog(dir);
+      return ["ia", "ib", "ic"].every((n) => of(e, n).some((x) => x.type === "AttemptSucceeded"))
+        ? e
+        : undefined;
+    });
+    const recorded = (name: string) => {
+      const e = of(events, name).find((x) => x.type === "AttemptSucceeded");
+      return ((e?.data ?? {}) as { output?: { file?: Record<string, unknown> } }).output?.file ?? {};
+    };
+    for (const name of ["ia", "ib"]) {
+      expect(recorded(name)).toMatchObject({ bytes: whole.length, sha256: file.sha256 });
+      expect(recorded(name).error).toBeUndefined();
+      expect(chronolog(dir, ["logs", `p/a/${name}`]).stdout).toBe(whole);
+    }
+    expect(recorded("ic")).toMatchObject({ bytes: 0 });
+    expect(recorded("ic").error).toBe("0 of the worker's 13 bytes of output reached the scheduler");
+    // The inline bytes are not in the event: only the file's size and hash are.
+    expect(JSON.stringify(events.map((e) => e.data))).not.toContain(b64("second\n"));
+    w.close();
   }, 120_000);
 });

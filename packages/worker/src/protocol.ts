@@ -114,6 +114,11 @@ export interface OutputTail {
   readonly stderrTail: string;
   /** The whole output, when the worker keeps it in a file. */
   readonly outputFile?: OutputFileInfo;
+  /**
+   * A remote worker's end: the rest of the output file not uploaded yet, from `offset`
+   * (base64), when it is small (the scheduler's `inlineOutputMax`).
+   */
+  readonly outputRest?: { readonly offset: number; readonly data: string };
 }
 
 export interface SucceededReport extends ReportBase, OutputTail {

@@ -23,6 +23,12 @@ export const SESSION_HEADER = "chronolog-session";
 /** Largest chunk of output one request carries. */
 export const MAX_OUTPUT_CHUNK = 256 * 1024;
 
+/**
+ * Most output an attempt's end may carry inline (`outputRest`) instead of a last upload: most
+ * attempts print a few lines, and their end then costs one request, not two.
+ */
+export const INLINE_OUTPUT_MAX = 16 * 1024;
+
 /** Most reports in one batch. */
 export const MAX_REPORT_BATCH = 1000;
 
@@ -59,6 +65,11 @@ export interface RegisterAnswer {
   readonly outputMaxBytes: number;
   readonly maxOutputChunk: number;
   readonly maxReportBatch: number;
+  /**
+   * Most bytes of output an end report may carry inline (`outputRest`); absent or 0 from a
+   * scheduler that takes none: every byte is then uploaded.
+   */
+  readonly inlineOutputMax?: number;
 }
 
 /** One `commands` event of the command stream (its `data`). */

@@ -63,6 +63,21 @@ export class OutputSink {
   }
 
   /**
+   * The rest of an attempt's output carried by its end report, from `offset`: what this file
+   * already holds of it is skipped (an upload that arrived meanwhile); one that would leave a gap
+   * or pass the limit is left out, and the end records the file as it is here (see settle).
+   */
+  writeRest(token: string, offset: number, chunk: Uint8Array): void {
+    const size = this.size(token);
+    if (offset > size || offset + chunk.length <= size) return;
+    try {
+      this.write(token, size, chunk.subarray(size - offset));
+    } catch (error) {
+      if (!(error instanceof RemoteRefusal)) throw error;
+    }
+  }
+
+  /**
    * The output file a remote attempt's end records: the one here, checked against the size and
    * SHA-256 the worker reported. One that did not all arrive (or arrived different) is recorded
    * as it is here, with what is missing said in its `error`.

@@ -221,11 +221,14 @@ export function settleReport(conn: RemoteConnection, r: AttemptReport, output: O
     case "heartbeat":
       return { ...r, ...base };
     case "succeeded":
-    case "failed":
+    case "failed": {
+      // (Its inline output is in the file by now: the report goes on without it.)
+      const { outputRest: _, ...end } = r;
       return {
-        ...r,
+        ...end,
         ...base,
         ...(r.outputFile ? { outputFile: output.settle(r.token, r.outputFile) } : {}),
       };
+    }
   }
 }

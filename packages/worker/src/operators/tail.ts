@@ -1,16 +1,18 @@
 import { OUTPUT_TAIL_BYTES } from "../protocol.js";
 
 /**
- * Keeps the last `limit` bytes written to it in a fixed ring buffer: memory stays bounded no
- * matter how much a task prints.
+ * Keeps the last `limit` bytes written to it in a ring buffer: memory stays bounded no matter how
+ * much a task prints. The buffer grows with what is written, up to `limit` (an attempt's output
+ * file keeps half a MiB of tail: allocated whole, that was half a MiB zeroed for every attempt,
+ * most of which print a line or nothing).
  */
 export class TailBuffer {
-  private readonly ring: Buffer;
+  private ring: Buffer;
   private pos = 0;
   private full = false;
 
   constructor(readonly limit: number = OUTPUT_TAIL_BYTES) {
-    this.ring = Buffer.alloc(limit);
+    this.ring = Buffer.allocUnsafe(Math.min(limit, 256));
   }
 
   write(chunk: Uint8Array | string): void {
@@ -18,20 +20,34 @@ export class TailBuffer {
     if (this.limit === 0) return;
     if (data.length >= this.limit) {
       data = data.subarray(data.length - this.limit);
+      this.grow(this.limit);
       this.ring.set(data, 0);
       this.pos = 0;
       this.full = true;
       return;
     }
-    const first = Math.min(data.length, this.limit - this.pos);
+    // Not yet at its limit: grown to hold it all (so nothing wraps before the limit is reached).
+    if (this.ring.length < this.limit && this.pos + data.length >= this.ring.length)
+      this.grow(this.pos + data.length + 1);
+    const size = this.ring.length;
+    const first = Math.min(data.length, size - this.pos);
     this.ring.set(data.subarray(0, first), this.pos);
     if (first < data.length) {
       this.ring.set(data.subarray(first), 0);
       this.full = true;
     }
     const next = this.pos + data.length;
-    if (next >= this.limit) this.full = true;
-    this.pos = next % this.limit;
+    if (next >= size) this.full = true;
+    this.pos = next % size;
+  }
+
+  /** To at least `needed` bytes (at most `limit`), what is written so far kept in place. */
+  private grow(needed: number): void {
+    const size = Math.min(this.limit, Math.max(needed, this.ring.length * 2));
+    if (size <= this.ring.length) return;
+    const next = Buffer.allocUnsafe(size);
+    this.ring.copy(next, 0, 0, this.pos);
+    this.ring = next;
   }
 
   bytes(): Buffer {

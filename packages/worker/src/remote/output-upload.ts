@@ -50,6 +50,20 @@ export class OutputUploads {
     this.uploads.delete(token);
   }
 
+  /**
+   * The rest of the attempt's output, up to `bytes` (its final size), to go inline in its end
+   * report, when it is at most `max` bytes and no upload of it is under way; the attempt is then
+   * forgotten here. Undefined otherwise (it is uploaded: see finish).
+   */
+  inlineRest(token: string, bytes: number, max: number): { offset: number; data: string } | undefined {
+    const u = this.uploads.get(token);
+    if (!u || u.stopped || this.busy.has(token) || bytes - u.offset > max) return undefined;
+    const chunk = bytes > u.offset ? readFrom(u.path, u.offset, bytes - u.offset) : Buffer.alloc(0);
+    if (chunk.length !== bytes - u.offset) return undefined; // (the file is not what the end says: uploaded as it is)
+    this.uploads.delete(token);
+    return { offset: u.offset, data: chunk.toString("base64") };
+  }
+
   forget(token: string): void {
     this.uploads.delete(token);
   }

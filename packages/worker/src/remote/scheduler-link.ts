@@ -246,9 +246,9 @@ export class SchedulerLink {
       if (batch.length === 0 && this.pending.length > 0) continue;
       this.sending = batch;
       try {
-        // An attempt's output is all home before its end is reported.
+        // An attempt's output is all home before its end is reported (or goes with it).
         for (const r of batch)
-          if ((r.kind === "succeeded" || r.kind === "failed") && r.outputFile)
+          if ((r.kind === "succeeded" || r.kind === "failed") && r.outputFile && !r.outputRest)
             await this.uploads.finish(r.token, r.outputFile.bytes);
         const res = await this.link.request("POST", this.path("/reports"), {
           headers: { [SESSION_HEADER]: answer.session, "content-type": "application/json" },
@@ -307,11 +307,17 @@ export class SchedulerLink {
     const texts: string[] = [];
     let bytes = 0;
     let taken = 0;
+    const inlineMax = this.answer?.inlineOutputMax ?? 0;
     while (taken < this.pending.length && out.length < max) {
-      const r = this.pending[taken] as WorkerReport;
+      let r = this.pending[taken] as WorkerReport;
       if ("token" in r && !this.hub.owns(r.token, this)) {
         taken += 1;
         continue;
+      }
+      // A small rest of the output goes with the end: one request, not an upload and a post.
+      if ((r.kind === "succeeded" || r.kind === "failed") && r.outputFile && !r.outputRest && inlineMax > 0) {
+        const rest = this.uploads.inlineRest(r.token, r.outputFile.bytes, inlineMax);
+        if (rest) r = { ...r, outputRest: rest };
       }
       const text = JSON.stringify(r);
       if (out.length > 0 && bytes + text.length > MAX_BATCH_BYTES) break;
@@ -342,7 +348,16 @@ export class SchedulerLink {
   adopt(token: string, from: ReturnType<SchedulerLink["release"]>): void {
     if (from.held) this.held.set(token, { ...from.held, fenced: false });
     if (from.outputPath) this.uploads.track(token, from.outputPath);
-    for (const r of from.reports) if (r.kind !== "heartbeat") this.pending.push(r);
+    for (const r of from.reports) {
+      if (r.kind === "heartbeat") continue;
+      // Output carried inline was taken from where the other scheduler's copy ended: here it
+      // starts from the beginning of the file.
+      if ((r.kind === "succeeded" || r.kind === "failed") && r.outputRest) {
+        const { outputRest: _, ...plain } = r;
+        if (plain.outputFile) this.uploads.track(token, plain.outputFile.path);
+        this.pending.push(plain);
+      } else this.pending.push(r);
+    }
     void this.deliver(false);
   }
 

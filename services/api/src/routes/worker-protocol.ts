@@ -1,6 +1,12 @@
 import { EventSchemas, queueName } from "@chronolog/core";
 import { type RemoteConnection, RemoteRefusal, type RemoteWorkers } from "@chronolog/scheduler";
-import { MAX_OUTPUT_CHUNK, MAX_REPORT_BATCH, SESSION_HEADER, type WorkerReport } from "@chronolog/worker";
+import {
+  INLINE_OUTPUT_MAX,
+  MAX_OUTPUT_CHUNK,
+  MAX_REPORT_BATCH,
+  SESSION_HEADER,
+  type WorkerReport,
+} from "@chronolog/worker";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { streamSSE } from "hono/streaming";
@@ -47,6 +53,7 @@ const RegisterAnswer = z
     outputMaxBytes: z.number().int(),
     maxOutputChunk: z.number().int(),
     maxReportBatch: z.number().int(),
+    inlineOutputMax: z.number().int().optional(),
   })
   .openapi("WorkerRegistered");
 
@@ -72,6 +79,16 @@ const ending = {
   stdoutTail: tail,
   stderrTail: tail,
   outputFile: outputFile.optional(),
+  // The rest of the output not uploaded yet, base64, at most INLINE_OUTPUT_MAX bytes decoded.
+  outputRest: z
+    .object({
+      offset: z.number().int().min(0),
+      data: z
+        .string()
+        .max(Math.ceil(INLINE_OUTPUT_MAX / 3) * 4)
+        .regex(/^[A-Za-z0-9+/]*={0,2}$/),
+    })
+    .optional(),
 };
 const Report = z
   .discriminatedUnion("kind", [

@@ -2455,6 +2455,7 @@ export interface components {
             outputMaxBytes: number;
             maxOutputChunk: number;
             maxReportBatch: number;
+            inlineOutputMax?: number;
         };
         WorkerRegistration: {
             /**
@@ -2519,6 +2520,10 @@ export interface components {
                 cutBytes: number;
                 error?: string;
             };
+            outputRest?: {
+                offset: number;
+                data: string;
+            };
         } | {
             /** @enum {string} */
             kind: "failed";
@@ -2537,6 +2542,10 @@ export interface components {
                 sha256: string;
                 cutBytes: number;
                 error?: string;
+            };
+            outputRest?: {
+                offset: number;
+                data: string;
             };
             error: {
                 /** @enum {string} */
