@@ -32,6 +32,9 @@ const sizes = process.env.BENCH_SCALE_SIZES
     ? [2000, 20_000]
     : [10_000, 100_000];
 if (max >= 1_000_000) sizes.push(1_000_000);
+// BENCH_SCALE_ONLY=declare: only `chronolog declare tasks.yaml` at each size (its three rows).
+const only = process.env.BENCH_SCALE_ONLY ?? "";
+if (only !== "" && only !== "declare") throw new Error(`BENCH_SCALE_ONLY takes "declare", not "${only}"`);
 const PROJECTS = 20;
 const HOUR = 3_600_000;
 const READS = 3; // each read command is timed this many times; the median is printed
@@ -238,6 +241,10 @@ async function measure(n) {
     const out = { n, yamlBytes: Buffer.byteLength(text) };
 
     out.declare = run(dir, ["declare", file]);
+    if (only === "declare") {
+      if (process.env.BENCH_VERBOSE) console.error(JSON.stringify(out));
+      return out;
+    }
     const declaredBytes = fileBytes(dir);
 
     const port = await freePort();
@@ -324,130 +331,133 @@ const row = (label, f, target = "", grows = () => Number.NaN) => [
 console.log(
   `\nbench/scale (the CLI as users run it, embedded SQLite log; N hourly no-op tasks in ${PROJECTS} projects, 0-2 random parents each among the tasks before it in other projects, seeded; 3 due intervals each; \`chronolog up\` with 2 worker processes; reads: median of ${READS})\n`,
 );
+const rows = [
+  row("YAML file, MB", (r) => fmt(r.yamlBytes / MB, 1)),
+  row(
+    "chronolog declare tasks.yaml, s",
+    (r) => fmt(r.declare.secs, 2),
+    "< 10 at 100k, < 90 at 1M",
+    (r) => r.declare.secs,
+  ),
+  row(
+    "  ... CPU time (user + system), s",
+    (r) => fmt(r.declare.cpu, 2),
+    "",
+    (r) => r.declare.cpu,
+  ),
+  row(
+    "  ... peak resident memory, MB",
+    (r) => fmt(r.declare.peak / MB),
+    "",
+    (r) => r.declare.peak,
+  ),
+];
+const rest = () => [
+  row(
+    "chronolog up: spawn to 'chronolog is up', s",
+    (r) => fmt(r.upSecs, 2),
+    "",
+    (r) => r.upSecs,
+  ),
+  row("  ... settle: up to the last of 3N completions, s", (r) => fmt(r.settleSecs, 1)),
+  row("  ... completions per s", (r) => fmt(r.completed / r.settleSecs), ">= 10,000"),
+  row(
+    "  ... peak resident memory of up, MB",
+    (r) => fmt(r.peak / MB),
+    "",
+    (r) => r.peak,
+  ),
+  row(
+    "  ... peak per declared task (slope from the size before), bytes",
+    (_r, i) => fmt(slope((x) => x.peak, i)),
+    "<= 2,048",
+  ),
+  row(
+    "  ... settled resident memory of up, MB",
+    (r) => fmt(r.rss / MB),
+    "",
+    (r) => r.rss,
+  ),
+  row("  ... log bytes per completed instance", (r) => fmt(r.logBytesPerInstance), "<= 800"),
+  row("  ... checkpoint file, bytes per task", (r) => fmt(r.snapshotBytes / r.n)),
+  row(
+    "restart: spawn to 'chronolog is up', s",
+    (r) => fmt(r.restartSecs, 2),
+    "",
+    (r) => r.restartSecs,
+  ),
+  row("chronolog --version (the command's start alone), s", (r) => fmt(r.version.secs, 2)),
+  row("  ... CPU time, s", (r) => fmt(r.version.cpu, 2)),
+  row(
+    "chronolog tasks (every task), s",
+    (r) => fmt(r.tasks.secs, 2),
+    "",
+    (r) => r.tasks.secs,
+  ),
+  row(
+    "  ... CPU time, s",
+    (r) => fmt(r.tasks.cpu, 2),
+    "",
+    (r) => r.tasks.cpu,
+  ),
+  row(
+    "  ... peak resident memory, MB",
+    (r) => fmt(r.tasks.peak / MB),
+    "",
+    (r) => r.tasks.peak,
+  ),
+  row(
+    "chronolog tasks --limit 100 (one page), s",
+    (r) => fmt(r.page.secs, 2),
+    "< 0.3 at 1M",
+    (r) => r.page.secs,
+  ),
+  row(
+    "  ... CPU time, s",
+    (r) => fmt(r.page.cpu, 2),
+    "",
+    (r) => r.page.cpu,
+  ),
+  row(
+    "chronolog why TASK, s",
+    (r) => fmt(r.why.secs, 2),
+    "< 0.3 at 1M",
+    (r) => r.why.secs,
+  ),
+  row(
+    "  ... CPU time, s",
+    (r) => fmt(r.why.cpu, 2),
+    "",
+    (r) => r.why.cpu,
+  ),
+  row(
+    "  ... peak resident memory, MB",
+    (r) => fmt(r.why.peak / MB),
+    "",
+    (r) => r.why.peak,
+  ),
+  row(
+    "GET /api/v1/tasks?limit=100, ms",
+    (r) => fmt(r.apiSecs * 1000, 1),
+    "",
+    (r) => r.apiSecs,
+  ),
+  row("projection alone: loaded from the checkpoint, s", (r) => fmt(r.held.loadSecs, 2)),
+  row("  ... heap per task (slope from the size before), bytes", (_r, i) =>
+    fmt(slope((x) => x.held.heapUsed, i)),
+  ),
+  row("  ... own pages per task (slope from the size before), bytes", (_r, i) =>
+    fmt(slope((x) => x.held.rssAnon, i)),
+  ),
+];
 printTable(
   ["measure", ...results.map((r) => `${fmt(r.n)} tasks`), "target", "growth per 10x"],
-  [
-    row("YAML file, MB", (r) => fmt(r.yamlBytes / MB, 1)),
-    row(
-      "chronolog declare tasks.yaml, s",
-      (r) => fmt(r.declare.secs, 2),
-      "< 10 at 100k, < 90 at 1M",
-      (r) => r.declare.secs,
-    ),
-    row(
-      "  ... CPU time (user + system), s",
-      (r) => fmt(r.declare.cpu, 2),
-      "",
-      (r) => r.declare.cpu,
-    ),
-    row(
-      "  ... peak resident memory, MB",
-      (r) => fmt(r.declare.peak / MB),
-      "",
-      (r) => r.declare.peak,
-    ),
-    row(
-      "chronolog up: spawn to 'chronolog is up', s",
-      (r) => fmt(r.upSecs, 2),
-      "",
-      (r) => r.upSecs,
-    ),
-    row("  ... settle: up to the last of 3N completions, s", (r) => fmt(r.settleSecs, 1)),
-    row("  ... completions per s", (r) => fmt(r.completed / r.settleSecs), ">= 10,000"),
-    row(
-      "  ... peak resident memory of up, MB",
-      (r) => fmt(r.peak / MB),
-      "",
-      (r) => r.peak,
-    ),
-    row(
-      "  ... peak per declared task (slope from the size before), bytes",
-      (_r, i) => fmt(slope((x) => x.peak, i)),
-      "<= 2,048",
-    ),
-    row(
-      "  ... settled resident memory of up, MB",
-      (r) => fmt(r.rss / MB),
-      "",
-      (r) => r.rss,
-    ),
-    row("  ... log bytes per completed instance", (r) => fmt(r.logBytesPerInstance), "<= 800"),
-    row("  ... checkpoint file, bytes per task", (r) => fmt(r.snapshotBytes / r.n)),
-    row(
-      "restart: spawn to 'chronolog is up', s",
-      (r) => fmt(r.restartSecs, 2),
-      "",
-      (r) => r.restartSecs,
-    ),
-    row("chronolog --version (the command's start alone), s", (r) => fmt(r.version.secs, 2)),
-    row("  ... CPU time, s", (r) => fmt(r.version.cpu, 2)),
-    row(
-      "chronolog tasks (every task), s",
-      (r) => fmt(r.tasks.secs, 2),
-      "",
-      (r) => r.tasks.secs,
-    ),
-    row(
-      "  ... CPU time, s",
-      (r) => fmt(r.tasks.cpu, 2),
-      "",
-      (r) => r.tasks.cpu,
-    ),
-    row(
-      "  ... peak resident memory, MB",
-      (r) => fmt(r.tasks.peak / MB),
-      "",
-      (r) => r.tasks.peak,
-    ),
-    row(
-      "chronolog tasks --limit 100 (one page), s",
-      (r) => fmt(r.page.secs, 2),
-      "< 0.3 at 1M",
-      (r) => r.page.secs,
-    ),
-    row(
-      "  ... CPU time, s",
-      (r) => fmt(r.page.cpu, 2),
-      "",
-      (r) => r.page.cpu,
-    ),
-    row(
-      "chronolog why TASK, s",
-      (r) => fmt(r.why.secs, 2),
-      "< 0.3 at 1M",
-      (r) => r.why.secs,
-    ),
-    row(
-      "  ... CPU time, s",
-      (r) => fmt(r.why.cpu, 2),
-      "",
-      (r) => r.why.cpu,
-    ),
-    row(
-      "  ... peak resident memory, MB",
-      (r) => fmt(r.why.peak / MB),
-      "",
-      (r) => r.why.peak,
-    ),
-    row(
-      "GET /api/v1/tasks?limit=100, ms",
-      (r) => fmt(r.apiSecs * 1000, 1),
-      "",
-      (r) => r.apiSecs,
-    ),
-    row("projection alone: loaded from the checkpoint, s", (r) => fmt(r.held.loadSecs, 2)),
-    row("  ... heap per task (slope from the size before), bytes", (_r, i) =>
-      fmt(slope((x) => x.held.heapUsed, i)),
-    ),
-    row("  ... own pages per task (slope from the size before), bytes", (_r, i) =>
-      fmt(slope((x) => x.held.rssAnon, i)),
-    ),
-  ],
+  only === "declare" ? rows : [...rows, ...rest()],
 );
 
 // The cost of watching deadlines at the largest size run here (bench/deadlines, in a process of
 // its own).
-if (process.env.BENCH_SCALE_DEADLINES !== "0") {
+if (process.env.BENCH_SCALE_DEADLINES !== "0" && only === "") {
   const n = Math.min(last.n, 100_000);
   const r = spawnSync(
     process.execPath,

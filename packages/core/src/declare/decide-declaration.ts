@@ -1,6 +1,6 @@
 import { ValidationError } from "../errors.js";
 import type { DomainEvent, DomainEventOf } from "../events/catalog.js";
-import { formatTaskKey } from "../keys.js";
+import { taskKeyText } from "../keys.js";
 import { initialPosition } from "../schedule/interval.js";
 import type { ConnectionSpec, TaskSpec, WorkflowSpec } from "../spec.js";
 import { connectionStream, taskStream, workflowStream } from "../streams.js";
@@ -164,7 +164,7 @@ export function decideDeclaration(state: DeclarationState, input: DeclarationInp
   const refused: string[] = [];
   const named = new Set<string>();
   for (const spec of input.tasks) {
-    const id = formatTaskKey(spec.key);
+    const id = taskKeyText(spec.key);
     named.add(id);
     const before = state.tasks.get(id);
     if (before?.status === "retired") {
@@ -179,14 +179,14 @@ export function decideDeclaration(state: DeclarationState, input: DeclarationInp
       if (changes.length > 0)
         events.push({ type: "TaskDeclarationChanged", data: { key: spec.key, spec, changes: [...changes] } });
       tasks.push({ task: id, outcome: "revived", changes });
-      writes.push({ streamId: taskStream(spec.key), events, expectedRevision: before.revision });
+      writes.push({ streamId: `task-${id}`, events, expectedRevision: before.revision });
       continue;
     }
     const decision = decideTaskDeclaration(before && declarationOf(before), spec, input.now);
     tasks.push({ task: id, outcome: decision.outcome, changes: decision.changes });
     if (decision.events.length > 0)
       writes.push({
-        streamId: taskStream(spec.key),
+        streamId: `task-${id}`,
         events: decision.events,
         expectedRevision: before ? before.revision : "no_stream",
       });

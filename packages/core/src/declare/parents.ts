@@ -1,5 +1,5 @@
 import { compiled } from "../compiled.js";
-import { formatTaskKey, parseTaskKey, type TaskKey, taskKeySchema } from "../keys.js";
+import { parseTaskKey, type TaskKey, taskKeySchema, taskKeyText } from "../keys.js";
 import type { IssueCollector, Located } from "./issues.js";
 import { isPlainObject } from "./merge.js";
 import type { TaskDraft, WorkflowDraft } from "./shape.js";
@@ -24,7 +24,7 @@ export function resolveParents(d: TaskDraft, issues: IssueCollector): ParentRef[
     const at = { file: d.file, path: `${d.path}.parents[${i}]` };
     const key = parseParent(raw, d.workflow, at, d.label, issues);
     if (!key) return;
-    const parentLabel = formatTaskKey(key);
+    const parentLabel = taskKeyText(key);
     const dup = seen.get(parentLabel);
     if (dup !== undefined) {
       issues.error("parent", at, `parent ${parentLabel} is listed twice (also parents[${dup}])`, d.label);

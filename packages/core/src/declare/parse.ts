@@ -1,5 +1,6 @@
 import { parseDocument } from "yaml";
 import { ValidationError } from "../errors.js";
+import { NOT_PLAIN, readPlainYaml } from "./plain-yaml.js";
 
 export type DeclarationFormat = "yaml" | "json";
 
@@ -111,10 +112,13 @@ function jsonTooDeep(text: string): number {
 function yamlTooDeep(text: string): number {
   const indents: number[] = [];
   let flow = 0;
-  let offset = 0;
-  for (const line of text.split("\n")) {
-    const lineStart = offset;
-    offset += line.length + 1;
+  // Line by line, without splitting the whole text at once (a catalogue has millions of lines).
+  for (let next = 0; next <= text.length; ) {
+    const lineStart = next;
+    let lineEnd = text.indexOf("\n", lineStart);
+    if (lineEnd < 0) lineEnd = text.length;
+    const line = text.slice(lineStart, lineEnd);
+    next = lineEnd + 1;
     let i = 0;
     while (line[i] === " ") i++;
     if (flow === 0) {
@@ -186,7 +190,14 @@ function lineColumn(text: string, offset: number): { line: number; column: numbe
 
 // ---- YAML --------------------------------------------------------------------------------------
 
+/**
+ * YAML as the `yaml` library's document gives it. The plain subset a catalogue is written in is
+ * read straight to values (see plain-yaml.ts, the same values); any other text, and any text
+ * with an error, is read as a document, which says where the problem is.
+ */
 function parseYaml(text: string, filename: string): unknown {
+  const plain = readPlainYaml(text);
+  if (plain !== NOT_PLAIN) return plain;
   const doc = parseDocument(text, {
     prettyErrors: false,
     uniqueKeys: true,

@@ -1,5 +1,5 @@
 import { compiled } from "../compiled.js";
-import { formatTaskKey, type TaskKey } from "../keys.js";
+import { type TaskKey, taskKeyText } from "../keys.js";
 import {
   type AlertSink,
   alertSinkSchema,
@@ -113,7 +113,7 @@ function readDocument(file: string, document: unknown, issues: IssueCollector, s
       name: t.data.name,
       partition: t.data.partition ?? "ALL",
     };
-    shapes.tasks.push({ ...at, decl: t.data, key, label: formatTaskKey(key) });
+    shapes.tasks.push({ ...at, decl: t.data, key, label: taskKeyText(key) });
   });
 }
 
@@ -174,7 +174,7 @@ function readWorkflow(raw: unknown, at: Located, issues: IssueCollector, shapes:
       name: t.data.name,
       partition: t.data.partition ?? "ALL",
     };
-    shapes.tasks.push({ ...taskAt, decl: t.data, workflow, key, label: formatTaskKey(key) });
+    shapes.tasks.push({ ...taskAt, decl: t.data, workflow, key, label: taskKeyText(key) });
   });
 }
 
