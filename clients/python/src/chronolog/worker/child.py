@@ -149,10 +149,6 @@ def run_attempt(spec: dict[str, Any]) -> None:
     code = 0
     try:
         fn = resolve(spec["function"])
-        _p = os.environ.get("CHRONOLOG_TRACE_PY")
-        if _p:
-            with open(_p, "a") as tf:
-                tf.write(f"{entered*1000:.2f} spare-got {spec['token']}\n{time.time()*1000:.2f} call {spec['token']}\n")
         result = {"ok": True, "entered": entered, "value": repr(fn(ctx, **ctx.args))[:1000]}
     except Cancelled:
         result = {"ok": False, "cancelled": True, "message": "cancelled", "entered": entered}

@@ -7,7 +7,6 @@ before the scheduler may run them again elsewhere."""
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import random
@@ -339,37 +338,13 @@ class Worker:
     def _next_batch(self, most: int) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         size = 0
-        inline_max = int((self.answer or {}).get("inlineOutputMax") or 0)
         while self.pending and len(out) < most:
-            if inline_max > 0:
-                self._inline_rest(self.pending[0], inline_max)
             n = len(json.dumps(self.pending[0]))
             if out and size + n > MAX_BATCH_BYTES:
                 break
             out.append(self.pending.pop(0))
             size += n
         return out
-
-    def _inline_rest(self, r: dict[str, Any], most: int) -> None:
-        """A small rest of an ended attempt's output goes with its end (``outputRest``): one
-        request, not an upload and a post. Called with the lock held, on the delivery thread (the
-        one that uploads): no upload of it is under way."""
-        if not _uploads_first(r):
-            return
-        u = self.uploads.get(r["token"])
-        size = int(r["outputFile"]["bytes"])
-        if u is None or u["stopped"] or size - u["offset"] > most:
-            return
-        try:
-            with open(u["path"], "rb") as f:
-                f.seek(u["offset"])
-                rest = f.read(size - u["offset"])
-        except OSError:
-            return
-        if len(rest) != size - u["offset"]:
-            return  # (the file is not what the end says: uploaded as it is)
-        r["outputRest"] = {"offset": u["offset"], "data": base64.b64encode(rest).decode("ascii")}
-        del self.uploads[r["token"]]
 
     def _pump_uploads(self) -> None:
         with self.lock:
@@ -467,7 +442,7 @@ class Worker:
 
 def _uploads_first(r: dict[str, Any]) -> bool:
     """An attempt's end whose output must be sent before it is reported."""
-    return r["kind"] in ("succeeded", "failed") and bool(r.get("outputFile")) and "outputRest" not in r
+    return r["kind"] in ("succeeded", "failed") and bool(r.get("outputFile"))
 
 
 def _json(raw: bytes) -> Any:
