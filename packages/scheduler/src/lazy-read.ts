@@ -218,6 +218,9 @@ async function tryLazy<T>(
             if (entries.get(id) === null && (after === undefined || id > after)) ids.push(id);
           ids.sort();
           ids.length = Math.min(ids.length, count);
+          // The page's tasks are each looked up next: all of them fetched in one round, not one
+          // a round (a row of a task not held yet stops the computation).
+          for (const id of ids) tasks.has(id);
           return ids;
         },
       };
