@@ -157,7 +157,8 @@ export class KeyIndexReader {
     if (!isPlainObject(trailer) || !Array.isArray(trailer.blocks) || !Array.isArray(trailer.chunks))
       throw new Error("the index's trailer is not one");
     this.trailer = trailer;
-    const lines = this.text(0, trailer.listsAt).split("\n");
+    // The header and the tables: up to the first block of tasks.
+    const lines = this.text(0, trailer.blocks[0]?.[0] ?? trailer.listsAt).split("\n");
     this.headerText = lines[0] as string;
     const header = JSON.parse(this.headerText) as Record<string, unknown>;
     const fields = header.taskFields;
