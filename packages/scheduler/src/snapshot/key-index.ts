@@ -19,7 +19,6 @@
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import {
   type DeclaredSpec,
-  formatTaskKey,
   NO_PARENTS,
   type ProjectionSnapshot,
   type SnapshotTask,
@@ -34,7 +33,7 @@ import { isPlainObject, TASK_FIELDS, type TaskBlock } from "./columns.js";
 export const INDEX_MARK = '"index"';
 
 /** Entries of the index on one line. */
-export const INDEX_CHUNK = 1024;
+export const INDEX_CHUNK = 256;
 
 /** One id of the index: a task's place (-1: no task), its children's places, its records. */
 export interface IndexEntry {
@@ -61,47 +60,70 @@ interface Trailer {
 
 type RawEntry = [string, number, (number[] | 0)?, (number[] | 0)?, string[]?];
 
-/** Makes the index of a snapshot while its file is written. */
+/**
+ * Makes the index of a snapshot while its file is written. Each checkpoint of `up` pays for it:
+ * a map of places and one of children by id, the ids sorted as strings, then each line of
+ * entries written as text (no array made per id).
+ */
 export class KeyIndexWriter {
   readonly parts = { specsAt: 0, listsAt: 0, cacheKeysAt: 0, indexAt: 0 };
   private readonly blocks: Array<[number, number]> = [];
   private readonly chunks: Array<[string, number, number]> = [];
-  private readonly sorted: RawEntry[];
+  private readonly sorted: string[];
+  private readonly places = new Map<string, number>();
+  private readonly children = new Map<string, number[]>();
+  private readonly durations = new Map<string, readonly number[]>();
+  private readonly cacheKeys = new Map<string, readonly string[]>();
 
   constructor(
     snapshot: ProjectionSnapshot,
     private readonly blockSize: number,
   ) {
-    const byId = new Map<string, RawEntry>();
-    const entry = (id: string): RawEntry => {
-      let e = byId.get(id);
-      if (e === undefined) {
-        e = [id, -1];
-        byId.set(id, e);
-      }
-      return e;
-    };
-    for (const [place, t] of snapshot.tasks.entries()) {
-      entry(t.id)[1] = place;
-      for (const p of t.parents) {
-        const e = entry(formatTaskKey(p));
-        const children = e[2] || [];
-        if (children.at(-1) !== place) children.push(place);
-        e[2] = children;
-      }
+    const { tasks } = snapshot;
+    const ids: string[] = new Array(tasks.length);
+    for (let i = 0; i < tasks.length; i++) {
+      const id = (tasks[i] as SnapshotTask).id;
+      ids[i] = id;
+      this.places.set(id, i);
     }
+    const others = new Set<string>();
+    const other = (id: string) => {
+      if (!this.places.has(id) && !others.has(id)) {
+        others.add(id);
+        ids.push(id);
+      }
+    };
+    for (let i = 0; i < tasks.length; i++)
+      for (const p of (tasks[i] as SnapshotTask).parents) {
+        // Not `formatTaskKey`, which would remember the text for every key.
+        const parent = `${p.project}/${p.account}/${p.name}/${p.partition}`;
+        const list = this.children.get(parent);
+        if (list === undefined) {
+          this.children.set(parent, [i]);
+          other(parent);
+        } else if (list[list.length - 1] !== i) list.push(i);
+      }
     for (const [id, ms] of snapshot.durations) {
-      const e = entry(id);
-      e[2] ||= 0;
-      e[3] = [...ms];
+      this.durations.set(id, ms);
+      other(id);
     }
     for (const [id, keys] of snapshot.cacheKeys) {
-      const e = entry(id);
-      e[2] ||= 0;
-      e[3] ||= 0;
-      e[4] = [...keys];
+      this.cacheKeys.set(id, keys);
+      other(id);
     }
-    this.sorted = [...byId.values()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    this.sorted = ids.sort();
+  }
+
+  /** One entry as its line holds it: `[id, place, children, durations, cacheKeys]`, cut short. */
+  private entryText(id: string): string {
+    const children = this.children.get(id);
+    const durations = this.durations.get(id);
+    const cacheKeys = this.cacheKeys.get(id);
+    let text = `[${JSON.stringify(id)},${this.places.get(id) ?? -1}`;
+    if (children || durations || cacheKeys) text += `,${children ? `[${children.join(",")}]` : 0}`;
+    if (durations || cacheKeys) text += `,${durations ? JSON.stringify(durations) : 0}`;
+    if (cacheKeys) text += `,${JSON.stringify(cacheKeys)}`;
+    return `${text}]`;
   }
 
   block(i: number, offset: number, bytes: number): void {
@@ -109,17 +131,20 @@ export class KeyIndexWriter {
   }
 
   chunk(offset: number, bytes: number): void {
-    const first = this.sorted[this.chunks.length * INDEX_CHUNK] as RawEntry;
-    this.chunks.push([first[0], offset, bytes]);
+    const first = this.sorted[this.chunks.length * INDEX_CHUNK] as string;
+    this.chunks.push([first, offset, bytes]);
   }
 
   *chunkLines(): Generator<string> {
-    for (let i = 0; i < this.sorted.length; i += INDEX_CHUNK)
-      yield JSON.stringify(this.sorted.slice(i, i + INDEX_CHUNK));
+    for (let i = 0; i < this.sorted.length; i += INDEX_CHUNK) {
+      const texts: string[] = [];
+      for (const id of this.sorted.slice(i, i + INDEX_CHUNK)) texts.push(this.entryText(id));
+      yield `[${texts.join(",")}]`;
+    }
   }
 
   trailer(): Trailer {
-    const tasks = this.sorted.reduce((n, e) => (e[1] >= 0 ? n + 1 : n), 0);
+    const tasks = this.places.size;
     return { blockSize: this.blockSize, tasks, ...this.parts, blocks: this.blocks, chunks: this.chunks };
   }
 }
