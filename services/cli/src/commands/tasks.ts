@@ -288,69 +288,67 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
           now,
         };
       });
-      {
-        const { task, why, instance, reports, deadline, priority, marked, now } = shown;
-        if (opts.json) {
-          console.log(
-            toJson(
-              {
-                task: shownTask(task),
-                priority,
-                condition: why.condition,
-                reasons: why.reasons,
-                nextSteps: why.nextSteps,
-                instance,
-                ...(isExternal(task.spec) ? { reports } : {}),
-                deadline,
-              },
-              2,
-            ),
-          );
-          return;
-        }
-        console.log(`task        ${id}  (${task.status})`);
+      const { task, why, instance, reports, deadline, priority, marked, now } = shown;
+      if (opts.json) {
         console.log(
-          `schedule    ${task.spec.cron} ${task.spec.timezone}, from ${short(task.spec.startDate)}${task.spec.catchup ? "" : ", no catch-up"}`,
+          toJson(
+            {
+              task: shownTask(task),
+              priority,
+              condition: why.condition,
+              reasons: why.reasons,
+              nextSteps: why.nextSteps,
+              instance,
+              ...(isExternal(task.spec) ? { reports } : {}),
+              deadline,
+            },
+            2,
+          ),
         );
-        console.log(
-          `operator    ${task.spec.operator.type}${task.spec.connection ? ` on ${task.spec.connection}` : ""}`,
-        );
-        console.log(`queue       ${task.spec.queue ?? "- (the scheduler's own workers)"}`);
-        console.log(
-          `parents     ${task.parents.map((p) => `${p.project}/${p.account}/${p.name}/${p.partition}`).join(", ") || "-"}`,
-        );
-        console.log(`priority    ${describePriority(priority, !!task.backfill?.backfillId)}`);
-        console.log(`finished    ${short(task.prevIntervalStart)}`);
-        console.log(`next        ${short(task.logicalDate)} due ${short(task.nextRunDate)}`);
-        if (task.backfill)
-          console.log(
-            `backfill    ${task.backfill.from ? `${short(task.backfill.from)} .. ` : "until "}${short(task.backfill.until)}${task.backfill.backfillId ? ` (${task.backfill.backfillId})` : ""}`,
-          );
-        console.log(`now         ${why.condition}: ${why.reasons.join("; ")}`);
-        if (instance) {
-          const a = currentAttempt(instance);
-          const place = a
-            ? budgetText(
-                budgetPlace(
-                  instance.attempts,
-                  a.attempt,
-                  task.spec.retry.maxAttempts,
-                  instance.budgetFrom ?? 0,
-                ),
-              )
-            : "-";
-          console.log(
-            `instance    ${instance.status}, attempt ${a?.attempt ?? "-"} (${a?.token ?? "-"}): ${a?.status ?? "-"}, ${place}`,
-          );
-        }
-        for (const line of deadlineLines(deadline, now)) console.log(`deadline    ${line}`);
-        if (marked) console.log(`marked      ${marked}`);
-        for (const r of reports)
-          console.log(
-            `reported    ${short(r.logicalDate)} ${r.outcome} by ${r.by} at ${short(r.at)}${r.reason ? `: ${r.reason}` : ""}${r.standing === "held" ? " (held: an earlier interval is not in)" : ""}`,
-          );
-        for (const s of why.nextSteps) console.log(`next        ${s.command}`);
+        return;
       }
+      console.log(`task        ${id}  (${task.status})`);
+      console.log(
+        `schedule    ${task.spec.cron} ${task.spec.timezone}, from ${short(task.spec.startDate)}${task.spec.catchup ? "" : ", no catch-up"}`,
+      );
+      console.log(
+        `operator    ${task.spec.operator.type}${task.spec.connection ? ` on ${task.spec.connection}` : ""}`,
+      );
+      console.log(`queue       ${task.spec.queue ?? "- (the scheduler's own workers)"}`);
+      console.log(
+        `parents     ${task.parents.map((p) => `${p.project}/${p.account}/${p.name}/${p.partition}`).join(", ") || "-"}`,
+      );
+      console.log(`priority    ${describePriority(priority, !!task.backfill?.backfillId)}`);
+      console.log(`finished    ${short(task.prevIntervalStart)}`);
+      console.log(`next        ${short(task.logicalDate)} due ${short(task.nextRunDate)}`);
+      if (task.backfill)
+        console.log(
+          `backfill    ${task.backfill.from ? `${short(task.backfill.from)} .. ` : "until "}${short(task.backfill.until)}${task.backfill.backfillId ? ` (${task.backfill.backfillId})` : ""}`,
+        );
+      console.log(`now         ${why.condition}: ${why.reasons.join("; ")}`);
+      if (instance) {
+        const a = currentAttempt(instance);
+        const place = a
+          ? budgetText(
+              budgetPlace(
+                instance.attempts,
+                a.attempt,
+                task.spec.retry.maxAttempts,
+                instance.budgetFrom ?? 0,
+              ),
+            )
+          : "-";
+        console.log(
+          `instance    ${instance.status}, attempt ${a?.attempt ?? "-"} (${a?.token ?? "-"}): ${a?.status ?? "-"}, ${place}`,
+        );
+      }
+      for (const line of deadlineLines(deadline, now)) console.log(`deadline    ${line}`);
+      if (marked) console.log(`marked      ${marked}`);
+      for (const r of reports)
+        console.log(
+          `reported    ${short(r.logicalDate)} ${r.outcome} by ${r.by} at ${short(r.at)}${r.reason ? `: ${r.reason}` : ""}${r.standing === "held" ? " (held: an earlier interval is not in)" : ""}`,
+        );
+      for (const s of why.nextSteps) console.log(`next        ${s.command}`);
     });
 
   addAsOfOptions(program.command("why"))
