@@ -7,6 +7,7 @@ export * from "./diff.js";
 export * from "./dispatcher.js";
 export * from "./errors.js";
 export * from "./halted.js";
+export * from "./lazy-read.js";
 export * from "./membership.js";
 export * from "./operations.js";
 export * from "./outside-report.js";

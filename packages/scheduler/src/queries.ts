@@ -59,12 +59,15 @@ export function taskRows(
 /**
  * A page of tasks in id order: the `limit` first after `after` (the whole of them with no
  * limit), each with where it stands, and whether more follow. Only the page's tasks are
- * explained, and the catalogue is not sorted: one pass keeps the page's ids.
+ * explained, and the catalogue is not sorted: one pass keeps the page's ids (or `idsAfter`
+ * gives them, from the checkpoint's index).
  */
 export function taskPage(
   projection: SchedulerProjection,
   now: number,
   page: { readonly limit?: number; readonly after?: string },
+  idsAfter: (after: string | undefined, count: number) => string[] = (after, count) =>
+    firstIdsAfter(projection.tasks.keys(), after, count),
 ): { rows: TaskRow[]; more: boolean } {
   const after = page.after;
   const limit = page.limit ?? Number.POSITIVE_INFINITY;
@@ -72,7 +75,7 @@ export function taskPage(
     const rows = taskRows(projection, now, after === undefined ? undefined : (t) => t.id > after);
     return { rows, more: false };
   }
-  const ids = firstIdsAfter(projection.tasks.keys(), after, limit + 1);
+  const ids = idsAfter(after, limit + 1);
   const options = { slots: projectedSlots(projection), renderProblem: renderProblem(projection) };
   const rows = ids
     .slice(0, limit)

@@ -6,7 +6,13 @@ import {
   ValidationError,
 } from "@chronolog/core";
 import { type EventLog, positionAsOf } from "@chronolog/log";
-import { loadProjection, projectionAsOf } from "@chronolog/scheduler";
+import {
+  answerAtHead,
+  firstIdsAfter,
+  loadProjection,
+  projectionAsOf,
+  type ReadView,
+} from "@chronolog/scheduler";
 import type { Command } from "commander";
 import { type DataDirOptions, dataDirOf, defaultActor, openLogForRead, openLogForWrite } from "./data-dir.js";
 import { CliError } from "./edge.js";
@@ -104,6 +110,40 @@ export async function withReadSession<T>(
     );
     const now = asOf.event ? Date.parse(asOf.event.recordedAt) : Date.now();
     return await fn({ log: asOf.log, projection: asOf.projection, now, at: asOf.position });
+  } finally {
+    await log.close();
+  }
+}
+
+/** What a read's answer is computed from: the projection, the log, the instant it is as of. */
+export interface AnswerView extends ReadView {
+  readonly log: EventLog;
+  readonly now: number;
+}
+
+/**
+ * A read of a few tasks (`why`, `task`, a page of `tasks`): at the head, answered from the
+ * checkpoint's index, decoding only the tasks the answer looks at (see `answerAtHead`: `ask`
+ * may run several times, so it computes the answer and prints nothing); with `--at`/`--as-of`,
+ * or from an export, from the whole projection as of then. The answer is the same either way.
+ */
+export async function withReadAnswer<T>(
+  options: DataDirOptions,
+  flags: AsOfFlags,
+  ask: (view: AnswerView) => T | Promise<T>,
+): Promise<T> {
+  if (flags.at !== undefined || flags.asOf !== undefined || options.file !== undefined)
+    return withReadSession(options, flags, async (s) =>
+      ask({
+        ...s,
+        idsAfter: (after, count) => firstIdsAfter(s.projection.tasks.keys(), after, count),
+      }),
+    );
+  const log = await openLogForRead(options);
+  try {
+    const now = Date.now();
+    const read = await answerAtHead(log, dataDirOf(options), (view) => ask({ ...view, log, now }));
+    return read.answer;
   } finally {
     await log.close();
   }

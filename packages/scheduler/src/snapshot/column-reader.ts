@@ -20,7 +20,7 @@ import { BLOCK_COLUMNS, isPlainObject, keyText, SAME_COLUMNS, type TaskBlock } f
 const MAX_PRESIZED = 1 << 22;
 
 /** A column as the tasks' values: one written as `{ "same": value }` is filled with it. */
-function expandColumn(column: unknown, n: number, name: string): unknown[] {
+export function expandColumn(column: unknown, n: number, name: string): unknown[] {
   if (Array.isArray(column)) return column;
   const same = isPlainObject(column) && Object.keys(column).length === 1 ? column.same : undefined;
   if (same === undefined || (typeof same === "object" && same !== null))
@@ -29,7 +29,7 @@ function expandColumn(column: unknown, n: number, name: string): unknown[] {
 }
 
 /** The key part at a place in a block's table. */
-function keyPart(parts: readonly string[], at: unknown, id: string): string {
+export function keyPart(parts: readonly string[], at: unknown, id: string): string {
   const part = typeof at === "number" ? parts[at] : undefined;
   if (part === undefined) throw new Error(`the key of ${id} names a part the block does not hold`);
   return part;
@@ -38,7 +38,7 @@ function keyPart(parts: readonly string[], at: unknown, id: string): string {
 /** Small counters as one bigint each: most tasks' revisions are a few values. */
 const SMALL_COUNTERS = Array.from({ length: 256 }, (_, i) => BigInt(i));
 
-function bigCounter(value: unknown, what: string): bigint {
+export function bigCounter(value: unknown, what: string): bigint {
   if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0)
     return value < SMALL_COUNTERS.length ? (SMALL_COUNTERS[value] as bigint) : BigInt(value);
   if (typeof value === "string" && /^\d+$/.test(value)) return BigInt(value);
@@ -46,7 +46,7 @@ function bigCounter(value: unknown, what: string): bigint {
 }
 
 /** A task's status as one string for each value. */
-const STATUSES = new Map<unknown, TaskState["status"]>(
+export const STATUSES = new Map<unknown, TaskState["status"]>(
   (["active", "paused", "retired"] as const).map((s) => [s, s]),
 );
 
@@ -149,31 +149,6 @@ export class ColumnReader {
     return task;
   }
 
-  /**
-   * The key of the task at place `i` in a block: its project, account and partition from the
-   * block's table, its name what its id holds between them (the id must be exactly the four).
-   */
-  private blockKey(b: TaskBlock, i: number, id: string): TaskKey {
-    const project = keyPart(b.keyParts, b.key[3 * i], id);
-    const account = keyPart(b.keyParts, b.key[3 * i + 1], id);
-    const partition = keyPart(b.keyParts, b.key[3 * i + 2], id);
-    const nameAt = project.length + account.length + 2;
-    const nameEnd = id.length - partition.length - 1;
-    if (
-      nameEnd <= nameAt ||
-      !id.startsWith(project) ||
-      id.charCodeAt(project.length) !== 47 ||
-      !id.startsWith(account, project.length + 1) ||
-      id.charCodeAt(nameAt - 1) !== 47 ||
-      id.charCodeAt(nameEnd) !== 47 ||
-      !id.endsWith(partition)
-    )
-      throw new Error(`${id} is not the key its block names`);
-    const name = id.slice(nameAt, nameEnd);
-    if (name.includes("/")) throw new Error(`${id} is not the key its block names`);
-    return { project, account, name, partition };
-  }
-
   /** Puts the children gathered by place into the index, after those named by id. */
   finish(): void {
     const { placed, childrenByPlace } = this;
@@ -199,21 +174,8 @@ export class ColumnReader {
 
   /** A block of tasks of a `lines/3` file; returns how many it held. */
   readBlock(line: string): number {
-    const b = JSON.parse(line) as TaskBlock;
-    if (!isPlainObject(b)) throw new Error("a block of tasks is not an object");
-    const n = Array.isArray(b.id) ? b.id.length : -1;
-    if (n < 0) throw new Error("a block of tasks has no ids");
-    const columns = b as unknown as Record<string, unknown>;
-    for (const column of SAME_COLUMNS) columns[column] = expandColumn(columns[column], n, column);
-    for (const column of BLOCK_COLUMNS)
-      if (!Array.isArray(b[column]) || b[column].length !== n)
-        throw new Error(`a block of tasks has no column "${column}" as long as its ids`);
-    if (!Array.isArray(b.parentRefs) || !isPlainObject(b.extras) || !isPlainObject(b.whole))
-      throw new Error("a block of tasks lacks its parents, extras or whole records");
-    if (!Array.isArray(b.keyParts) || !Array.isArray(b.key) || b.key.length !== 3 * n)
-      throw new Error("a block of tasks lacks its keys' parts");
-    if (b.keyParts.some((p) => typeof p !== "string" || p.includes("/")))
-      throw new Error("a block of tasks holds a key part that is not one");
+    const b = parseBlock(line);
+    const n = b.id.length;
     const { id: ids, decl, parents, parentRefs: refs, extras, whole } = b;
     let ref = 0;
     for (let i = 0; i < n; i++) {
@@ -229,7 +191,7 @@ export class ColumnReader {
       const count = parents[i];
       if (typeof count !== "number" || count < 0 || ref + count > refs.length)
         throw new Error(`the parents of ${id} are not in its block`);
-      const key = this.early.size > 0 && this.early.has(id) ? this.own(id) : this.blockKey(b, i, id);
+      const key = this.early.size > 0 && this.early.has(id) ? this.own(id) : blockKey(b, i, id);
       let taskParents: TaskKey[] = NO_PARENTS;
       if (count > 0) {
         taskParents = new Array(count);
@@ -282,4 +244,49 @@ export class ColumnReader {
     if (ref !== refs.length) throw new Error("a block of tasks holds more parents than its tasks name");
     return n;
   }
+}
+
+/** A block of tasks from its line, its columns checked and each as long as its ids. */
+export function parseBlock(line: string): TaskBlock {
+  const b = JSON.parse(line) as TaskBlock;
+  if (!isPlainObject(b)) throw new Error("a block of tasks is not an object");
+  const n = Array.isArray(b.id) ? b.id.length : -1;
+  if (n < 0) throw new Error("a block of tasks has no ids");
+  const columns = b as unknown as Record<string, unknown>;
+  for (const column of SAME_COLUMNS) columns[column] = expandColumn(columns[column], n, column);
+  for (const column of BLOCK_COLUMNS)
+    if (!Array.isArray(b[column]) || b[column].length !== n)
+      throw new Error(`a block of tasks has no column "${column}" as long as its ids`);
+  if (!Array.isArray(b.parentRefs) || !isPlainObject(b.extras) || !isPlainObject(b.whole))
+    throw new Error("a block of tasks lacks its parents, extras or whole records");
+  if (!Array.isArray(b.keyParts) || !Array.isArray(b.key) || b.key.length !== 3 * n)
+    throw new Error("a block of tasks lacks its keys' parts");
+  if (b.keyParts.some((p) => typeof p !== "string" || p.includes("/")))
+    throw new Error("a block of tasks holds a key part that is not one");
+  return b;
+}
+
+/**
+ * The key of the task at place `i` in a block: its project, account and partition from the
+ * block's table, its name what its id holds between them (the id must be exactly the four).
+ */
+export function blockKey(b: TaskBlock, i: number, id: string): TaskKey {
+  const project = keyPart(b.keyParts, b.key[3 * i], id);
+  const account = keyPart(b.keyParts, b.key[3 * i + 1], id);
+  const partition = keyPart(b.keyParts, b.key[3 * i + 2], id);
+  const nameAt = project.length + account.length + 2;
+  const nameEnd = id.length - partition.length - 1;
+  if (
+    nameEnd <= nameAt ||
+    !id.startsWith(project) ||
+    id.charCodeAt(project.length) !== 47 ||
+    !id.startsWith(account, project.length + 1) ||
+    id.charCodeAt(nameAt - 1) !== 47 ||
+    id.charCodeAt(nameEnd) !== 47 ||
+    !id.endsWith(partition)
+  )
+    throw new Error(`${id} is not the key its block names`);
+  const name = id.slice(nameAt, nameEnd);
+  if (name.includes("/")) throw new Error(`${id} is not the key its block names`);
+  return { project, account, name, partition };
 }

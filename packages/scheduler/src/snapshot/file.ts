@@ -1,15 +1,18 @@
 /*
- * The snapshot file's layout, `lines/3`: a header line (the snapshot without its lists, the
+ * The snapshot file's layout, `lines/4`: a header line (the snapshot without its lists, the
  * hash of the log's event at its position, the count of each list's records), the table of the
  * declarations' shared parts and the table of instants (a line each), the tasks in blocks of
- * columns (a line per block, see columns.ts), then a line of JSON per other record. It is
- * written and read a line at a time, never as one string.
+ * columns (a line per block, see columns.ts), then a line of JSON per other record, and last the
+ * index of the tasks by key with the byte offsets of every part (see key-index.ts), which lets a
+ * read of a few tasks decode only their blocks. It is written and read a line at a time, never as
+ * one string. `lines/3` is the same without the index: it is still read whole.
  */
 
 import { type ProjectionSnapshot, type RestoredSnapshot, SNAPSHOT_FORMAT } from "@chronolog/core";
 import { ColumnReader } from "./column-reader.js";
 import { ColumnWriter } from "./column-writer.js";
 import { isPlainObject, TASK_BLOCK, TASK_FIELDS } from "./columns.js";
+import { checkIndexEnd, INDEX_MARK, KeyIndexWriter } from "./key-index.js";
 import { linesOf } from "./lines-of.js";
 
 export interface SnapshotFile {
@@ -50,11 +53,13 @@ type SnapshotList = (typeof SNAPSHOT_LISTS)[number];
 /**
  * The layout of the file's lines, as its header names it (`lines`). In `lines/3` the tasks are
  * written in blocks of columns, a task naming its declaration by its place in a table of
- * the declarations' shared parts. It is the only layout read: the ones before it (`lines/2`, a
- * short array per task; `lines`, every record whole; one JSON document) were written only with
- * snapshot formats before SNAPSHOT_FORMAT 8, which are refused anyway.
+ * the declarations' shared parts; `lines/4` adds the index of the tasks by key after the last
+ * record. These two are read: the ones before (`lines/2`, a short array per task; `lines`, every
+ * record whole; one JSON document) were written only with snapshot formats before
+ * SNAPSHOT_FORMAT 8, which are refused anyway.
  */
-const LAYOUT = "lines/3";
+export const LAYOUT = "lines/4";
+const LAYOUTS_READ: readonly unknown[] = [LAYOUT, "lines/3"];
 
 /** Records are joined into pieces of about this many characters before they are written. */
 const PIECE_CHARS = 1 << 20;
@@ -88,24 +93,45 @@ export function snapshotPieces(
   };
   for (const list of SNAPSHOT_LISTS) delete header[list];
   const pieces: string[] = [];
-  let lines: string[] = [JSON.stringify(header)];
+  let lines: string[] = [];
   let chars = 0;
+  // Where the next line starts in the file, in bytes (the index names the parts by offset).
+  let at = 0;
   const add = (line: string) => {
     lines.push(line);
     chars += line.length + 1;
+    at += Buffer.byteLength(line) + 1;
     if (chars >= pieceChars) {
       pieces.push(`${lines.join("\n")}\n`);
       lines = [];
       chars = 0;
     }
   };
+  add(JSON.stringify(header));
+  const index = new KeyIndexWriter(snapshot, blockSize);
+  index.parts.specsAt = at;
   for (const spec of tasks.specs) add(spec);
   for (const instant of tasks.instants) add(JSON.stringify(instant));
-  for (const line of tasks.lines) add(line);
+  for (const [i, line] of tasks.lines.entries()) {
+    index.block(i, at, Buffer.byteLength(line));
+    add(line);
+  }
+  index.parts.listsAt = at;
   for (const list of SNAPSHOT_LISTS) {
     if (list === "tasks") continue;
+    if (list === "cacheKeys") index.parts.cacheKeysAt = at;
     for (const record of snapshot[list]) add(JSON.stringify(record));
   }
+  index.parts.indexAt = at;
+  add(INDEX_MARK);
+  for (const line of index.chunkLines()) {
+    index.chunk(at, Buffer.byteLength(line));
+    add(line);
+  }
+  // The trailer: the parts' offsets, then, alone on the last line, where the trailer starts.
+  const trailerAt = at;
+  add(JSON.stringify(index.trailer()));
+  add(JSON.stringify({ trailer: trailerAt }));
   if (lines.length > 0) pieces.push(`${lines.join("\n")}\n`);
   return pieces;
 }
@@ -117,7 +143,10 @@ export function snapshotPieces(
 export async function parseSnapshotFile(path: string): Promise<ReadSnapshotFile> {
   const lines = linesOf(path);
   try {
-    return await parseSnapshotLines(lines);
+    const read = await parseSnapshotLines(lines);
+    // The index, which the whole read skips, is there and whole: the file was not cut short.
+    if (read.indexed) checkIndexEnd(path);
+    return read;
   } finally {
     // A file refused before its end is closed here, not left open until the process ends.
     await lines.return(undefined);
@@ -135,12 +164,14 @@ function refusal(header: Record<string, unknown>): string | null {
   const format = document ? (header.snapshot as Record<string, unknown>).format : header.format;
   if (format === undefined) return "the file names no snapshot format";
   if (format !== SNAPSHOT_FORMAT) return `snapshot format ${String(format)} is not ${SNAPSHOT_FORMAT}`;
-  if (header.lines === LAYOUT) return null;
+  if (LAYOUTS_READ.includes(header.lines)) return null;
   const layout = document ? "one JSON document" : JSON.stringify(header.lines ?? null);
-  return `snapshot layout ${layout} is not ${LAYOUT}, the only one this version reads`;
+  return `snapshot layout ${layout} is not ${LAYOUTS_READ.join(" or ")}, the ones this version reads`;
 }
 
-async function parseSnapshotLines(lines: AsyncGenerator<string>): Promise<ReadSnapshotFile> {
+async function parseSnapshotLines(
+  lines: AsyncGenerator<string>,
+): Promise<ReadSnapshotFile & { indexed: boolean }> {
   const first = await lines.next();
   if (first.done) throw new Error("the file is empty");
   const header = JSON.parse(first.value) as unknown;
@@ -204,6 +235,13 @@ async function parseSnapshotLines(lines: AsyncGenerator<string>): Promise<ReadSn
     snapshot[list] = records;
   }
   snapshot.children = tasks.children;
-  if ((await lines.next()).done !== true) throw new Error("lines after the last record the header counts");
-  return { snapshot: snapshot as unknown as RestoredSnapshot, headHash: header.headHash as string | null };
+  // The index follows the records in `lines/4`: a whole read needs none of it.
+  const after = await lines.next();
+  if (header.lines === LAYOUT ? after.value !== INDEX_MARK : after.done !== true)
+    throw new Error("lines after the last record the header counts");
+  return {
+    snapshot: snapshot as unknown as RestoredSnapshot,
+    headHash: header.headHash as string | null,
+    indexed: header.lines === LAYOUT,
+  };
 }

@@ -18,9 +18,10 @@ import {
 } from "./fixture.js";
 
 /**
- * The checkpoint file (`lines/3`): a header line, the table of the declarations' shared parts
+ * The checkpoint file (`lines/4`): a header line, the table of the declarations' shared parts
  * and the table of instants (a line each), the tasks in blocks of columns (a line per block of
- * up to 4096 tasks), then a line of JSON per other record, so that no snapshot has to be one
+ * up to 4096 tasks), then a line of JSON per other record, then the index of the tasks by key
+ * (its mark, its lines of entries, its trailer and the trailer's offset), so that no snapshot has to be one
  * string (a million tasks' would be longer than the engine's longest). Each case writes a real
  * checkpoint of a real SQLite log and restores from it as `chronolog up` does.
  */
@@ -31,7 +32,7 @@ describe("the checkpoint file", () => {
     const written = await checkpointed();
     const { lines, header, first, blocks, instants } = layout(readFileSync(snapshotPath(), "utf8"));
     expect(lines.at(-1)).toBe(""); // every line ends
-    expect(header.lines).toBe("lines/3");
+    expect(header.lines).toBe("lines/4");
     expect(header.counts.tasks).toBe(TASKS);
     expect(header.counts.instances).toBe(1);
     expect(header.position).toBe(written.position.toString());
@@ -43,7 +44,8 @@ describe("the checkpoint file", () => {
     expect(header.instants).toBeLessThan(5);
     // 40 tasks are one block (a block holds up to 4096); the other lists a line per record.
     expect(header.blocks).toBe(1);
-    expect(lines.length).toBe(first + header.blocks + (records - TASKS) + 1);
+    // Then the index: its mark, one line of entries (40 ids), the trailer and its offset.
+    expect(lines.length).toBe(first + header.blocks + (records - TASKS) + 4 + 1);
     const [block] = blocks as [Block];
     for (const c of COLUMNS) expect(block[c], c).toHaveLength(TASKS);
     // A column of one value is written as that value: every task names declaration 0, holds no
@@ -87,11 +89,11 @@ describe("the checkpoint file", () => {
     // In blocks of 16: three (16, 16 and 8 tasks), a parent in the block before still named by
     // its number, its place in the file.
     const small = layout(await writeInBlocks(written, 16));
-    expect(small.header.lines).toBe("lines/3");
+    expect(small.header.lines).toBe("lines/4");
     expect(small.header.blocks).toBe(3);
     expect(small.blocks.map((b) => b.id.length)).toEqual([16, 16, 8]);
     for (const b of small.blocks) for (const c of COLUMNS) expect(b[c], c).toHaveLength(b.id.length);
-    expect(small.lines.length).toBe(small.first + 3 + (records - TASKS) + 1);
+    expect(small.lines.length).toBe(small.first + 3 + (records - TASKS) + 4 + 1);
     const t15 = placeOf(small.blocks, "p3/acme/t15/ALL");
     const t16 = placeOf(small.blocks, "p0/acme/t16/ALL");
     expect([t15.block, t15.place, t16.block, t16.place]).toEqual([0, 15, 1, 16]);

@@ -56,7 +56,12 @@ describe("the checkpoint file", () => {
     expect(tornBlock.snapshotPosition).toBe(-1n);
     expect(tornBlock.projection.toSnapshot()).toEqual(written.toSnapshot());
 
-    writeFileSync(snapshotPath(), `${text}${lines[1]}\n`);
+    // A record more than the header counts, where the index should start.
+    const mark = lines.indexOf('"index"');
+    writeFileSync(
+      snapshotPath(),
+      `${[...lines.slice(0, mark), lines[mark - 1], ...lines.slice(mark)].join("\n")}`,
+    );
     const over = await loadProjection(log, dir);
     expect(over.discarded).toBe("unreadable snapshot: lines after the last record the header counts");
     expect(over.projection.toSnapshot()).toEqual(written.toSnapshot());
@@ -118,22 +123,22 @@ describe("the checkpoint file", () => {
       [
         "a line per record (lines)",
         torn([JSON.stringify({ ...head, headHash, lines: "lines", counts }), ...records]),
-        'snapshot layout "lines" is not lines/3, the only one this version reads',
+        'snapshot layout "lines" is not lines/4 or lines/3, the ones this version reads',
       ],
       [
         "a task per line (lines/2)",
         torn([JSON.stringify({ ...head, headHash, lines: "lines/2", ...tables, counts }), ...records]),
-        'snapshot layout "lines/2" is not lines/3, the only one this version reads',
+        'snapshot layout "lines/2" is not lines/4 or lines/3, the ones this version reads',
       ],
       [
         "one JSON document",
         JSON.stringify({ snapshot, headHash }),
-        "snapshot layout one JSON document is not lines/3, the only one this version reads",
+        "snapshot layout one JSON document is not lines/4 or lines/3, the ones this version reads",
       ],
       [
         "a layout of a later version",
-        torn([JSON.stringify({ ...head, headHash, lines: "lines/4", counts }), ...records]),
-        'snapshot layout "lines/4" is not lines/3, the only one this version reads',
+        torn([JSON.stringify({ ...head, headHash, lines: "lines/5", counts }), ...records]),
+        'snapshot layout "lines/5" is not lines/4 or lines/3, the ones this version reads',
       ],
       [
         "one JSON document of an older format, as those versions wrote it",

@@ -48,7 +48,14 @@ import { CliError, toJson } from "../edge.js";
 import { eventLine } from "../event-line.js";
 import { listing, short } from "../format.js";
 import { backfillLines } from "../plans.js";
-import { type AsOfFlags, addAsOfOptions, taskIdArg, withReadSession, withSession } from "../projection.js";
+import {
+  type AsOfFlags,
+  addAsOfOptions,
+  taskIdArg,
+  withReadAnswer,
+  withReadSession,
+  withSession,
+} from "../projection.js";
 
 /** A task's deadline standing in lines: the current interval's, its estimate, the last met late. */
 function deadlineLines(d: ReturnType<typeof taskDeadline>, now: number): string[] {
@@ -245,33 +252,40 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
     .option("--json", "print JSON")
     .action(async (opts: { json?: boolean; limit?: string; after?: string } & AsOfFlags) => {
       const limit = opts.limit === undefined ? undefined : pageLimitArg(opts.limit);
-      await withReadSession(globals(), opts, async ({ projection, now }) => {
-        const { rows, more } = taskPage(projection, now, {
-          ...(limit !== undefined ? { limit } : {}),
-          ...(opts.after !== undefined ? { after: taskIdArg(opts.after) } : {}),
-        });
-        const last = rows.at(-1);
-        if (more && last)
-          process.stderr.write(`more tasks follow: chronolog tasks --limit ${limit} --after ${last.task}\n`);
-        if (opts.json) {
-          console.log(toJson(rows));
-          return;
-        }
-        console.log(
-          listing(
-            ["TASK", "STATUS", "NOW", "FINISHED", "NEXT INTERVAL", "DUE"],
-            rows.map((r) => [
-              r.task,
-              r.status,
-              r.condition,
-              short(r.prevIntervalStart),
-              short(r.logicalDate),
-              short(r.nextRunDate),
-            ]),
-            "no tasks are declared",
-          ),
-        );
-      });
+      const page = {
+        ...(limit !== undefined ? { limit } : {}),
+        ...(opts.after !== undefined ? { after: taskIdArg(opts.after) } : {}),
+      };
+      // Every task: the whole projection. A page: its tasks alone, where the checkpoint says where.
+      const { rows, more } =
+        limit === undefined
+          ? await withReadSession(globals(), opts, async ({ projection, now }) =>
+              taskPage(projection, now, page),
+            )
+          : await withReadAnswer(globals(), opts, ({ projection, now, idsAfter }) =>
+              taskPage(projection, now, page, idsAfter),
+            );
+      const last = rows.at(-1);
+      if (more && last)
+        process.stderr.write(`more tasks follow: chronolog tasks --limit ${limit} --after ${last.task}\n`);
+      if (opts.json) {
+        console.log(toJson(rows));
+        return;
+      }
+      console.log(
+        listing(
+          ["TASK", "STATUS", "NOW", "FINISHED", "NEXT INTERVAL", "DUE"],
+          rows.map((r) => [
+            r.task,
+            r.status,
+            r.condition,
+            short(r.prevIntervalStart),
+            short(r.logicalDate),
+            short(r.nextRunDate),
+          ]),
+          "no tasks are declared",
+        ),
+      );
     });
 
   addAsOfOptions(program.command("task"))
@@ -280,76 +294,80 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
     .option("--json", "print JSON")
     .action(async (key: string, opts: { json?: boolean } & AsOfFlags) => {
       const id = taskIdArg(key);
-      await withReadSession(globals(), opts, async ({ log, projection, now }) => {
+      const shown = await withReadAnswer(globals(), opts, async ({ log, projection, now }) => {
         const task = requireTask(projection, id);
-        const why = explainTask(projection, id, now, { renderProblem: renderProblem(projection) });
-        const instance = projection.currentInstance(task) ?? null;
-        const reports = await taskReports(log, projection, id);
-        const deadline = taskDeadline(projection, task, now);
-        if (opts.json) {
-          console.log(
-            toJson(
-              {
-                task: shownTask(task),
-                priority: shownPriority(task, projection.weights),
-                condition: why.condition,
-                reasons: why.reasons,
-                nextSteps: why.nextSteps,
-                instance,
-                ...(isExternal(task.spec) ? { reports } : {}),
-                deadline,
-              },
-              2,
-            ),
-          );
-          return;
-        }
-        console.log(`task        ${id}  (${task.status})`);
-        console.log(
-          `schedule    ${task.spec.cron} ${task.spec.timezone}, from ${short(task.spec.startDate)}${task.spec.catchup ? "" : ", no catch-up"}`,
-        );
-        console.log(
-          `operator    ${task.spec.operator.type}${task.spec.connection ? ` on ${task.spec.connection}` : ""}`,
-        );
-        console.log(`queue       ${task.spec.queue ?? "- (the scheduler's own workers)"}`);
-        console.log(
-          `parents     ${task.parents.map((p) => `${p.project}/${p.account}/${p.name}/${p.partition}`).join(", ") || "-"}`,
-        );
-        console.log(
-          `priority    ${describePriority(shownPriority(task, projection.weights), !!task.backfill?.backfillId)}`,
-        );
-        console.log(`finished    ${short(task.prevIntervalStart)}`);
-        console.log(`next        ${short(task.logicalDate)} due ${short(task.nextRunDate)}`);
-        if (task.backfill)
-          console.log(
-            `backfill    ${task.backfill.from ? `${short(task.backfill.from)} .. ` : "until "}${short(task.backfill.until)}${task.backfill.backfillId ? ` (${task.backfill.backfillId})` : ""}`,
-          );
-        console.log(`now         ${why.condition}: ${why.reasons.join("; ")}`);
-        if (instance) {
-          const a = currentAttempt(instance);
-          const place = a
-            ? budgetText(
-                budgetPlace(
-                  instance.attempts,
-                  a.attempt,
-                  task.spec.retry.maxAttempts,
-                  instance.budgetFrom ?? 0,
-                ),
-              )
-            : "-";
-          console.log(
-            `instance    ${instance.status}, attempt ${a?.attempt ?? "-"} (${a?.token ?? "-"}): ${a?.status ?? "-"}, ${place}`,
-          );
-        }
-        for (const line of deadlineLines(deadline, now)) console.log(`deadline    ${line}`);
-        const marked = await lastMark(log, task);
-        if (marked) console.log(`marked      ${marked}`);
-        for (const r of reports)
-          console.log(
-            `reported    ${short(r.logicalDate)} ${r.outcome} by ${r.by} at ${short(r.at)}${r.reason ? `: ${r.reason}` : ""}${r.standing === "held" ? " (held: an earlier interval is not in)" : ""}`,
-          );
-        for (const s of why.nextSteps) console.log(`next        ${s.command}`);
+        return {
+          task,
+          why: explainTask(projection, id, now, { renderProblem: renderProblem(projection) }),
+          instance: projection.currentInstance(task) ?? null,
+          reports: await taskReports(log, projection, id),
+          deadline: taskDeadline(projection, task, now),
+          priority: shownPriority(task, projection.weights),
+          marked: await lastMark(log, task),
+          now,
+        };
       });
+      const { task, why, instance, reports, deadline, priority, marked, now } = shown;
+      if (opts.json) {
+        console.log(
+          toJson(
+            {
+              task: shownTask(task),
+              priority,
+              condition: why.condition,
+              reasons: why.reasons,
+              nextSteps: why.nextSteps,
+              instance,
+              ...(isExternal(task.spec) ? { reports } : {}),
+              deadline,
+            },
+            2,
+          ),
+        );
+        return;
+      }
+      console.log(`task        ${id}  (${task.status})`);
+      console.log(
+        `schedule    ${task.spec.cron} ${task.spec.timezone}, from ${short(task.spec.startDate)}${task.spec.catchup ? "" : ", no catch-up"}`,
+      );
+      console.log(
+        `operator    ${task.spec.operator.type}${task.spec.connection ? ` on ${task.spec.connection}` : ""}`,
+      );
+      console.log(`queue       ${task.spec.queue ?? "- (the scheduler's own workers)"}`);
+      console.log(
+        `parents     ${task.parents.map((p) => `${p.project}/${p.account}/${p.name}/${p.partition}`).join(", ") || "-"}`,
+      );
+      console.log(`priority    ${describePriority(priority, !!task.backfill?.backfillId)}`);
+      console.log(`finished    ${short(task.prevIntervalStart)}`);
+      console.log(`next        ${short(task.logicalDate)} due ${short(task.nextRunDate)}`);
+      if (task.backfill)
+        console.log(
+          `backfill    ${task.backfill.from ? `${short(task.backfill.from)} .. ` : "until "}${short(task.backfill.until)}${task.backfill.backfillId ? ` (${task.backfill.backfillId})` : ""}`,
+        );
+      console.log(`now         ${why.condition}: ${why.reasons.join("; ")}`);
+      if (instance) {
+        const a = currentAttempt(instance);
+        const place = a
+          ? budgetText(
+              budgetPlace(
+                instance.attempts,
+                a.attempt,
+                task.spec.retry.maxAttempts,
+                instance.budgetFrom ?? 0,
+              ),
+            )
+          : "-";
+        console.log(
+          `instance    ${instance.status}, attempt ${a?.attempt ?? "-"} (${a?.token ?? "-"}): ${a?.status ?? "-"}, ${place}`,
+        );
+      }
+      for (const line of deadlineLines(deadline, now)) console.log(`deadline    ${line}`);
+      if (marked) console.log(`marked      ${marked}`);
+      for (const r of reports)
+        console.log(
+          `reported    ${short(r.logicalDate)} ${r.outcome} by ${r.by} at ${short(r.at)}${r.reason ? `: ${r.reason}` : ""}${r.standing === "held" ? " (held: an earlier interval is not in)" : ""}`,
+        );
+      for (const s of why.nextSteps) console.log(`next        ${s.command}`);
     });
 
   addAsOfOptions(program.command("why"))
@@ -358,22 +376,22 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
     .option("--json", "print JSON")
     .action(async (key: string, opts: { json?: boolean } & AsOfFlags) => {
       const id = taskIdArg(key);
-      await withReadSession(globals(), opts, async ({ projection, now }) => {
+      const { why, deadline, now } = await withReadAnswer(globals(), opts, ({ projection, now }) => {
         const why = explainTask(projection, id, now, { renderProblem: renderProblem(projection) });
         const task = projection.tasks.get(id);
-        const deadline = task ? taskDeadline(projection, task, now) : null;
-        if (opts.json) console.log(toJson({ ...why, deadline }));
-        else {
-          console.log(`${id}: ${why.condition}`);
-          for (const r of why.reasons) console.log(`  ${r}`);
-          for (const line of deadlineLines(deadline, now)) console.log(`  deadline: ${line}`);
-          if (why.nextSteps.length > 0) {
-            console.log("next steps:");
-            for (const s of why.nextSteps) console.log(`  ${s.command}`);
-          }
-        }
-        if (why.condition === "unknown") process.exitCode = 4;
+        return { why, deadline: task ? taskDeadline(projection, task, now) : null, now };
       });
+      if (opts.json) console.log(toJson({ ...why, deadline }));
+      else {
+        console.log(`${id}: ${why.condition}`);
+        for (const r of why.reasons) console.log(`  ${r}`);
+        for (const line of deadlineLines(deadline, now)) console.log(`  deadline: ${line}`);
+        if (why.nextSteps.length > 0) {
+          console.log("next steps:");
+          for (const s of why.nextSteps) console.log(`  ${s.command}`);
+        }
+      }
+      if (why.condition === "unknown") process.exitCode = 4;
     });
 
   addAsOfOptions(program.command("history"))
