@@ -56,17 +56,38 @@ describe.skipIf(unavailable !== undefined)("the Python worker: a link cut past t
     });
     net.cut();
     cut = true;
+    // Each first attempt ends on the scheduler's side while the link is cut: its lease expires,
+    // or (the reconcile later than the worker's silence, on a loaded machine) its worker is
+    // dropped as silent and the attempt recorded lost. Either way it is retried, and the fence
+    // is what keeps the two from overlapping.
+    const endedHere = (events: Awaited<ReturnType<typeof readLog>>, n: string) =>
+      of(events, n).some(
+        (e) =>
+          e.type === "AttemptHeartbeatExpired" ||
+          (e.type === "AttemptFailed" && (e.data as { error?: { kind?: string } }).error?.kind === "lost"),
+      );
     await waitUntil(
-      "every lease to expire on the scheduler",
+      "every first attempt to end on the scheduler (lease expired, or lost with its worker)",
       async () => {
         const events = await readLog(dir);
-        return names.every((n) => of(events, n).some((e) => e.type === "AttemptHeartbeatExpired"))
-          ? true
-          : undefined;
+        return names.every((n) => endedHere(events, n)) ? true : undefined;
       },
       60_000,
       500,
-    );
+    ).catch(async (error: Error) => {
+      const events = await readLog(dir);
+      const seen = names
+        .map(
+          (n) =>
+            `${n}: ${of(events, n)
+              .map((e) => e.type)
+              .join(", ")}`,
+        )
+        .join("\n");
+      throw new Error(
+        `${error.message}\n${seen}\nscheduler:\n${s.output.slice(-6000)}\nworker:\n${w.output}`,
+      );
+    });
     expect(w.output).toContain("fenced:");
     net.restore();
     cut = false;
