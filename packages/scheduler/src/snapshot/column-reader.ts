@@ -121,14 +121,6 @@ export class ColumnReader {
     return this.keyParts.of(text, text);
   }
 
-  /** The instant at a place in the file's table. */
-  private at(place: unknown): string {
-    const text = typeof place === "number" ? this.instants[place] : undefined;
-    if (text === undefined)
-      throw new Error(`a task record names instant ${String(place)}, which the file does not hold`);
-    return text;
-  }
-
   /** The declaration's shared parts at a place in the file's table. */
   private declaration(at: unknown): Record<string, unknown> {
     const shared = typeof at === "number" ? this.specs[at] : undefined;
@@ -176,7 +168,7 @@ export class ColumnReader {
   readBlock(line: string): number {
     const b = parseBlock(line);
     const n = b.id.length;
-    const { id: ids, decl, parents, parentRefs: refs, extras, whole } = b;
+    const { id: ids, decl, parents, parentRefs: refs, whole } = b;
     let ref = 0;
     for (let i = 0; i < n; i++) {
       if (decl[i] === -1) {
@@ -214,29 +206,7 @@ export class ColumnReader {
           } else throw new Error(`${id} names a parent that is not a task`);
         }
       }
-      const prev = b.prevIntervalStart[i];
-      const status = STATUSES.get(b.status[i]);
-      if (status === undefined) throw new Error(`${id} has the status ${String(b.status[i])}`);
-      const task: TaskState = {
-        key,
-        id,
-        spec: shared as unknown as DeclaredSpec,
-        parents: taskParents,
-        status,
-        logicalDate: this.at(b.logicalDate[i]),
-        prevIntervalStart: prev === null ? null : this.at(prev),
-        nextRunDate: this.at(b.nextRunDate[i]),
-        failure: b.failure[i] as TaskState["failure"],
-        backfill: b.backfill[i] as TaskState["backfill"],
-        revision: bigCounter(b.revision[i], `the revision of ${id}`),
-        movedAt: bigCounter(b.movedAt[i], `the position of ${id}`),
-      };
-      const more = extras[i];
-      if (more !== undefined) {
-        if (!isPlainObject(more))
-          throw new Error(`the fields of ${id} past the usual ones are not an object`);
-        Object.assign(task, more);
-      }
+      const task = taskOfRow(b, i, key, id, shared as unknown as DeclaredSpec, taskParents, this.instants);
       this.tasks.set(id, task);
       this.placed.push(task);
       this.childrenByPlace.push(undefined);
@@ -244,6 +214,52 @@ export class ColumnReader {
     if (ref !== refs.length) throw new Error("a block of tasks holds more parents than its tasks name");
     return n;
   }
+}
+
+/**
+ * The task at row `i` of a block, given what the reader resolves itself (its key, its shared
+ * declaration, its parents): its state from the block's columns, instants from `instants`.
+ */
+export function taskOfRow(
+  b: TaskBlock,
+  i: number,
+  key: TaskKey,
+  id: string,
+  spec: DeclaredSpec,
+  parents: TaskKey[],
+  instants: readonly string[],
+): TaskState {
+  const prev = b.prevIntervalStart[i];
+  const status = STATUSES.get(b.status[i]);
+  if (status === undefined) throw new Error(`${id} has the status ${String(b.status[i])}`);
+  const task: TaskState = {
+    key,
+    id,
+    spec,
+    parents,
+    status,
+    logicalDate: instantAt(instants, b.logicalDate[i]),
+    prevIntervalStart: prev === null ? null : instantAt(instants, prev),
+    nextRunDate: instantAt(instants, b.nextRunDate[i]),
+    failure: b.failure[i] as TaskState["failure"],
+    backfill: b.backfill[i] as TaskState["backfill"],
+    revision: bigCounter(b.revision[i], `the revision of ${id}`),
+    movedAt: bigCounter(b.movedAt[i], `the position of ${id}`),
+  };
+  const more = b.extras[i];
+  if (more !== undefined) {
+    if (!isPlainObject(more)) throw new Error(`the fields of ${id} past the usual ones are not an object`);
+    Object.assign(task, more);
+  }
+  return task;
+}
+
+/** The instant at a place in the file's table. */
+function instantAt(instants: readonly string[], place: unknown): string {
+  const text = typeof place === "number" ? instants[place] : undefined;
+  if (text === undefined)
+    throw new Error(`a task record names instant ${String(place)}, which the file does not hold`);
+  return text;
 }
 
 /** A block of tasks from its line, its columns checked and each as long as its ids. */

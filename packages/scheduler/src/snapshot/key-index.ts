@@ -26,7 +26,7 @@ import {
   type TaskState,
   taskFromSnapshot,
 } from "@chronolog/core";
-import { bigCounter, blockKey, parseBlock, STATUSES } from "./column-reader.js";
+import { blockKey, parseBlock, taskOfRow } from "./column-reader.js";
 import { isPlainObject, TASK_FIELDS, type TaskBlock } from "./columns.js";
 
 /** The line between the file's records and its index. */
@@ -343,36 +343,7 @@ export class KeyIndexReader {
         else throw new Error(`${id} names a parent that is not a task`);
       }
     }
-    const prev = b.prevIntervalStart[i];
-    const status = STATUSES.get(b.status[i]);
-    if (status === undefined) throw new Error(`${id} has the status ${String(b.status[i])}`);
-    const task: TaskState = {
-      key: blockKey(b, i, id),
-      id,
-      spec: shared as unknown as DeclaredSpec,
-      parents,
-      status,
-      logicalDate: this.at(b.logicalDate[i]),
-      prevIntervalStart: prev === null ? null : this.at(prev),
-      nextRunDate: this.at(b.nextRunDate[i]),
-      failure: b.failure[i] as TaskState["failure"],
-      backfill: b.backfill[i] as TaskState["backfill"],
-      revision: bigCounter(b.revision[i], `the revision of ${id}`),
-      movedAt: bigCounter(b.movedAt[i], `the position of ${id}`),
-    };
-    const more = b.extras[i];
-    if (more !== undefined) {
-      if (!isPlainObject(more)) throw new Error(`the fields of ${id} past the usual ones are not an object`);
-      Object.assign(task, more);
-    }
-    return task;
-  }
-
-  private at(place: unknown): string {
-    const text = typeof place === "number" ? this.instants[place] : undefined;
-    if (text === undefined)
-      throw new Error(`a task record names instant ${String(place)}, which the file does not hold`);
-    return text;
+    return taskOfRow(b, i, blockKey(b, i, id), id, shared as unknown as DeclaredSpec, parents, this.instants);
   }
 }
 
