@@ -6,7 +6,7 @@
 // latency: the attempt's DispatchIntended, as recorded, to the time the function (or the shell
 // command) was entered, which it prints into its output.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join, resolve } from "node:path";
@@ -77,6 +77,36 @@ async function readAll(dir) {
   } finally {
     await log.close();
   }
+}
+
+/** CPU seconds used by a process and every process under it (those that ended counted once
+ * their parent has waited for them), from /proc. */
+function treeCpu(pid) {
+  const tick = 100; // USER_HZ on Linux
+  const stat = (p) => {
+    try {
+      const text = readFileSync(`/proc/${p}/stat`, "utf8");
+      const f = text.slice(text.lastIndexOf(")") + 2).split(" ");
+      return { ppid: Number(f[1]), cpu: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]) };
+    } catch {
+      return undefined;
+    }
+  };
+  const all = new Map();
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    const s = stat(name);
+    if (s) all.set(Number(name), s);
+  }
+  let total = 0;
+  const walk = (p) => {
+    const s = all.get(p);
+    if (!s) return;
+    total += s.cpu;
+    for (const [q, t] of all) if (t.ppid === p) walk(q);
+  };
+  walk(pid);
+  return total / tick;
 }
 
 function startProc(cmd, args, options) {
@@ -152,11 +182,20 @@ async function measure(kind, idempotent, pythonPackage = pkg) {
             { env },
           );
     procs.push(worker);
+    // CPU from the worker's connection on: what the attempts cost, not the processes' start.
+    for (let i = 0; !worker.text.includes("connected to"); i++) {
+      if (i > 6000 || worker.exitCode !== null)
+        throw new Error(`${kind}: the worker did not connect:\n${worker.text}`);
+      await sleep(5);
+    }
+    const cpu0 = { up: treeCpu(up.pid), worker: treeCpu(worker.pid) };
     let events = [];
+    let cpu;
     for (let i = 0; ; i++) {
       await sleep(500);
       events = await readAll(dir);
       const done = events.filter((e) => e.type === "AttemptSucceeded" || e.type === "AttemptFailed").length;
+      cpu = { up: treeCpu(up.pid) - cpu0.up, worker: treeCpu(worker.pid) - cpu0.worker };
       if (done >= TASKS) break;
       if (i > 1200 || worker.exitCode !== null)
         throw new Error(`${kind}: ${done} of ${TASKS} done:\n${worker.text}`);
@@ -190,6 +229,8 @@ async function measure(kind, idempotent, pythonPackage = pkg) {
       measured: latencies.length,
       workerP50: percentile(inWorker, 50),
       workerP99: percentile(inWorker, 99),
+      upCpuMs: (cpu.up * 1000) / succeeded.length,
+      workerCpuMs: (cpu.worker * 1000) / succeeded.length,
     };
   } finally {
     for (const p of procs.reverse()) {
@@ -218,7 +259,9 @@ const runs = [
   ["Node worker, idempotent", "node", true, pkg],
 ];
 const rows = [];
-for (const [label, kind, idempotent, pythonPackage] of runs) {
+// BENCH_PYTHON_ONLY=TEXT: only the rows whose label holds TEXT ("Python", "idempotent").
+const only = process.env.BENCH_PYTHON_ONLY;
+for (const [label, kind, idempotent, pythonPackage] of runs.filter(([l]) => !only || l.includes(only))) {
   const r = await measure(kind, idempotent, pythonPackage);
   rows.push([
     label,
@@ -228,6 +271,8 @@ for (const [label, kind, idempotent, pythonPackage] of runs) {
     fmt(r.p99, 1),
     fmt(r.workerP50, 1),
     fmt(r.workerP99, 1),
+    fmt(r.upCpuMs, 1),
+    fmt(r.workerCpuMs, 1),
     `${r.measured}`,
   ]);
 }
@@ -249,6 +294,8 @@ printTable(
     "start p99 ms",
     "in worker p50",
     "in worker p99",
+    "scheduler CPU ms/task",
+    "worker CPU ms/task",
     "latencies",
   ],
   rows,
