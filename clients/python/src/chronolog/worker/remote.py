@@ -1,12 +1,15 @@
 """A Python worker speaking the remote worker protocol, version 1, to a scheduler's API: it
 registers (announcing what it still runs), reads its commands from a Server-Sent Events stream,
-runs each attempt in a process of its own, posts its reports in batches and its attempts' output
-in chunks by offset. When the link breaks it reconnects with backoff; when it cannot deliver a
-report for two thirds of an attempt's lease it fences itself: it kills its idempotent attempts
-before the scheduler may run them again elsewhere."""
+runs each attempt in a process of its own, posts its reports in batches (an attempt's start on a
+connection of its own, never behind the reports and uploads of attempts that ended) and its
+attempts' output in chunks by offset, or the small rest of it inside the attempt's end. When the
+link breaks it reconnects with backoff; when it cannot deliver a report for two thirds of an
+attempt's lease it fences itself: it kills its idempotent attempts before the scheduler may run
+them again elsewhere."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import random
@@ -66,6 +69,13 @@ class Worker:
         self.finished: list[str] = []  # recent tokens, not to run twice
         self.pending: list[dict[str, Any]] = []
         self.sending: list[dict[str, Any]] = []
+        # Starts go on a lane of their own: an attempt awaiting its start permission waits on its
+        # start's delivery, which must not queue behind ends and their output.
+        self.start_pending: list[dict[str, Any]] = []
+        self.starting: list[dict[str, Any]] = []
+        #: Attempts whose start is not delivered yet: their other reports wait for it.
+        self.unacked_starts: set[str] = set()
+        self.start_wake = threading.Condition(self.lock)
         self.stopped: set[str] = set()
         self.asked: dict[str, list[str]] = {}
         self.uploads: dict[str, dict[str, Any]] = {}
@@ -84,7 +94,7 @@ class Worker:
     # --- running -------------------------------------------------------------------------
     def run(self) -> None:
         """Until ``stop``; raises FatalRefusal when the scheduler refuses the worker for good."""
-        for target in (self._deliver_loop, self._tick_loop):
+        for target in (self._deliver_loop, self._start_loop, self._tick_loop):
             threading.Thread(target=target, daemon=True).start()
         while not self.stopping:
             try:
@@ -105,7 +115,7 @@ class Worker:
     def register(self) -> None:
         with self.lock:
             running = list(self.attempts)
-            for r in self.sending + self.pending:
+            for r in self._unsent():
                 if r["kind"] in ("succeeded", "failed", "started", "heartbeat") and r["token"] not in running:
                     running.append(r["token"])
         body = {
@@ -138,6 +148,8 @@ class Worker:
                 if a is not None:
                     a.cancel("the scheduler says the attempt is no longer current", 0)
             self.pending = [r for r in self.pending if r.get("token") not in self.stopped]
+            self.start_pending = [r for r in self.start_pending if r.get("token") not in self.stopped]
+            self.unacked_starts.intersection_update(r["token"] for r in self.start_pending + self.starting)
             self.last_delivered = time.monotonic()
             self.wake.notify_all()
         extra = f"; {len(doc.get('adopted', []))} running attempts adopted, {len(doc.get('stop', []))} stopped" if running else ""
@@ -233,8 +245,13 @@ class Worker:
         with self.lock:
             if "token" in report and report["token"] in self.stopped:
                 return
-            if report["kind"] == "started" and report.get("outputPath"):
-                self.uploads.setdefault(report["token"], {"path": report["outputPath"], "offset": 0, "stopped": False})
+            if report["kind"] == "started":
+                if report.get("outputPath"):
+                    self.uploads.setdefault(report["token"], {"path": report["outputPath"], "offset": 0, "stopped": False})
+                self.start_pending.append(report)
+                self.unacked_starts.add(report["token"])
+                self.start_wake.notify_all()
+                return
             self.pending.append(report)
             if len(self.pending) > MAX_PENDING:
                 self.pending = [r for r in self.pending if r["kind"] != "heartbeat"]
@@ -245,11 +262,11 @@ class Worker:
         last_pump = time.monotonic()
         while True:
             with self.lock:
-                if not self.pending:
+                if not self._sendable():
                     self.wake.wait(0.5)
                 answer = self.answer
                 due = answer is not None and (
-                    self.pending
+                    self._sendable()
                     or time.monotonic() - self.last_delivered >= answer.get("keepaliveMs", 5000) / 1000
                 )
             if time.monotonic() - last_pump >= 1.0:
@@ -258,6 +275,68 @@ class Worker:
             if due:
                 if not self.deliver():
                     time.sleep(0.5)
+
+    def _sendable(self) -> bool:
+        """Whether a report waits that the main lane may send (not one behind its start)."""
+        return any(r.get("token") not in self.unacked_starts for r in self.pending)
+
+    def _unsent(self) -> list[dict[str, Any]]:
+        """Every report not yet delivered, starts first."""
+        return self.starting + self.start_pending + self.sending + self.pending
+
+    def _start_loop(self) -> None:
+        while True:
+            with self.lock:
+                while not self.start_pending or self.answer is None:
+                    self.start_wake.wait(0.5)
+            if not self.deliver_starts():
+                time.sleep(0.25)
+
+    def deliver_starts(self) -> bool:
+        """Posts the starts waiting, on this lane's own connection. False when it could not."""
+        while True:
+            with self.lock:
+                answer = self.answer
+                if answer is None:
+                    return False
+                if not self.start_pending:
+                    return True
+                batch = self.start_pending[: int(answer.get("maxReportBatch", 1000))]
+                del self.start_pending[: len(batch)]
+                self.starting = batch
+            try:
+                status, raw = self.link.request(
+                    "POST",
+                    self.path("/reports"),
+                    json_body={"messages": batch},
+                    headers={SESSION: answer["session"]},
+                    timeout=self._report_timeout(),
+                )
+            except Exception as error:
+                with self.lock:
+                    self.start_pending[:0] = batch
+                    self.starting = []
+                if not isinstance(error, LinkDown):
+                    self.log(f"could not deliver reports: {error}")
+                return False
+            doc = _json(raw)
+            with self.lock:
+                self.starting = []
+                if status == 409 and str(doc.get("type", "")).endswith(":not_registered"):
+                    self.start_pending[:0] = batch
+                    if self.answer is answer:
+                        self.answer = None
+                        self.link.abort_stream()
+                    return False
+                self.last_delivered = time.monotonic()
+                for r in batch:
+                    self.unacked_starts.discard(r["token"])
+                self.wake.notify_all()
+            if status == 409:
+                for r in doc.get("refused", []):
+                    self.log(f"report refused: {r.get('kind')} {r.get('token')}: {r.get('reason')}")
+            elif status != 200:
+                self.log(f"reports answered HTTP {status}: {doc.get('detail', '')}")
 
     def deliver(self) -> bool:
         """Posts what is pending (an empty batch as a keepalive). False when it could not."""
@@ -320,7 +399,7 @@ class Worker:
                 for r in batch:
                     if r["kind"] in ("succeeded", "failed"):
                         self.uploads.pop(r["token"], None)
-                more = bool(self.pending)
+                more = self._sendable()
             if status == 409:
                 for r in doc.get("refused", []):
                     self.log(f"report refused: {r.get('kind')} {r.get('token')}: {r.get('reason')}")
@@ -336,15 +415,47 @@ class Worker:
         return max(1.0, min(45.0, shortest) / 3)
 
     def _next_batch(self, most: int) -> list[dict[str, Any]]:
+        """The next reports to post, in their order, but those of attempts whose start is not
+        delivered yet (left pending, in theirs); a small rest of an end's output goes inside it."""
         out: list[dict[str, Any]] = []
+        left: list[dict[str, Any]] = []
         size = 0
-        while self.pending and len(out) < most:
-            n = len(json.dumps(self.pending[0]))
-            if out and size + n > MAX_BATCH_BYTES:
+        inline_max = int((self.answer or {}).get("inlineOutputMax", 0) or 0)
+        for i, r in enumerate(self.pending):
+            if len(out) >= most:
+                left.extend(self.pending[i:])
                 break
-            out.append(self.pending.pop(0))
+            if r.get("token") in self.unacked_starts:
+                left.append(r)
+                continue
+            if inline_max > 0 and _uploads_first(r) and "outputRest" not in r:
+                r = self._inline_rest(r, inline_max)
+            n = len(json.dumps(r))
+            if out and size + n > MAX_BATCH_BYTES:
+                left.extend(self.pending[i:])
+                break
+            out.append(r)
             size += n
+        self.pending = left
         return out
+
+    def _inline_rest(self, r: dict[str, Any], most: int) -> dict[str, Any]:
+        """The end with what the scheduler lacks of its output inside it (``outputRest``), when
+        that is at most ``most`` bytes; the end as it is otherwise (its output is uploaded)."""
+        u = self.uploads.get(r["token"])
+        size = int(r["outputFile"]["bytes"])
+        if u is None or u["stopped"] or size - u["offset"] > most:
+            return r
+        try:
+            with open(u["path"], "rb") as f:
+                f.seek(u["offset"])
+                data = f.read(size - u["offset"])
+        except OSError:
+            return r
+        if len(data) != size - u["offset"]:
+            return r  # (the file is not what the end says: uploaded as it is)
+        self.uploads.pop(r["token"], None)
+        return {**r, "outputRest": {"offset": u["offset"], "data": base64.b64encode(data).decode("ascii")}}
 
     def _pump_uploads(self) -> None:
         with self.lock:
@@ -429,6 +540,9 @@ class Worker:
         while time.monotonic() < end and self.attempts:
             time.sleep(0.05)
         for _ in range(20):
+            if self.start_pending and not self.deliver_starts():
+                time.sleep(0.25)
+                continue
             if not self.pending or self.deliver():
                 break
             time.sleep(0.25)
@@ -441,8 +555,8 @@ class Worker:
 
 
 def _uploads_first(r: dict[str, Any]) -> bool:
-    """An attempt's end whose output must be sent before it is reported."""
-    return r["kind"] in ("succeeded", "failed") and bool(r.get("outputFile"))
+    """An attempt's end whose output must be sent before it is reported (not inside it)."""
+    return r["kind"] in ("succeeded", "failed") and bool(r.get("outputFile")) and "outputRest" not in r
 
 
 def _json(raw: bytes) -> Any:

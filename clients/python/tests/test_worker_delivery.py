@@ -1,0 +1,246 @@
+"""How the Python worker delivers what it reports, against a scheduler played by this test (the
+protocol's HTTP routes, answering as the scheduler does): the small rest of an attempt's output
+goes inside its end (one request), a larger one is uploaded first; an attempt's start is
+delivered while the ends of others are still being posted."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+PACKAGE = Path(__file__).resolve().parents[1]
+INLINE_MAX = 16 * 1024
+
+
+class Fake:
+    """The scheduler's side: what the worker sent, commands to send it, ends to hold."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Condition()
+        self.posts: list[list[dict[str, Any]]] = []
+        self.puts: dict[str, bytes] = {}
+        self.commands: list[dict[str, Any]] = []
+        #: While set, a POST carrying an end is answered only once this is cleared.
+        self.hold_ends = threading.Event()
+        self.held = threading.Event()
+        self.release = threading.Event()
+
+    def reports(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [r for batch in self.posts for r in batch]
+
+    def send(self, *messages: dict[str, Any]) -> None:
+        with self.lock:
+            self.commands.extend(messages)
+            self.lock.notify_all()
+
+
+def handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
+    class Scheduler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _answer(self, status: int, doc: dict[str, Any]) -> None:
+            raw = json.dumps(doc).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def _body(self) -> bytes:
+            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+        def do_POST(self) -> None:  # noqa: N802
+            path = urlsplit(self.path).path
+            body = json.loads(self._body())
+            if path == "/api/v1/workers":
+                self._answer(
+                    200,
+                    {
+                        "protocol": 1,
+                        "session": "s1",
+                        "actor": "token:test",
+                        "adopted": [],
+                        "stop": [],
+                        "keepaliveMs": 5000,
+                        "silenceMs": 20000,
+                        "maxReportBatch": 1000,
+                        "maxOutputChunk": 262144,
+                        "outputMaxBytes": 1 << 20,
+                        "inlineOutputMax": INLINE_MAX,
+                    },
+                )
+                return
+            messages = body["messages"]
+            with fake.lock:
+                fake.posts.append(messages)
+                fake.lock.notify_all()
+            for r in messages:
+                if r["kind"] == "started":
+                    fake.send({"kind": "proceed", "token": r["token"]})
+            if fake.hold_ends.is_set() and any(r["kind"] in ("succeeded", "failed") for r in messages):
+                fake.held.set()
+                fake.release.wait(30)
+            self._answer(200, {"accepted": len(messages), "refused": []})
+
+        def do_PUT(self) -> None:  # noqa: N802
+            parts = urlsplit(self.path)
+            token = parts.path.split("/")[-2]
+            offset = int(parts.query.split("=")[1])
+            chunk = self._body()
+            with fake.lock:
+                held = fake.puts.get(token, b"")
+                fake.puts[token] = held[:offset] + chunk
+                size = len(fake.puts[token])
+            self._answer(200, {"bytes": size})
+
+        def do_DELETE(self) -> None:  # noqa: N802
+            self._answer(200, {})
+
+        def do_GET(self) -> None:  # noqa: N802
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            sent = 0
+            try:
+                while True:
+                    with fake.lock:
+                        fake.lock.wait_for(lambda: len(fake.commands) > sent, timeout=1.0)
+                        batch = fake.commands[sent:]
+                    sent += len(batch)
+                    if batch:
+                        data = json.dumps({"messages": batch})
+                        self.wfile.write(f"event: commands\ndata: {data}\n\n".encode())
+                    else:
+                        self.wfile.write(b": keepalive\n\n")
+                    self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                return
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    return Scheduler
+
+
+def run_command(token: str, function: str, args: dict[str, Any], idempotent: bool) -> dict[str, Any]:
+    return {
+        "kind": "run",
+        "token": token,
+        "attempt": 1,
+        "instanceStream": f"instance-{token}",
+        "taskKey": "p/a/t",
+        "logicalDate": "2026-01-01T00:00:00.000Z",
+        "queue": "py",
+        "leaseSeconds": 30,
+        "awaitProceed": not idempotent,
+        "operator": {"type": "python", "function": function, "args": args},
+        "env": {},
+    }
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 30.0) -> Any:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = check()
+        if got:
+            return got
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class WorkerDeliveryTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.fake = Fake()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler(self.fake))
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.dir = tempfile.mkdtemp(prefix="chronolog-worker-delivery-")
+        env = dict(os.environ, PYTHONPATH=f"{PACKAGE / 'src'}{os.pathsep}{PACKAGE}", PYTHONDONTWRITEBYTECODE="1")
+        self.worker = subprocess.Popen(
+            [
+                sys.executable, "-m", "chronolog.worker",
+                "--connect", f"http://127.0.0.1:{self.server.server_address[1]}",
+                "--token", "t", "--queue", "py", "--capacity", "4",
+                "--import", "tests.worker_tasks", "--dir", self.dir,
+            ],
+            cwd=PACKAGE,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+    def tearDown(self) -> None:
+        self.fake.release.set()
+        self.worker.terminate()
+        try:
+            self.worker.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.worker.kill()
+            self.worker.communicate()
+        self.server.shutdown()
+        self.server.server_close()
+
+    def end_of(self, token: str) -> dict[str, Any]:
+        return wait_for(
+            f"the end of {token}",
+            lambda: next((r for r in self.fake.reports() if r["kind"] in ("succeeded", "failed") and r["token"] == token), None),
+        )
+
+    def test_a_small_output_goes_inside_the_end_and_a_large_one_is_uploaded_first(self) -> None:
+        self.fake.send(
+            run_command("small", "tests.worker_tasks:loud", {"lines": 3}, idempotent=False),
+            run_command("large", "tests.worker_tasks:loud", {"lines": 5000}, idempotent=True),
+        )
+        small = self.end_of("small")
+        self.assertEqual(small["kind"], "succeeded", small)
+        rest = small["outputRest"]
+        self.assertEqual(rest["offset"], 0)
+        self.assertEqual(base64.b64decode(rest["data"]), b"line 0\nline 1\nline 2\n")
+        self.assertEqual(small["outputFile"]["bytes"], len(base64.b64decode(rest["data"])))
+        self.assertNotIn("small", self.fake.puts, "a small output is not uploaded as well")
+
+        large = self.end_of("large")
+        self.assertEqual(large["kind"], "succeeded", large)
+        self.assertNotIn("outputRest", large)
+        expected = "".join(f"line {i}\n" for i in range(5000)).encode()
+        self.assertGreater(len(expected), INLINE_MAX)
+        self.assertEqual(self.fake.puts.get("large"), expected, "uploaded whole before its end")
+        self.assertEqual(large["outputFile"]["bytes"], len(expected))
+
+    def test_a_start_is_not_held_behind_the_ends_being_posted(self) -> None:
+        self.fake.hold_ends.set()
+        self.fake.send(run_command("first", "tests.worker_tasks:loud", {"lines": 1}, idempotent=False))
+        wait_for("the first end's post, held", self.fake.held.is_set)
+        self.fake.send(run_command("second", "tests.worker_tasks:loud", {"lines": 1}, idempotent=False))
+        # The second attempt's start reaches the scheduler, its function runs (after the proceed
+        # its start brought) and ends, all while the first one's end is still unanswered.
+        wait_for(
+            "the second start",
+            lambda: any(r["kind"] == "started" and r["token"] == "second" for r in self.fake.reports()),
+        )
+        wait_for("the second attempt's output", lambda: Path(self.dir, "output", "second.log").exists())
+        self.assertFalse(self.fake.release.is_set())
+        self.fake.release.set()
+        self.assertEqual(self.end_of("first")["kind"], "succeeded")
+        self.assertEqual(self.end_of("second")["kind"], "succeeded")
+        # Each attempt's reports arrive in order: its start before its end.
+        order = [(r["kind"], r["token"]) for r in self.fake.reports() if r["kind"] != "heartbeat"]
+        for token in ("first", "second"):
+            self.assertLess(order.index(("started", token)), order.index(("succeeded", token)), order)
+
+
+if __name__ == "__main__":
+    unittest.main()
