@@ -1,12 +1,11 @@
 """One attempt on this worker: waits for its start permission when it must, runs its function
-in a process of its own (forked from the warm forkserver), stops it when told to (its process
+in a process of its own (forked from the warm fork server), stops it when told to (its process
 group: the function's own subprocesses too), and says how it ended."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing.process
 import os
 import selectors
 import signal
@@ -14,14 +13,13 @@ import threading
 import time
 from typing import Any, Callable
 
-from .child import spare
+from .forks import Forked, ForkServer
 from .output import DEFAULT_OUTPUT_MAX_BYTES, OutputFile
 from .secrets import Masker, MaskingStream, SecretError, resolve_secrets
 
 TAIL_BYTES = 4096
 #: How long the output of a process that has exited is still read (a straggler holding its pipes).
 DRAIN_SECONDS = 1.0
-_STARTING = threading.Lock()
 
 
 def now_iso() -> str:
@@ -30,33 +28,56 @@ def now_iso() -> str:
 
 
 class Spare:
-    """A process forked ahead of need, and the read ends of its stdout and stderr pipes."""
+    """A process forked ahead of need: the write end of the pipe its attempt's spec goes to, and
+    the read ends of its stdout and stderr pipes."""
 
-    def __init__(self, proc: Any, conn: Any, out: int, err: int) -> None:
+    def __init__(self, proc: Forked, command: int, out: int, err: int) -> None:
         self.proc = proc
-        self.conn = conn
+        self.command = command
         self.out = out
         self.err = err
 
+    def give(self, spec: dict[str, Any]) -> None:
+        """Hands it its attempt (the spec, then the end of the pipe)."""
+        data = json.dumps(spec).encode("utf-8")
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.command, view) :]
+        finally:
+            self._close_command()
+
+    def _close_command(self) -> None:
+        if self.command >= 0:
+            try:
+                os.close(self.command)
+            except OSError:
+                pass
+            self.command = -1
+
     def discard(self) -> None:
+        """Lets it go: with nothing on its pipe, it exits."""
         for fd in (self.out, self.err):
             try:
                 os.close(fd)
             except OSError:
                 pass
-        try:
-            self.conn.close()
-        except OSError:
-            pass
+        self.out = self.err = -1
+        self._close_command()
+
+    def drop(self) -> None:
+        """Lets go of a spare no attempt was given to (it exits), and of its end."""
+        self.discard()
+        self.proc.close()
 
 
 class Spares:
-    """Processes forked ahead of need from the forkserver (where the ``--import`` modules are
+    """Processes forked ahead of need from the fork server (where the ``--import`` modules are
     loaded), each waiting for an attempt: taking one costs a pipe write, not a fork. One thread
     forks them again in the background, one for each taken (no thread started per attempt)."""
 
-    def __init__(self, mp: Any, keep: int) -> None:
-        self.mp = mp
+    def __init__(self, server: ForkServer, keep: int) -> None:
+        self.server = server
         self.keep = keep
         self.ready: list[Spare] = []
         self.lock = threading.Lock()
@@ -69,24 +90,19 @@ class Spares:
         threading.Thread(target=self._refill, daemon=True, name="spares").start()
 
     def _fork(self) -> Spare:
-        from multiprocessing.connection import Connection
-
-        r, w = self.mp.Pipe(duplex=False)
+        command_r, command_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        out, err = Connection(out_w, readable=False), Connection(err_w, readable=False)
-        proc = self.mp.Process(target=spare, args=(r, out, err), daemon=False)
         try:
-            with _STARTING:
-                proc.start()
-                # multiprocessing's own bookkeeping polls every child at each start: from another
-                # thread, that would read this one's exit status before its join does.
-                multiprocessing.process._children.discard(proc)  # type: ignore[attr-defined]
+            proc = self.server.fork(command_r, out_w, err_w)
+        except BaseException:
+            for fd in (command_w, out_r, err_r):
+                os.close(fd)
+            raise
         finally:
-            r.close()
-            out.close()
-            err.close()
-        return Spare(proc, w, out_r, err_r)
+            for fd in (command_r, out_w, err_w):
+                os.close(fd)
+        return Spare(proc, command_w, out_r, err_r)
 
     def _refill(self) -> None:
         while True:
@@ -99,7 +115,7 @@ class Spares:
             try:
                 got = self._fork()
             except Exception as error:
-                # (The forkserver gone, killed from outside or the worker stopping: an attempt
+                # (The fork server gone, killed from outside or the worker stopping: an attempt
                 # waiting for a spare fails saying so, rather than wait for ever.)
                 with self.lock:
                     self.error = error
@@ -129,7 +145,7 @@ class Spares:
             if got.proc.exitcode is None:
                 return got
             # A spare that died meanwhile (killed from outside): the next, and one more forked.
-            got.discard()
+            got.drop()
             self.replace()
 
     def replace(self) -> None:
@@ -324,7 +340,7 @@ class Attempt:
         got = self.spares.take()
         with self.lock:
             if self.abort is not None:
-                got.discard()  # (it exits, its attempt never given)
+                got.drop()  # (it exits, its attempt never given)
                 self.spares.replace()
                 return self._failed(*self._abort_error(), None)
             self.state = "running"
@@ -334,8 +350,7 @@ class Attempt:
                 self.timeout_ms = int(timeout_ms)
                 self.deadline = time.time() + timeout_ms / 1000
                 spec["deadline"] = self.deadline
-            got.conn.send(spec)
-            got.conn.close()
+            got.give(spec)
         self.spares.replace()
         self._report_started()
         self._follow(got)

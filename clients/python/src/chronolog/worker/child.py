@@ -1,4 +1,4 @@
-"""The process of one attempt: forked from a warm interpreter (the forkserver, with the worker's
+"""The process of one attempt: forked from a warm interpreter (the fork server, with the worker's
 ``--import`` modules already loaded), it leads a process group of its own, its stdout and stderr
 (and its subprocesses') pipes the worker reads into the attempt's output, imports the function
 and calls it.
@@ -35,19 +35,8 @@ def resolve(ref: str) -> Callable[..., Any]:
 
 
 def _die_with_parent() -> None:
-    """Linux: killed when the forkserver (which dies with the worker) does, so that a worker
-    killed takes its attempts with it rather than leaving them running unwatched. The forkserver
-    ends when every holder of its "alive" pipe has closed it: the worker and each process it
-    forked, which lets go of its copy here."""
-    try:
-        from multiprocessing import forkserver
-
-        fd = getattr(forkserver._forkserver, "_forkserver_alive_fd", None)
-        if fd is not None:
-            os.close(fd)
-            forkserver._forkserver._forkserver_alive_fd = None
-    except Exception:
-        pass
+    """Linux: killed when the fork server (which ends with the worker) does, so that a worker
+    killed takes its attempts with it rather than leaving them running unwatched."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -62,32 +51,39 @@ def _write_result(path: str, result: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def spare(conn: Any, out: Any, err: Any) -> None:
+def spare(command: int, out: int, err: int, parent: int) -> None:
     """A spare process, forked ahead of need: ready (its own process group, dying with the
-    worker), it waits for an attempt's spec, then runs it, its stdout and stderr the write ends
-    of the pipes ``out`` and ``err`` that the worker reads. Nothing comes (the worker stopped or
-    has no use for it): it exits."""
+    worker), it waits for an attempt's spec (JSON, to the end of the pipe ``command``), then
+    runs it, its stdout and stderr the write ends of the pipes ``out`` and ``err`` that the
+    worker reads. Nothing comes (the worker stopped or has no use for it): it exits. ``parent``
+    is the fork server's pid: gone before this process could ask to die with it, it exits now."""
     os.setsid()
-    os.dup2(out.fileno(), 1)
-    os.dup2(err.fileno(), 2)
-    out.close()
-    err.close()
-    parent = os.getppid()
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    os.close(out)
+    os.close(err)
     _die_with_parent()
     if os.getppid() != parent:
         os._exit(137)
     _rehearse()
+    chunks = []
     try:
-        spec = conn.recv()
-    except (EOFError, OSError):
+        while True:
+            got = os.read(command, 1 << 16)
+            if not got:
+                break
+            chunks.append(got)
+    except OSError:
         os._exit(0)
-    conn.close()
-    run_attempt(spec)
+    os.close(command)
+    if not chunks:
+        os._exit(0)
+    run_attempt(json.loads(b"".join(chunks)))
 
 
 def _rehearse() -> None:
     """Goes through an attempt's start with nothing of one, while no attempt waits: a process
-    forked from the forkserver shares its memory until it writes to a page, and the first write
+    forked from the fork server shares its memory until it writes to a page, and the first write
     to each copies it (a huge page at a time where the kernel uses them). Here those copies are
     made ahead (measured: 9 ms p50, 20 ms p90 of an attempt's start before). Only what the start
     touches: a collection here would copy the whole heap, in every spare, and slow their forks

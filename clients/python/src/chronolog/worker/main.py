@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import multiprocessing
 import os
 import re
 import signal
@@ -15,6 +14,7 @@ import time
 import traceback
 from typing import Any
 
+from .forks import ForkServer
 from .link import Link
 from .remote import FatalRefusal, Worker
 
@@ -71,8 +71,14 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     out_dir = os.path.abspath(os.path.join(args.dir, "output"))
     os.makedirs(out_dir, exist_ok=True)
-    mp = _warm(args.imports)
-    worker = Worker(link, args.id, socket.gethostname(), args.queue, args.capacity, VERSION, out_dir, mp, _log)
+    # The warm interpreter every attempt's process is forked from, with the modules it needs
+    # loaded (started now, not at the first attempt).
+    try:
+        server = ForkServer(args.imports)
+    except (OSError, RuntimeError) as error:
+        _log(str(error))
+        return 2
+    worker = Worker(link, args.id, socket.gethostname(), args.queue, args.capacity, VERSION, out_dir, server, _log)
     signals = [0]
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -90,27 +96,3 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     while True:
         time.sleep(1)
-
-
-def _warm(imports: list[str]) -> Any:
-    """The forkserver every attempt's process is forked from, with the modules it needs loaded
-    (started now, not at the first attempt). Where there is no forkserver, a fresh interpreter."""
-    try:
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["chronolog.worker.child", *imports])
-    except ValueError:
-        return multiprocessing.get_context("spawn")
-    from multiprocessing import forkserver
-
-    # The forkserver's interpreter finds what this one finds (before 3.12 it is not given this
-    # sys.path, and a module it cannot import is silently not preloaded).
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
-    try:
-        forkserver.ensure_running()
-    finally:
-        if saved is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = saved
-    return ctx

@@ -20,6 +20,7 @@ from typing import Any, Callable
 from urllib.parse import quote
 
 from .attempt import Attempt, Spares
+from .forks import ForkServer
 from .link import Link, LinkDown
 from .output import DEFAULT_OUTPUT_MAX_BYTES
 
@@ -46,7 +47,7 @@ class Worker:
         capacity: int,
         version: str,
         out_dir: str,
-        mp: Any,
+        server: ForkServer,
         log: Callable[[str], None],
     ) -> None:
         self.link = link
@@ -58,7 +59,7 @@ class Worker:
         self.out_dir = out_dir
         # Twice the capacity: a burst of attempts ending at once (and as many starting) finds
         # spares ready while the ones taken are forked again.
-        self.spares = Spares(mp, min(2 * capacity, 32))
+        self.spares = Spares(server, min(2 * capacity, 32))
         self.log = log
         self.lock = threading.RLock()
         self.wake = threading.Condition(self.lock)
