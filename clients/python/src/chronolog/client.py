@@ -9,7 +9,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence, Union
 from .declarations import Declarable, to_document
 from .errors import RunFailedError, WaitTimeoutError
 from .events import Follower
-from .http import Transport, segment
+from .transport import Transport, segment
 
 #: What ``declare`` takes: a document (a dict), JSON or YAML text, builders, or a list of them.
 Source = Union[Mapping[str, Any], str, Declarable, Sequence[Union[Mapping[str, Any], Declarable]]]

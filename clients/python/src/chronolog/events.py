@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generator, Iterator
 
 from .errors import ChronologError, TooManyRequestsError, TransportError
-from .http import Answer, Transport, problem_of
+from .transport import Answer, Transport, problem_of
 
 
 @dataclass(frozen=True)
