@@ -50,11 +50,11 @@ function freePort() {
   });
 }
 
-function declare(dir, operator, idempotent) {
+function declare(dir, operator, idempotent, tasks) {
   const latest = new Date(Math.floor(Date.now() / HOUR) * HOUR - HOUR).toISOString();
   const end = new Date(Date.parse(latest) + HOUR / 2).toISOString();
   const lines = [];
-  for (let i = 0; i < TASKS; i++)
+  for (let i = 0; i < tasks; i++)
     lines.push(
       `  - { project: bench, account: a, name: t${i}, cron: "0 * * * *", startDate: "${latest}", endDate: "${end}", queue: q, idempotent: ${idempotent}, operator: ${operator} }`,
     );
@@ -121,7 +121,7 @@ function startProc(cmd, args, options) {
   return p;
 }
 
-async function measure(kind, idempotent, pythonPackage = pkg) {
+async function measure(kind, idempotent, pythonPackage = pkg, capacity = CAPACITY, tasks = TASKS) {
   const dir = mkdtempSync(join(tmpdir(), `chronolog-bench-python-${kind}-`));
   const procs = [];
   try {
@@ -131,6 +131,7 @@ async function measure(kind, idempotent, pythonPackage = pkg) {
         ? `{ type: python, function: "tests.worker_tasks:noop" }`
         : `{ type: shell, command: "echo entered $(date +%s%3N)" }`,
       idempotent,
+      tasks,
     );
     const token = run(dir, ["token", "create", "bench", "--scope", "work", "--queue", "q"]).trim();
     const port = await freePort();
@@ -153,7 +154,7 @@ async function measure(kind, idempotent, pythonPackage = pkg) {
       "--queue",
       "q",
       "--capacity",
-      String(CAPACITY),
+      String(capacity),
       "--id",
       `bench-${kind}`,
     ];
@@ -196,9 +197,9 @@ async function measure(kind, idempotent, pythonPackage = pkg) {
       events = await readAll(dir);
       const done = events.filter((e) => e.type === "AttemptSucceeded" || e.type === "AttemptFailed").length;
       cpu = { up: treeCpu(up.pid) - cpu0.up, worker: treeCpu(worker.pid) - cpu0.worker };
-      if (done >= TASKS) break;
+      if (done >= tasks) break;
       if (i > 1200 || worker.exitCode !== null)
-        throw new Error(`${kind}: ${done} of ${TASKS} done:\n${worker.text}`);
+        throw new Error(`${kind}: ${done} of ${tasks} done:\n${worker.text}`);
     }
     const failed = events.filter((e) => e.type === "AttemptFailed");
     if (failed.length > 0)
@@ -246,23 +247,36 @@ async function measure(kind, idempotent, pythonPackage = pkg) {
 // BENCH_PYTHON_BEFORE: another checkout's clients/python, measured first in the same run (a
 // before/after comparison in the same minutes).
 const before = process.env.BENCH_PYTHON_BEFORE;
+const oneAtATime = Math.max(20, Math.round(TASKS / 4));
 const runs = [
   ...(before
     ? [
         ["Python worker (before), python no-op", "python", false, before],
         ["Python worker (before), idempotent", "python", true, before],
+        ["Python worker (before), python no-op, one at a time", "python", false, before, 1, oneAtATime],
       ]
     : []),
   ["Python worker, python no-op", "python", false, pkg],
   ["Python worker, idempotent", "python", true, pkg],
+  // The floor under the queueing: one attempt at a time, nothing else in the worker's way.
+  [
+    "Python worker, python no-op, one at a time",
+    "python",
+    false,
+    pkg,
+    1,
+    Math.max(20, Math.round(TASKS / 4)),
+  ],
   ["Node worker, shell echo", "node", false, pkg],
   ["Node worker, idempotent", "node", true, pkg],
 ];
 const rows = [];
 // BENCH_PYTHON_ONLY=TEXT: only the rows whose label holds TEXT ("Python", "idempotent").
 const only = process.env.BENCH_PYTHON_ONLY;
-for (const [label, kind, idempotent, pythonPackage] of runs.filter(([l]) => !only || l.includes(only))) {
-  const r = await measure(kind, idempotent, pythonPackage);
+for (const [label, kind, idempotent, pythonPackage, capacity, tasks] of runs.filter(
+  ([l]) => !only || l.includes(only),
+)) {
+  const r = await measure(kind, idempotent, pythonPackage, capacity, tasks);
   rows.push([
     label,
     fmt(r.tasks),
@@ -277,7 +291,7 @@ for (const [label, kind, idempotent, pythonPackage] of runs.filter(([l]) => !onl
   ]);
 }
 console.log(
-  `${TASKS} tasks of one interval on one queue, one remote worker of capacity ${CAPACITY}, API on loopback`,
+  `${TASKS} tasks of one interval on one queue, one remote worker of capacity ${CAPACITY} (one at a time: capacity 1, a quarter of the tasks), API on loopback`,
 );
 console.log(
   "start: DispatchIntended as recorded -> function (or command) entered; in worker: run command received -> function entered",
