@@ -1,5 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
+import SlowestFirst from "./test/support/sequencer.js";
 
 const src = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
@@ -31,6 +32,8 @@ export default defineConfig({
     // Two test files at a time (the default on two cores is one): most of the suite waits on
     // the processes it starts (the CLI, workers, brokers), not on its own thread.
     maxWorkers: 2,
+    // The slowest files first, whatever their size (see the sequencer).
+    sequence: { sequencer: SlowestFirst },
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ["default", "./test/support/summary-reporter.ts"],

@@ -20,6 +20,7 @@ import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { cliNodeFlags, fmt, printTable } from "../table.mjs";
+import { catalogue, PROJECTS } from "./catalogue.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..");
@@ -35,61 +36,10 @@ if (max >= 1_000_000) sizes.push(1_000_000);
 // BENCH_SCALE_ONLY=declare: only `chronolog declare tasks.yaml` at each size (its three rows).
 const only = process.env.BENCH_SCALE_ONLY ?? "";
 if (only !== "" && only !== "declare") throw new Error(`BENCH_SCALE_ONLY takes "declare", not "${only}"`);
-const PROJECTS = 20;
 const HOUR = 3_600_000;
 const READS = 3; // each read command is timed this many times; the median is printed
 const env = { ...process.env, CHRONOLOG_LOG_FORMAT: "json", CHRONOLOG_LOG_LEVEL: "info" };
 const MB = 1024 * 1024;
-
-/** A small seeded generator (mulberry32): the same catalogue at every run. */
-function random(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/**
- * The catalogue of N tasks as one YAML file, written as a person writes one: task i in a random
- * project of 20, after 0, 1 or 2 random tasks declared before it in other projects.
- */
-function catalogue(n, start) {
-  const rnd = random(20261203);
-  const project = new Uint8Array(n);
-  const key = (i) => `p${project[i]}/acme/t${i}`;
-  const lines = ["tasks:"];
-  for (let i = 0; i < n; i++) {
-    project[i] = Math.floor(rnd() * PROJECTS);
-    const count = Math.floor(rnd() * 3);
-    const parents = new Set();
-    for (let tries = 0; parents.size < count && i > 0 && tries < 10; tries++) {
-      const j = Math.floor(rnd() * i);
-      if (project[j] !== project[i]) parents.add(j);
-    }
-    lines.push(
-      `  - project: p${project[i]}`,
-      "    account: acme",
-      `    name: t${i}`,
-      '    cron: "0 * * * *"',
-      `    startDate: ${start}`,
-      "    idempotent: true",
-      "    operator: { type: noop }",
-    );
-    if (parents.size > 0) lines.push(`    parents: [${[...parents].map(key).join(", ")}]`);
-  }
-  return { text: `${lines.join("\n")}\n`, last: key(n - 1), lastWithParents: lastWithParents() };
-  function lastWithParents() {
-    // The last task that has parents: `why` has something to say about each of them.
-    const i = lines.findLastIndex((l) => l.startsWith("    parents:"));
-    const name = lines.findLastIndex((l, k) => k < i && l.startsWith("    name: "));
-    const project = lines.findLastIndex((l, k) => k < i && l.startsWith("  - project: "));
-    return `${lines[project].slice("  - project: ".length)}/acme/${lines[name].slice("    name: ".length)}`;
-  }
-}
 
 const freePort = () =>
   new Promise((resolve, reject) => {

@@ -170,6 +170,7 @@ it("kill the log's partition leader during 10,000 tasks: no acknowledged event l
       `  the run finished ${recoveredIn} ms after the kill; ${acked.length} appends acknowledged to the probe client (${acked.length - ackedBefore} after the kill), all present`,
       `  completions every 5 s after the kill: ${trace.join(" ")}`,
       `  ${events.length} events, chain verified, every task completed once`,
+      ...procs.map((p) => `  scheduler ${p.name}'s shards after the kill: ${shardsAfter(p, killedAt)}`),
       ...procs.map((p) => `  scheduler ${p.name}'s warnings and errors: ${loudCounts(p)}`),
     ].join("\n"),
   );
@@ -220,6 +221,21 @@ async function stallReport(completed: number): Promise<string> {
     out.push(`could not read the log: ${(error as Error).message}`);
   }
   return out.join("\n");
+}
+
+/**
+ * How many shards a scheduler held after the kill, each time that changed, in ms from the kill
+ * (where the group's rejoin or a fence took the time).
+ */
+function shardsAfter(p: SchedulerProc, killedAt: number): string {
+  const moves = p.lines.filter((l) => l.msg === "shards assigned" && Number(l.time) >= killedAt);
+  if (moves.length === 0) return "kept them";
+  return moves
+    .map(
+      (l) =>
+        `+${Number(l.time) - killedAt} ms ${(l.shards as number[]).length}${l.fenced ? " (fenced)" : ""}`,
+    )
+    .join(", ");
 }
 
 /** A scheduler's warnings and errors, counted by message. */

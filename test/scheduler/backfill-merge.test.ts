@@ -1,7 +1,7 @@
 import type { ChildProcess } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type CliResult,
   chronolog,
@@ -19,7 +19,9 @@ import { waitUntil } from "../support/wait.js";
  * is refused (exit 8) with the pending backfill, its range and how far it has come, and nothing
  * is written. An hourly workflow of two tasks that are not idempotent (`work`, and `report`
  * below it) first finishes 00:00-05:00 of a past day; every run appends its task and interval
- * to an effects file, which counts how often each interval ran.
+ * to an effects file, which counts how often each interval ran. That first day runs once, in a
+ * data directory each test starts from a copy of (the effects file in it, named to the tasks by
+ * the scheduler's environment, is copied with it).
  */
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -31,7 +33,9 @@ const left = new Leftovers();
 afterAll(() => left.clear());
 
 function up(dir: string): ChildProcess {
-  const p = chronologSpawn(dir, ["up", "--workers", "2", "--reconcile-ms", "200"]);
+  const p = chronologSpawn(dir, ["up", "--workers", "2", "--reconcile-ms", "200", "--pass-env", "EFFECTS"], {
+    EFFECTS: join(dir, "effects"),
+  });
   left.processes.push(p);
   // Its service log is not read here, but must not fill the pipes and stall it.
   p.stderr?.resume();
@@ -88,10 +92,9 @@ function written(dir: string): number {
 }
 
 /** A data directory where the workflow has finished 00:00-05:00, and no scheduler runs. */
-async function finishedFirstDay(label: string): Promise<string> {
-  const dir = tempDataDir(label);
+async function firstDay(): Promise<string> {
+  const dir = tempDataDir("bf-first-day");
   left.dirs.push(dir);
-  const effects = join(dir, "effects");
   const file = join(dir, "w.yaml");
   writeFileSync(
     file,
@@ -103,8 +106,8 @@ async function finishedFirstDay(label: string): Promise<string> {
     startDate: "${at(0)}"
     endDate: "${new Date(day0 + 5.5 * HOUR).toISOString()}"
     tasks:
-      - { name: work, operator: { type: shell, command: "echo work {{ ts }} >> ${effects}" } }
-      - { name: report, parents: [work], operator: { type: shell, command: "echo report {{ ts }} >> ${effects}" } }
+      - { name: work, operator: { type: shell, command: 'echo work {{ ts }} >> "$EFFECTS"' } }
+      - { name: report, parents: [work], operator: { type: shell, command: 'echo report {{ ts }} >> "$EFFECTS"' } }
 `,
   );
   const d = chronolog(dir, ["declare", file]);
@@ -116,9 +119,35 @@ async function finishedFirstDay(label: string): Promise<string> {
   return dir;
 }
 
-/** Runs the scheduler until every task is back at 06:00 with nothing left to do, then stops it. */
-async function schedulerRuns(dir: string): Promise<void> {
+let template = "";
+beforeAll(async () => {
+  template = await firstDay();
+}, 120_000);
+
+/** A copy of the data directory where the first day has finished, for one test. */
+function finishedFirstDay(label: string): string {
+  const dir = tempDataDir(label);
+  left.dirs.push(dir);
+  cpSync(template, dir, { recursive: true });
+  expect(atOriginalPosition(dir)).toBe(true);
+  expect(ran(dir)).toEqual(expected({}));
+  return dir;
+}
+
+/**
+ * Runs the scheduler until every task is back at 06:00 with nothing left to do, then stops it.
+ * The effects file is watched first (a read of a file, where each look through the CLI takes a
+ * process's start): the CLI is asked only once the runs `want` counts have been written.
+ */
+async function schedulerRuns(dir: string, want: Record<string, number>): Promise<void> {
   const p = up(dir);
+  const total = (counts: Record<string, number>) => Object.values(counts).reduce((a, n) => a + n, 0);
+  await waitUntil(
+    "the backfills' runs",
+    () => (total(ran(dir)) >= total(want) ? true : undefined),
+    60_000,
+    50,
+  );
   await waitUntil("the backfills to finish", () => {
     if (!atOriginalPosition(dir)) return undefined;
     const shown = [WORK, REPORT].map((t) => chronolog(dir, ["show", t]).stdout);
@@ -146,19 +175,20 @@ function backfillProcess(dir: string, from: number, to: number): Promise<CliResu
 
 describe("two backfills of one task queued before a scheduler runs", () => {
   it("overlapping ranges merge: each hour named runs once more, 03:00-05:00 never again", async () => {
-    const dir = await finishedFirstDay("bf-overlap");
+    const dir = finishedFirstDay("bf-overlap");
     const first = backfill(dir, WORK, 1, 2);
     expect(first.code, first.stderr).toBe(0);
     const second = backfill(dir, WORK, 2, 3);
     expect(second.code, second.stderr).toBe(0);
-    await schedulerRuns(dir);
-    expect(ran(dir)).toEqual(expected({ work: [1, 2, 3] }));
+    const want = expected({ work: [1, 2, 3] });
+    await schedulerRuns(dir, want);
+    expect(ran(dir)).toEqual(want);
     expect(second.stdout).toContain(`joined backfill ${idOf(first)} over ${at(1)} .. ${at(2)}`);
     expect(idOf(second)).toBe(idOf(first));
   }, 120_000);
 
   it("adjacent ranges merge: 00:00, 01:00 and 02:00 run once more each, nothing after them", async () => {
-    const dir = await finishedFirstDay("bf-adjacent");
+    const dir = finishedFirstDay("bf-adjacent");
     const first = backfill(dir, WORK, 1, 1);
     expect(first.code, first.stderr).toBe(0);
     // The later range first, then one that ends just before it: both orders join.
@@ -166,13 +196,14 @@ describe("two backfills of one task queued before a scheduler runs", () => {
     expect(second.code, second.stderr).toBe(0);
     const third = backfill(dir, WORK, 0, 0);
     expect(third.code, third.stderr).toBe(0);
-    await schedulerRuns(dir);
-    expect(ran(dir)).toEqual(expected({ work: [0, 1, 2] }));
+    const want = expected({ work: [0, 1, 2] });
+    await schedulerRuns(dir, want);
+    expect(ran(dir)).toEqual(want);
     expect(third.stdout).toContain(`joined backfill ${idOf(first)} over ${at(1)} .. ${at(2)}`);
   }, 120_000);
 
   it("a range apart from the pending one is refused (exit 8) naming it, and writes nothing", async () => {
-    const dir = await finishedFirstDay("bf-disjoint");
+    const dir = finishedFirstDay("bf-disjoint");
     const first = backfill(dir, WORK, 1, 1);
     expect(first.code, first.stderr).toBe(0);
     const before = written(dir);
@@ -183,12 +214,13 @@ describe("two backfills of one task queued before a scheduler runs", () => {
     );
     expect(second.stderr).toContain(`${at(3)} .. ${at(4)} neither overlaps nor touches`);
     expect(written(dir)).toBe(before);
-    await schedulerRuns(dir);
-    expect(ran(dir)).toEqual(expected({ work: [1] }));
+    const want = expected({ work: [1] });
+    await schedulerRuns(dir, want);
+    expect(ran(dir)).toEqual(want);
   }, 120_000);
 
   it("with --downstream every target merges, or the whole backfill is refused", async () => {
-    const dir = await finishedFirstDay("bf-downstream");
+    const dir = finishedFirstDay("bf-downstream");
     // Only the child has a backfill pending, at 01:00.
     const child = backfill(dir, REPORT, 1, 1);
     expect(child.code, child.stderr).toBe(0);
@@ -204,37 +236,40 @@ describe("two backfills of one task queued before a scheduler runs", () => {
     const joined = backfill(dir, WORK, 2, 3, "--downstream");
     expect(joined.code, joined.stderr).toBe(0);
     expect(joined.stdout).toContain(`joined backfill ${idOf(child)} over ${at(1)} .. ${at(1)}`);
-    await schedulerRuns(dir);
-    expect(ran(dir)).toEqual(expected({ work: [2, 3], report: [1, 2, 3] }));
+    const want = expected({ work: [2, 3], report: [1, 2, 3] });
+    await schedulerRuns(dir, want);
+    expect(ran(dir)).toEqual(want);
   }, 120_000);
 });
 
 describe("two backfills racing from two processes", () => {
   it("overlapping ranges end merged: both succeed, and the task returns to 06:00", async () => {
-    const dir = await finishedFirstDay("bf-race-merge");
+    const dir = finishedFirstDay("bf-race-merge");
     const [a, b] = await Promise.all([backfillProcess(dir, 1, 2), backfillProcess(dir, 2, 3)]);
     expect(a.code, a.stderr).toBe(0);
     expect(b.code, b.stderr).toBe(0);
-    await schedulerRuns(dir);
-    expect(ran(dir)).toEqual(expected({ work: [1, 2, 3] }));
+    const want = expected({ work: [1, 2, 3] });
+    await schedulerRuns(dir, want);
+    expect(ran(dir)).toEqual(want);
     // One of them was written first; the other joined it.
     expect(`${a.stdout}${b.stdout}`).toContain("joined backfill ");
   }, 120_000);
 
   it("ranges apart end with one refused (exit 8), the other run alone", async () => {
-    const dir = await finishedFirstDay("bf-race-refuse");
+    const dir = finishedFirstDay("bf-race-refuse");
     const [a, b] = await Promise.all([backfillProcess(dir, 1, 1), backfillProcess(dir, 3, 4)]);
     expect([a.code, b.code].sort(), `${a.stderr}\n${b.stderr}`).toEqual([0, 8]);
     const refused = a.code === 8 ? a : b;
     expect(refused.stderr).toContain("neither overlaps nor touches");
-    await schedulerRuns(dir);
-    expect(ran(dir)).toEqual(expected({ work: a.code === 0 ? [1] : [3, 4] }));
+    const want = expected({ work: a.code === 0 ? [1] : [3, 4] });
+    await schedulerRuns(dir, want);
+    expect(ran(dir)).toEqual(want);
   }, 120_000);
 });
 
 describe("a rerun or trigger landing on a task with a backfill pending", () => {
   it("a date apart from it is refused; a date touching it joins it and keeps its resume point", async () => {
-    const dir = await finishedFirstDay("bf-rerun");
+    const dir = finishedFirstDay("bf-rerun");
     const first = backfill(dir, WORK, 1, 2);
     expect(first.code, first.stderr).toBe(0);
     const before = written(dir);
@@ -246,8 +281,9 @@ describe("a rerun or trigger landing on a task with a backfill pending", () => {
     expect(written(dir)).toBe(before);
     const touching = chronolog(dir, ["rerun", `hourly@${at(3)}`]);
     expect(touching.code, touching.stderr).toBe(0);
-    await schedulerRuns(dir);
+    const want = expected({ work: [1, 2, 3], report: [3] });
+    await schedulerRuns(dir, want);
     // `work` walks 01:00-03:00 once and returns; `report`, not backfilled, reruns 03:00 alone.
-    expect(ran(dir)).toEqual(expected({ work: [1, 2, 3], report: [3] }));
+    expect(ran(dir)).toEqual(want);
   }, 120_000);
 });
