@@ -41,7 +41,11 @@ export interface WorkerPoolOptions {
   readonly execArgv?: readonly string[];
   /** Worker ids are `<idPrefix>-<n>`, n counting every process ever forked (default `worker`). */
   readonly idPrefix?: string;
-  /** How long `query` waits for the workers (default 2000 ms). */
+  /**
+   * How long `query` waits for the workers (default 2000 ms); a worker that has not answered
+   * by then but has spoken meanwhile (busy, not hung) is waited for in further such spans, up to
+   * QUERY_BUSY_SPANS of them.
+   */
   readonly queryTimeoutMs?: number;
   readonly clock?: () => Date;
 }
@@ -82,6 +86,12 @@ interface PendingQuery {
   finish(): void;
 }
 
+/**
+ * Spans of `queryTimeoutMs` a query waits at most for a worker that keeps sending (reports,
+ * heartbeats) but has not answered yet: a worker with thousands of attempts answers late, and
+ * one counted as knowing none of them has them abandoned and run again.
+ */
+const QUERY_BUSY_SPANS = 10;
 /** Longest wait for the IPC channel to drain after a worker's exit before reporting its attempts lost. */
 const DRAIN_AFTER_EXIT_MS = 250;
 const MAX_RESPAWN_DELAY_MS = 5000;
@@ -213,7 +223,11 @@ export class WorkerPool {
     }
   }
 
-  /** Which worker knows each of these tokens (running or queued there). Unanswered workers count as not knowing. */
+  /**
+   * Which worker knows each of these tokens (running or queued there). A worker that does not
+   * answer within `timeoutMs` and said nothing meanwhile counts as not knowing; one that is
+   * sending (busy) is waited for longer (see QUERY_BUSY_SPANS).
+   */
   query(
     tokens: readonly string[],
     timeoutMs = this.options.queryTimeoutMs ?? 2000,
@@ -222,7 +236,21 @@ export class WorkerPool {
     const live = [...this.workers.values()];
     return new Promise((resolve) => {
       const found = new Map<string, string>();
-      const timer = setTimeout(() => pending.finish(), timeoutMs);
+      let spans = 1;
+      let spanStart = Date.now();
+      // At the end of a span: a worker still to answer that was heard during it is busy, not
+      // hung, and is given another span; a silent one is counted as knowing none.
+      const endOfSpan = () => {
+        const busy = [...pending.waiting].some((id) => {
+          const w = this.workers.get(id);
+          return w !== undefined && !w.exited && w.lastHeard >= spanStart;
+        });
+        if (!busy || spans >= QUERY_BUSY_SPANS) return pending.finish();
+        spans += 1;
+        spanStart = Date.now();
+        timer = setTimeout(endOfSpan, timeoutMs);
+      };
+      let timer = setTimeout(endOfSpan, timeoutMs);
       const pending: PendingQuery = {
         waiting: new Set(live.map((w) => w.id)),
         found,

@@ -90,6 +90,25 @@ describe("WorkerPool", () => {
     }
   });
 
+  it("waits for a busy worker's late answer to a query, not for a silent one's", async () => {
+    const module = fileURLToPath(new URL("./fixtures/late-answers.mjs", import.meta.url));
+    const busy = new WorkerPool({ size: 1, capacity: 4, workerModule: module, queryTimeoutMs: 300 });
+    pools.push(busy);
+    await busy.ready();
+    // It keeps talking and answers after 1.5 s, five spans of the query's 300 ms: waited for.
+    const known = await busy.query(["t1", "t2"]);
+    expect([...known.keys()].sort()).toEqual(["t1", "t2"]);
+
+    process.env.SILENT = "1";
+    const silent = new WorkerPool({ size: 1, capacity: 4, workerModule: module, queryTimeoutMs: 300 });
+    delete process.env.SILENT;
+    pools.push(silent);
+    await silent.ready();
+    // Silent until its answer 1.5 s later: counted as knowing none once the first span is out,
+    // before that answer comes.
+    expect((await silent.query(["t1"])).size).toBe(0);
+  });
+
   it("cancels an attempt on the worker that runs it", async () => {
     const { pool, terminal } = newPool(1);
     await pool.ready();
