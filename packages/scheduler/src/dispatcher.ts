@@ -1,10 +1,16 @@
 import type { RunCommand, WorkerReport } from "@chronolog/worker";
 
+/**
+ * Hears a worker's report. A promise it returns settles once the report is written (or its
+ * write failed): a dispatcher that acknowledges reports to their worker waits for it first.
+ */
+export type ReportListener = (report: WorkerReport) => unknown;
+
 /** Where the scheduler sends attempts and hears back from: a worker pool, in practice. */
 export interface Dispatcher {
   dispatch(commands: readonly RunCommand[]): void;
   /** Returns the function that stops the listening, where the dispatcher offers one. */
-  onReport(listener: (report: WorkerReport) => void): (() => void) | undefined;
+  onReport(listener: ReportListener): (() => void) | undefined;
   /** Which of these tokens does any live worker know? token -> worker id. */
   query(tokens: readonly string[], timeoutMs?: number): Promise<Map<string, string>>;
   cancel(token: string, reason: string): unknown;

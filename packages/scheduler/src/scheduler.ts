@@ -169,9 +169,9 @@ export class Scheduler implements ReconciledScheduler {
     });
     this.stopQueues = o.queues?.onChange((queue) => this.agenda.wakeWaiters(`queue:${queue}`));
     // Every report of an attempt, heartbeats too, goes through the report decider.
-    this.stopListening = o.dispatcher.onReport((report) => {
-      if (report.kind !== "known" && report.kind !== "ready") this.commits.submit(report);
-    });
+    this.stopListening = o.dispatcher.onReport((report) =>
+      report.kind !== "known" && report.kind !== "ready" ? this.commits.submit(report) : undefined,
+    );
   }
 
   /** Follows the log from the projection's position; every task is evaluated once at start. */

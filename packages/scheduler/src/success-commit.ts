@@ -69,7 +69,8 @@ export interface SuccessCommitParts {
 
 /** Applies workers' reports: see the file's comment. */
 export class SuccessCommits implements ChildStarter {
-  private pending = new Map<string, AttemptReport[]>();
+  /** Reports waiting for the next flush, per stream, with what their commit settles. */
+  private pending = new Map<string, { reports: AttemptReport[]; settled: Settled }>();
   /** Streams with an append under way: their next reports wait for it. */
   private readonly busy = new Map<string, Promise<void>>();
   /** The state last written per stream, until the projection has caught up with it. */
@@ -86,17 +87,22 @@ export class SuccessCommits implements ChildStarter {
     if (queues) this.queueRoom = (queue) => queues.room(queue);
   }
 
-  submit(report: AttemptReport): void {
-    let list = this.pending.get(report.instanceStream);
-    if (!list) {
-      list = [];
-      this.pending.set(report.instanceStream, list);
+  /**
+   * Takes a report to be written with the others of its stream. Resolves once the commit that
+   * holds it has settled: written (durable), or failed and logged.
+   */
+  submit(report: AttemptReport): Promise<void> {
+    let entry = this.pending.get(report.instanceStream);
+    if (!entry) {
+      entry = { reports: [], settled: settledPromise() };
+      this.pending.set(report.instanceStream, entry);
     }
-    list.push(report);
+    entry.reports.push(report);
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(() => this.flush());
     }
+    return entry.settled.promise;
   }
 
   /** Whether reports for the stream wait to be written (a worker spoke; the log has not heard yet). */
@@ -120,13 +126,14 @@ export class SuccessCommits implements ChildStarter {
     this.scheduled = false;
     const batch = this.pending;
     this.pending = new Map();
-    for (const [stream, reports] of batch) {
+    for (const [stream, { reports, settled }] of batch) {
       this.inFlight += 1;
       const previous = this.busy.get(stream) ?? Promise.resolve();
       const run = previous
         .then(() => this.commit(stream, reports))
         .catch((error) => this.parts.logger.error({ err: error, stream }, "could not apply a worker report"))
         .finally(() => {
+          settled.resolve();
           if (this.busy.get(stream) === run) this.busy.delete(stream);
           this.inFlight -= 1;
           if (this.inFlight === 0 && this.pending.size === 0) {
@@ -439,4 +446,17 @@ function toInput(r: AttemptReport): AttemptReportInput {
       return never;
     }
   }
+}
+
+interface Settled {
+  readonly promise: Promise<void>;
+  resolve(): void;
+}
+
+function settledPromise(): Settled {
+  let resolve = () => {};
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
 }

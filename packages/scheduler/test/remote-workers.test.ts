@@ -243,6 +243,51 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
     expect(await workers.receive(conn, [heartbeat])).toEqual({ accepted: 1, refused: [] });
   });
 
+  it("given reports of a current attempt, when the worker posts them, then it is answered only once they are written", async () => {
+    const projection = new SchedulerProjection();
+    const inst = {
+      stream: "instance-p/a/t/ALL@w",
+      attempts: [{ token: "w", attempt: 1, status: "running" }],
+    };
+    (projection.instances as Map<string, unknown>).set(inst.stream, inst);
+    workers = new RemoteWorkers(options({ projection }));
+    const a = await workers.register(register("a", ["gpu"]), { tokenName: "t", queues: null });
+    const conn = workers.connection("a", a.session);
+    workers.attach(conn, sink());
+    workers.dispatch([run("w", "gpu")]);
+    // The scheduler's listener: the report's commit, which settles when the test says.
+    let written = () => {};
+    const commits: string[] = [];
+    workers.onReport((r) => {
+      commits.push(r.kind);
+      return new Promise<void>((resolve) => {
+        written = resolve;
+      });
+    });
+    let answered = false;
+    const answer = workers
+      .receive(conn, [
+        {
+          kind: "heartbeat",
+          token: "w",
+          attempt: 1,
+          instanceStream: inst.stream,
+          workerId: "a",
+          at: new Date().toISOString(),
+        },
+      ])
+      .then((x) => {
+        answered = true;
+        return x;
+      });
+    for (let i = 0; i < 20; i++) await tick();
+    expect(commits).toEqual(["heartbeat"]);
+    // Answered now, a crash before the write would lose a report the worker no longer holds.
+    expect(answered).toBe(false);
+    written();
+    expect(await answer).toEqual({ accepted: 1, refused: [] });
+  });
+
   it("given a question that timed out, when the worker's answer comes late, then what it knows is adopted all the same", async () => {
     const projection = new SchedulerProjection();
     const inst = {

@@ -23,7 +23,7 @@ import {
   type WorkerReport,
 } from "@chronolog/worker";
 import type { QueueRooms } from "../admission/pass-slots.js";
-import type { Dispatcher } from "../dispatcher.js";
+import type { Dispatcher, ReportListener } from "../dispatcher.js";
 import type { SchedulerLogger } from "../scheduler-types.js";
 import { Backlog } from "./backlog.js";
 import type { CommandSink, RemoteConnection } from "./connection.js";
@@ -81,7 +81,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   private readonly owner = new Map<string, RemoteConnection>();
   /** Attempts waiting for a free slot on one of their queue's workers. */
   private readonly backlog = new Backlog();
-  private readonly reportListeners = new Set<(r: WorkerReport) => void>();
+  private readonly reportListeners = new Set<ReportListener>();
   private readonly roomListeners = new Set<(queue: string) => void>();
   private readonly questions = new Questions();
   /** worker id -> its registration being taken now (they are taken one at a time). */
@@ -256,12 +256,14 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
 
   /**
    * A batch of the worker's reports: each applied if its attempt was given to it and is current.
-   * Resolves (the worker is answered) once the commits the reports started are on their way to
-   * the log: see afterCommits.
+   * Resolves (the worker is answered, and forgets them) once the reports are written: answered
+   * before, a report the log then lost in a crash would be lost for good (the worker no longer
+   * holds it), and an attempt that ended would be taken for lost and run again.
    */
   async receive(conn: RemoteConnection, messages: readonly WorkerReport[]): Promise<ReportsAnswer> {
     let accepted = 0;
     const refused: RefusedReport[] = [];
+    const written: Promise<unknown>[] = [];
     const freed = new Set<string>();
     for (const r of messages) {
       if (r.kind === "known") {
@@ -290,12 +292,12 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
         for (const q of conn.queues) freed.add(q);
       }
       accepted += 1;
-      this.emit(report);
+      written.push(...this.emit(report));
     }
     if (refused.length > 0) await this.refusals.refused(conn.id, messages, refused);
     for (const q of freed) this.drainBacklog(q);
     if (freed.size > 0) this.changed(freed);
-    if (accepted > 0) await afterCommits();
+    if (written.length > 0) await Promise.all(written);
     return { accepted, refused };
   }
 
@@ -342,7 +344,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     }
   }
 
-  onReport(listener: (report: WorkerReport) => void): () => void {
+  onReport(listener: ReportListener): () => void {
     this.reportListeners.add(listener);
     return () => this.reportListeners.delete(listener);
   }
@@ -593,14 +595,18 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     );
   }
 
-  private emit(report: WorkerReport): void {
+  /** Hands a report to the listeners; returns what settles once they have written it. */
+  private emit(report: WorkerReport): Promise<unknown>[] {
+    const written: Promise<unknown>[] = [];
     for (const l of this.reportListeners) {
       try {
-        l(report);
+        const w = l(report);
+        if (w instanceof Promise) written.push(w);
       } catch (error) {
         this.o.logger.error({ err: error }, "a remote worker report listener threw");
       }
     }
+    return written;
   }
 
   private changed(queues: Iterable<string>): void {
@@ -614,15 +620,4 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       this.o.logger.error({ err: error }, "could not keep the list of connected remote workers");
     }
   }
-}
-
-/**
- * Two turns of the event loop: the reports' commits (started from an immediate) and their group
- * commit in the log (the next one) go first, and the answer after. Written before, the answer
- * (a write to the worker's socket, which wakes it) delayed the commit and, through it, the
- * dispatch of the children a success lets start: the hop of a chain. The worker waits for the
- * answer before it posts again; the reports it makes meanwhile go in its next batch.
- */
-function afterCommits(): Promise<void> {
-  return new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
 }

@@ -1,5 +1,5 @@
-import type { RunCommand, WorkerReport } from "@chronolog/worker";
-import type { Dispatcher } from "../dispatcher.js";
+import type { RunCommand } from "@chronolog/worker";
+import type { Dispatcher, ReportListener } from "../dispatcher.js";
 
 /**
  * Attempts by their queue: one with none goes to the local pool exactly as before, one with a
@@ -22,7 +22,7 @@ export class RoutingDispatcher implements Dispatcher {
     this.remote.dispatch(remote);
   }
 
-  onReport(listener: (report: WorkerReport) => void): (() => void) | undefined {
+  onReport(listener: ReportListener): (() => void) | undefined {
     const a = this.local.onReport(listener);
     const b = this.remote.onReport(listener);
     return () => {
