@@ -33,7 +33,9 @@ await build({
   platform: "node",
   external,
   logLevel: "warn",
-  output: { dir: next, format: "esm", entryFileNames: "main.js", chunkFileNames: "[name]-[hash].js" },
+  // CommonJS, so that each file can be compiled through V8's code cache (bin/code-cache.mjs);
+  // a command's modules are chunks of their own, loaded when it runs (src/commands.ts).
+  output: { dir: next, format: "cjs", entryFileNames: "main.cjs", chunkFileNames: "[name]-[hash].cjs" },
 });
 // Replaced whole: a command started meanwhile runs the old bundle or the new one, never a mix.
 rmSync(out, { recursive: true, force: true });
