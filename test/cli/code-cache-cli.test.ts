@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { CLI, cliEnv, Leftovers, tempDataDir } from "../support/cli.js";
@@ -8,9 +8,12 @@ const left = new Leftovers();
 afterAll(() => left.clear());
 
 /** The CLI with its code cache in `cache` (or as the environment says, when undefined). */
-function run(dataDir: string, cache: string | undefined, args: string[]) {
+function run(dataDir: string, cache: string | undefined, args: string[], flags: string[] = []) {
   const env = cliEnv(cache === undefined ? {} : { CHRONOLOG_CODE_CACHE: cache });
-  const r = spawnSync(process.execPath, [CLI, "--data-dir", dataDir, ...args], { encoding: "utf8", env });
+  const r = spawnSync(process.execPath, [...flags, CLI, "--data-dir", dataDir, ...args], {
+    encoding: "utf8",
+    env,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -78,6 +81,31 @@ describe("the CLI's code cache", () => {
     // Written anew, as they were.
     for (const f of written) expect(readFileSync(join(cache, f)).length).toBeGreaterThan(200);
     expect(run(dir, cache, ["why", "p/a/down"])).toEqual(expected);
+  });
+
+  it("keeps a cache per set of Node's flags, and at most 128 files, the oldest going first", () => {
+    const parent = tempDataDir("code-cache-dir");
+    left.dirs.push(parent);
+    const cache = join(parent, "cache");
+    expect(run(dir, cache, ["why", "p/a/down"])).toEqual(expected);
+    const plain = files(cache);
+    const times = plain.map((f) => statSync(join(cache, f)).mtimeMs);
+    expect(run(dir, cache, ["why", "p/a/down"], ["--max-semi-space-size=32"])).toEqual(expected);
+    expect(files(cache).length).toBe(2 * plain.length);
+    // The other flags' files are left as they were.
+    expect(plain.map((f) => statSync(join(cache, f)).mtimeMs)).toEqual(times);
+    // Old files of earlier builds: the oldest go.
+    const old = Array.from({ length: 200 }, (_, i) => `${String(i).padStart(32, "0")}.bin`);
+    for (const [i, f] of old.entries()) {
+      writeFileSync(join(cache, f), "old");
+      utimesSync(join(cache, f), 1_000_000 + i, 1_000_000 + i);
+    }
+    expect(run(dir, cache, ["why", "p/a/down"], ["--stack-size=2000"])).toEqual(expected);
+    const kept = files(cache);
+    expect(kept.length).toBe(128);
+    expect(kept).toEqual(expect.arrayContaining(plain));
+    expect(kept).not.toContain(old[0]);
+    expect(kept).toContain(old[199]);
   });
 
   it("runs the command when the cache's directory cannot be made or is not the user's alone", () => {

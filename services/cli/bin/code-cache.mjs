@@ -13,6 +13,9 @@
 // command compiled as it ran. Nothing here makes a command fail: an error reading or writing
 // the cache leaves the command to run uncached.
 //
+// A file's cache is kept per set of Node flags (V8 takes only data made under the same flags),
+// and the directory holds at most MAX_FILES files: the oldest written go first.
+//
 // Where: $CHRONOLOG_CODE_CACHE if set (a directory; "off" turns the cache off), else
 // $XDG_CACHE_HOME/chronolog/code, else ~/.cache/chronolog/code. The directory is made for the
 // user alone (0700) and used only when it is the user's own and no one else may write in it.
@@ -22,6 +25,7 @@ import {
   fstatSync,
   mkdirSync,
   openSync,
+  readdirSync,
   readSync,
   renameSync,
   statSync,
@@ -147,6 +151,7 @@ export function installCodeCache(root, dir = codeCacheDir()) {
         writeCache(file, key, script.createCachedData());
       } catch {}
     }
+    if (toWrite.length > 0) prune(dir);
   });
   return true;
 }
@@ -162,6 +167,41 @@ function requireOf(mod) {
   return require;
 }
 
-/** The file in the cache's directory that holds a bundle file's cache. */
-export const cacheFileOf = (dir, filename) =>
-  join(dir, `${createHash("sha256").update(filename).digest("hex").slice(0, 32)}.bin`);
+/**
+ * The file in the cache's directory that holds a bundle file's cache, for Node started with the
+ * flags of this process: V8 rejects data made under other flags (the bin's, a profiler's), so
+ * each set keeps its own instead of writing over the other's at every command.
+ */
+export const cacheFileOf = (dir, filename, execArgv = process.execArgv) =>
+  join(
+    dir,
+    `${createHash("sha256")
+      .update(`${filename}\0${execArgv.join("\0")}`)
+      .digest("hex")
+      .slice(0, 32)}.bin`,
+  );
+
+/** Cache files kept at most: past it, the oldest written go (each build names its files anew). */
+export const MAX_FILES = 128;
+
+/** Removes the oldest cache files past MAX_FILES. */
+function prune(dir) {
+  try {
+    const files = readdirSync(dir)
+      .filter((f) => f.endsWith(".bin"))
+      .map((f) => {
+        try {
+          return { f, at: statSync(join(dir, f)).mtimeMs };
+        } catch {
+          return { f, at: 0 };
+        }
+      });
+    if (files.length <= MAX_FILES) return;
+    files.sort((a, b) => a.at - b.at);
+    for (const { f } of files.slice(0, files.length - MAX_FILES)) {
+      try {
+        unlinkSync(join(dir, f));
+      } catch {}
+    }
+  } catch {}
+}
