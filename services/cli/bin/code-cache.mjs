@@ -120,9 +120,6 @@ function writeCache(file, key, data) {
   }
 }
 
-/** What the last run did with each file, for tests and for the bench: "used", "rejected", "none". */
-export const codeCacheUse = new Map();
-
 /**
  * Compiles the CommonJS files under `root` (the bundle's directory) through the code cache in
  * `dir`. Other files load as Node loads them.
@@ -139,9 +136,8 @@ export function installCodeCache(root, dir = codeCacheDir()) {
     const file = cacheFileOf(dir, filename);
     const cachedData = readCache(file, key);
     const script = new Script(Module.wrap(content), { filename, cachedData });
-    const use = cachedData === undefined ? "none" : script.cachedDataRejected ? "rejected" : "used";
-    codeCacheUse.set(filename, use);
-    if (use !== "used") toWrite.push({ script, file, key });
+    // None, or one V8 rejected: written at the end, with what this command compiled.
+    if (cachedData === undefined || script.cachedDataRejected) toWrite.push({ script, file, key });
     const fn = script.runInThisContext({ displayErrors: true });
     return fn.call(this.exports, this.exports, requireOf(this), this, filename, dirname(filename));
   };
