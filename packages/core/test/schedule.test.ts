@@ -83,6 +83,13 @@ describe("parseCron", () => {
     expect(result).toMatchObject({ ok: false, error: { kind: "invalid_timezone", timezone: tz } });
   });
 
+  it.each([["UTC"], ["Europe/Paris"], ["Etc/UTC"], ["US/Eastern"], ["europe/paris"], ["Asia/Calcutta"]])(
+    "takes the time zone %j, listed or an alias the formatter takes",
+    (tz) => {
+      expect(parseCron("0 2 * * *", tz)).toMatchObject({ ok: true, schedule: { timezone: tz } });
+    },
+  );
+
   it("names the time zone when both are wrong, and the expression when only it is", () => {
     expect(parseCron("nonsense", "Nowhere/City")).toMatchObject({ error: { kind: "invalid_timezone" } });
     expect(parseCron("nonsense", "Asia/Tokyo")).toMatchObject({ error: { kind: "invalid_expression" } });

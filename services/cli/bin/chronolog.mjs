@@ -6,6 +6,12 @@
 // young generation (32 MiB semi-spaces, 64 MiB in all, twice Node's default): the scheduler
 // allocates many short-lived objects per event, and fewer, larger scavenges cost less in all.
 // Node takes it only on its command line; set from inside the process, the heap is sized already.
-// The bundle of the build when it is fresh (one file to read instead of hundreds), else the build.
-const { bundleIsFresh } = await import("./fresh.mjs");
-await import(bundleIsFresh() ? "../dist/bundle/main.js" : "../dist/main.js");
+// The bundle of the build when it is fresh (a few files to read instead of hundreds, compiled
+// through the code cache, see code-cache.mjs), else the build.
+const { bundleDir, bundleIsFresh } = await import("./fresh.mjs");
+if (bundleIsFresh()) {
+  const { installCodeCache } = await import("./code-cache.mjs");
+  installCodeCache(bundleDir());
+  const { createRequire } = await import("node:module");
+  createRequire(import.meta.url)("../dist/bundle/main.cjs");
+} else await import("../dist/main.js");

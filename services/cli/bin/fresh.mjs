@@ -32,7 +32,7 @@ const mtime = (file) => {
 };
 
 export function bundleIsFresh() {
-  const made = mtime(join(bundleDir(), "main.js"));
+  const made = mtime(join(bundleDir(), "main.cjs"));
   if (made === undefined) return false;
   for (const pkg of BUILDS) {
     const built = mtime(join(root, pkg, "dist", ".tsbuildinfo"));

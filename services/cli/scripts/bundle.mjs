@@ -1,6 +1,8 @@
 // Bundles the built CLI (services/cli/dist, from `tsc -b`) into services/cli/dist/bundle: a few
 // files instead of the five hundred modules Node would otherwise find, read and link at every
-// command, which was most of a short command's time. The command's code is the same: the bin
+// command, which was most of a short command's time. Each command's module, imported when the
+// command runs (src/commands.ts), is a chunk of its own with what only it needs, so a command
+// reads and compiles little more than its own code. The command's code is the same: the bin
 // runs the bundle only when it is newer than every package's build (see bin/fresh.mjs).
 //
 // Left outside, loaded from node_modules as before: native code (better-sqlite3), libraries
@@ -33,7 +35,9 @@ await build({
   platform: "node",
   external,
   logLevel: "warn",
-  output: { dir: next, format: "esm", entryFileNames: "main.js", chunkFileNames: "[name]-[hash].js" },
+  // CommonJS, so that each file can be compiled through V8's code cache (bin/code-cache.mjs);
+  // a command's modules are chunks of their own, loaded when it runs (src/commands.ts).
+  output: { dir: next, format: "cjs", entryFileNames: "main.cjs", chunkFileNames: "[name]-[hash].cjs" },
 });
 // Replaced whole: a command started meanwhile runs the old bundle or the new one, never a mix.
 rmSync(out, { recursive: true, force: true });

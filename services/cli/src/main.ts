@@ -1,20 +1,7 @@
 import { randomInt } from "node:crypto";
 import { seedIdMaps } from "@chronolog/core";
 import { Command } from "commander";
-import { registerAlertsCommand } from "./commands/alerts.js";
-import { registerAttemptCommands } from "./commands/attempt.js";
-import { registerDiffCommand } from "./commands/diff.js";
-import { registerHaltedCommands } from "./commands/halted.js";
-import { registerLogCommands } from "./commands/log.js";
-import { registerLogsCommand } from "./commands/logs.js";
-import { registerRebuildCommand } from "./commands/rebuild.js";
-import { registerReportCommand } from "./commands/report.js";
-import { registerRunCommands } from "./commands/runs.js";
-import { registerServeCommands } from "./commands/serve.js";
-import { registerTaskCommands } from "./commands/tasks.js";
-import { registerUpCommand } from "./commands/up.js";
-import { registerWorkerCommand } from "./commands/worker.js";
-import { registerWorkersCommand } from "./commands/workers.js";
+import { registerCommandsFor } from "./commands.js";
 import { type DataDirOptions, restrictUmask } from "./data-dir.js";
 import { EXIT_CODE_HELP, exitCodeOf, messageOf } from "./edge.js";
 import { cliVersion } from "./package-files.js";
@@ -48,22 +35,12 @@ program
   .configureOutput({ outputError: (text, write) => write(text) });
 
 const globals = (): DataDirOptions => program.opts<DataDirOptions>();
-registerLogCommands(program, globals);
-registerTaskCommands(program, globals);
-registerUpCommand(program, globals);
-registerRebuildCommand(program, globals);
-registerAttemptCommands(program, globals);
-registerHaltedCommands(program, globals);
-registerReportCommand(program, globals);
-registerLogsCommand(program, globals);
-registerAlertsCommand(program, globals);
-registerRunCommands(program, globals);
-registerDiffCommand(program, globals);
-registerServeCommands(program, globals);
-registerWorkerCommand(program);
-registerWorkersCommand(program, globals);
+// Only the modules of the command the line names are loaded (see commands.ts).
+const args = process.argv.slice(2);
+registerCommandsFor(program, globals, args)
+  .then(() => program.parseAsync(process.argv))
 
-program.parseAsync(process.argv).catch((error: unknown) => {
-  process.stderr.write(`chronolog: ${messageOf(error)}\n`);
-  process.exitCode = exitCodeOf(error);
-});
+  .catch((error: unknown) => {
+    process.stderr.write(`chronolog: ${messageOf(error)}\n`);
+    process.exitCode = exitCodeOf(error);
+  });

@@ -39,7 +39,15 @@ export class ColumnWriter {
   /** The instants the tasks hold, in the order of their indexes. */
   readonly instants: string[] = [];
   /** Each task written compactly (its key is what its id says): its place in the file. */
-  private readonly places = new Map<string, number>();
+  readonly places = new Map<string, number>();
+  /** The ids of the tasks written whole. */
+  readonly wholeIds = new Set<string>();
+  /**
+   * For the checkpoint's index, the tasks that name each id as a parent (their places, in
+   * order): by the parent's place when it was written before them, else by its id.
+   */
+  readonly childrenByPlace: Array<number[] | undefined> = [];
+  readonly childrenById = new Map<string, number[]>();
   private written = 0;
   readonly lines: string[] = [];
   private block = emptyBlock();
@@ -75,9 +83,42 @@ export class ColumnWriter {
       b.revision.push(0);
       b.movedAt.push(0);
       b.whole[at] = t;
-    } else this.places.set(t.id, this.written);
+      this.wholeIds.add(t.id);
+      for (const p of t.parents) this.child(`${p.project}/${p.account}/${p.name}/${p.partition}`);
+    } else {
+      this.places.set(t.id, this.written);
+      const refs = b.parentRefs;
+      for (let r = refs.length - (b.parents[at] as number); r < refs.length; r++)
+        this.child(refs[r] as number | string);
+    }
     this.written += 1;
     if (b.id.length >= this.blockSize) this.flush();
+  }
+
+  /** Notes the task being written as a child of a parent: its place, or its id. */
+  private child(parent: number | string): void {
+    const i = this.written;
+    let list: number[] | undefined;
+    if (typeof parent === "number") {
+      list = this.childrenByPlace[parent];
+      if (list === undefined) {
+        this.childrenByPlace[parent] = [i];
+        return;
+      }
+    } else {
+      // A parent written whole, or after its child, or never declared.
+      const place = this.places.get(parent);
+      if (place !== undefined) {
+        this.child(place);
+        return;
+      }
+      list = this.childrenById.get(parent);
+      if (list === undefined) {
+        this.childrenById.set(parent, [i]);
+        return;
+      }
+    }
+    if (list[list.length - 1] !== i) list.push(i);
   }
 
   /** Ends the last block. */

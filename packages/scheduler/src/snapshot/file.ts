@@ -108,7 +108,7 @@ export function snapshotPieces(
     }
   };
   add(JSON.stringify(header));
-  const index = new KeyIndexWriter(snapshot, blockSize);
+  const index = new KeyIndexWriter(snapshot, blockSize, tasks);
   index.parts.specsAt = at;
   for (const spec of tasks.specs) add(spec);
   for (const instant of tasks.instants) add(JSON.stringify(instant));

@@ -27,6 +27,7 @@ import {
   taskFromSnapshot,
 } from "@chronolog/core";
 import { blockKey, parseBlock, taskOfRow } from "./column-reader.js";
+import type { ColumnWriter } from "./column-writer.js";
 import { isPlainObject, TASK_FIELDS, type TaskBlock } from "./columns.js";
 
 /** The line between the file's records and its index. */
@@ -61,48 +62,41 @@ interface Trailer {
 type RawEntry = [string, number, (number[] | 0)?, (number[] | 0)?, string[]?];
 
 /**
- * Makes the index of a snapshot while its file is written. Each checkpoint of `up` pays for it:
- * a map of places and one of children by id, the ids sorted as strings, then each line of
- * entries written as text (no array made per id).
+ * Makes the index of a snapshot while its file is written. Each checkpoint of `up` pays for it,
+ * so it takes what the column writer found as it wrote the tasks (each task's place, the places
+ * of its children) and makes no map by id of its own: the entries are the tasks' places and the
+ * other ids, sorted by id, each line of entries written as text (no array made per id).
  */
 export class KeyIndexWriter {
   readonly parts = { specsAt: 0, listsAt: 0, cacheKeysAt: 0, indexAt: 0 };
   private readonly blocks: Array<[number, number]> = [];
   private readonly chunks: Array<[string, number, number]> = [];
-  private readonly sorted: string[];
-  private readonly places = new Map<string, number>();
-  private readonly children = new Map<string, number[]>();
+  /** Ids of the tasks (by place), then the other ids the checkpoint names. */
+  private readonly ids: string[];
+  private readonly tasks: number;
+  /** The entries: places in `ids`, in the order of their ids. */
+  private readonly sorted: number[];
   private readonly durations = new Map<string, readonly number[]>();
   private readonly cacheKeys = new Map<string, readonly string[]>();
 
   constructor(
     snapshot: ProjectionSnapshot,
     private readonly blockSize: number,
+    private readonly written: ColumnWriter,
   ) {
     const { tasks } = snapshot;
     const ids: string[] = new Array(tasks.length);
-    for (let i = 0; i < tasks.length; i++) {
-      const id = (tasks[i] as SnapshotTask).id;
-      ids[i] = id;
-      this.places.set(id, i);
-    }
+    for (let i = 0; i < tasks.length; i++) ids[i] = (tasks[i] as SnapshotTask).id;
+    this.tasks = tasks.length;
+    const isTask = (id: string) => written.places.has(id) || written.wholeIds.has(id);
     const others = new Set<string>();
     const other = (id: string) => {
-      if (!this.places.has(id) && !others.has(id)) {
+      if (!others.has(id) && !isTask(id)) {
         others.add(id);
         ids.push(id);
       }
     };
-    for (let i = 0; i < tasks.length; i++)
-      for (const p of (tasks[i] as SnapshotTask).parents) {
-        // Not `formatTaskKey`, which would remember the text for every key.
-        const parent = `${p.project}/${p.account}/${p.name}/${p.partition}`;
-        const list = this.children.get(parent);
-        if (list === undefined) {
-          this.children.set(parent, [i]);
-          other(parent);
-        } else if (list[list.length - 1] !== i) list.push(i);
-      }
+    for (const id of written.childrenById.keys()) other(id);
     for (const [id, ms] of snapshot.durations) {
       this.durations.set(id, ms);
       other(id);
@@ -111,15 +105,36 @@ export class KeyIndexWriter {
       this.cacheKeys.set(id, keys);
       other(id);
     }
-    this.sorted = ids.sort();
+    this.ids = ids;
+    const sorted: number[] = new Array(ids.length);
+    for (let i = 0; i < ids.length; i++) sorted[i] = i;
+    // As `ids.sort()` orders them: by UTF-16 code units.
+    this.sorted = sorted.sort((a, b) => {
+      const x = ids[a] as string;
+      const y = ids[b] as string;
+      return x < y ? -1 : x > y ? 1 : 0;
+    });
+  }
+
+  /** The places of the tasks naming an id as a parent, in order. */
+  private childrenOf(id: string, place: number): number[] | undefined {
+    const byPlace = place >= 0 ? this.written.childrenByPlace[place] : undefined;
+    if (this.written.childrenById.size === 0) return byPlace;
+    const byId = this.written.childrenById.get(id);
+    if (byId === undefined || byPlace === undefined) return byId ?? byPlace;
+    // Those named by id come first: the tasks before a parent written later, or every child of
+    // a task written whole.
+    return [...byId, ...byPlace].sort((a, b) => a - b);
   }
 
   /** One entry as its line holds it: `[id, place, children, durations, cacheKeys]`, cut short. */
-  private entryText(id: string): string {
-    const children = this.children.get(id);
-    const durations = this.durations.get(id);
-    const cacheKeys = this.cacheKeys.get(id);
-    let text = `[${JSON.stringify(id)},${this.places.get(id) ?? -1}`;
+  private entryText(entry: number): string {
+    const id = this.ids[entry] as string;
+    const place = entry < this.tasks ? entry : -1;
+    const children = this.childrenOf(id, place);
+    const durations = this.durations.size === 0 ? undefined : this.durations.get(id);
+    const cacheKeys = this.cacheKeys.size === 0 ? undefined : this.cacheKeys.get(id);
+    let text = `[${JSON.stringify(id)},${place}`;
     if (children || durations || cacheKeys) text += `,${children ? `[${children.join(",")}]` : 0}`;
     if (durations || cacheKeys) text += `,${durations ? JSON.stringify(durations) : 0}`;
     if (cacheKeys) text += `,${JSON.stringify(cacheKeys)}`;
@@ -131,21 +146,27 @@ export class KeyIndexWriter {
   }
 
   chunk(offset: number, bytes: number): void {
-    const first = this.sorted[this.chunks.length * INDEX_CHUNK] as string;
+    const first = this.ids[this.sorted[this.chunks.length * INDEX_CHUNK] as number] as string;
     this.chunks.push([first, offset, bytes]);
   }
 
   *chunkLines(): Generator<string> {
     for (let i = 0; i < this.sorted.length; i += INDEX_CHUNK) {
       const texts: string[] = [];
-      for (const id of this.sorted.slice(i, i + INDEX_CHUNK)) texts.push(this.entryText(id));
+      const end = Math.min(i + INDEX_CHUNK, this.sorted.length);
+      for (let k = i; k < end; k++) texts.push(this.entryText(this.sorted[k] as number));
       yield `[${texts.join(",")}]`;
     }
   }
 
   trailer(): Trailer {
-    const tasks = this.places.size;
-    return { blockSize: this.blockSize, tasks, ...this.parts, blocks: this.blocks, chunks: this.chunks };
+    return {
+      blockSize: this.blockSize,
+      tasks: this.tasks,
+      ...this.parts,
+      blocks: this.blocks,
+      chunks: this.chunks,
+    };
   }
 }
 
