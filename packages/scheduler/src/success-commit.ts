@@ -4,7 +4,6 @@ import {
   type ChildStarter,
   decideSuccessCommit,
   foldInstance,
-  formatTaskKey,
   type InstanceState,
   type QueueRoom,
   type SchedulerProjection,
@@ -324,13 +323,9 @@ class ReportCommand implements Command<ReportState, SuccessCommit> {
   private withHead(): ReportState | Promise<ReportState> {
     this.expectedHead = undefined;
     const inst = this.state.instance;
-    if (
-      !this.withChildren ||
-      !inst ||
-      !this.reports.some((r) => r.kind === "succeeded") ||
-      this.shell.parts.projection.children.count(formatTaskKey(inst.key)) === 0
-    )
-      return this.state;
+    // (The task's own next interval is decided with its children: a success without children
+    // needs the head too.)
+    if (!this.withChildren || !inst || !this.reports.some((r) => r.kind === "succeeded")) return this.state;
     // Decided after the appends queued here before it: at the head they leave (see Chain).
     const chained = this.shell.parts.chain.head;
     if (chained !== null && !this.shell.parts.agenda.halted) {
