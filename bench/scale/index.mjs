@@ -33,9 +33,14 @@ const sizes = process.env.BENCH_SCALE_SIZES
     ? [2000, 20_000]
     : [10_000, 100_000];
 if (max >= 1_000_000) sizes.push(1_000_000);
-// BENCH_SCALE_ONLY=declare: only `chronolog declare tasks.yaml` at each size (its three rows).
+// BENCH_SCALE_ONLY=declare: only `chronolog declare tasks.yaml` at each size (its three rows);
+// BENCH_SCALE_ONLY=settle: declare, then `chronolog up` until it has settled, and stop (their rows).
 const only = process.env.BENCH_SCALE_ONLY ?? "";
-if (only !== "" && only !== "declare") throw new Error(`BENCH_SCALE_ONLY takes "declare", not "${only}"`);
+if (only !== "" && only !== "declare" && only !== "settle")
+  throw new Error(`BENCH_SCALE_ONLY takes "declare" or "settle", not "${only}"`);
+// BENCH_SCALE_CPU_PROF=DIR: `chronolog up` writes a CPU profile of its thread into DIR when it
+// stops (node --cpu-prof; bench/cpuprofile.mjs sums one up per function).
+const cpuProf = process.env.BENCH_SCALE_CPU_PROF;
 const HOUR = 3_600_000;
 const READS = 3; // each read command is timed this many times; the median is printed
 const env = { ...process.env, CHRONOLOG_LOG_FORMAT: "json", CHRONOLOG_LOG_LEVEL: "info" };
@@ -55,6 +60,13 @@ const freePort = () =>
 function fileBytes(dir) {
   const db = join(dir, "log.db");
   return statSync(db).size + (existsSync(`${db}-wal`) ? statSync(`${db}-wal`).size : 0);
+}
+
+/** The CPU time a process has spent (user and system, all its threads), from /proc (seconds). */
+function cpuSecondsOf(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) / 100;
 }
 
 /** Resident and peak resident memory of a process, from /proc (bytes). */
@@ -114,12 +126,13 @@ const median = (xs) => [...xs].sort((a, b) => (a.secs ?? a) - (b.secs ?? b))[Mat
  * Starts `chronolog up` and follows its log: the time of its "chronolog is up" line, and of the
  * last "interval completed" line of one of the intervals wanted, counted as they come.
  */
-function startUp(dir, port, intervals) {
+function startUp(dir, port, intervals, n = 0) {
   const t0 = performance.now();
   const p = spawn(
     process.execPath,
     [
       ...cliNodeFlags(),
+      ...(cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${cpuProf}`] : []),
       cli,
       "--data-dir",
       dir,
@@ -132,7 +145,16 @@ function startUp(dir, port, intervals) {
     ],
     { env, stdio: ["ignore", "ignore", "pipe"] },
   );
-  const state = { spawnedAt: t0, upAt: 0, upTime: 0, completed: 0, lastCompletedTime: 0, errors: [] };
+  const state = {
+    spawnedAt: t0,
+    upAt: 0,
+    upTime: 0,
+    completed: 0,
+    lastCompletedTime: 0,
+    errors: [],
+    cpuAtUp: 0,
+    cpuAtLast: 0,
+  };
   let resolveUp;
   state.up = new Promise((r) => {
     resolveUp = r;
@@ -149,15 +171,18 @@ function startUp(dir, port, intervals) {
         if (intervals.has(interval)) {
           state.completed += 1;
           state.lastCompletedTime = Number(/"time":(\d+)/.exec(l)?.[1]);
+          if (state.completed === intervals.size * state.n) state.cpuAtLast = cpuSecondsOf(p.pid);
         }
       } else if (l.includes('"msg":"chronolog is up"')) {
         state.upAt = performance.now();
         state.upTime = Number(/"time":(\d+)/.exec(l)?.[1]);
+        state.cpuAtUp = cpuSecondsOf(p.pid);
         resolveUp();
       } else if (l.includes('"level":50') || l.includes('"level":40') || !l.startsWith("{"))
         state.errors.push(l);
     }
   });
+  state.n = n;
   state.exited = new Promise((r) => p.once("exit", r));
   p.once("exit", (code, signal) => {
     if (code !== 0)
@@ -198,12 +223,19 @@ async function measure(n) {
     const declaredBytes = fileBytes(dir);
 
     const port = await freePort();
-    const up = startUp(dir, port, intervals);
+    const up = startUp(dir, port, intervals, n);
     await Promise.race([up.up, up.exited.then(() => Promise.reject(new Error("up exited")))]);
     out.upSecs = (up.upAt - up.spawnedAt) / 1000;
     await until(() => up.completed >= 3 * n, 3_600_000, `${3 * n} completions`);
     out.completed = up.completed;
     out.settleSecs = (up.lastCompletedTime - up.upTime) / 1000;
+    out.settleCpuSecs = up.cpuAtLast - up.cpuAtUp;
+    if (only === "settle") {
+      up.p.kill("SIGTERM");
+      await up.exited;
+      if (process.env.BENCH_VERBOSE) console.error(JSON.stringify(out));
+      return out;
+    }
     // Settled: a checkpoint of the projection written (every 5 s), and the collector's work done.
     await new Promise((r) => setTimeout(r, 6000));
     Object.assign(out, memoryOf(up.p.pid));
@@ -302,7 +334,7 @@ const rows = [
     (r) => r.declare.peak,
   ),
 ];
-const rest = () => [
+const settleRows = () => [
   row(
     "chronolog up: spawn to 'chronolog is up', s",
     (r) => fmt(r.upSecs, 2),
@@ -311,6 +343,12 @@ const rest = () => [
   ),
   row("  ... settle: up to the last of 3N completions, s", (r) => fmt(r.settleSecs, 1)),
   row("  ... completions per s", (r) => fmt(r.completed / r.settleSecs), ">= 10,000"),
+  row("  ... CPU time of up per completion (all its threads), us", (r) =>
+    fmt((r.settleCpuSecs * 1e6) / r.completed),
+  ),
+];
+const rest = () => [
+  ...settleRows(),
   row(
     "  ... peak resident memory of up, MB",
     (r) => fmt(r.peak / MB),
@@ -402,7 +440,7 @@ const rest = () => [
 ];
 printTable(
   ["measure", ...results.map((r) => `${fmt(r.n)} tasks`), "target", "growth per 10x"],
-  only === "declare" ? rows : [...rows, ...rest()],
+  only === "declare" ? rows : only === "settle" ? [...rows, ...settleRows()] : [...rows, ...rest()],
 );
 
 // The cost of watching deadlines at the largest size run here (bench/deadlines, in a process of

@@ -20,6 +20,7 @@ import {
 } from "@chronolog/log";
 import type { RunCommand } from "@chronolog/worker";
 import type { ConnectionSlots } from "./admission/connection-slots.js";
+import { AppendChain, followed } from "./append-chain.js";
 import type { Command, CommandOutcome, Decided } from "./command.js";
 import { renderCacheKey, renderEnvironment, renderPayload } from "./payload.js";
 
@@ -67,6 +68,8 @@ export class IntentWriter {
     readonly projection: SchedulerProjection,
     private readonly connections: ConnectionSlots,
     readonly newToken: () => string,
+    /** Where the scheduler's appends will leave the log: an intent moves it on (see AppendChain). */
+    private readonly chain: AppendChain = new AppendChain(),
   ) {}
 
   /**
@@ -116,6 +119,19 @@ export class IntentWriter {
       default:
         return unreachable(outcome);
     }
+  }
+
+  /**
+   * The append of an intent that takes no connection's slot, in the chain of the scheduler's
+   * appends (its task is in flight from its admission: no success starts it meanwhile).
+   */
+  appendIntent(writes: readonly StreamWrite[]): Promise<readonly AppendResult[]> {
+    // (An intent's decision is one write, to its attempt stream.)
+    const w = writes[0] as StreamWrite;
+    const appended = this.log
+      .append(w.streamId, w.events, { expectedRevision: w.expectedRevision })
+      .then((r) => [r]);
+    return followed(appended, this.chain.queued(null, w.events.length));
   }
 
   /** The append of an intent that takes its connection's slot (others take the handler's own). */
@@ -219,8 +235,6 @@ export class IntentCommand implements Command<IntentState, IntentOutcome | null>
     this.connection = task.spec.connection;
     this.hit = cacheKey !== undefined && writer.projection.hasCacheKey(task.id, cacheKey);
     this.known = retry ?? writer.projection.instances.get(this.stream);
-    const conn = this.connection;
-    if (conn && !this.hit) this.append = (writes) => writer.appendTaking(this, conn, writes);
   }
 
   get name(): string {
@@ -253,8 +267,12 @@ export class IntentCommand implements Command<IntentState, IntentOutcome | null>
     return { writes: [{ streamId: this.stream, events, expectedRevision: s.revision }], result: null };
   }
 
-  /** Set only for an intent that takes a connection's slot (the default append does the rest). */
-  readonly append?: (writes: readonly StreamWrite[]) => Promise<readonly AppendResult[]>;
+  /** The intent's append: with its connection's slot taken, if it takes one. */
+  append(writes: readonly StreamWrite[]): Promise<readonly AppendResult[]> {
+    const conn = this.connection;
+    if (conn && !this.hit) return this.writer.appendTaking(this, conn, writes);
+    return this.writer.appendIntent(writes);
+  }
 
   /** What a worker is sent once the intent is durable. */
   toRun(): RunCommand {

@@ -22,6 +22,7 @@ import type { QueueRooms } from "./admission/pass-slots.js";
 import { RunSlots } from "./admission/run-slots.js";
 import { Agenda } from "./agenda.js";
 import { alertWrites } from "./alerts.js";
+import { AppendChain } from "./append-chain.js";
 import { handleCommand } from "./command.js";
 import { DeadlineWatch } from "./deadline-watch.js";
 import type { Dispatcher } from "./dispatcher.js";
@@ -120,7 +121,9 @@ export class Scheduler implements ReconciledScheduler {
     this.outbox = new Outbox(o.dispatcher, this.ownership, o.logger, o.observer, this.stats);
     this.connections = new ConnectionSlots(o.log, this.agenda);
     this.runSlots = new RunSlots(this.agenda);
-    this.intents = new IntentWriter(o.log, o.projection, this.connections, newToken);
+    // The scheduler's intents and successes, one chain of appends (see AppendChain).
+    const chain = new AppendChain();
+    this.intents = new IntentWriter(o.log, o.projection, this.connections, newToken, chain);
     this.runs = new RunKeeper(o.log, o.projection, {
       runSlots: this.runSlots,
       ownership: this.ownership,
@@ -157,6 +160,7 @@ export class Scheduler implements ReconciledScheduler {
       random,
       newToken,
       logger: o.logger,
+      chain,
       ...(o.queues ? { queues: o.queues } : {}),
     });
     this.deadlines = new DeadlineWatch({

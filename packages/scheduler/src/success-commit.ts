@@ -4,7 +4,6 @@ import {
   type ChildStarter,
   decideSuccessCommit,
   foldInstance,
-  formatTaskKey,
   type InstanceState,
   type QueueRoom,
   type SchedulerProjection,
@@ -22,6 +21,7 @@ import type { AttemptReport } from "@chronolog/worker";
 import type { QueueRooms } from "./admission/pass-slots.js";
 import type { RunSlots } from "./admission/run-slots.js";
 import type { Agenda } from "./agenda.js";
+import { type AppendChain, followed } from "./append-chain.js";
 import { type Command, type Decided, handleCommand } from "./command.js";
 import type { InFlight } from "./inflight.js";
 import { runCommand } from "./intent-writer.js";
@@ -41,6 +41,11 @@ import type { SchedulerLogger } from "./scheduler-types.js";
  *
  * Reports that arrive in the same tick are grouped per attempt stream, and each group is one
  * command for the command handler; appends to different streams share one group commit.
+ *
+ * The children of a success are decided at a head of the log, and its append is made only if
+ * the log is still there (`expectedHead`). Many successes share a group commit with the pass's
+ * intents, so each is decided at the head that the appends of both queued before it will leave
+ * (see AppendChain), not at the head last committed, which those appends move on.
  */
 
 /** Times an append is decided again after a compare-and-set conflict on its attempt stream. */
@@ -65,6 +70,8 @@ export interface SuccessCommitParts {
   readonly logger: SchedulerLogger;
   /** The remote workers' queues, when they are served: a child of one with room starts with its parent's success. */
   readonly queues?: QueueRooms;
+  /** Where the appends this scheduler queued will leave the log (see AppendChain). */
+  readonly chain: AppendChain;
 }
 
 /** Applies workers' reports: see the file's comment. */
@@ -323,13 +330,15 @@ class ReportCommand implements Command<ReportState, SuccessCommit> {
   private withHead(): ReportState | Promise<ReportState> {
     this.expectedHead = undefined;
     const inst = this.state.instance;
-    if (
-      !this.withChildren ||
-      !inst ||
-      !this.reports.some((r) => r.kind === "succeeded") ||
-      this.shell.parts.projection.children.count(formatTaskKey(inst.key)) === 0
-    )
+    // (The task's own next interval is decided with its children: a success without children
+    // needs the head too.)
+    if (!this.withChildren || !inst || !this.reports.some((r) => r.kind === "succeeded")) return this.state;
+    // Decided after the appends queued here before it: at the head they leave (see Chain).
+    const chained = this.shell.parts.chain.head;
+    if (chained !== null && !this.shell.parts.agenda.halted) {
+      this.expectedHead = chained;
       return this.state;
+    }
     return this.shell.caughtUpHead().then((head) => {
       this.expectedHead = head ?? undefined;
       return this.state;
@@ -353,15 +362,30 @@ class ReportCommand implements Command<ReportState, SuccessCommit> {
 
   append(writes: readonly StreamWrite[]): Promise<readonly AppendResult[]> {
     const { log } = this;
-    const [only] = writes;
-    if (writes.length === 1 && only)
-      return log
-        .append(only.streamId, only.events, { expectedRevision: only.expectedRevision })
-        .then((r) => [r]);
+    const { chain } = this.shell.parts;
+    let events = 0;
+    for (const w of writes) events += w.events.length;
     const children = this.decided?.children ?? [];
-    if (children.length === 0) return log.appendMany(writes);
+    if (children.length === 0) {
+      const [only] = writes;
+      const appended =
+        writes.length === 1 && only
+          ? log
+              .append(only.streamId, only.events, { expectedRevision: only.expectedRevision })
+              .then((r) => [r])
+          : log.appendMany(writes);
+      return followed(appended, chain.queued(null, events));
+    }
+    // Decided just now, on the projection and on what every append queued here before it holds:
+    // made only at the head those leave, or (none known) at the head read with the projection.
+    const head = chain.head ?? (this.expectedHead as bigint);
     this.shell.hold(children);
-    return log.appendMany(writes, { expectedHead: this.expectedHead as bigint }).catch((error: unknown) => {
+    const appended = log.appendMany(writes, { expectedHead: head });
+    const done = chain.queued(head, events);
+    // A child of a worker queue takes a slot the queue's room does not count until it is sent:
+    // the successes after it read the head again (by then it is sent).
+    if (children.some((c) => c.task.spec.queue !== undefined)) chain.end();
+    return followed(appended, done).catch((error: unknown) => {
       this.shell.release(children);
       throw error;
     });

@@ -17,6 +17,7 @@ import { type AttemptReport, type RunCommand, WorkerPool } from "@chronolog/work
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { RunSlots } from "../src/admission/run-slots.js";
+import { AppendChain } from "../src/append-chain.js";
 import { declare } from "../src/declare.js";
 import type { Dispatcher } from "../src/dispatcher.js";
 import { InFlight } from "../src/inflight.js";
@@ -113,6 +114,7 @@ function shell(o: { newToken?: () => string } = {}) {
     random: Math.random,
     newToken: o.newToken ?? (() => `child-token-${Math.random().toString(36).slice(2)}`),
     logger,
+    chain: new AppendChain(),
   };
   return { commits: new SuccessCommits(parts), parts, errors, ...rec };
 }

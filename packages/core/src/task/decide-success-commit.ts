@@ -248,7 +248,6 @@ function childrenToStart(
   starter: ChildStarter,
   now: number,
 ): Array<ChildStart & { readonly event: DomainEvent }> {
-  if (view.children.count(task.id) === 0) return [];
   const advanced = evolveTask(task, completed, { revision: task.revision + 1n, position: -1n });
   if (!advanced) return [];
   const ahead = new Map([[task.id, advanced]]);
@@ -273,10 +272,13 @@ function childrenToStart(
       : {}),
   };
   const out: Array<ChildStart & { readonly event: DomainEvent }> = [];
-  for (const id of view.children.of(task.id)) {
+  // The task's own next interval first, as it stands once advanced: due already when the task
+  // catches up (or backfills), and then started here like a child, not by the next pass.
+  const candidates = view.children.count(task.id) === 0 ? [task.id] : [task.id, ...view.children.of(task.id)];
+  for (const id of candidates) {
     // A wide fan-out is the pass's: an append stays small, and so does the time to decide it.
     if (out.length === MAX_CHILDREN_WITH_SUCCESS) break;
-    const child = view.tasks.get(id);
+    const child = id === task.id ? advanced : view.tasks.get(id);
     if (!child || !plain(view, child, starter)) continue;
     const standing = decideStanding(view, child, now, { ahead });
     if (standing.kind !== "ready" || standing.retry) continue;
