@@ -150,8 +150,11 @@ export function runNode(spec: NodeOperator, ctx: OperatorContext): Promise<Opera
      */
     let endedByExit = false;
     let outputOpen = 2;
+    // Its channel: the answer it sent before it exited is read before the channel's end is, so
+    // an outcome known only from the exit waits for that end (or the drain) before it counts.
+    let channelOpen = true;
     const settleIfKnown = (): void => {
-      if (ended && outputOpen === 0) finish(ended());
+      if (ended && outputOpen === 0 && !(endedByExit && channelOpen)) finish(ended());
     };
     for (const [stream, isErr] of [
       [child.stdout, false],
@@ -210,6 +213,10 @@ export function runNode(spec: NodeOperator, ctx: OperatorContext): Promise<Opera
           return;
         }
       }
+    });
+    child.once("disconnect", () => {
+      channelOpen = false;
+      settleIfKnown();
     });
     child.stdio[4]?.on("error", () => {});
     child.once("exit", (code, signal) => {
