@@ -306,13 +306,7 @@ class Worker:
                 del self.start_pending[: len(batch)]
                 self.starting = batch
             try:
-                status, raw = self.link.request(
-                    "POST",
-                    self.path("/reports"),
-                    json_body={"messages": batch},
-                    headers={SESSION: answer["session"]},
-                    timeout=self._report_timeout(),
-                )
+                status, doc = self._post(batch, answer)
             except Exception as error:
                 with self.lock:
                     self.start_pending[:0] = batch
@@ -320,24 +314,17 @@ class Worker:
                 if not isinstance(error, LinkDown):
                     self.log(f"could not deliver reports: {error}")
                 return False
-            doc = _json(raw)
             with self.lock:
                 self.starting = []
-                if status == 409 and str(doc.get("type", "")).endswith(":not_registered"):
+                if _not_registered(status, doc):
                     self.start_pending[:0] = batch
-                    if self.answer is answer:
-                        self.answer = None
-                        self.link.abort_stream()
+                    self._forget_session(answer)
                     return False
                 self.last_delivered = time.monotonic()
                 for r in batch:
                     self.unacked_starts.discard(r["token"])
                 self.wake.notify_all()
-            if status == 409:
-                for r in doc.get("refused", []):
-                    self.log(f"report refused: {r.get('kind')} {r.get('token')}: {r.get('reason')}")
-            elif status != 200:
-                self.log(f"reports answered HTTP {status}: {doc.get('detail', '')}")
+            self._log_answer(status, doc)
 
     def deliver(self) -> bool:
         """Posts what is pending (an empty batch as a keepalive). False when it could not."""
@@ -369,15 +356,7 @@ class Worker:
                     errors = [e for e in (f.exception() for f in futures) if e is not None]
                     if errors:
                         raise errors[0]
-                # A request a cut link left hanging is given up in a third of the shortest lease
-                # held, so that the next heartbeat goes on a fresh connection well before the fence.
-                status, raw = self.link.request(
-                    "POST",
-                    self.path("/reports"),
-                    json_body={"messages": batch},
-                    headers={SESSION: answer["session"]},
-                    timeout=self._report_timeout(),
-                )
+                status, doc = self._post(batch, answer)
             except Exception as error:
                 with self.lock:
                     self.pending[:0] = [r for r in batch if r["kind"] != "heartbeat"]
@@ -385,15 +364,11 @@ class Worker:
                 if not isinstance(error, LinkDown):
                     self.log(f"could not deliver reports: {error}")
                 return False
-            doc = _json(raw)
             with self.lock:
                 self.sending = []
-                if status == 409 and str(doc.get("type", "")).endswith(":not_registered"):
-                    # The scheduler does not know the session (it restarted): register again.
+                if _not_registered(status, doc):
                     self.pending[:0] = batch
-                    if self.answer is answer:
-                        self.answer = None
-                        self.link.abort_stream()
+                    if self._forget_session(answer):
                         return False
                     continue
                 self.last_delivered = time.monotonic()
@@ -401,13 +376,40 @@ class Worker:
                     if r["kind"] in ("succeeded", "failed"):
                         self.uploads.pop(r["token"], None)
                 more = self._sendable()
-            if status == 409:
-                for r in doc.get("refused", []):
-                    self.log(f"report refused: {r.get('kind')} {r.get('token')}: {r.get('reason')}")
-            elif status != 200:
-                self.log(f"reports answered HTTP {status}: {doc.get('detail', '')}")
+            self._log_answer(status, doc)
             if not more:
                 return True
+
+    def _post(self, batch: list[dict[str, Any]], answer: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """Posts a batch of reports in the session of ``answer``: (status, the answer's document).
+        A request a cut link left hanging is given up in a third of the shortest lease held, so
+        that the next heartbeat goes on a fresh connection well before the fence."""
+        status, raw = self.link.request(
+            "POST",
+            self.path("/reports"),
+            json_body={"messages": batch},
+            headers={SESSION: answer["session"]},
+            timeout=self._report_timeout(),
+        )
+        return status, _json(raw)
+
+    def _forget_session(self, answer: dict[str, Any]) -> bool:
+        """The scheduler does not know the session of ``answer`` (it restarted): unless that was
+        seen already and the worker registered again meanwhile, the stream is ended and the
+        worker registers again. True when it was still the current session. (Under the lock.)"""
+        if self.answer is not answer:
+            return False
+        self.answer = None
+        self.link.abort_stream()
+        return True
+
+    def _log_answer(self, status: int, doc: dict[str, Any]) -> None:
+        """Says what the scheduler refused of a batch, or that it answered otherwise than 200."""
+        if status == 409:
+            for r in doc.get("refused", []):
+                self.log(f"report refused: {r.get('kind')} {r.get('token')}: {r.get('reason')}")
+        elif status != 200:
+            self.log(f"reports answered HTTP {status}: {doc.get('detail', '')}")
 
     def _report_timeout(self) -> float:
         """A third of the shortest lease of the attempts held here (at most 15 s, at least 1 s)."""
@@ -558,6 +560,11 @@ class Worker:
 def _uploads_first(r: dict[str, Any]) -> bool:
     """An attempt's end whose output must be sent before it is reported (not inside it)."""
     return r["kind"] in ("succeeded", "failed") and bool(r.get("outputFile")) and "outputRest" not in r
+
+
+def _not_registered(status: int, doc: dict[str, Any]) -> bool:
+    """The scheduler answered that it does not know the worker's session."""
+    return status == 409 and str(doc.get("type", "")).endswith(":not_registered")
 
 
 def _json(raw: bytes) -> Any:
