@@ -46,7 +46,12 @@ beforeAll(async () => {
   const dir = dataDir(left, "metrics");
   declareFile(
     dir,
-    `tasks:\n  - { project: ops, account: acme, name: tick, cron: "0 0 * * *", startDate: "${dayAt(-1)}", idempotent: true, operator: { type: noop } }\n`,
+    [
+      "tasks:",
+      `  - { project: ops, account: acme, name: tick, cron: "0 0 * * *", startDate: "${dayAt(-1)}", endDate: "${dayAt(0)}", idempotent: true, operator: { type: noop } }`,
+      `  - { project: ops, account: acme, name: tock, cron: "0 0 * * *", startDate: "${dayAt(-1)}", endDate: "${dayAt(0)}", idempotent: true, operator: { type: noop }, parents: [ops/acme/tick] }`,
+      "",
+    ].join("\n"),
   );
   server = await startApi(left, dir, ["up", "--workers", "1", "--reconcile-ms", "200"]);
   // Scraped once a dispatch was counted: every family then has a sample.
@@ -74,7 +79,18 @@ describe("/metrics", () => {
   it("keeps Chronolog's own metrics as they were", () => {
     const own = Object.fromEntries([...types].filter(([name]) => name.startsWith("chronolog_")).sort());
     expect(own).toEqual(CHRONOLOG_METRICS);
-    expect(text).toMatch(/^chronolog_tasks\{condition="[a-z_]+"\} 1$/m);
+    expect(text).toMatch(/^chronolog_tasks\{condition="[a-z_]+"\} [12]$/m);
+  });
+
+  it("counts each dispatch and outcome by operator, and times a child's dispatch after its parent", async () => {
+    // One interval each: the parent's, then the child's once the parent has succeeded.
+    const done = await waitUntil("both intervals counted", async () => {
+      const scraped = await (await fetch(`${server.url}/metrics`)).text();
+      return /^chronolog_completions_total\{operator="noop"\} 2$/m.test(scraped) ? scraped : undefined;
+    });
+    expect(done).toMatch(/^chronolog_dispatches_total\{operator="noop"\} 2$/m);
+    expect(done).not.toMatch(/^chronolog_failures_total\{/m);
+    expect(done).toMatch(/^chronolog_parent_success_to_dispatch_seconds_count 1$/m);
   });
 
   it("names only counters _total", () => {

@@ -1,4 +1,4 @@
-import { formatTaskKey, projectedSlots } from "@chronolog/core";
+import { formatTaskKey, projectedSlots, taskKeyText } from "@chronolog/core";
 import type { RecordedEvent } from "@chronolog/log";
 import { renderProblem, taskRow } from "@chronolog/scheduler";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
@@ -21,9 +21,16 @@ export interface SchedulerHooks {
  */
 export class ApiMetrics {
   readonly registry = new Registry();
-  private readonly dispatches: Counter;
-  private readonly completions: Counter;
-  private readonly failures: Counter;
+  /**
+   * Attempts dispatched, succeeded and failed, by operator type: counted here as the log is
+   * followed and handed to their counters when scraped (a counter's own `inc` hashes its labels
+   * at each call, several for every completed interval of a busy scheduler).
+   */
+  private readonly counts = {
+    dispatches: new Map<string, number>(),
+    completions: new Map<string, number>(),
+    failures: new Map<string, number>(),
+  };
   private readonly parentToDispatch: Histogram;
   private readonly requests: Counter;
   private readonly sse: Gauge;
@@ -40,24 +47,28 @@ export class ApiMetrics {
   constructor(state: ApiState, hooks?: SchedulerHooks) {
     const registers = [this.registry];
     collectRuntimeMetrics(this.registry);
-    this.dispatches = new Counter({
-      name: "chronolog_dispatches_total",
-      help: "Attempts dispatched (intent written), by operator type",
-      labelNames: ["operator"],
-      registers,
-    });
-    this.completions = new Counter({
-      name: "chronolog_completions_total",
-      help: "Attempts that succeeded, by operator type",
-      labelNames: ["operator"],
-      registers,
-    });
-    this.failures = new Counter({
-      name: "chronolog_failures_total",
-      help: "Attempts that failed, by operator type",
-      labelNames: ["operator"],
-      registers,
-    });
+    const byOperator = (name: string, help: string, counts: Map<string, number>) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ["operator"],
+        registers,
+        collect() {
+          this.reset();
+          for (const [operator, n] of counts) this.inc({ operator }, n);
+        },
+      });
+    byOperator(
+      "chronolog_dispatches_total",
+      "Attempts dispatched (intent written), by operator type",
+      this.counts.dispatches,
+    );
+    byOperator(
+      "chronolog_completions_total",
+      "Attempts that succeeded, by operator type",
+      this.counts.completions,
+    );
+    byOperator("chronolog_failures_total", "Attempts that failed, by operator type", this.counts.failures);
     this.parentToDispatch = new Histogram({
       name: "chronolog_parent_success_to_dispatch_seconds",
       help: "From the last parent's success to the child's dispatch",
@@ -172,23 +183,28 @@ export class ApiMetrics {
       case "DispatchIntended": {
         const operator = String(e.data.operator.type ?? "unknown");
         this.operatorOf.set(e.data.token, operator);
-        this.dispatches.inc({ operator });
-        const id = formatTaskKey(e.data.key);
-        const at = Date.parse(e.metadata.recordedAt);
-        const parents = state.projection.tasks.get(id)?.parents ?? [];
+        count(this.counts.dispatches, operator);
+        // The event's key is its own object, read from the log: the task's id is looked up by
+        // its text, and the task's own id string is what the map keeps.
+        const task = state.projection.tasks.get(taskKeyText(e.data.key));
+        if (!task) break;
         let last = Number.NEGATIVE_INFINITY;
-        for (const p of parents) last = Math.max(last, this.completedAt.get(formatTaskKey(p)) ?? last);
+        for (const p of task.parents) {
+          const at = this.completedAt.get(formatTaskKey(p));
+          if (at !== undefined && at > last) last = at;
+        }
+        const at = Date.parse(e.metadata.recordedAt);
         // Counted when a parent's success is what the dispatch followed (not a retry, not a timer).
-        if (Number.isFinite(last) && last > (this.dispatchedAt.get(id) ?? 0))
+        if (Number.isFinite(last) && last > (this.dispatchedAt.get(task.id) ?? 0))
           this.parentToDispatch.observe(Math.max(0, at - last) / 1000);
-        this.dispatchedAt.set(id, at);
+        this.dispatchedAt.set(task.id, at);
         break;
       }
       case "AttemptSucceeded":
       case "AttemptFailed": {
         const operator = this.operatorOf.get(e.data.token) ?? "unknown";
         this.operatorOf.delete(e.data.token);
-        (e.type === "AttemptSucceeded" ? this.completions : this.failures).inc({ operator });
+        count(e.type === "AttemptSucceeded" ? this.counts.completions : this.counts.failures, operator);
         break;
       }
       case "AttemptAbandoned":
@@ -201,9 +217,11 @@ export class ApiMetrics {
       case "WorkerReportRefusalsCounted":
         this.refusedReports.inc({ recorded: "counted" }, e.data.count);
         break;
-      case "IntervalCompleted":
-        this.completedAt.set(formatTaskKey(e.data.key), Date.parse(e.metadata.recordedAt));
+      case "IntervalCompleted": {
+        const task = state.projection.tasks.get(taskKeyText(e.data.key));
+        if (task) this.completedAt.set(task.id, Date.parse(e.metadata.recordedAt));
         break;
+      }
       default:
         break;
     }
@@ -249,4 +267,8 @@ export class ApiMetrics {
   close(): void {
     for (const s of this.stops) s();
   }
+}
+
+function count(counts: Map<string, number>, operator: string): void {
+  counts.set(operator, (counts.get(operator) ?? 0) + 1);
 }
