@@ -27,5 +27,9 @@ export function createLogger(name: string, level = process.env.CHRONOLOG_LOG_LEV
       },
     });
   }
-  return pino({ name, level }, pino.destination({ dest: 2, sync: true }));
+  // Written asynchronously: a line logged while an earlier write is under way joins the next
+  // write, so a scheduler logging thousands of lines a second makes a few writes, not one
+  // system call a line on its own thread (which waits while the pipe's reader is behind).
+  // What is held is written before the process exits; only a SIGKILL loses the last lines.
+  return pino({ name, level }, pino.destination({ dest: 2, sync: false }));
 }
