@@ -21,6 +21,7 @@ import {
   rebuildWithLadder,
 } from "@chronolog/scheduler";
 import { parse } from "yaml";
+import { random } from "../scale/catalogue.mjs";
 import { fmt, percentile, printTable } from "../table.mjs";
 
 const quick = process.env.BENCH_QUICK === "1";
@@ -161,18 +162,6 @@ async function build() {
 }
 
 // ---- measures ---------------------------------------------------------------------------------
-
-/** A small seeded generator, so that reruns measure the same positions. */
-function random(seed) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 const openRead = () =>
   new EventLog(new SqliteBackend({ path: dbPath, readonly: true, watchOtherProcesses: false }));

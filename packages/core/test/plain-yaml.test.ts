@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseDocument } from "yaml";
+import { seededRandom } from "../../../test/support/random.js";
 import { NOT_PLAIN, readPlainYaml } from "../src/declare/plain-yaml.js";
 import { DeclarationSyntaxError, parseDeclarationText } from "../src/index.js";
 
@@ -28,18 +29,6 @@ function agrees(text: string): boolean {
   expect(lib, JSON.stringify(text)).not.toHaveProperty("error");
   expect(fast, JSON.stringify(text)).toStrictEqual((lib as { value: unknown }).value);
   return true;
-}
-
-/** A small seeded generator (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Plain scalars that mean something else to YAML 1.1, 1.2 or JSON, or almost do. */
@@ -391,7 +380,7 @@ describe("the plain YAML reader", () => {
   });
 
   it("reads generated catalogues exactly as the library does", () => {
-    const rnd = random(20261206);
+    const rnd = seededRandom(20261206);
     for (let i = 0; i < 1500; i++) {
       const text = documentOf(rnd, 1 + (i % 4));
       expect(agrees(text), text).toBe(true);
@@ -399,7 +388,7 @@ describe("the plain YAML reader", () => {
   });
 
   it("never reads a mutated text differently from the library", () => {
-    const rnd = random(7);
+    const rnd = seededRandom(7);
     const alphabet = [..." \n:-#'\"[]{},&*!|>?%@`\\xa01.~\t\r", "  ", "- ", ": ", " #"];
     let read = 0;
     for (let i = 0; i < 4000; i++) {

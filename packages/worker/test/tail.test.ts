@@ -1,20 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { seededRandom } from "../../../test/support/random.js";
 import { TailBuffer, tailOf } from "../src/operators/tail.js";
-
-/** A seeded generator (mulberry32): the same chunks on every run. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe("TailBuffer", () => {
   it("keeps exactly the last `limit` bytes, whatever the chunks, as it grows to its limit", () => {
-    const next = random(7);
+    const next = seededRandom(7);
     for (const limit of [1, 5, 255, 256, 257, 1000, 4096]) {
       for (let run = 0; run < 10; run++) {
         const buf = new TailBuffer(limit);

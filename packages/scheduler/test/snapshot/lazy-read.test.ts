@@ -13,6 +13,7 @@ import {
   taskPage,
 } from "@chronolog/scheduler";
 import { describe, expect, it } from "vitest";
+import { seededRandom } from "../../../../test/support/random.js";
 import { dir, log, snapshotPath, useSnapshotFixture, writeInBlocks } from "./fixture.js";
 
 /*
@@ -26,25 +27,13 @@ useSnapshotFixture();
 const NOW = Date.parse("2026-11-30T05:10:00Z");
 const N = 240;
 
-/** A seeded generator: the same catalogue at every run. */
-function random(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * N tasks in 6 projects, each after 0 to 2 tasks of other projects declared before it; a few
  * weighted downstream, a few with a deadline; one whose parent is declared after it, one whose
  * parent is never declared.
  */
 function catalogue(): Record<string, unknown>[] {
-  const rnd = random(7);
+  const rnd = seededRandom(7);
   const project: number[] = [];
   const key = (i: number) => `q${project[i]}/acme/c${i}`;
   const tasks: Record<string, unknown>[] = [];
