@@ -1,6 +1,7 @@
-// BullMQ on its own redis-server, durable (AOF, fsync on every write), on the same work as
-// bench/scheduler: N independent no-op jobs, and a chain whose next step is added when the
-// previous one completes. Started and stopped here, on a free loopback port.
+// BullMQ on its own redis-server, durable (AOF, fsync on every write) or in memory only (no
+// persistence at all), on the same work as bench/scheduler: N independent no-op jobs, and a
+// chain whose next step is added when the previous one completes. Started and stopped here, on
+// a free loopback port.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
@@ -22,8 +23,11 @@ async function freePort() {
   });
 }
 
-/** A redis-server of its own: append-only file, fsync always, no RDB snapshots. */
-export async function startRedis() {
+/**
+ * A redis-server of its own, never saving RDB snapshots: with `durable`, every write in an
+ * append-only file fsynced before it is answered; without, nothing written to disk at all.
+ */
+export async function startRedis({ durable = true } = {}) {
   const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), "chronolog-bench-redis-"));
   const port = await freePort();
   const proc = spawn(
@@ -35,10 +39,7 @@ export async function startRedis() {
       "127.0.0.1",
       "--dir",
       dir,
-      "--appendonly",
-      "yes",
-      "--appendfsync",
-      "always",
+      ...(durable ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"]),
       "--save",
       "",
     ],

@@ -141,29 +141,36 @@ async function backfill90() {
   return { secs, intervals };
 }
 
-// Chronolog and BullMQ-durable on the same work, in turn, in the same minutes: this machine's
-// speed moves with its host's load, so only a ratio measured side by side says anything.
+// Chronolog, BullMQ-durable and BullMQ in memory on the same work, in turn, in the same minutes:
+// this machine's speed moves with its host's load, so only a ratio measured side by side says
+// anything.
 const N = quick ? 2000 : 10_000;
 const CHAIN = quick ? 200 : 1000;
 const PAIRS = Number(process.env.BENCH_PAIRS ?? (quick ? 1 : 3));
 const redis = await startRedis();
+const memory = await startRedis({ durable: false });
 const pairs = [];
 try {
   // One round of each at a fifth of the size first, not counted: both start with their code
   // compiled, as a scheduler or a queue that has been running does.
   await independent(N / 5);
   await bullmqIndependent(redis, N / 5);
+  await bullmqIndependent(memory, N / 5);
   await chain(CHAIN / 5);
   await bullmqChain(redis, CHAIN / 5);
+  await bullmqChain(memory, CHAIN / 5);
   for (let i = 0; i < PAIRS; i++) {
     const ind = await independent(N);
     const bInd = await bullmqIndependent(redis, N);
+    const mInd = await bullmqIndependent(memory, N);
     const ch = await chain(CHAIN);
     const bCh = await bullmqChain(redis, CHAIN);
-    pairs.push({ ind, bInd, ch, bCh });
+    const mCh = await bullmqChain(memory, CHAIN);
+    pairs.push({ ind, bInd, mInd, ch, bCh, mCh });
   }
 } finally {
   await redis.stop();
+  await memory.stop();
 }
 const bf = await backfill90();
 await sharedPool?.close(1000);
@@ -181,42 +188,64 @@ const show = (f, digits) => {
 const thr = ratios((p) => p.ind.rate / p.bInd.rate);
 const p50 = ratios((p) => p.ch.p50 / p.bCh.p50);
 const p99 = ratios((p) => p.ch.p99 / p.bCh.p99);
+const wall = ratios((p) => p.ch.wall / p.bCh.wall);
+const mThr = ratios((p) => p.ind.rate / p.mInd.rate);
+const mP50 = ratios((p) => p.ch.p50 / p.mCh.p50);
+const mP99 = ratios((p) => p.ch.p99 / p.mCh.p99);
+const mWall = ratios((p) => p.ch.wall / p.mCh.wall);
+const x = (xs) => `${fmt(median(xs), 2)}x${range(xs)}`;
 
 console.log(
-  `\nbench/scheduler (embedded SQLite log, synchronous=FULL, 2 worker processes, noop tasks), beside BullMQ ${"6.7"} on its own redis-server (appendonly yes, appendfsync always; one worker, concurrency 50), ${PAIRS} pair${PAIRS === 1 ? "" : "s"} in turn after a warm-up round of each; median (range)\n`,
+  `\nbench/scheduler (embedded SQLite log, synchronous=FULL, 2 worker processes, noop tasks), beside BullMQ ${"6.7"} on two redis-servers of its own, one durable (appendonly yes, appendfsync always), one in memory (no persistence); one worker, concurrency 50; ${PAIRS} round${PAIRS === 1 ? "" : "s"} of the three in turn after a warm-up round of each; median (range)\n`,
 );
 printTable(
-  ["measure", "chronolog", "BullMQ-durable", "ratio", "target"],
+  ["measure", "chronolog", "BullMQ-durable", "ratio", "BullMQ-memory", "ratio", "target"],
   [
     [
       `${fmt(N)} independent due no-op tasks, completed per s`,
       show((p) => p.ind.rate, 0),
       show((p) => p.bInd.rate, 0),
-      `${fmt(median(thr), 2)}x${range(thr)}`,
+      x(thr),
+      show((p) => p.mInd.rate, 0),
+      x(mThr),
       ">= 1.0x",
     ],
-    [`  ... scheduler CPU per task, us`, show((p) => p.ind.cpuPerTaskUs, 1), "", "", ""],
+    [`  ... scheduler CPU per task, us`, show((p) => p.ind.cpuPerTaskUs, 1), "", "", "", "", ""],
     [
       `${fmt(CHAIN)}-step chain hop p50, ms (chronolog: success report -> child dispatched; BullMQ: completed -> next step started)`,
       show((p) => p.ch.p50, 2),
       show((p) => p.bCh.p50, 2),
-      `${fmt(median(p50), 2)}x${range(p50)}`,
+      x(p50),
+      show((p) => p.mCh.p50, 2),
+      x(mP50),
       "<= 1.0x",
     ],
     [
       `  ... p99, ms`,
       show((p) => p.ch.p99, 2),
       show((p) => p.bCh.p99, 2),
-      `${fmt(median(p99), 2)}x${range(p99)}`,
+      x(p99),
+      show((p) => p.mCh.p99, 2),
+      x(mP99),
       "<= 1.0x",
     ],
     [
       `  ... whole chain wall time, s`,
       show((p) => p.ch.wall / 1000, 2),
       show((p) => p.bCh.wall / 1000, 2),
-      "",
-      "",
+      x(wall),
+      show((p) => p.mCh.wall / 1000, 2),
+      x(mWall),
+      "<= 1.0x",
     ],
-    [`90-day backfill of 3 tasks (${bf.intervals} intervals), wall time, s`, fmt(bf.secs, 2), "", "", "< 3"],
+    [
+      `90-day backfill of 3 tasks (${bf.intervals} intervals), wall time, s`,
+      fmt(bf.secs, 2),
+      "",
+      "",
+      "",
+      "",
+      "< 3",
+    ],
   ],
 );
