@@ -19,16 +19,20 @@ export const taskKeySchema = z
 
 export type TaskKey = z.output<typeof taskKeySchema>;
 
-/** Keys are never changed once made, and one key object is shared by every later state of it. */
-const formatted = new WeakMap<TaskKey, string>();
+/**
+ * Where a key object keeps its text once made: a property of its own, not enumerable (so not
+ * in its JSON, its copies or comparisons). Keys are never changed once made, and one key object
+ * is shared by every later state of it. (A WeakMap from key to text took an entry for every key
+ * read from the log, most of them left at once, which the collector had to clear.)
+ */
+const TEXT = Symbol("chronolog.taskKeyText");
 
 /** `project/account/name/partition`, the form used in streams, the CLI and messages. */
 export function formatTaskKey(key: TaskKey): string {
-  let text = formatted.get(key);
-  if (text === undefined) {
-    text = taskKeyText(key);
-    formatted.set(key, text);
-  }
+  const held = (key as { [TEXT]?: string })[TEXT];
+  if (held !== undefined) return held;
+  const text = taskKeyText(key);
+  if (Object.isExtensible(key)) Object.defineProperty(key, TEXT, { value: text });
   return text;
 }
 
