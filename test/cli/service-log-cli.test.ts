@@ -54,4 +54,58 @@ describe("chronolog up's service log", () => {
     const attempts = chronolog(dir, ["attempts", "p/a/bad"]);
     expect(attempts.stdout).toMatch(/attempt 1, last line of stderr: no such table: orders\n$/);
   }, 60_000);
+
+  it("writes JSON lines whole, the last ones before the process exits", async () => {
+    const dir = tempDataDir("service-log-json");
+    left.dirs.push(dir);
+    const up = chronologSpawn(dir, ["up", "--workers", "1", "--http", "off"], {
+      CHRONOLOG_LOG_FORMAT: "json",
+    });
+    left.processes.push(up);
+    let log = "";
+    up.stderr?.on("data", (d: Buffer) => {
+      log += d.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => up.once("exit", (code) => resolve(code)));
+    await waitUntil("chronolog to be up", () => (log.includes('"msg":"chronolog is up"') ? true : undefined));
+    up.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    await new Promise((r) => setImmediate(r));
+    const lines = log.split("\n");
+    expect(lines.pop()).toBe("");
+    for (const l of lines) expect(() => JSON.parse(l), l).not.toThrow();
+    // The lines of its stop, logged as it exits, are out.
+    expect(lines.at(-1)).toContain('"msg":"stopped"');
+  }, 60_000);
+
+  it("exits when asked even once the reader of its log is gone", async () => {
+    const dir = tempDataDir("service-log-gone");
+    left.dirs.push(dir);
+    // A minutely task two days behind: thousands of intervals to catch up, a line each.
+    const start = new Date(Math.floor(Date.now() / HOUR) * HOUR - 48 * HOUR).toISOString();
+    const file = join(dir, "t.yaml");
+    writeFileSync(
+      file,
+      `tasks:\n  - { project: p, account: a, name: busy, cron: "* * * * *", startDate: "${start}", idempotent: true, operator: { type: noop } }\n`,
+    );
+    expect(chronolog(dir, ["declare", file]).code).toBe(0);
+    const up = chronologSpawn(dir, ["up", "--workers", "2", "--http", "off"], {
+      CHRONOLOG_LOG_FORMAT: "json",
+    });
+    left.processes.push(up);
+    let log = "";
+    up.stderr?.on("data", (d: Buffer) => {
+      log += d.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => up.once("exit", (code) => resolve(code)));
+    await waitUntil("intervals to complete", () =>
+      log.includes('"msg":"interval completed"') ? true : undefined,
+    );
+    // The reader goes away (a log collector that died) while lines keep coming; then a stop.
+    up.stderr?.destroy();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(up.exitCode).toBeNull();
+    up.kill("SIGTERM");
+    expect(await exited).toBe(0);
+  }, 60_000);
 });
