@@ -1,4 +1,5 @@
 import { compiled } from "../compiled.js";
+import { noteParsedSpec } from "../events/catalog.js";
 import { type Secrets, type TaskSpec, type TaskSpecInput, taskSpecSchema } from "../spec.js";
 import { checkLiteralCredentials } from "./credentials.js";
 import type { IssueCollector, Located } from "./issues.js";
@@ -168,5 +169,7 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
     if (clean) issues.schema(d, spec.error.issues, label);
     return { draft: d, spec: undefined, parents };
   }
+  // The event that declares the task takes the spec as is, not parsed again (see validateEventData).
+  noteParsedSpec(spec.data);
   return { draft: d, spec: spec.data, parents };
 }
