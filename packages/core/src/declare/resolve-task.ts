@@ -28,16 +28,30 @@ export interface ResolvedTask {
   readonly parents: ParentRef[];
 }
 
+/**
+ * A field's value and where it was written (`file`, `path.field`), made only when a problem is
+ * reported there: a catalogue of many tasks reports none, and each field picked made it.
+ */
+class Picked<V> {
+  constructor(
+    readonly value: V,
+    private readonly from: { readonly file: string; readonly path: string },
+    private readonly field: string,
+  ) {}
+
+  get at(): Located {
+    return { file: this.from.file, path: `${this.from.path}.${this.field}` };
+  }
+}
+
 export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector): ResolvedTask {
   const errorsBefore = issues.errorCount;
   const { decl, workflow: wf, label } = d;
   const at = (field: string): Located => ({ file: d.file, path: `${d.path}.${field}` });
   /** The task's own value, else its workflow's, with where it was written. */
   function pick<K extends keyof DeclaredWorkflow & keyof DeclaredWorkflowTask>(field: K) {
-    if (decl[field] !== undefined) return { value: decl[field], at: at(field) };
-    if (wf && wf.decl[field] !== undefined) {
-      return { value: wf.decl[field], at: { file: wf.file, path: `${wf.path}.${field}` } };
-    }
+    if (decl[field] !== undefined) return new Picked(decl[field], d, field);
+    if (wf && wf.decl[field] !== undefined) return new Picked(wf.decl[field], wf, field);
     return undefined;
   }
 
