@@ -43,7 +43,8 @@ export function checkGraph(
     }
     return id;
   };
-  for (const k of declared) idOf(k);
+  const declaredKeys = Array.isArray(declared) ? (declared as readonly string[]) : [...declared];
+  const declaredIds = declaredKeys.map(idOf);
   const existingTasks = [...(existing.tasks ?? [])].map((t) => {
     const key = formatTaskKey(t.key);
     idOf(key);
@@ -62,7 +63,8 @@ export function checkGraph(
   /** Each task's parents, by number; a new declaration replaces a task's old parents. */
   const parentIds: Array<number[] | undefined> = [];
   for (const t of existingTasks) parentIds[idOf(t.key)] = t.parents.map(idOf);
-  for (const t of tasks) {
+  for (let i = 0; i < tasks.length; i++) {
+    const t = tasks[i] as GraphTask;
     const own: number[] = [];
     for (const p of t.parents) {
       const id = idOf(p.label);
@@ -77,7 +79,10 @@ export function checkGraph(
         near.length > 0 ? { suggestions: near } : undefined,
       );
     }
-    parentIds[idOf(t.draft.label)] = own;
+    // The tasks come in the order their keys are declared (validateDeclarations): a task's
+    // number is then known without a lookup.
+    const self = declaredKeys[i] === t.draft.label ? (declaredIds[i] as number) : idOf(t.draft.label);
+    parentIds[self] = own;
   }
   if (isAcyclicByNumber(parentIds, ids.size)) return;
   reportCycles(tasks, existingTasks, fallbackFile, issues);
