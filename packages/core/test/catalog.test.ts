@@ -7,6 +7,7 @@ import {
   UnsupportedSchemaVersionError,
   upcastEventData,
   ValidationError,
+  validateDeclarations,
   validateEventData,
 } from "@chronolog/core";
 import { describe, expect, it } from "vitest";
@@ -89,6 +90,66 @@ describe("event catalog", () => {
   it("refuses a version from the future or below 1", () => {
     expect(() => upcastEventData("AttemptFailed", 3, {})).toThrow(UnsupportedSchemaVersionError);
     expect(() => upcastEventData("Note", 0, { text: "x" })).toThrow(UnsupportedSchemaVersionError);
+  });
+});
+
+describe("a TaskDeclared event around a spec its declaration just parsed", () => {
+  const declared = () => {
+    const result = validateDeclarations([
+      {
+        filename: "t.yaml",
+        document: {
+          tasks: [
+            {
+              project: "sales",
+              account: "acme",
+              name: "orders_raw",
+              cron: "0 * * * *",
+              startDate: "2026-01-01T00:00:00Z",
+              operator: { type: "shell", command: "echo {{ logical_date }}" },
+              retry: { maxAttempts: 3 },
+              config: { region: "eu", nested: { a: [1, 2] } },
+            },
+          ],
+        },
+      },
+    ]);
+    if (!result.ok) throw new Error("invalid");
+    const spec = result.tasks[0] as NonNullable<(typeof result.tasks)[0]>;
+    return {
+      key: spec.key,
+      spec,
+      logicalDate: "2026-01-01T00:00:00.000Z",
+      nextRunDate: "2026-01-01T01:00:00.000Z",
+    };
+  };
+
+  it("is taken as is, and is what parsing it again would give", () => {
+    const data = declared();
+    expect(validateEventData("TaskDeclared", data)).toBe(data);
+    const parsedAgain = validateEventData("TaskDeclared", structuredClone(data));
+    expect(JSON.stringify(parsedAgain)).toBe(JSON.stringify(data));
+  });
+
+  it("is parsed when anything around the spec is not as the schema gives it", () => {
+    expect(() => validateEventData("TaskDeclared", { ...declared(), logicalDate: "2026-01-01" })).toThrow(
+      ValidationError,
+    );
+    expect(() => validateEventData("TaskDeclared", { ...declared(), extra: 1 })).toThrow(ValidationError);
+    const { key: _key, ...rest } = declared();
+    expect(() =>
+      validateEventData("TaskDeclared", { ...rest, key: { ...key, name: "other" } }),
+    ).not.toThrow();
+    expect(validateEventData("TaskDeclared", { ...rest, key: { ...key, name: "other" } })).not.toBe(rest);
+    // Not in the schema's order: parsed, into that order.
+    const { spec, logicalDate, nextRunDate, key: k } = declared();
+    const reordered = { spec, key: k, logicalDate, nextRunDate };
+    expect(Object.keys(validateEventData("TaskDeclared", reordered) as object)).toEqual([
+      "key",
+      "spec",
+      "logicalDate",
+      "nextRunDate",
+    ]);
   });
 });
 

@@ -48,17 +48,23 @@ const DICTIONARY_1: readonly string[] = [
 /** The first character of a text coded with dictionary 1. */
 const MARKER_1 = 1;
 
-/** Each entry and its code, by the entry's first two characters, longest entries first. */
-const byPrefix = new Map<number, Array<{ readonly text: string; readonly code: string }>>();
+/**
+ * Each entry and its code, by the entry's first two characters (the first's code times 128 and
+ * the second's), longest entries first: an array, looked at for every quote and comma of a
+ * text, where a map took a lookup of its own for each.
+ */
+const byPrefix: Array<Array<{ readonly text: string; readonly code: string }> | undefined> = new Array(
+  128 * 128,
+).fill(undefined);
 /** Which characters start an entry (ASCII only: every entry is ASCII). */
 const STARTS = new Uint8Array(128);
 DICTIONARY_1.forEach((text, i) => {
   const prefix = (text.charCodeAt(0) << 7) | text.charCodeAt(1);
   STARTS[text.charCodeAt(0)] = 1;
-  let list = byPrefix.get(prefix);
+  let list = byPrefix[prefix];
   if (!list) {
     list = [];
-    byPrefix.set(prefix, list);
+    byPrefix[prefix] = list;
   }
   list.push({ text, code: String.fromCharCode(i + 1) });
   list.sort((a, b) => b.text.length - a.text.length);
@@ -77,7 +83,7 @@ export function encodeText(text: string): string | null {
     const c = text.charCodeAt(i);
     if (c < 0x20) return null;
     if (c >= 128 || STARTS[c] === 0) continue;
-    const candidates = byPrefix.get((c << 7) | (text.charCodeAt(i + 1) & 127));
+    const candidates = byPrefix[(c << 7) | (text.charCodeAt(i + 1) & 127)];
     if (candidates === undefined) continue;
     for (let k = 0; k < candidates.length; k++) {
       const e = candidates[k] as { readonly text: string; readonly code: string };

@@ -1,6 +1,7 @@
 import {
   type AlertSink,
   ChronologError,
+  type DeclarationDecision,
   type DeclarationIssue,
   type DeclarationOutcome,
   type DeclarationSource,
@@ -143,11 +144,11 @@ export async function declare(
 ): Promise<DeclareOutcome> {
   if (options.check) return checkDeclaration(projection, sources, nowMs, options);
   let warnings: readonly DeclarationIssue[] = [];
-  // What each declared thing was when first decided on: a retry that finds one declared anew
-  // by someone else (and not to what this declaration says) refuses rather than overwrite it.
-  let first: Map<string, string> | null = null;
-  // The revision each stream was at when first decided on, for the refusal to name.
-  let firstRevisions: Map<string, ExpectedRevision> | null = null;
+  // What each declared thing was when first decided on (the ones declared then: a name the
+  // first decision made and that is not here was not declared), and that decision: a retry that
+  // finds one declared anew by someone else (and not to what this declaration says) refuses
+  // rather than overwrite it. The rest is looked at only on a retry.
+  let first: { versions: Map<string, string>; decision: Decided } | null = null;
   const outcome = await handleCommand(log, {
     name: "declare",
     // Always on the log as it is now (not only after a conflict): what this declaration finds
@@ -159,16 +160,9 @@ export async function declare(
     decide: (state) => {
       const decided = decideOn(state, sources, nowMs, options);
       warnings = decided.warnings;
-      const now = declaredVersions(state, decided.decision);
-      const revisions = new Map(decided.decision.writes.map((w) => [w.streamId, w.expectedRevision]));
-      if (first === null || firstRevisions === null) {
-        first = now;
-        firstRevisions = revisions;
-      } else
-        refuseIfDeclaredMeanwhile(state, decided.decision, first, now, {
-          first: firstRevisions,
-          now: revisions,
-        });
+      if (first === null)
+        first = { versions: declaredVersions(state, decided.decision), decision: decided.decision };
+      else refuseIfDeclaredMeanwhile(state, decided.decision, first);
       return { writes: decided.decision.writes, result: decided.decision };
     },
     append: (writes) => appendInBatches(log, writes),
@@ -179,40 +173,38 @@ export async function declare(
   return { tasks, connections, workflows, warnings };
 }
 
-/** Each task, workflow and connection a declaration names, as the state declares it now. */
-function declaredVersions(
-  state: SchedulerProjection,
-  decision: Pick<DeclareOutcome, "tasks" | "workflows" | "connections">,
-): Map<string, string> {
+/** What a declaration decided: its writes, and each task, workflow and connection it names. */
+type Decided = Pick<DeclarationDecision, "writes" | "tasks" | "workflows" | "connections">;
+
+/**
+ * Each task, workflow and connection a declaration names that the state declares now, as it
+ * declares it: one not declared has no entry (see versionOf), so a catalogue of new tasks
+ * keeps no entry for each.
+ */
+function declaredVersions(state: SchedulerProjection, decision: Decided): Map<string, string> {
   const out = new Map<string, string>();
   for (const t of decision.tasks) {
     const task = state.tasks.get(t.task);
-    out.set(
-      `task ${t.task}`,
-      task ? `${task.status === "retired"} ${JSON.stringify(declarationOf(task))}` : "",
-    );
+    if (task)
+      out.set(`task ${t.task}`, `${task.status === "retired"} ${JSON.stringify(declarationOf(task))}`);
   }
-  for (const w of decision.workflows)
-    out.set(`workflow ${w.name}`, JSON.stringify(state.workflows.get(w.name) ?? ""));
-  for (const c of decision.connections)
-    out.set(`connection ${c.name}`, JSON.stringify(state.connections.get(c.name) ?? ""));
+  for (const w of decision.workflows) {
+    const workflow = state.workflows.get(w.name);
+    if (workflow) out.set(`workflow ${w.name}`, JSON.stringify(workflow));
+  }
+  for (const c of decision.connections) {
+    const connection = state.connections.get(c.name);
+    if (connection) out.set(`connection ${c.name}`, JSON.stringify(connection));
+  }
   return out;
 }
 
-/**
- * After a conflict: a thing this declaration changes that was declared anew since it was first
- * decided on (by another producer) is not overwritten. Nothing is written; declaring again
- * applies this version over that one, knowingly. Things whose version is already what this
- * declaration says (an earlier batch of its own) are not conflicts.
- */
-function refuseIfDeclaredMeanwhile(
-  state: SchedulerProjection,
-  decision: Pick<DeclareOutcome, "tasks" | "workflows" | "connections">,
-  first: ReadonlyMap<string, string>,
-  now: ReadonlyMap<string, string>,
-  revisions: { first: ReadonlyMap<string, ExpectedRevision>; now: ReadonlyMap<string, ExpectedRevision> },
-): void {
-  const items = [
+/** A thing's version in `declaredVersions`: "" when it was not declared. */
+const versionOf = (versions: ReadonlyMap<string, string>, what: string): string => versions.get(what) ?? "";
+
+/** What a decision names, as `task T`, `workflow W`, `connection C`, with its outcome and stream. */
+function namedBy(decision: Decided) {
+  return [
     ...decision.tasks.map((t) => ({ what: `task ${t.task}`, outcome: t.outcome, stream: `task-${t.task}` })),
     ...decision.workflows.map((w) => ({
       what: `workflow ${w.name}`,
@@ -225,13 +217,30 @@ function refuseIfDeclaredMeanwhile(
       stream: `connection-${c.name}`,
     })),
   ];
-  for (const item of items) {
+}
+
+/**
+ * After a conflict: a thing this declaration changes that was declared anew since it was first
+ * decided on (by another producer) is not overwritten. Nothing is written; declaring again
+ * applies this version over that one, knowingly. Things whose version is already what this
+ * declaration says (an earlier batch of its own) are not conflicts.
+ */
+function refuseIfDeclaredMeanwhile(
+  state: SchedulerProjection,
+  decision: Decided,
+  first: { versions: ReadonlyMap<string, string>; decision: Decided },
+): void {
+  const namedFirst = new Set(namedBy(first.decision).map((n) => n.what));
+  const now = declaredVersions(state, decision);
+  for (const item of namedBy(decision)) {
     if (item.outcome === "unchanged") continue;
-    const before = first.get(item.what);
-    if (before === undefined || before === now.get(item.what)) continue;
+    if (!namedFirst.has(item.what)) continue;
+    const before = versionOf(first.versions, item.what);
+    if (before === versionOf(now, item.what)) continue;
+    const revision = (d: Decided) => d.writes.find((w) => w.streamId === item.stream)?.expectedRevision;
     throw new DeclaredMeanwhileError(item.what, item.stream, state, {
-      expected: revisions.first.get(item.stream),
-      actual: revisions.now.get(item.stream),
+      expected: revision(first.decision),
+      actual: revision(decision),
     });
   }
 }

@@ -162,10 +162,11 @@ export function decideDeclaration(state: DeclarationState, input: DeclarationInp
   }
   const tasks: Array<{ task: string; outcome: DeclarationOutcome; changes: readonly TaskSpecChange[] }> = [];
   const refused: string[] = [];
-  const named = new Set<string>();
+  // The tasks named, to retire the rest of a declared workflow's: kept only when one is declared.
+  const named = input.workflows.length > 0 ? new Set<string>() : undefined;
   for (const spec of input.tasks) {
     const id = taskKeyText(spec.key);
-    named.add(id);
+    named?.add(id);
     const before = state.tasks.get(id);
     if (before?.status === "retired") {
       if (!input.revive) {
@@ -201,13 +202,13 @@ export function decideDeclaration(state: DeclarationState, input: DeclarationInp
     );
   }
   const declaredWorkflows = new Set(input.workflows.map((w) => w.name));
-  const dropped = [...state.tasks.values()]
+  const dropped = (declaredWorkflows.size === 0 ? [] : [...state.tasks.values()])
     .filter(
       (t) =>
         t.spec.workflow !== undefined &&
         declaredWorkflows.has(t.spec.workflow) &&
         t.status !== "retired" &&
-        !named.has(t.id),
+        !named?.has(t.id),
     )
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   for (const t of dropped) {

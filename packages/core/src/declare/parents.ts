@@ -19,18 +19,20 @@ export interface ParentRef {
  */
 export function resolveParents(d: TaskDraft, issues: IssueCollector): ParentRef[] {
   const parents: ParentRef[] = [];
-  const seen = new Map<string, number>();
-  (d.decl.parents ?? []).forEach((raw, i) => {
+  const list = d.decl.parents ?? [];
+  // Made only for two parents or more: most tasks have fewer.
+  const seen = list.length > 1 ? new Map<string, number>() : undefined;
+  list.forEach((raw, i) => {
     const at = { file: d.file, path: `${d.path}.parents[${i}]` };
     const key = parseParent(raw, d.workflow, at, d.label, issues);
     if (!key) return;
     const parentLabel = taskKeyText(key);
-    const dup = seen.get(parentLabel);
+    const dup = seen?.get(parentLabel);
     if (dup !== undefined) {
       issues.error("parent", at, `parent ${parentLabel} is listed twice (also parents[${dup}])`, d.label);
       return;
     }
-    seen.set(parentLabel, i);
+    seen?.set(parentLabel, i);
     parents.push({ key, label: parentLabel, path: at.path });
   });
   return parents;

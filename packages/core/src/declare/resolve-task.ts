@@ -1,4 +1,5 @@
 import { compiled } from "../compiled.js";
+import { noteParsedSpec } from "../events/catalog.js";
 import { type Secrets, type TaskSpec, type TaskSpecInput, taskSpecSchema } from "../spec.js";
 import { checkLiteralCredentials } from "./credentials.js";
 import type { IssueCollector, Located } from "./issues.js";
@@ -27,16 +28,30 @@ export interface ResolvedTask {
   readonly parents: ParentRef[];
 }
 
+/**
+ * A field's value and where it was written (`file`, `path.field`), made only when a problem is
+ * reported there: a catalogue of many tasks reports none, and each field picked made it.
+ */
+class Picked<V> {
+  constructor(
+    readonly value: V,
+    private readonly from: { readonly file: string; readonly path: string },
+    private readonly field: string,
+  ) {}
+
+  get at(): Located {
+    return { file: this.from.file, path: `${this.from.path}.${this.field}` };
+  }
+}
+
 export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector): ResolvedTask {
   const errorsBefore = issues.errorCount;
   const { decl, workflow: wf, label } = d;
   const at = (field: string): Located => ({ file: d.file, path: `${d.path}.${field}` });
   /** The task's own value, else its workflow's, with where it was written. */
   function pick<K extends keyof DeclaredWorkflow & keyof DeclaredWorkflowTask>(field: K) {
-    if (decl[field] !== undefined) return { value: decl[field], at: at(field) };
-    if (wf && wf.decl[field] !== undefined) {
-      return { value: wf.decl[field], at: { file: wf.file, path: `${wf.path}.${field}` } };
-    }
+    if (decl[field] !== undefined) return new Picked(decl[field], d, field);
+    if (wf && wf.decl[field] !== undefined) return new Picked(wf.decl[field], wf, field);
     return undefined;
   }
 
@@ -168,5 +183,7 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
     if (clean) issues.schema(d, spec.error.issues, label);
     return { draft: d, spec: undefined, parents };
   }
+  // The event that declares the task takes the spec as is, not parsed again (see validateEventData).
+  noteParsedSpec(spec.data);
   return { draft: d, spec: spec.data, parents };
 }

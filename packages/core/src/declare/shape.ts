@@ -100,11 +100,10 @@ function readDocument(file: string, document: unknown, issues: IssueCollector, s
     readWorkflow(raw, { file, path: `workflows[${i}]` }, issues, shapes);
   });
   list("tasks").forEach((raw, i) => {
-    const at = { file, path: `tasks[${i}]` };
-    const label = rawLabel(raw, undefined);
+    const path = `tasks[${i}]`;
     const t = compiled(declaredStandaloneTaskSchema).safeParse(raw);
     if (!t.success) {
-      reportBrokenTask(raw, at, t.error.issues, label, issues, shapes);
+      reportBrokenTask(raw, { file, path }, t.error.issues, rawLabel(raw, undefined), issues, shapes);
       return;
     }
     const key = {
@@ -113,7 +112,7 @@ function readDocument(file: string, document: unknown, issues: IssueCollector, s
       name: t.data.name,
       partition: t.data.partition ?? "ALL",
     };
-    shapes.tasks.push({ ...at, decl: t.data, key, label: taskKeyText(key) });
+    shapes.tasks.push({ file, path, decl: t.data, key, label: taskKeyText(key) });
   });
 }
 
