@@ -22,6 +22,7 @@ const EXTERNAL = [
   "kafkajs",
   "@eventstore/db-client",
 ];
+const OWN_MODULE = /[\\/](?:packages|services)[\\/][^\\/]+[\\/]dist[\\/]/;
 const external = (id) => EXTERNAL.some((name) => id === name || id.startsWith(`${name}/`));
 
 const cli = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -35,6 +36,10 @@ await build({
   platform: "node",
   external,
   logLevel: "warn",
+  // The project's own modules do nothing at load that another module relies on (no module is
+  // imported for its effects alone): one whose exports a command does not use is left out of that
+  // command's chunks, so that a read does not load the declaration's validation or the worker.
+  treeshake: { moduleSideEffects: (id, external) => external || !OWN_MODULE.test(id) },
   // CommonJS, so that each file can be compiled through V8's code cache (bin/code-cache.mjs);
   // a command's modules are chunks of their own, loaded when it runs (src/commands.ts).
   output: { dir: next, format: "cjs", entryFileNames: "main.cjs", chunkFileNames: "[name]-[hash].cjs" },
