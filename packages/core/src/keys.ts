@@ -1,6 +1,11 @@
 import { z } from "zod";
 import { compiled } from "./compiled.js";
 
+const KEY_PART = /^[A-Za-z0-9_.=:@+-]{1,128}$/;
+
+/** What `keyPart` accepts, without it. */
+const isKeyPart = (text: string | undefined): text is string => text !== undefined && KEY_PART.test(text);
+
 /** One component of a task key: letters, digits and `_ . - = : @ +`. */
 export const keyPart = z
   .string()
@@ -51,6 +56,15 @@ export function parseTaskKey(text: string): { ok: true; key: TaskKey } | { ok: f
     return { ok: false, error: `task key "${text}" must be project/account/name[/partition]` };
   }
   const [project, account, name, partition] = parts;
+  // Parts that are plainly valid need no schema (its first use compiles a parser, a few ms of
+  // a short command); any other goes to the schema, which says what is wrong with it.
+  if (
+    isKeyPart(project) &&
+    isKeyPart(account) &&
+    isKeyPart(name) &&
+    (partition === undefined || isKeyPart(partition))
+  )
+    return { ok: true, key: { project, account, name, partition: partition ?? "ALL" } };
   const parsed = compiled(taskKeySchema).safeParse({ project, account, name, partition });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
