@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { compiled } from "./compiled.js";
+import { lazySchema } from "./lazy-schema.js";
 
 const KEY_PART = /^[A-Za-z0-9_.=:@+-]{1,128}$/;
 
@@ -7,20 +8,24 @@ const KEY_PART = /^[A-Za-z0-9_.=:@+-]{1,128}$/;
 const isKeyPart = (text: string | undefined): text is string => text !== undefined && KEY_PART.test(text);
 
 /** One component of a task key: letters, digits and `_ . - = : @ +`. */
-export const keyPart = z
-  .string()
-  .min(1, "must not be empty")
-  .max(128, "must be at most 128 characters")
-  .regex(/^[A-Za-z0-9_.=:@+-]+$/, "may contain only letters, digits and _ . - = : @ +");
+export const keyPart = lazySchema(() =>
+  z
+    .string()
+    .min(1, "must not be empty")
+    .max(128, "must be at most 128 characters")
+    .regex(/^[A-Za-z0-9_.=:@+-]+$/, "may contain only letters, digits and _ . - = : @ +"),
+);
 
-export const taskKeySchema = z
-  .object({
-    project: keyPart,
-    account: keyPart,
-    name: keyPart,
-    partition: keyPart.default("ALL"),
-  })
-  .strict();
+export const taskKeySchema = lazySchema(() =>
+  z
+    .object({
+      project: keyPart,
+      account: keyPart,
+      name: keyPart,
+      partition: keyPart.default("ALL"),
+    })
+    .strict(),
+);
 
 export type TaskKey = z.output<typeof taskKeySchema>;
 
