@@ -21,8 +21,17 @@ export const retryPolicySchema = lazySchema(() =>
 );
 export type RetryPolicy = z.output<typeof retryPolicySchema>;
 
-/** The retry policy of a task that declares none: one attempt (the field defaults above). */
-export const DEFAULT_RETRY: RetryPolicy = Object.freeze(retryPolicySchema.parse({}));
+/**
+ * The retry policy of a task that declares none: one attempt, the field defaults above (written
+ * out, so that loading this module makes no schema; test/spec-defaults.test.ts checks they agree).
+ */
+export const DEFAULT_RETRY: RetryPolicy = Object.freeze({
+  maxAttempts: 1,
+  initialDelayMs: 1000,
+  factor: 2,
+  maxDelayMs: 300_000,
+  jitter: 0.1,
+});
 
 /**
  * A secret's name: also the environment variable a shell or node task finds its value in, so an
