@@ -1,21 +1,31 @@
 import { z } from "zod";
 import { compiled } from "./compiled.js";
+import { lazySchema } from "./lazy-schema.js";
+
+const KEY_PART = /^[A-Za-z0-9_.=:@+-]{1,128}$/;
+
+/** What `keyPart` accepts, without it. */
+const isKeyPart = (text: string | undefined): text is string => text !== undefined && KEY_PART.test(text);
 
 /** One component of a task key: letters, digits and `_ . - = : @ +`. */
-export const keyPart = z
-  .string()
-  .min(1, "must not be empty")
-  .max(128, "must be at most 128 characters")
-  .regex(/^[A-Za-z0-9_.=:@+-]+$/, "may contain only letters, digits and _ . - = : @ +");
+export const keyPart = lazySchema(() =>
+  z
+    .string()
+    .min(1, "must not be empty")
+    .max(128, "must be at most 128 characters")
+    .regex(/^[A-Za-z0-9_.=:@+-]+$/, "may contain only letters, digits and _ . - = : @ +"),
+);
 
-export const taskKeySchema = z
-  .object({
-    project: keyPart,
-    account: keyPart,
-    name: keyPart,
-    partition: keyPart.default("ALL"),
-  })
-  .strict();
+export const taskKeySchema = lazySchema(() =>
+  z
+    .object({
+      project: keyPart,
+      account: keyPart,
+      name: keyPart,
+      partition: keyPart.default("ALL"),
+    })
+    .strict(),
+);
 
 export type TaskKey = z.output<typeof taskKeySchema>;
 
@@ -55,6 +65,15 @@ export function parseTaskKey(text: string): { ok: true; key: TaskKey } | { ok: f
     return { ok: false, error: `task key "${text}" must be project/account/name[/partition]` };
   }
   const [project, account, name, partition] = parts;
+  // Parts that are plainly valid need no schema (its first use compiles a parser, a few ms of
+  // a short command); any other goes to the schema, which says what is wrong with it.
+  if (
+    isKeyPart(project) &&
+    isKeyPart(account) &&
+    isKeyPart(name) &&
+    (partition === undefined || isKeyPart(partition))
+  )
+    return { ok: true, key: { project, account, name, partition: partition ?? "ALL" } };
   const parsed = compiled(taskKeySchema).safeParse({ project, account, name, partition });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

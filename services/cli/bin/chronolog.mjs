@@ -1,11 +1,14 @@
 #!/bin/sh
-//usr/bin/env true; exec node --max-semi-space-size=32 "$0" "$@"
+//usr/bin/env true; exec node --max-semi-space-size=32 --min-semi-space-size=32 "$0" "$@"
 // The line above is read twice. The shell runs `true` (through `//usr/bin/env`, a path the
 // shell reads as `/usr/bin/env`), then replaces itself with node: the same process, so a signal
-// to the command reaches node. Node reads that line as a comment. The flag it passes is a larger
+// to the command reaches node. Node reads that line as a comment. The flags it passes are a larger
 // young generation (32 MiB semi-spaces, 64 MiB in all, twice Node's default): the scheduler
-// allocates many short-lived objects per event, and fewer, larger scavenges cost less in all.
-// Node takes it only on its command line; set from inside the process, the heap is sized already.
+// allocates many short-lived objects per event, and fewer, larger scavenges cost less in all;
+// and that size from the start, not grown from 1 MiB: a short command (a read decoding a few
+// blocks of a checkpoint) then makes no scavenge or one, where growing it made nine, each
+// copying what the command holds (the bundle's code, the blocks it read) once more.
+// Node takes them only on its command line; set from inside the process, the heap is sized already.
 // The bundle of the build when it is fresh (a few files to read instead of hundreds, compiled
 // through the code cache, see code-cache.mjs), else the build.
 const { bundleDir, bundleIsFresh } = await import("./fresh.mjs");

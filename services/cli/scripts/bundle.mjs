@@ -22,7 +22,26 @@ const EXTERNAL = [
   "kafkajs",
   "@eventstore/db-client",
 ];
+const OWN_MODULE = /[\\/](?:packages|services)[\\/][^\\/]+[\\/]dist[\\/]/;
 const external = (id) => EXTERNAL.some((name) => id === name || id.startsWith(`${name}/`));
+
+/**
+ * commander loads child_process at its start (and with it net and dgram: about 5 ms of every
+ * command) to run a subcommand that is a program of its own, which this CLI has none of: the
+ * module is loaded when a subcommand spawns, not before.
+ */
+const lazyChildProcess = {
+  name: "lazy-child-process",
+  transform(code, id) {
+    if (!/[\\/]commander[\\/]lib[\\/]command\.js$/.test(id)) return null;
+    const eager = "const childProcess = require('node:child_process');";
+    if (!code.includes(eager)) throw new Error(`${id} no longer loads child_process as the bundle expects`);
+    return code.replace(
+      eager,
+      "const childProcess = { get spawn() { return require('node:child_process').spawn; } };",
+    );
+  },
+};
 
 const cli = join(dirname(fileURLToPath(import.meta.url)), "..");
 if (process.argv.includes("--if-stale") && bundleIsFresh()) process.exit(0);
@@ -35,6 +54,11 @@ await build({
   platform: "node",
   external,
   logLevel: "warn",
+  plugins: [lazyChildProcess],
+  // The project's own modules do nothing at load that another module relies on (no module is
+  // imported for its effects alone): one whose exports a command does not use is left out of that
+  // command's chunks, so that a read does not load the declaration's validation or the worker.
+  treeshake: { moduleSideEffects: (id, external) => external || !OWN_MODULE.test(id) },
   // CommonJS, so that each file can be compiled through V8's code cache (bin/code-cache.mjs);
   // a command's modules are chunks of their own, loaded when it runs (src/commands.ts).
   output: { dir: next, format: "cjs", entryFileNames: "main.cjs", chunkFileNames: "[name]-[hash].cjs" },

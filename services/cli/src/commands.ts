@@ -22,19 +22,17 @@ export const COMMAND_MODULES: readonly CommandModule[] = [
     load: async () => (await import("./commands/log.js")).registerLogCommands,
   },
   {
-    names: [
-      "declare",
-      "pause",
-      "resume",
-      "retire",
-      "tasks",
-      "task",
-      "why",
-      "history",
-      "attempts",
-      "backfill",
-    ],
+    names: ["declare", "pause", "resume", "retire"],
     load: async () => (await import("./commands/tasks.js")).registerTaskCommands,
+  },
+  {
+    // The reads of a few tasks, a module of their own: they load little of the writes' code.
+    names: ["tasks", "task", "why"],
+    load: async () => (await import("./commands/task-reads.js")).registerTaskReadCommands,
+  },
+  {
+    names: ["history", "attempts", "backfill"],
+    load: async () => (await import("./commands/tasks.js")).registerTaskHistoryCommands,
   },
   {
     names: ["up", "scheduler"],

@@ -1,15 +1,18 @@
 import { z } from "zod";
+import { lazySchema } from "../lazy-schema.js";
 
 /** Metadata a writer supplies with each event. */
-export const eventMetadataInput = z
-  .object({
-    eventId: z.uuid(),
-    /** Which producer, scheduler instance, worker or person wrote it, e.g. `scheduler:host:1234`. */
-    actor: z.string().min(1).max(256),
-    causationId: z.string().max(256).nullable().default(null),
-    correlationId: z.string().max(256).nullable().default(null),
-  })
-  .strict();
+export const eventMetadataInput = lazySchema(() =>
+  z
+    .object({
+      eventId: z.uuid(),
+      /** Which producer, scheduler instance, worker or person wrote it, e.g. `scheduler:host:1234`. */
+      actor: z.string().min(1).max(256),
+      causationId: z.string().max(256).nullable().default(null),
+      correlationId: z.string().max(256).nullable().default(null),
+    })
+    .strict(),
+);
 export type EventMetadataInput = z.input<typeof eventMetadataInput>;
 
 /** Metadata as recorded: the writer's fields plus what the log adds at commit. */

@@ -107,6 +107,7 @@ function checkExpression(cron: string): CronProblem | null {
   const text = cron.trim();
   const fail = (why: string): CronProblem => ({ kind: "invalid_expression", cron, message: why });
   if (text === "") return fail("must not be empty");
+  if (plainTimes(text) !== null) return null;
   if (!text.startsWith("@")) {
     const fields = text.split(/\s+/);
     if (fields.length !== 5 && fields.length !== 6)
@@ -155,7 +156,8 @@ const MAX_DAYS = 15_000;
  * ever jumps; what a local time means in the zone is decided below, from the zone's offsets.
  */
 interface Compiled {
-  readonly expression: CronExpression;
+  /** cron-parser's reading; null for a plain expression (every day: see plainTimes). */
+  readonly expression: CronExpression | null;
   /** Seconds since local midnight at which the expression fires, ascending. */
   readonly times: readonly number[];
   readonly months: ReadonlySet<number>;
@@ -174,9 +176,55 @@ const compiled = new Map<string, Compiled>();
 /** The predefined expressions whose second, minute or hour field is `*`. */
 const CLOCK_MACROS = new Set(["@hourly", "@minutely", "@secondly"]);
 
+/** `*`, `*\/STEP` or one value, within 0..max; no leading zeros. */
+const PLAIN_FIELD = /^(?:\*(?:\/(?:[1-9]\d?))?|0|[1-9]\d?)$/;
+
+function plainValues(field: string, max: number): number[] | null {
+  if (!PLAIN_FIELD.test(field)) return null;
+  if (field[0] !== "*") {
+    const value = Number(field);
+    return value <= max ? [value] : null;
+  }
+  const step = field.length === 1 ? 1 : Number(field.slice(2));
+  if (step > max) return null;
+  const values: number[] = [];
+  for (let v = 0; v <= max; v += step) values.push(v);
+  return values;
+}
+
+/**
+ * The times of day (seconds since midnight, ascending) of a plain expression: five fields, the
+ * minute and the hour each `*`, `*\/STEP` or one value, and every day of every month (`* * *`),
+ * as most schedules are (`0 * * * *`, `30 2 * * *`, `*\/15 * * * *`). cron-parser reads these
+ * the same way (test/cron-plain.test.ts compares them); they are read here without it, since its
+ * dates go through luxon, whose first date asks the runtime for the system's locale (a process's
+ * first `Intl.DateTimeFormat`, about 30 ms: most of a short read's own work). Null for any other.
+ */
+function plainTimes(text: string): number[] | null {
+  const fields = text.split(" ");
+  if (fields.length !== 5 || fields[2] !== "*" || fields[3] !== "*" || fields[4] !== "*") return null;
+  const minutes = plainValues(fields[0] as string, 59);
+  const hours = minutes && plainValues(fields[1] as string, 23);
+  if (!minutes || !hours) return null;
+  const times: number[] = [];
+  for (const h of hours) for (const m of minutes) times.push(h * 3600 + m * 60);
+  return times;
+}
+
+const ALL_MONTHS: ReadonlySet<number> = new Set([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+
 function compile(cron: string): Compiled {
   const known = compiled.get(cron);
   if (known) return known;
+  const plain = plainTimes(cron.trim());
+  if (plain !== null)
+    return remember(compiled, cron, {
+      expression: null,
+      times: plain,
+      months: ALL_MONTHS,
+      followsClock: followsClockOf(cron.trim()),
+      days: new Map(),
+    });
   const expression = CronExpressionParser.parse(cron.trim(), {
     currentDate: REFERENCE,
     tz: "UTC",
@@ -189,20 +237,23 @@ function compile(cron: string): Compiled {
   for (const h of numbers(hour.values))
     for (const m of numbers(minute.values))
       for (const s of numbers(second.values)) times.push(h * 3600 + m * 60 + s);
-  const text = cron.trim();
-  const timeFields = text.startsWith("@") ? [] : text.split(/\s+/).slice(0, -3);
-  const followsClock = CLOCK_MACROS.has(text.toLowerCase()) || timeFields.some((f) => f.startsWith("*"));
   return remember(compiled, cron, {
     expression,
     times,
     months: new Set(numbers(month.values)),
-    followsClock,
+    followsClock: followsClockOf(cron.trim()),
     days: new Map(),
   });
 }
 
+function followsClockOf(text: string): boolean {
+  const timeFields = text.startsWith("@") ? [] : text.split(/\s+/).slice(0, -3);
+  return CLOCK_MACROS.has(text.toLowerCase()) || timeFields.some((f) => f.startsWith("*"));
+}
+
 /** Whether local day `day` (days since 1970-01-01 on the wall clock) is a day of the schedule. */
 function isCronDay(c: Compiled, day: number): boolean {
+  if (c.expression === null) return true;
   const known = c.days.get(day);
   if (known !== undefined) return known;
   const start = day * DAY;
@@ -257,6 +308,8 @@ const WALL = /^(\d+)\/(\d+)\/(\d+), (\d+):(\d+):(\d+)$/;
 
 /** The zone's offset from UTC at instant `ms`, in milliseconds (to the second), from Intl. */
 function readOffset(timezone: string, ms: number): number {
+  // UTC is UTC at every instant: no formatter (a process's first costs about 30 ms).
+  if (timezone === "UTC") return 0;
   let format = formatters.get(timezone);
   if (!format) {
     format = new Intl.DateTimeFormat("en-US", {

@@ -1,25 +1,14 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import {
   type AttemptView,
-  budgetPlace,
-  budgetText,
   counted,
-  currentAttempt,
   type DeclarationSource,
-  describeDeadline,
-  describePriority,
   explainTask,
-  foldInstance,
   formatDeclarationIssue,
-  isExternal,
   lastLineOf,
   parseDeclarationText,
   SchedulerProjection,
-  shownPriority,
-  shownTask,
-  type TaskState,
 } from "@chronolog/core";
-import type { EventLog } from "@chronolog/log";
 import {
   type BackfillPlan,
   backfill,
@@ -27,18 +16,12 @@ import {
   catchUp,
   checkDeclaration,
   declare,
-  instanceStreamsOf,
   pauseTask,
-  renderProblem,
-  requireTask,
   resumeTask,
   retireTask,
   retireWorkflow,
   taskAttempts,
-  taskDeadline,
   taskHistory,
-  taskPage,
-  taskReports,
 } from "@chronolog/scheduler";
 import cliProgress from "cli-progress";
 import type { Command } from "commander";
@@ -48,27 +31,7 @@ import { CliError, toJson } from "../edge.js";
 import { eventLine } from "../event-line.js";
 import { listing, short } from "../format.js";
 import { backfillLines } from "../plans.js";
-import {
-  type AsOfFlags,
-  addAsOfOptions,
-  taskIdArg,
-  withReadAnswer,
-  withReadSession,
-  withSession,
-} from "../projection.js";
-
-/** A task's deadline standing in lines: the current interval's, its estimate, the last met late. */
-function deadlineLines(d: ReturnType<typeof taskDeadline>, now: number): string[] {
-  if (!d) return [];
-  const out = [describeDeadline(d, now)];
-  if (d.estimate.doneAt !== null && d.estimate.path.length > 0)
-    out.push(
-      `longest path left: ${d.estimate.path.map((s) => `${s.task} ${Math.round(s.ms / 1000)}s`).join(" -> ")}`,
-    );
-  if (d.estimate.unknown.length > 0) out.push(`no recorded durations yet: ${d.estimate.unknown.join(", ")}`);
-  if (d.metLate) out.push(`${short(d.metLate.logicalDate)} met its ${d.metLate.text}`);
-  return out;
-}
+import { type AsOfFlags, addAsOfOptions, taskIdArg, withReadSession, withSession } from "../projection.js";
 
 /** What the first unfinished task of a backfill waits for, in `why`'s words. */
 function backfillWaitsFor(projection: SchedulerProjection, plan: BackfillPlan): string {
@@ -79,13 +42,6 @@ function backfillWaitsFor(projection: SchedulerProjection, plan: BackfillPlan): 
     return `${t.task} ${why.condition}: ${why.reasons[0] ?? ""}`;
   }
   return "";
-}
-
-/** `--limit`: a whole number above 0. */
-function pageLimitArg(text: string): number {
-  if (!/^\d+$/.test(text) || Number(text) < 1)
-    throw new CliError(`--limit takes a whole number above 0, not "${text}"`, 2);
-  return Number(text);
 }
 
 /** Whether the log exists (a network log is taken to). */
@@ -117,21 +73,6 @@ function readSources(files: readonly string[]): DeclarationSource[] {
     return parseDeclarationText(text, { filename: file === "-" ? "<stdin>" : file });
   });
 }
-
-/**
- * The latest interval of the task marked by hand, in words (`2026-12-01T03:30Z skipped by ...:
- * why`), from the attempt streams of its latest MARKS_SHOWN intervals; none when none was marked.
- */
-async function lastMark(log: EventLog, task: TaskState): Promise<string | null> {
-  for (const stream of (await instanceStreamsOf(log, task)).reverse().slice(0, MARKS_SHOWN)) {
-    const inst = foldInstance(await log.readStream(stream));
-    if (inst?.marked)
-      return `${short(inst.logicalDate)} ${inst.marked.outcome === "success" ? "succeeded" : "skipped"} by ${inst.marked.by} at ${short(inst.marked.at)}: ${inst.marked.reason}`;
-  }
-  return null;
-}
-
-const MARKS_SHOWN = 24;
 
 /** Lines for standard output, written a block of about 64 KB at a time. */
 class LineBlocks {
@@ -244,156 +185,10 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
         console.log(`${id}: retired (position ${position})`);
       });
     });
+}
 
-  addAsOfOptions(program.command("tasks"))
-    .description("list declared tasks with where each stands")
-    .option("--limit <n>", "only the first N tasks (in key order); the next page starts --after the last")
-    .option("--after <task>", "only the tasks whose key sorts after this one")
-    .option("--json", "print JSON")
-    .action(async (opts: { json?: boolean; limit?: string; after?: string } & AsOfFlags) => {
-      const limit = opts.limit === undefined ? undefined : pageLimitArg(opts.limit);
-      const page = {
-        ...(limit !== undefined ? { limit } : {}),
-        ...(opts.after !== undefined ? { after: taskIdArg(opts.after) } : {}),
-      };
-      // Every task: the whole projection. A page: its tasks alone, where the checkpoint says where.
-      const { rows, more } =
-        limit === undefined
-          ? await withReadSession(globals(), opts, async ({ projection, now }) =>
-              taskPage(projection, now, page),
-            )
-          : await withReadAnswer(globals(), opts, ({ projection, now, idsAfter }) =>
-              taskPage(projection, now, page, idsAfter),
-            );
-      const last = rows.at(-1);
-      if (more && last)
-        process.stderr.write(`more tasks follow: chronolog tasks --limit ${limit} --after ${last.task}\n`);
-      if (opts.json) {
-        console.log(toJson(rows));
-        return;
-      }
-      console.log(
-        listing(
-          ["TASK", "STATUS", "NOW", "FINISHED", "NEXT INTERVAL", "DUE"],
-          rows.map((r) => [
-            r.task,
-            r.status,
-            r.condition,
-            short(r.prevIntervalStart),
-            short(r.logicalDate),
-            short(r.nextRunDate),
-          ]),
-          "no tasks are declared",
-        ),
-      );
-    });
-
-  addAsOfOptions(program.command("task"))
-    .description("show one task: its declaration, position and current instance")
-    .argument("<task>", "project/account/name[/partition]")
-    .option("--json", "print JSON")
-    .action(async (key: string, opts: { json?: boolean } & AsOfFlags) => {
-      const id = taskIdArg(key);
-      const shown = await withReadAnswer(globals(), opts, async ({ log, projection, now }) => {
-        const task = requireTask(projection, id);
-        return {
-          task,
-          why: explainTask(projection, id, now, { renderProblem: renderProblem(projection) }),
-          instance: projection.currentInstance(task) ?? null,
-          reports: await taskReports(log, projection, id),
-          deadline: taskDeadline(projection, task, now),
-          priority: shownPriority(task, projection.weights),
-          marked: await lastMark(log, task),
-          now,
-        };
-      });
-      const { task, why, instance, reports, deadline, priority, marked, now } = shown;
-      if (opts.json) {
-        console.log(
-          toJson(
-            {
-              task: shownTask(task),
-              priority,
-              condition: why.condition,
-              reasons: why.reasons,
-              nextSteps: why.nextSteps,
-              instance,
-              ...(isExternal(task.spec) ? { reports } : {}),
-              deadline,
-            },
-            2,
-          ),
-        );
-        return;
-      }
-      console.log(`task        ${id}  (${task.status})`);
-      console.log(
-        `schedule    ${task.spec.cron} ${task.spec.timezone}, from ${short(task.spec.startDate)}${task.spec.catchup ? "" : ", no catch-up"}`,
-      );
-      console.log(
-        `operator    ${task.spec.operator.type}${task.spec.connection ? ` on ${task.spec.connection}` : ""}`,
-      );
-      console.log(`queue       ${task.spec.queue ?? "- (the scheduler's own workers)"}`);
-      console.log(
-        `parents     ${task.parents.map((p) => `${p.project}/${p.account}/${p.name}/${p.partition}`).join(", ") || "-"}`,
-      );
-      console.log(`priority    ${describePriority(priority, !!task.backfill?.backfillId)}`);
-      console.log(`finished    ${short(task.prevIntervalStart)}`);
-      console.log(`next        ${short(task.logicalDate)} due ${short(task.nextRunDate)}`);
-      if (task.backfill)
-        console.log(
-          `backfill    ${task.backfill.from ? `${short(task.backfill.from)} .. ` : "until "}${short(task.backfill.until)}${task.backfill.backfillId ? ` (${task.backfill.backfillId})` : ""}`,
-        );
-      console.log(`now         ${why.condition}: ${why.reasons.join("; ")}`);
-      if (instance) {
-        const a = currentAttempt(instance);
-        const place = a
-          ? budgetText(
-              budgetPlace(
-                instance.attempts,
-                a.attempt,
-                task.spec.retry.maxAttempts,
-                instance.budgetFrom ?? 0,
-              ),
-            )
-          : "-";
-        console.log(
-          `instance    ${instance.status}, attempt ${a?.attempt ?? "-"} (${a?.token ?? "-"}): ${a?.status ?? "-"}, ${place}`,
-        );
-      }
-      for (const line of deadlineLines(deadline, now)) console.log(`deadline    ${line}`);
-      if (marked) console.log(`marked      ${marked}`);
-      for (const r of reports)
-        console.log(
-          `reported    ${short(r.logicalDate)} ${r.outcome} by ${r.by} at ${short(r.at)}${r.reason ? `: ${r.reason}` : ""}${r.standing === "held" ? " (held: an earlier interval is not in)" : ""}`,
-        );
-      for (const s of why.nextSteps) console.log(`next        ${s.command}`);
-    });
-
-  addAsOfOptions(program.command("why"))
-    .description("why is this task (not) running?")
-    .argument("<task>", "project/account/name[/partition]")
-    .option("--json", "print JSON")
-    .action(async (key: string, opts: { json?: boolean } & AsOfFlags) => {
-      const id = taskIdArg(key);
-      const { why, deadline, now } = await withReadAnswer(globals(), opts, ({ projection, now }) => {
-        const why = explainTask(projection, id, now, { renderProblem: renderProblem(projection) });
-        const task = projection.tasks.get(id);
-        return { why, deadline: task ? taskDeadline(projection, task, now) : null, now };
-      });
-      if (opts.json) console.log(toJson({ ...why, deadline }));
-      else {
-        console.log(`${id}: ${why.condition}`);
-        for (const r of why.reasons) console.log(`  ${r}`);
-        for (const line of deadlineLines(deadline, now)) console.log(`  deadline: ${line}`);
-        if (why.nextSteps.length > 0) {
-          console.log("next steps:");
-          for (const s of why.nextSteps) console.log(`  ${s.command}`);
-        }
-      }
-      if (why.condition === "unknown") process.exitCode = 4;
-    });
-
+/** `history`, `attempts` and `backfill`. */
+export function registerTaskHistoryCommands(program: Command, globals: () => DataDirOptions): void {
   addAsOfOptions(program.command("history"))
     .description("the task's events, with positions and actors: its stream and its attempt streams")
     .argument("<task>", "project/account/name[/partition]")
