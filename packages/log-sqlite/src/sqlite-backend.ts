@@ -45,7 +45,7 @@ export interface SqliteLogOptions {
   readonly walLimitBytes?: number;
   /** Page cache size in MiB. */
   readonly cacheMiB?: number;
-  /** Events kept in memory after commit for readers in this process (default 50,000). */
+  /** Events kept in memory after commit for readers in this process (default 4,096). */
   readonly recentEvents?: number;
   /** Watch the file for commits by other processes (for subscriptions). Default true. */
   readonly watchOtherProcesses?: boolean;
@@ -97,6 +97,10 @@ export class SqliteBackend implements LogBackend {
   /**
    * The events this process committed most recently, contiguous in position, so that
    * subscribers in this process (the scheduler following its own writes) read them from memory.
+   * A subscriber that follows reads a commit or two behind the head: the window is a few
+   * thousand events, and one further behind reads the file, as it did past any window. Every
+   * event kept here outlives the young generation: 50,000 of them held about 50 MB, all of it
+   * promoted to the old generation and collected there.
    */
   private recent: StoredEvent[] = [];
   private readonly recentLimit: number;
@@ -125,7 +129,7 @@ export class SqliteBackend implements LogBackend {
     };
     this.db = openConnection(settings);
     this.maxBatchEvents = options.maxBatchEvents ?? 20_000;
-    this.recentLimit = options.recentEvents ?? 50_000;
+    this.recentLimit = options.recentEvents ?? 4096;
     const layout = this.layoutOf();
     if (layout === null) {
       const value = this.layoutValue();
