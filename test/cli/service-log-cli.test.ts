@@ -12,6 +12,23 @@ const HOUR = 3_600_000;
 const left = new Leftovers();
 afterAll(() => left.clear());
 
+/** `chronolog up` with its service log in JSON lines, gathered as they come, and its exit code. */
+function upWithJsonLog(dir: string, workers: number) {
+  const proc = chronologSpawn(dir, ["up", "--workers", String(workers), "--http", "off"], {
+    CHRONOLOG_LOG_FORMAT: "json",
+  });
+  left.processes.push(proc);
+  const up = {
+    proc,
+    log: "",
+    exited: new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code))),
+  };
+  proc.stderr?.on("data", (d: Buffer) => {
+    up.log += d.toString();
+  });
+  return up;
+}
+
 describe("chronolog up's service log", () => {
   it("is one line per event, and names what other processes did", async () => {
     const dir = tempDataDir("service-log");
@@ -58,20 +75,14 @@ describe("chronolog up's service log", () => {
   it("writes JSON lines whole, the last ones before the process exits", async () => {
     const dir = tempDataDir("service-log-json");
     left.dirs.push(dir);
-    const up = chronologSpawn(dir, ["up", "--workers", "1", "--http", "off"], {
-      CHRONOLOG_LOG_FORMAT: "json",
-    });
-    left.processes.push(up);
-    let log = "";
-    up.stderr?.on("data", (d: Buffer) => {
-      log += d.toString();
-    });
-    const exited = new Promise<number | null>((resolve) => up.once("exit", (code) => resolve(code)));
-    await waitUntil("chronolog to be up", () => (log.includes('"msg":"chronolog is up"') ? true : undefined));
-    up.kill("SIGTERM");
-    expect(await exited).toBe(0);
+    const up = upWithJsonLog(dir, 1);
+    await waitUntil("chronolog to be up", () =>
+      up.log.includes('"msg":"chronolog is up"') ? true : undefined,
+    );
+    up.proc.kill("SIGTERM");
+    expect(await up.exited).toBe(0);
     await new Promise((r) => setImmediate(r));
-    const lines = log.split("\n");
+    const lines = up.log.split("\n");
     expect(lines.pop()).toBe("");
     for (const l of lines) expect(() => JSON.parse(l), l).not.toThrow();
     // The lines of its stop, logged as it exits, are out.
@@ -89,23 +100,15 @@ describe("chronolog up's service log", () => {
       `tasks:\n  - { project: p, account: a, name: busy, cron: "* * * * *", startDate: "${start}", idempotent: true, operator: { type: noop } }\n`,
     );
     expect(chronolog(dir, ["declare", file]).code).toBe(0);
-    const up = chronologSpawn(dir, ["up", "--workers", "2", "--http", "off"], {
-      CHRONOLOG_LOG_FORMAT: "json",
-    });
-    left.processes.push(up);
-    let log = "";
-    up.stderr?.on("data", (d: Buffer) => {
-      log += d.toString();
-    });
-    const exited = new Promise<number | null>((resolve) => up.once("exit", (code) => resolve(code)));
+    const up = upWithJsonLog(dir, 2);
     await waitUntil("intervals to complete", () =>
-      log.includes('"msg":"interval completed"') ? true : undefined,
+      up.log.includes('"msg":"interval completed"') ? true : undefined,
     );
     // The reader goes away (a log collector that died) while lines keep coming; then a stop.
-    up.stderr?.destroy();
+    up.proc.stderr?.destroy();
     await new Promise((r) => setTimeout(r, 300));
-    expect(up.exitCode).toBeNull();
-    up.kill("SIGTERM");
-    expect(await exited).toBe(0);
+    expect(up.proc.exitCode).toBeNull();
+    up.proc.kill("SIGTERM");
+    expect(await up.exited).toBe(0);
   }, 60_000);
 });

@@ -1,14 +1,6 @@
 /**
  * A small seeded generator (mulberry32): numbers in [0, 1), the same sequence for the same seed
- * at every run, so that a generated case that fails can be run again as it was.
+ * at every run, so that a generated case that fails can be run again as it was. The benchmarks'
+ * catalogue generator is the one place it is written.
  */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { random as seededRandom } from "../../bench/scale/catalogue.mjs";
