@@ -1,5 +1,6 @@
 import { writeSync } from "node:fs";
 import pino from "pino";
+import { sleepSync } from "./sleep-sync.js";
 
 export type Logger = pino.Logger;
 
@@ -35,14 +36,14 @@ export function createLogger(name: string, level = process.env.CHRONOLOG_LOG_LEV
   return pino({ name, level }, stderrLines());
 }
 
-/** Most bytes of lines held before they are written at once, within a turn. */
-const HELD_BYTES = 64 * 1024;
+/** Most characters of lines held before they are written at once, within a turn. */
+const HELD_CHARS = 64 * 1024;
 /** How long a write to a full pipe is tried again before the held lines are dropped, ms. */
 const FULL_PIPE_MS = 2000;
 
 /**
  * Stderr, one write a turn of the event loop: the lines logged in a turn are held and written
- * together when it ends (or once they pass HELD_BYTES), so a scheduler logging thousands of
+ * together when it ends (or once they pass HELD_CHARS), so a scheduler logging thousands of
  * lines a second makes a write a turn, not one a line. Written synchronously, on this thread:
  * no write waits for the thread pool (which tasks' files and secrets may keep busy), and what is
  * held is written before the process exits. A full pipe is tried again for FULL_PIPE_MS; once
@@ -50,7 +51,7 @@ const FULL_PIPE_MS = 2000;
  */
 function stderrLines(): { write(line: string): boolean } {
   let held: string[] = [];
-  let bytes = 0;
+  let chars = 0;
   let scheduled = false;
   let broken = false;
   const flush = () => {
@@ -58,7 +59,7 @@ function stderrLines(): { write(line: string): boolean } {
     if (held.length === 0) return;
     let rest = Buffer.from(held.join(""));
     held = [];
-    bytes = 0;
+    chars = 0;
     let fullSince = 0;
     while (!broken && rest.length > 0) {
       try {
@@ -70,7 +71,7 @@ function stderrLines(): { write(line: string): boolean } {
         else if (fullSince === 0) fullSince = Date.now();
         else if (Date.now() - fullSince > FULL_PIPE_MS)
           return; // these lines are dropped
-        else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+        else sleepSync(10);
       }
     }
   };
@@ -79,8 +80,8 @@ function stderrLines(): { write(line: string): boolean } {
     write(line: string): boolean {
       if (broken) return true;
       held.push(line);
-      bytes += line.length;
-      if (bytes >= HELD_BYTES) flush();
+      chars += line.length;
+      if (chars >= HELD_CHARS) flush();
       else if (!scheduled) {
         scheduled = true;
         setImmediate(flush);

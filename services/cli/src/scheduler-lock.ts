@@ -19,6 +19,7 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { StateError } from "@chronolog/scheduler";
 import Database from "better-sqlite3";
+import { sleepSync } from "./sleep-sync.js";
 
 /** Who holds the lock, as its holder recorded it. */
 export interface LockHolder {
@@ -87,7 +88,7 @@ function recordedHolder(path: string): LockHolder | null {
   for (;;) {
     const h = readHolder(path);
     if ((h && holderAlive(h)) || Date.now() > deadline) return h;
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+    sleepSync(20);
   }
 }
 
