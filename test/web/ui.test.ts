@@ -182,7 +182,10 @@ describe("the web UI", () => {
       30_000,
     );
     await open(page, p.url, `#/run/${encodeURIComponent(done.runId)}`, "gantt");
-    expect(await page.locator("rect.bar[data-critical=yes]").count()).toBeGreaterThan(0);
+    // The bars are drawn as the run's attempts arrive: the critical path may follow a moment later.
+    await expect
+      .poll(() => page.locator("rect.bar[data-critical=yes]").count(), { timeout: 15_000 })
+      .toBeGreaterThan(0);
     await expect
       .poll(() => page.locator("[data-set=success]").textContent(), { timeout: 15_000 })
       .toContain("orders_daily_report");
