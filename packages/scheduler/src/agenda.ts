@@ -7,7 +7,14 @@ import { TimerQueue } from "./timer-queue.js";
  * those with a timer. Every wake asks for a pass.
  */
 export class Agenda {
-  readonly dirty = new Set<string>();
+  /** The tasks to decide on the next pass, in the order they were marked. */
+  private readonly dirty = new Set<string>();
+  /**
+   * Those of them that share a limit with other tasks (`limited`, asked as each is marked):
+   * a pass takes them all, so a large burst of tasks that share none is taken in pieces
+   * without going through the whole burst each time.
+   */
+  private readonly dirtyLimited = new Set<string>();
   /** Nothing new starts: the scheduler stopped, or drains for a shutdown (reports still apply). */
   halted = false;
   /** key -> tasks to look at again when it wakes. */
@@ -17,17 +24,64 @@ export class Agenda {
   constructor(
     now: () => number,
     private readonly passNeeded: () => void,
+    /** Whether a task shares a limit (a connection's or a workflow's slots) with others. */
+    private readonly limited: (taskId: string) => boolean = () => false,
   ) {
     this.timers = new TimerQueue((keys) => {
-      for (const k of keys) this.dirty.add(k);
+      for (const k of keys) this.mark(k);
       passNeeded();
     }, now);
   }
 
+  /** How many tasks the next pass has to decide. */
+  get dirtyCount(): number {
+    return this.dirty.size;
+  }
+
   /** Decide the task again on the next pass. */
   wake(taskId: string): void {
-    this.dirty.add(taskId);
+    this.mark(taskId);
     this.passNeeded();
+  }
+
+  /** Decide every one of these tasks again on the next pass, without asking for one. */
+  markAll(taskIds: Iterable<string>): void {
+    for (const id of taskIds) this.mark(id);
+  }
+
+  /**
+   * The tasks a pass decides: every marked one when they are at most `most`; otherwise every
+   * one that shares a limit (all decided together, so that a limit's free slots go to the
+   * highest claim first) and the first `most` of the others, in the order they were marked,
+   * the rest left marked for the next pass. Its cost is that of what it takes, not of all
+   * that is marked.
+   */
+  take(most: number): string[] {
+    if (this.dirty.size <= most) {
+      const all = [...this.dirty];
+      this.dirty.clear();
+      this.dirtyLimited.clear();
+      return all;
+    }
+    const ids: string[] = [];
+    for (const id of this.dirty) {
+      if (ids.length === most) break;
+      if (!this.dirtyLimited.has(id)) ids.push(id);
+    }
+    for (const id of ids) this.dirty.delete(id);
+    for (const id of this.dirtyLimited) {
+      ids.push(id);
+      this.dirty.delete(id);
+    }
+    this.dirtyLimited.clear();
+    return ids;
+  }
+
+  /** Marks the task for the next pass, as sharing a limit or not as it does now. */
+  private mark(taskId: string): void {
+    this.dirty.add(taskId);
+    if (this.limited(taskId)) this.dirtyLimited.add(taskId);
+    else if (this.dirtyLimited.size > 0) this.dirtyLimited.delete(taskId);
   }
 
   /** Decide the task again at `at` (epoch milliseconds). */

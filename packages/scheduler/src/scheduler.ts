@@ -116,7 +116,14 @@ export class Scheduler implements ReconciledScheduler {
     this.now = o.now ?? Date.now;
     const random = o.random ?? Math.random;
     const newToken = o.newToken ?? randomId;
-    this.agenda = new Agenda(this.now, () => this.schedulePass());
+    this.agenda = new Agenda(
+      this.now,
+      () => this.schedulePass(),
+      (id) => {
+        const spec = this.projection.tasks.get(id)?.spec;
+        return spec !== undefined && (spec.connection !== undefined || spec.workflow !== undefined);
+      },
+    );
     this.ownership = new Ownership(o.projection, o.membership);
     this.outbox = new Outbox(o.dispatcher, this.ownership, o.logger, o.observer, this.stats);
     this.connections = new ConnectionSlots(o.log, this.agenda);
@@ -184,7 +191,7 @@ export class Scheduler implements ReconciledScheduler {
     this.fenced = this.o.membership?.fenced?.() ?? false;
     this.unsubscribeMembership = this.o.membership?.onChange(() => this.ownershipChanged()) ?? null;
     for (const inst of this.projection.instances.values()) this.connections.track(inst);
-    for (const id of this.projection.tasks.keys()) this.agenda.dirty.add(id);
+    this.agenda.markAll(this.projection.tasks.keys());
     for (const [id, r] of this.projection.runs) if (r.status === "running") this.runsDirty.add(id);
     this.subscription = this.log.subscribe((e) => this.onEvent(e), {
       fromPosition: this.projection.position + 1n,
@@ -309,7 +316,7 @@ export class Scheduler implements ReconciledScheduler {
       } else
         this.o.logger.info({ scheduler: m.id }, "fence lifted: the scheduler group membership is renewed");
     }
-    for (const id of this.projection.tasks.keys()) this.agenda.dirty.add(id);
+    this.agenda.markAll(this.projection.tasks.keys());
     for (const [id, r] of this.projection.runs) if (r.status === "running") this.runsDirty.add(id);
     this.schedulePass();
   }
@@ -371,7 +378,7 @@ export class Scheduler implements ReconciledScheduler {
       this.runsDirty.clear();
       await Promise.all(runs.map((r) => this.runs.evaluate(r)));
     }
-    if (this.agenda.dirty.size === 0) return;
+    if (this.agenda.dirtyCount === 0) return;
     this.stats.passes += 1;
     const ids = this.takeDirty();
     const now = this.now();
@@ -401,26 +408,11 @@ export class Scheduler implements ReconciledScheduler {
    * right after. Deciding such a burst in pieces keeps what is in flight at once small (every
    * intent of a piece is written in one commit, and the garbage collector copies less of it)
    * and hands the first attempts to the workers sooner; tasks that share a limit are all decided
-   * together, so that its free slots still go to the highest claim first.
+   * together, so that its free slots still go to the highest claim first (see Agenda.take).
    */
   private takeDirty(): string[] {
-    if (this.agenda.dirty.size <= PASS_TASKS) {
-      const all = [...this.agenda.dirty];
-      this.agenda.dirty.clear();
-      return all;
-    }
-    const ids: string[] = [];
-    let free = 0;
-    for (const id of this.agenda.dirty) {
-      const spec = this.projection.tasks.get(id)?.spec;
-      if (spec?.connection === undefined && spec?.workflow === undefined) {
-        if (free === PASS_TASKS) continue;
-        free += 1;
-      }
-      ids.push(id);
-    }
-    for (const id of ids) this.agenda.dirty.delete(id);
-    if (this.agenda.dirty.size > 0) this.schedulePass();
+    const ids = this.agenda.take(PASS_TASKS);
+    if (this.agenda.dirtyCount > 0) this.schedulePass();
     return ids;
   }
 
