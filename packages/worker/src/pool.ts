@@ -240,7 +240,8 @@ export class WorkerPool {
       let spanStart = Date.now();
       // At the end of a span: a worker still to answer that was heard during it is busy, not
       // hung, and is given another span; a silent one is counted as knowing none.
-      const endOfSpan = () => {
+      const judge = () => {
+        lateCheck = undefined;
         const busy = [...pending.waiting].some((id) => {
           const w = this.workers.get(id);
           return w !== undefined && !w.exited && w.lastHeard >= spanStart;
@@ -250,12 +251,20 @@ export class WorkerPool {
         spanStart = Date.now();
         timer = setTimeout(endOfSpan, timeoutMs);
       };
+      // Judged once what has come in meanwhile is read: after this thread was held up for the
+      // whole span (a long collection or write), the timer is due before the messages that
+      // arrived in the meantime, an answer among them, are read.
+      const endOfSpan = () => {
+        lateCheck = setImmediate(judge);
+      };
       let timer = setTimeout(endOfSpan, timeoutMs);
+      let lateCheck: NodeJS.Immediate | undefined;
       const pending: PendingQuery = {
         waiting: new Set(live.map((w) => w.id)),
         found,
         finish: () => {
           clearTimeout(timer);
+          if (lateCheck) clearImmediate(lateCheck);
           this.queries.delete(requestId);
           resolve(found);
         },

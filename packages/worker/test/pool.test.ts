@@ -109,6 +109,23 @@ describe("WorkerPool", () => {
     expect((await silent.query(["t1"])).size).toBe(0);
   });
 
+  it("hears an answer that came while its own thread was held up past the query's span", async () => {
+    const pool = new WorkerPool({ size: 1, capacity: 4, workerModule: workerMain, queryTimeoutMs: 300 });
+    pools.push(pool);
+    const reports: WorkerReport[] = [];
+    pool.onReport((r) => reports.push(r));
+    await pool.ready();
+    pool.dispatch([runCmd(shell("sleep 5"), { token: "held-up" })]);
+    await waitFor(() => reports.find((r) => r.kind === "started" && r.token === "held-up"));
+    const known = pool.query(["held-up"]);
+    // The question goes out with the pool's next flush; then this thread is busy for longer
+    // than the span (as in a long garbage collection), while the worker answers at once.
+    await new Promise((r) => setImmediate(r));
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 800);
+    expect([...(await known).keys()]).toEqual(["held-up"]);
+    pool.cancel("held-up");
+  });
+
   it("cancels an attempt on the worker that runs it", async () => {
     const { pool, terminal } = newPool(1);
     await pool.ready();
