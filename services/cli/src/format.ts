@@ -1,6 +1,12 @@
 /** Renders rows as an aligned text table. */
 export function table(headers: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  // (Not Math.max(...column): spread into a call, a million rows overflow the stack.)
+  const widths = headers.map((h) => h.length);
+  for (const r of rows)
+    for (let i = 0; i < widths.length; i++) {
+      const n = (r[i] ?? "").length;
+      if (n > (widths[i] as number)) widths[i] = n;
+    }
   const line = (r: readonly string[]) =>
     r
       .map((c, i) => (c ?? "").padEnd(widths[i] ?? 0))

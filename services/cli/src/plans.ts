@@ -51,7 +51,7 @@ export function runLines(r: RunOperation): string[] {
         : "started run";
   const head = `${verb} ${r.runId} (try ${r.try}) with ${r.tasks.length === 1 ? "1 task" : `${r.tasks.length} tasks`}:`;
   const lines = [r.dryRun ? `${DRY} ${head}` : head];
-  const width = Math.max(...r.intervals.map((t) => t.task.length));
+  const width = r.intervals.reduce((w, t) => Math.max(w, t.task.length), 0);
   for (const t of r.intervals) {
     lines.push(`  ${t.task.padEnd(width)}  ${short(t.interval)}`);
     for (const note of t.notes) lines.push(`    ${note}`);
