@@ -101,6 +101,24 @@ function computeExpectedParentSlot(child: GateChild, parent: { cron: string; tim
   return toInstant(new Date(Math.max(finer.getTime(), plain.getTime())));
 }
 
+/**
+ * The slot of the parent's schedule that its last finished interval is in: a pure function of
+ * three strings, asked again at every look at each of its children (timezone -> cron ->
+ * prevIntervalStart -> slot: strings the projection keeps, whose hashes the engine keeps too).
+ */
+function finishedSlot(prevIntervalStart: string, parent: { cron: string; timezone: string }): string {
+  let byCron = finishedSlots.get(parent.timezone);
+  if (byCron === undefined) byCron = remember(finishedSlots, parent.timezone, new Map(), 64);
+  let byStart = byCron.get(parent.cron);
+  if (byStart === undefined) byStart = remember(byCron, parent.cron, new Map(), 256);
+  const known = byStart.get(prevIntervalStart);
+  if (known !== undefined) return known;
+  const finished = parseInstant(prevIntervalStart, "prevIntervalStart");
+  return remember(byStart, prevIntervalStart, toInstant(truncate(finished, parent)), 4096);
+}
+
+const finishedSlots = new Map<string, Map<string, Map<string, string>>>();
+
 function checkParent(child: GateChild, { key, state }: GateParent): GateReason | null {
   if (!state) return { kind: "parent_missing", parent: key };
   let expected: string;
@@ -109,10 +127,7 @@ function checkParent(child: GateChild, { key, state }: GateParent): GateReason |
     expected = expectedParentSlot(child, state);
     // Truncation to the parent's own slots (see `truncate`): expected is already a slot; a
     // prevIntervalStart off the grid (say, after a cron change) floors to the slot it is in.
-    if (state.prevIntervalStart !== null) {
-      const finished = parseInstant(state.prevIntervalStart, "prevIntervalStart");
-      actual = toInstant(truncate(finished, state));
-    }
+    if (state.prevIntervalStart !== null) actual = finishedSlot(state.prevIntervalStart, state);
   } catch (error) {
     if (!(error instanceof CronScheduleError)) throw error;
     return { kind: "parent_schedule_invalid", parent: key, message: describeCronProblem(error.problem) };
@@ -135,8 +150,14 @@ function checkParent(child: GateChild, { key, state }: GateParent): GateReason |
 
 /** Every parent is checked, so the answer lists all reasons, not only the first. */
 export function evaluateGate(child: GateChild, parents: readonly GateParent[]): GateDecision {
-  const reasons = parents.map((p) => checkParent(child, p)).filter((r): r is GateReason => r !== null);
-  return reasons.length === 0 ? { open: true } : { open: false, reasons };
+  let reasons: GateReason[] | null = null;
+  for (const p of parents) {
+    const reason = checkParent(child, p);
+    if (reason === null) continue;
+    if (reasons === null) reasons = [reason];
+    else reasons.push(reason);
+  }
+  return reasons === null ? { open: true } : { open: false, reasons };
 }
 
 function finishedText(actual: string | null): string {

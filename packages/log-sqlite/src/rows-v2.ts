@@ -68,11 +68,24 @@ export class RowsV2 implements EventRows {
   }
 
   sidOf(name: string): bigint | undefined {
-    return this.stmts.sidOf.get(encodeText(name) ?? name) as bigint | undefined;
+    return this.stmts.sidOf.get(this.codedName(name)) as bigint | undefined;
   }
 
   insertStream(name: string): bigint {
-    return this.stmts.insertStream.run(encodeText(name) ?? name).lastInsertRowid as bigint;
+    return this.stmts.insertStream.run(this.codedName(name)).lastInsertRowid as bigint;
+  }
+
+  /** The last stream name coded, and its coded form: a new stream is looked up, then inserted. */
+  private lastName = "";
+  private lastCoded = "";
+
+  /** A stream name as the `streams` table holds it (coded with the dictionary). */
+  private codedName(name: string): string {
+    if (name !== this.lastName) {
+      this.lastCoded = encodeText(name) ?? name;
+      this.lastName = name;
+    }
+    return this.lastCoded;
   }
 
   commitTime(recordedAt: string): unknown {

@@ -348,11 +348,13 @@ export class SqliteBackend implements LogBackend {
         const n = w.events.length;
         w.events.forEach((e, k) => {
           const hash = outcome.hashes[hashAt++] as string;
+          // (Most writes hold one event: its revision and position are the write's last.)
+          const back = n - 1 - k;
           if (keep)
             written.push({
               streamId: w.streamId,
-              revision: last.nextExpectedRevision - BigInt(n - 1 - k),
-              position: last.position - BigInt(n - 1 - k),
+              revision: back === 0 ? last.nextExpectedRevision : last.nextExpectedRevision - BigInt(back),
+              position: back === 0 ? last.position : last.position - BigInt(back),
               type: e.type,
               dataJson: e.dataJson,
               metadata: {

@@ -91,6 +91,42 @@ describe("the compact forms of layout 2", () => {
     }
   });
 
+  it("codes each text as the plain longest-match rule does", () => {
+    // The rule, plainly: from left to right, the longest dictionary entry that starts at each
+    // place is replaced by its code. Files hold what it made: a faster encodeText must match it.
+    const dictionary: string[] = [];
+    for (let code = 1; code < 0x20; code++)
+      dictionary.push(decodeText(`\u0001a${String.fromCharCode(code)}`).slice(1));
+    const entries = Object.entries(dictionary).sort(([, a], [, b]) => b.length - a.length);
+    const plain = (t: string): string | null => {
+      if ([...t].some((c) => c.charCodeAt(0) < 0x20)) return null;
+      let out = "";
+      let coded = false;
+      for (let i = 0; i < t.length; ) {
+        const hit = entries.find(([, e]) => t.startsWith(e, i));
+        if (hit) {
+          out += String.fromCharCode(Number(hit[0]) + 1);
+          i += hit[1].length;
+          coded = true;
+        } else out += t[i++];
+      }
+      return coded ? `\u0001${out}` : t;
+    };
+    let seed = 11;
+    const next = () => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed;
+    };
+    const pieces = [...dictionary, '"', ",", ":", "{", "/", "i", "é", "x", "\n"];
+    for (const e of dictionary) pieces.push(e.slice(0, -1), e.slice(1), e.slice(0, 3));
+    for (let n = 0; n < 5000; n++) {
+      let t = "";
+      for (let k = next() % 10; k > 0; k--) t += pieces[next() % pieces.length];
+      expect(encodeText(t), JSON.stringify(t)).toBe(plain(t));
+    }
+    for (const t of texts) expect(encodeText(t)).toBe(plain(t));
+  });
+
   it("ids and instants: the compact form when it reads back the same, else the text", () => {
     const uuid = "0b407ecf-5ebb-4202-92b0-87ba6308ef6b";
     expect(packId(uuid)).toHaveLength(16);

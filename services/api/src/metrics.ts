@@ -193,7 +193,7 @@ export class ApiMetrics {
           const at = this.completedAt.get(formatTaskKey(p));
           if (at !== undefined && at > last) last = at;
         }
-        const at = Date.parse(e.metadata.recordedAt);
+        const at = this.timeOf(e.metadata.recordedAt);
         // Counted when a parent's success is what the dispatch followed (not a retry, not a timer).
         if (Number.isFinite(last) && last > (this.dispatchedAt.get(task.id) ?? 0))
           this.parentToDispatch.observe(Math.max(0, at - last) / 1000);
@@ -219,12 +219,24 @@ export class ApiMetrics {
         break;
       case "IntervalCompleted": {
         const task = state.projection.tasks.get(taskKeyText(e.data.key));
-        if (task) this.completedAt.set(task.id, Date.parse(e.metadata.recordedAt));
+        if (task) this.completedAt.set(task.id, this.timeOf(e.metadata.recordedAt));
         break;
       }
       default:
         break;
     }
+  }
+
+  /** The last recording time read, and its milliseconds: the events of one commit share it. */
+  private lastRecordedAt = "";
+  private lastAt = Number.NaN;
+
+  private timeOf(recordedAt: string): number {
+    if (recordedAt !== this.lastRecordedAt) {
+      this.lastAt = Date.parse(recordedAt);
+      this.lastRecordedAt = recordedAt;
+    }
+    return this.lastAt;
   }
 
   request(method: string, route: string, status: number): void {
