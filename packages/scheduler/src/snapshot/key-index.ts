@@ -189,6 +189,7 @@ export class KeyIndexReader {
   readonly instants: string[] = [];
   /** The records of the lists before `cacheKeys`, each line as text. */
   readonly listLines: string[];
+  private readonly chunkTexts = new Map<number, string>();
   private readonly chunks = new Map<number, RawEntry[]>();
   private readonly blocks = new Map<number, ParsedBlock>();
   private readonly decoded = new Map<number, TaskState>();
@@ -237,11 +238,22 @@ export class KeyIndexReader {
     return textAt(this.fd, offset, bytes);
   }
 
+  /** A line of entries, as its text. */
+  private chunkText(i: number): string {
+    let text = this.chunkTexts.get(i);
+    if (text === undefined) {
+      const [, offset, bytes] = this.trailer.chunks[i] as readonly [string, number, number];
+      text = this.text(offset, bytes);
+      this.chunkTexts.set(i, text);
+    }
+    return text;
+  }
+
+  /** A line of entries, parsed. */
   private chunk(i: number): RawEntry[] {
     let held = this.chunks.get(i);
     if (held === undefined) {
-      const [, offset, bytes] = this.trailer.chunks[i] as readonly [string, number, number];
-      held = JSON.parse(this.text(offset, bytes)) as RawEntry[];
+      held = JSON.parse(this.chunkText(i)) as RawEntry[];
       if (!Array.isArray(held)) throw new Error("a line of the index is not a list");
       this.chunks.set(i, held);
     }
@@ -265,15 +277,18 @@ export class KeyIndexReader {
   entry(id: string): IndexEntry | null {
     const c = this.chunkOf(id);
     if (c < 0) return null;
-    const entries = this.chunk(c);
-    let lo = 0;
-    let hi = entries.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if ((entries[mid] as RawEntry)[0] < id) lo = mid + 1;
-      else hi = mid;
-    }
-    const e = entries[lo];
+    const entries = this.chunks.get(c);
+    let e: RawEntry | undefined;
+    if (entries !== undefined) {
+      let lo = 0;
+      let hi = entries.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if ((entries[mid] as RawEntry)[0] < id) lo = mid + 1;
+        else hi = mid;
+      }
+      e = entries[lo];
+    } else e = entryIn(this.chunkText(c), id);
     if (e === undefined || e[0] !== id) return null;
     return {
       id,
@@ -368,7 +383,41 @@ export class KeyIndexReader {
   }
 }
 
-/** The key an id written by `keyText` names (exactly four parts). */
+/**
+ * The entry of `id` in a line of entries, found in its text: only that entry is parsed, not the
+ * line's 256 (with their children and records). An entry is the only array of the line that
+ * starts with a string and a number (its children and durations hold numbers, its cache keys
+ * strings), and the text `["<id>",` starts nowhere inside a string, where a quote is escaped.
+ */
+function entryIn(line: string, id: string): RawEntry | undefined {
+  const start = `[${JSON.stringify(id)},`;
+  for (let p = line.indexOf(start); p >= 0; p = line.indexOf(start, p + 1)) {
+    const e = JSON.parse(line.slice(p, arrayEnd(line, p))) as RawEntry;
+    if (e[0] === id && typeof e[1] === "number") return e;
+  }
+  return undefined;
+}
+
+/** Just past the JSON array that opens at `p`, its strings skipped whole. */
+function arrayEnd(text: string, p: number): number {
+  let depth = 0;
+  for (let q = p; q < text.length; q++) {
+    const c = text.charCodeAt(q);
+    if (c === 34) {
+      // A string: to its closing quote, the first not escaped (after an even run of backslashes).
+      for (;;) {
+        q = text.indexOf('"', q + 1);
+        if (q < 0) throw new Error("a line of the index is cut short");
+        let b = q - 1;
+        while (text.charCodeAt(b) === 92) b -= 1;
+        if ((q - 1 - b) % 2 === 0) break;
+      }
+    } else if (c === 91) depth += 1;
+    else if (c === 93 && --depth === 0) return q + 1;
+  }
+  throw new Error("a line of the index is cut short");
+}
+
 function keyOf(id: string): TaskKey {
   const parts = id.split("/");
   if (parts.length !== 4) throw new Error(`"${id}" is not a task id`);
