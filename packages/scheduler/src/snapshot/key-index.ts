@@ -26,9 +26,10 @@ import {
   type TaskState,
   taskFromSnapshot,
 } from "@chronolog/core";
+import { BlockRows, ParsedRows } from "./block-rows.js";
 import { blockKey, parseBlock, taskOfRow } from "./column-reader.js";
 import type { ColumnWriter } from "./column-writer.js";
-import { isPlainObject, TASK_FIELDS, type TaskBlock } from "./columns.js";
+import { isPlainObject, TASK_FIELDS } from "./columns.js";
 
 /** The line between the file's records and its index. */
 export const INDEX_MARK = '"index"';
@@ -170,12 +171,6 @@ export class KeyIndexWriter {
   }
 }
 
-/** A block of tasks parsed, with where each task's parents start in its `parentRefs`. */
-interface ParsedBlock {
-  readonly b: TaskBlock;
-  readonly refsAt: Int32Array;
-}
-
 /**
  * A `lines/4` checkpoint read by parts: its header, tables and small lists whole, its tasks and
  * their per-task records one id or one place at a time. Anything malformed throws, with why.
@@ -191,7 +186,7 @@ export class KeyIndexReader {
   readonly listLines: string[];
   private readonly chunkTexts = new Map<number, string>();
   private readonly chunks = new Map<number, RawEntry[]>();
-  private readonly blocks = new Map<number, ParsedBlock>();
+  private readonly blocks = new Map<number, BlockRows | ParsedRows>();
   private readonly decoded = new Map<number, TaskState>();
   /** Blocks of tasks parsed so far. */
   blocksRead = 0;
@@ -315,15 +310,14 @@ export class KeyIndexReader {
     return out;
   }
 
-  private block(n: number): ParsedBlock {
+  private block(n: number): BlockRows | ParsedRows {
     let held = this.blocks.get(n);
     if (held === undefined) {
       const at = this.trailer.blocks[n];
       if (at === undefined) throw new Error(`the index names block ${n}, which the file does not hold`);
-      const b = parseBlock(this.text(at[0], at[1]));
-      const refsAt = new Int32Array(b.id.length + 1);
-      for (let i = 0; i < b.id.length; i++) refsAt[i + 1] = (refsAt[i] as number) + (b.parents[i] as number);
-      held = { b, refsAt };
+      const line = this.text(at[0], at[1]);
+      // Its rows one at a time, or, a block of another kind, parsed whole.
+      held = BlockRows.of(line) ?? new ParsedRows(parseBlock(line));
       this.blocks.set(n, held);
       this.blocksRead += 1;
     }
@@ -331,12 +325,12 @@ export class KeyIndexReader {
   }
 
   /** The block and the place in it of a task's place in the file. */
-  private where(place: number): { p: ParsedBlock; i: number } {
+  private where(place: number): { rows: BlockRows | ParsedRows; i: number } {
     const { blockSize } = this.trailer;
-    const p = this.block(Math.floor(place / blockSize));
+    const rows = this.block(Math.floor(place / blockSize));
     const i = place % blockSize;
-    if (i >= p.b.id.length) throw new Error(`the index names task ${place}, which the file does not hold`);
-    return { p, i };
+    if (i >= rows.n) throw new Error(`the index names task ${place}, which the file does not hold`);
+    return { rows, i };
   }
 
   /** The task at a place of the file, as the whole read restores it. */
@@ -349,37 +343,46 @@ export class KeyIndexReader {
     return task;
   }
 
+  /** The key of the task at a place of the file, which a task written after it names. */
+  private keyAt(place: number): TaskKey {
+    const held = this.decoded.get(place);
+    if (held !== undefined) return held.key;
+    const { rows, i } = this.where(place);
+    const id = rows.id(i);
+    if (typeof id !== "string") throw new Error("a block of tasks holds an id that is not a string");
+    return blockKey(rows.keyOf(i), 0, id);
+  }
+
   private decode(place: number): TaskState {
-    const { p, i } = this.where(place);
-    const b = p.b;
-    if (b.decl[i] === -1) {
-      const whole = b.whole[i];
+    const { rows, i } = this.where(place);
+    // The task alone, as a block of one.
+    const b = rows.row(i);
+    if (b.decl[0] === -1) {
+      const whole = b.whole[0];
       if (!isPlainObject(whole)) throw new Error("a task record written whole is not an object");
       return taskFromSnapshot(whole as unknown as SnapshotTask, (text) => text);
     }
-    const id = b.id[i];
+    const id = b.id[0];
     if (typeof id !== "string") throw new Error("a block of tasks holds an id that is not a string");
-    const decl = b.decl[i];
+    const decl = b.decl[0];
     const shared = typeof decl === "number" ? this.specs[decl] : undefined;
     if (shared === undefined)
       throw new Error(`a task record names declaration ${decl}, which the file does not hold`);
-    const count = b.parents[i] as number;
+    const count = b.parents[0] as number;
     let parents: TaskKey[] = NO_PARENTS;
     if (count > 0) {
       parents = new Array(count);
-      const from = p.refsAt[i] as number;
       for (let j = 0; j < count; j++) {
-        const r = b.parentRefs[from + j];
+        const r = b.parentRefs[j];
         if (typeof r === "number") {
           if (!Number.isInteger(r) || r < 0 || r >= place)
             throw new Error(`${id} names as a parent task ${r}, which was not written before it`);
-          const at = this.where(r);
-          parents[j] = blockKey(at.p.b, at.i, at.p.b.id[at.i] as string);
+          parents[j] = this.keyAt(r);
         } else if (typeof r === "string") parents[j] = keyOf(r);
         else throw new Error(`${id} names a parent that is not a task`);
       }
     }
-    return taskOfRow(b, i, blockKey(b, i, id), id, shared as unknown as DeclaredSpec, parents, this.instants);
+    return taskOfRow(b, 0, blockKey(b, 0, id), id, shared as unknown as DeclaredSpec, parents, this.instants);
   }
 }
 
