@@ -26,9 +26,10 @@ import {
   type TaskState,
   taskFromSnapshot,
 } from "@chronolog/core";
+import { BlockRows, ParsedRows } from "./block-rows.js";
 import { blockKey, parseBlock, taskOfRow } from "./column-reader.js";
 import type { ColumnWriter } from "./column-writer.js";
-import { isPlainObject, TASK_FIELDS, type TaskBlock } from "./columns.js";
+import { isPlainObject, TASK_FIELDS } from "./columns.js";
 
 /** The line between the file's records and its index. */
 export const INDEX_MARK = '"index"';
@@ -170,12 +171,6 @@ export class KeyIndexWriter {
   }
 }
 
-/** A block of tasks parsed, with where each task's parents start in its `parentRefs`. */
-interface ParsedBlock {
-  readonly b: TaskBlock;
-  readonly refsAt: Int32Array;
-}
-
 /**
  * A `lines/4` checkpoint read by parts: its header, tables and small lists whole, its tasks and
  * their per-task records one id or one place at a time. Anything malformed throws, with why.
@@ -189,8 +184,9 @@ export class KeyIndexReader {
   readonly instants: string[] = [];
   /** The records of the lists before `cacheKeys`, each line as text. */
   readonly listLines: string[];
+  private readonly chunkTexts = new Map<number, string>();
   private readonly chunks = new Map<number, RawEntry[]>();
-  private readonly blocks = new Map<number, ParsedBlock>();
+  private readonly blocks = new Map<number, BlockRows | ParsedRows>();
   private readonly decoded = new Map<number, TaskState>();
   /** Blocks of tasks parsed so far. */
   blocksRead = 0;
@@ -237,11 +233,22 @@ export class KeyIndexReader {
     return textAt(this.fd, offset, bytes);
   }
 
+  /** A line of entries, as its text. */
+  private chunkText(i: number): string {
+    let text = this.chunkTexts.get(i);
+    if (text === undefined) {
+      const [, offset, bytes] = this.trailer.chunks[i] as readonly [string, number, number];
+      text = this.text(offset, bytes);
+      this.chunkTexts.set(i, text);
+    }
+    return text;
+  }
+
+  /** A line of entries, parsed. */
   private chunk(i: number): RawEntry[] {
     let held = this.chunks.get(i);
     if (held === undefined) {
-      const [, offset, bytes] = this.trailer.chunks[i] as readonly [string, number, number];
-      held = JSON.parse(this.text(offset, bytes)) as RawEntry[];
+      held = JSON.parse(this.chunkText(i)) as RawEntry[];
       if (!Array.isArray(held)) throw new Error("a line of the index is not a list");
       this.chunks.set(i, held);
     }
@@ -265,15 +272,18 @@ export class KeyIndexReader {
   entry(id: string): IndexEntry | null {
     const c = this.chunkOf(id);
     if (c < 0) return null;
-    const entries = this.chunk(c);
-    let lo = 0;
-    let hi = entries.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if ((entries[mid] as RawEntry)[0] < id) lo = mid + 1;
-      else hi = mid;
-    }
-    const e = entries[lo];
+    const entries = this.chunks.get(c);
+    let e: RawEntry | undefined;
+    if (entries !== undefined) {
+      let lo = 0;
+      let hi = entries.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if ((entries[mid] as RawEntry)[0] < id) lo = mid + 1;
+        else hi = mid;
+      }
+      e = entries[lo];
+    } else e = entryIn(this.chunkText(c), id);
     if (e === undefined || e[0] !== id) return null;
     return {
       id,
@@ -300,15 +310,14 @@ export class KeyIndexReader {
     return out;
   }
 
-  private block(n: number): ParsedBlock {
+  private block(n: number): BlockRows | ParsedRows {
     let held = this.blocks.get(n);
     if (held === undefined) {
       const at = this.trailer.blocks[n];
       if (at === undefined) throw new Error(`the index names block ${n}, which the file does not hold`);
-      const b = parseBlock(this.text(at[0], at[1]));
-      const refsAt = new Int32Array(b.id.length + 1);
-      for (let i = 0; i < b.id.length; i++) refsAt[i + 1] = (refsAt[i] as number) + (b.parents[i] as number);
-      held = { b, refsAt };
+      const line = this.text(at[0], at[1]);
+      // Its rows one at a time, or, a block of another kind, parsed whole.
+      held = BlockRows.of(line) ?? new ParsedRows(parseBlock(line));
       this.blocks.set(n, held);
       this.blocksRead += 1;
     }
@@ -316,12 +325,12 @@ export class KeyIndexReader {
   }
 
   /** The block and the place in it of a task's place in the file. */
-  private where(place: number): { p: ParsedBlock; i: number } {
+  private where(place: number): { rows: BlockRows | ParsedRows; i: number } {
     const { blockSize } = this.trailer;
-    const p = this.block(Math.floor(place / blockSize));
+    const rows = this.block(Math.floor(place / blockSize));
     const i = place % blockSize;
-    if (i >= p.b.id.length) throw new Error(`the index names task ${place}, which the file does not hold`);
-    return { p, i };
+    if (i >= rows.n) throw new Error(`the index names task ${place}, which the file does not hold`);
+    return { rows, i };
   }
 
   /** The task at a place of the file, as the whole read restores it. */
@@ -334,41 +343,84 @@ export class KeyIndexReader {
     return task;
   }
 
+  /** The key of the task at a place of the file, which a task written after it names. */
+  private keyAt(place: number): TaskKey {
+    const held = this.decoded.get(place);
+    if (held !== undefined) return held.key;
+    const { rows, i } = this.where(place);
+    const id = rows.id(i);
+    if (typeof id !== "string") throw new Error("a block of tasks holds an id that is not a string");
+    return blockKey(rows.keyOf(i), 0, id);
+  }
+
   private decode(place: number): TaskState {
-    const { p, i } = this.where(place);
-    const b = p.b;
-    if (b.decl[i] === -1) {
-      const whole = b.whole[i];
+    const { rows, i } = this.where(place);
+    // The task alone, as a block of one.
+    const b = rows.row(i);
+    if (b.decl[0] === -1) {
+      const whole = b.whole[0];
       if (!isPlainObject(whole)) throw new Error("a task record written whole is not an object");
       return taskFromSnapshot(whole as unknown as SnapshotTask, (text) => text);
     }
-    const id = b.id[i];
+    const id = b.id[0];
     if (typeof id !== "string") throw new Error("a block of tasks holds an id that is not a string");
-    const decl = b.decl[i];
+    const decl = b.decl[0];
     const shared = typeof decl === "number" ? this.specs[decl] : undefined;
     if (shared === undefined)
       throw new Error(`a task record names declaration ${decl}, which the file does not hold`);
-    const count = b.parents[i] as number;
+    const count = b.parents[0] as number;
     let parents: TaskKey[] = NO_PARENTS;
     if (count > 0) {
       parents = new Array(count);
-      const from = p.refsAt[i] as number;
       for (let j = 0; j < count; j++) {
-        const r = b.parentRefs[from + j];
+        const r = b.parentRefs[j];
         if (typeof r === "number") {
           if (!Number.isInteger(r) || r < 0 || r >= place)
             throw new Error(`${id} names as a parent task ${r}, which was not written before it`);
-          const at = this.where(r);
-          parents[j] = blockKey(at.p.b, at.i, at.p.b.id[at.i] as string);
+          parents[j] = this.keyAt(r);
         } else if (typeof r === "string") parents[j] = keyOf(r);
         else throw new Error(`${id} names a parent that is not a task`);
       }
     }
-    return taskOfRow(b, i, blockKey(b, i, id), id, shared as unknown as DeclaredSpec, parents, this.instants);
+    return taskOfRow(b, 0, blockKey(b, 0, id), id, shared as unknown as DeclaredSpec, parents, this.instants);
   }
 }
 
-/** The key an id written by `keyText` names (exactly four parts). */
+/**
+ * The entry of `id` in a line of entries, found in its text: only that entry is parsed, not the
+ * line's 256 (with their children and records). An entry is the only array of the line that
+ * starts with a string and a number (its children and durations hold numbers, its cache keys
+ * strings), and the text `["<id>",` starts nowhere inside a string, where a quote is escaped.
+ */
+function entryIn(line: string, id: string): RawEntry | undefined {
+  const start = `[${JSON.stringify(id)},`;
+  for (let p = line.indexOf(start); p >= 0; p = line.indexOf(start, p + 1)) {
+    const e = JSON.parse(line.slice(p, arrayEnd(line, p))) as RawEntry;
+    if (e[0] === id && typeof e[1] === "number") return e;
+  }
+  return undefined;
+}
+
+/** Just past the JSON array that opens at `p`, its strings skipped whole. */
+function arrayEnd(text: string, p: number): number {
+  let depth = 0;
+  for (let q = p; q < text.length; q++) {
+    const c = text.charCodeAt(q);
+    if (c === 34) {
+      // A string: to its closing quote, the first not escaped (after an even run of backslashes).
+      for (;;) {
+        q = text.indexOf('"', q + 1);
+        if (q < 0) throw new Error("a line of the index is cut short");
+        let b = q - 1;
+        while (text.charCodeAt(b) === 92) b -= 1;
+        if ((q - 1 - b) % 2 === 0) break;
+      }
+    } else if (c === 91) depth += 1;
+    else if (c === 93 && --depth === 0) return q + 1;
+  }
+  throw new Error("a line of the index is cut short");
+}
+
 function keyOf(id: string): TaskKey {
   const parts = id.split("/");
   if (parts.length !== 4) throw new Error(`"${id}" is not a task id`);

@@ -1,7 +1,10 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { type ProjectionSnapshot, SchedulerProjection, type SnapshotTask } from "@chronolog/core";
 import { catchUp, declare, snapshotPieces } from "@chronolog/scheduler";
 import { describe, expect, it } from "vitest";
-import { checkpointed, log, useSnapshotFixture } from "./fixture.js";
+import { KeyIndexReader } from "../../src/snapshot/key-index.js";
+import { checkpointed, dir, log, useSnapshotFixture } from "./fixture.js";
 
 /*
  * The index a checkpoint ends with, made from what the column writer found: each id's place and
@@ -100,5 +103,45 @@ describe("the checkpoint's index", () => {
       expect.arrayContaining([tasks.findIndex((t) => t.id === "q/acme/other/ALL")]),
     );
     expect(byId.get("nowhere/acme/missing/ALL")?.[1]).toBe(-1);
+  });
+
+  it("finds an entry in its line's text, not a list of cache keys that starts alike", async () => {
+    const snapshot = (await checkpointed()).toSnapshot();
+    const ids = snapshot.tasks.map((t) => t.id).sort();
+    const [first, second] = ids as [string, string];
+    // The first id's cache keys name the second id, after its durations: `],["<second>",`, as
+    // an entry of the second would start, comes before the second's own entry in the line.
+    const tricky: ProjectionSnapshot = {
+      ...snapshot,
+      durations: [[first, [1000, 2000]]],
+      cacheKeys: [
+        [first, [second, "k"]],
+        ["zz/acme/none/ALL", ["zz/acme/only-a-key/ALL", "k"]],
+      ],
+    };
+    const path = join(dir, "indexed.json");
+    writeFileSync(path, snapshotPieces({ snapshot: tricky, headHash: "h" }, 1 << 20, 7).join(""));
+    const index = KeyIndexReader.open(path);
+    try {
+      const expected = new Map(entriesOf(tricky, 7).map((e) => [e[0], e]));
+      expect(index.entry(first)).toMatchObject({
+        id: first,
+        durations: [1000, 2000],
+        cacheKeys: [second, "k"],
+      });
+      expect(index.entry(second)).toMatchObject({
+        id: second,
+        place: expected.get(second)?.[1],
+        cacheKeys: null,
+      });
+      expect(index.entry("zz/acme/only-a-key/ALL")).toBeNull();
+      expect(index.entry("zz/acme/none/ALL")).toMatchObject({
+        place: -1,
+        cacheKeys: ["zz/acme/only-a-key/ALL", "k"],
+      });
+      for (const id of ids) expect(index.entry(id)?.place, id).toBe(expected.get(id)?.[1]);
+    } finally {
+      index.close();
+    }
   });
 });
