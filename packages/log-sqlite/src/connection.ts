@@ -9,6 +9,7 @@ export interface ConnectionSettings {
   readonly walAutocheckpointPages: number;
   readonly walLimitBytes: number;
   readonly cacheMiB: number;
+  readonly mmapMiB: number;
 }
 
 /** Opens a connection to the log file with the settings every connection of the log uses. */
@@ -26,7 +27,7 @@ export function openConnection(s: ConnectionSettings): Database.Database {
   // the reference on every insert (a lookup in streams per event, about 7% of an append here)
   // would only repeat what the transaction already guarantees.
   db.pragma("foreign_keys = OFF");
-  db.pragma("mmap_size = 268435456");
+  db.pragma(`mmap_size = ${s.mmapMiB * 1024 * 1024}`);
   if (!s.readonly) {
     // Pages of 8 KiB, measured here on a million events over 1,000 streams: about 1.3x
     // faster than 4 KiB, and 5% faster than 16 KiB, whose commits write twice the bytes for

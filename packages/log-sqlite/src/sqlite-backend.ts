@@ -43,8 +43,14 @@ export interface SqliteLogOptions {
    * (default 8 MiB): see `keepWalSmall`.
    */
   readonly walLimitBytes?: number;
-  /** Page cache size in MiB. */
+  /** Page cache size in MiB (default 64). */
   readonly cacheMiB?: number;
+  /**
+   * How much of the file is read through a memory map, in MiB (default 256; 0: none, every
+   * page read into the page cache). Each mapped page read counts in the process's resident
+   * memory for as long as the map lasts.
+   */
+  readonly mmapMiB?: number;
   /** Events kept in memory after commit for readers in this process (default 4,096). */
   readonly recentEvents?: number;
   /** Watch the file for commits by other processes (for subscriptions). Default true. */
@@ -126,6 +132,7 @@ export class SqliteBackend implements LogBackend {
       walAutocheckpointPages: options.walAutocheckpointPages ?? 16_384,
       walLimitBytes: options.walLimitBytes ?? WAL_LIMIT_BYTES,
       cacheMiB: options.cacheMiB ?? 64,
+      mmapMiB: options.mmapMiB ?? 256,
     };
     this.db = openConnection(settings);
     this.maxBatchEvents = options.maxBatchEvents ?? 20_000;

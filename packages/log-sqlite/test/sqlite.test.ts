@@ -65,6 +65,21 @@ describe("sqlite log file", () => {
     await backend.close();
   });
 
+  it("maps 256 MiB of the file and caches 64 MiB by default, less when asked", async () => {
+    const pragmas = async (options: { cacheMiB?: number; mmapMiB?: number }) => {
+      const backend = new SqliteBackend({ path, ...options });
+      const db = (backend as unknown as { db: Database.Database }).db;
+      const read = [
+        Number(db.pragma("mmap_size", { simple: true })),
+        Number(db.pragma("cache_size", { simple: true })),
+      ];
+      await backend.close();
+      return read;
+    };
+    expect(await pragmas({})).toEqual([256 * 1024 * 1024, -64 * 1024]);
+    expect(await pragmas({ cacheMiB: 8, mmapMiB: 0 })).toEqual([0, -8 * 1024]);
+  });
+
   it("refuses UPDATE and DELETE on events at the engine level", async () => {
     const log = openSqliteLog({ path });
     await log.append("test-a", [note("x")], { expectedRevision: "any" });

@@ -19,6 +19,54 @@ export interface SchedulerHooks {
  * from the projection when scraped, and the process's own (under their standard names). Labels are bounded: an operator, a
  * condition, a connection, a state, a route; never an interval, an attempt or a token.
  */
+/**
+ * Two times (ms) for each task id: when it was last dispatched (0 until it is) and when its
+ * latest interval completed (NaN until one does: no comparison holds). A task is a row: one
+ * entry in a map from its id to its row (a small integer, held in the entry) and two doubles in
+ * arrays, where two maps of numbers held two entries and two boxed numbers a task.
+ */
+class TaskTimes {
+  private readonly rows = new Map<string, number>();
+  private dispatchedMs = new Float64Array(1024);
+  private completedMs = new Float64Array(1024);
+
+  dispatchedAt(id: string): number {
+    const row = this.rows.get(id);
+    return row === undefined ? 0 : (this.dispatchedMs[row] as number);
+  }
+
+  completedAt(id: string): number | undefined {
+    const row = this.rows.get(id);
+    return row === undefined ? undefined : (this.completedMs[row] as number);
+  }
+
+  dispatched(id: string, at: number): void {
+    this.dispatchedMs[this.rowOf(id)] = at;
+  }
+
+  completed(id: string, at: number): void {
+    this.completedMs[this.rowOf(id)] = at;
+  }
+
+  private rowOf(id: string): number {
+    const known = this.rows.get(id);
+    if (known !== undefined) return known;
+    const row = this.rows.size;
+    if (row === this.dispatchedMs.length) {
+      const dispatched = new Float64Array(row * 2);
+      dispatched.set(this.dispatchedMs);
+      this.dispatchedMs = dispatched;
+      const completed = new Float64Array(row * 2);
+      completed.set(this.completedMs);
+      this.completedMs = completed;
+    }
+    this.dispatchedMs[row] = 0;
+    this.completedMs[row] = Number.NaN;
+    this.rows.set(id, row);
+    return row;
+  }
+}
+
 export class ApiMetrics {
   readonly registry = new Registry();
   /**
@@ -38,10 +86,8 @@ export class ApiMetrics {
   private readonly refusedReports: Counter;
   /** token -> operator type, while the attempt is in flight. */
   private readonly operatorOf = new Map<string, string>();
-  /** task id -> when its latest interval completed (ms). */
-  private readonly completedAt = new Map<string, number>();
-  /** task id -> when it was last dispatched (ms). */
-  private readonly dispatchedAt = new Map<string, number>();
+  /** Per task id: when it was last dispatched and when its latest interval completed (ms). */
+  private readonly times = new TaskTimes();
   private readonly stops: Array<() => void> = [];
 
   constructor(state: ApiState, hooks?: SchedulerHooks) {
@@ -190,14 +236,14 @@ export class ApiMetrics {
         if (!task) break;
         let last = Number.NEGATIVE_INFINITY;
         for (const p of task.parents) {
-          const at = this.completedAt.get(formatTaskKey(p));
+          const at = this.times.completedAt(formatTaskKey(p));
           if (at !== undefined && at > last) last = at;
         }
         const at = this.timeOf(e.metadata.recordedAt);
         // Counted when a parent's success is what the dispatch followed (not a retry, not a timer).
-        if (Number.isFinite(last) && last > (this.dispatchedAt.get(task.id) ?? 0))
+        if (Number.isFinite(last) && last > this.times.dispatchedAt(task.id))
           this.parentToDispatch.observe(Math.max(0, at - last) / 1000);
-        this.dispatchedAt.set(task.id, at);
+        this.times.dispatched(task.id, at);
         break;
       }
       case "AttemptSucceeded":
@@ -219,7 +265,7 @@ export class ApiMetrics {
         break;
       case "IntervalCompleted": {
         const task = state.projection.tasks.get(taskKeyText(e.data.key));
-        if (task) this.completedAt.set(task.id, this.timeOf(e.metadata.recordedAt));
+        if (task) this.times.completed(task.id, this.timeOf(e.metadata.recordedAt));
         break;
       }
       default:
