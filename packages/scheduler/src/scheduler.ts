@@ -60,8 +60,12 @@ export interface SchedulerOptions {
 
 /** How often a task whose schedule could not be computed is looked at again. */
 const STUCK_RECHECK_MS = 60_000;
-/** Most tasks that share no limit one pass decides (see takeDirty). */
-const PASS_TASKS = 1000;
+/**
+ * Most tasks that share no limit one pass decides (see takeDirty). Smaller pieces keep less in
+ * flight for the garbage collector to copy; 250 settled the realistic catalogue with 1.1x to
+ * 1.25x less CPU a completion than 1,000 did, and 100 no better than 250.
+ */
+const PASS_TASKS = 250;
 
 /**
  * The scheduler: follows the log into the projection and, on each pass over the tasks its

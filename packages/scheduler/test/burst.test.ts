@@ -77,11 +77,11 @@ describe("a burst of due tasks", () => {
     await scheduler.start();
     await until("every task dispatched", () => dispatcher.batches.flat().length === 2500, 30_000);
     const sizes = dispatcher.batches.map((b) => b.length);
-    expect(Math.max(...sizes)).toBeLessThanOrEqual(1000);
-    expect(sizes.length).toBeGreaterThanOrEqual(3);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(250);
+    expect(sizes.length).toBeGreaterThanOrEqual(10);
     const dispatched = dispatcher.batches.flat().map((c) => c.taskKey);
     expect(new Set(dispatched).size).toBe(2500);
-    expect(scheduler.stats.passes).toBeGreaterThanOrEqual(3);
+    expect(scheduler.stats.passes).toBeGreaterThanOrEqual(10);
   });
 
   it("decides the tasks of a shared connection together: its one slot goes to the oldest interval", async () => {
