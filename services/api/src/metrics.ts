@@ -15,11 +15,6 @@ export interface SchedulerHooks {
 }
 
 /**
- * The Prometheus metrics: counters folded from the log as the API follows it, gauges read
- * from the projection when scraped, and the process's own (under their standard names). Labels are bounded: an operator, a
- * condition, a connection, a state, a route; never an interval, an attempt or a token.
- */
-/**
  * Two times (ms) for each task id: when it was last dispatched (0 until it is) and when its
  * latest interval completed (NaN until one does: no comparison holds). A task is a row: one
  * entry in a map from its id to its row (a small integer, held in the entry) and two doubles in
@@ -67,6 +62,11 @@ class TaskTimes {
   }
 }
 
+/**
+ * The Prometheus metrics: counters folded from the log as the API follows it, gauges read
+ * from the projection when scraped, and the process's own (under their standard names). Labels are bounded: an operator, a
+ * condition, a connection, a state, a route; never an interval, an attempt or a token.
+ */
 export class ApiMetrics {
   readonly registry = new Registry();
   /**
