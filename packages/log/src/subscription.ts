@@ -84,10 +84,7 @@ export function startSubscription(
       const batch = await read(() => source.readAll(next, batchSize));
       for (const event of batch) {
         if (closed) return;
-        // A handler that answers at once (the scheduler's own fold) is not waited for: an await
-        // of nothing is a turn of the microtask queue for every event.
-        const handled = handler(event);
-        if (handled !== undefined) await handled;
+        await handler(event);
         next = event.position + 1n;
       }
       if (next > initialHead) resolveCaughtUp();
