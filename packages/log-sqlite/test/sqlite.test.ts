@@ -121,6 +121,44 @@ describe("sqlite log file", () => {
     await log.close();
   });
 
+  it("an append whose new stream is made and whose other write is refused leaves no stream behind", async () => {
+    const log = openSqliteLog({ path });
+    await log.append("test-old", [note("0")], { expectedRevision: "no_stream" });
+    const streams = () => {
+      const db = new Database(path, { readonly: true });
+      const n = db.prepare("SELECT count(*) FROM streams").pluck().get();
+      db.close();
+      return n;
+    };
+    const before = streams();
+    // In one group commit: two appends each making new streams, the first refused by its last
+    // write (the old stream is not new), after its first two writes made their streams.
+    const results = await Promise.allSettled([
+      log.appendMany([
+        { streamId: "test-new-a", events: [note("a")], expectedRevision: "no_stream" },
+        { streamId: "test-new-b", events: [note("b")], expectedRevision: "no_stream" },
+        { streamId: "test-old", events: [note("x")], expectedRevision: "no_stream" },
+      ]),
+      log.appendMany([
+        { streamId: "test-new-c", events: [note("c")], expectedRevision: "no_stream" },
+        { streamId: "test-old", events: [note("1")], expectedRevision: 0n },
+      ]),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "fulfilled"]);
+    expect(streams()).toBe(before + 1);
+    expect(await log.streamRevision("test-new-a")).toBe("no_stream");
+    // The streams it did not make can be made later, by a write that says they are new.
+    await log.appendMany([
+      { streamId: "test-new-a", events: [note("a")], expectedRevision: "no_stream" },
+      { streamId: "test-new-b", events: [note("b")], expectedRevision: "no_stream" },
+    ]);
+    expect(streams()).toBe(before + 3);
+    expect((await log.readStream("test-new-a")).map((e) => e.data)).toEqual([{ text: "a" }]);
+    expect((await log.readStream("test-old")).map((e) => e.data)).toEqual([{ text: "0" }, { text: "1" }]);
+    expect((await log.verify()).break).toBeNull();
+    await log.close();
+  });
+
   it("a writer's remembered revisions yield to another connection's commits", async () => {
     const a = openSqliteLog({ path });
     const b = openSqliteLog({ path });
