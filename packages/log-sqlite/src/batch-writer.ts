@@ -9,7 +9,6 @@ import {
   type StreamRevision,
 } from "@chronolog/log";
 import type Database from "better-sqlite3";
-import { RecentMap } from "./recent-map.js";
 import type { EventRows } from "./rows.js";
 import { type CopyResult, WalCopier } from "./wal-copier.js";
 
@@ -57,9 +56,8 @@ export interface WalOptions {
 }
 
 /**
- * About how many streams each of the writer's caches holds, those used most recently. They only
- * spare lookups; a scheduler writes a stream per task instance, most of them only while it runs,
- * and its task's stream again at the task's next interval.
+ * Most streams each of the writer's caches holds. They only spare lookups, and a scheduler writes
+ * a stream per task instance, most of them never again: past this they are emptied.
  */
 const CACHE_LIMIT = 65_536;
 /** Shortest time between two looks at the WAL's size while appends come. */
@@ -91,12 +89,12 @@ export class BatchWriter {
    * Stream name -> interned id, for streams known to be committed. Safe to keep across
    * transactions and processes: a stream's id never changes and streams are never removed.
    */
-  private readonly sids = new RecentMap<string, bigint>(CACHE_LIMIT);
+  private readonly sids = new Map<string, bigint>();
   /**
    * Stream name -> last revision, as of `knownHead`: trusted only while the log's head is still
    * the one this connection last committed (no other process has written since).
    */
-  private readonly revisions = new RecentMap<string, bigint>(CACHE_LIMIT);
+  private readonly revisions = new Map<string, bigint>();
   /** Revisions written by the transaction under way, kept in `revisions` once it commits. */
   private writtenRevisions = new Map<string, bigint>();
   private knownHead: bigint | null = null;
@@ -120,9 +118,6 @@ export class BatchWriter {
   ) {
     this.stmts = {
       revisionOf: db.prepare("SELECT max(revision) FROM events WHERE sid = ?").pluck(),
-      savepoint: db.prepare("SAVEPOINT append"),
-      rollbackToSavepoint: db.prepare("ROLLBACK TO append"),
-      release: db.prepare("RELEASE append"),
       head: db.prepare("SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"),
     };
     this.transaction = db.transaction((items: readonly WriteItem[], recordedAt: string) =>
@@ -149,6 +144,8 @@ export class BatchWriter {
       throw error;
     }
     this.commits += 1;
+    if (this.revisions.size + this.writtenRevisions.size > CACHE_LIMIT) this.revisions.clear();
+    if (this.sids.size > CACHE_LIMIT) this.sids.clear();
     for (const [stream, revision] of this.writtenRevisions) this.revisions.set(stream, revision);
     this.keepWalSmall(false);
     return outcome;
@@ -184,31 +181,8 @@ export class BatchWriter {
       }
       // Every expected revision of the append is checked before any of its events is written.
       const targets: Array<{ w: ItemWrite; sid: bigint | undefined; last: bigint | null }> = [];
-      // A stream the append says is new is made as it is checked (one statement, where a lookup
-      // then an insertion took two); one that another check of the same append then refuses is
-      // taken back with the savepoint, made for an append of several writes.
-      let savepoint = false;
-      const refuse = (refusal: Refusal): Refusal => {
-        if (savepoint) {
-          this.stmts.rollbackToSavepoint.run();
-          this.stmts.release.run();
-        }
-        return refusal;
-      };
       for (const w of item.writes) {
-        let sid = this.sids.get(w.streamId);
-        if (sid === undefined && w.expected === "no_stream") {
-          if (!savepoint && item.writes.length > 1) {
-            this.stmts.savepoint.run();
-            savepoint = true;
-          }
-          const made = this.rows.insertStreamIfNew(w.streamId);
-          if (made !== undefined) {
-            targets.push({ w, sid: made, last: null });
-            continue;
-          }
-        }
-        sid ??= this.rows.sidOf(w.streamId);
+        const sid = this.sids.get(w.streamId) ?? this.rows.sidOf(w.streamId);
         const last =
           sid === undefined
             ? null
@@ -217,15 +191,9 @@ export class BatchWriter {
               (this.stmts.revisionOf.get(sid) as bigint | null));
         const actual: StreamRevision = last ?? "no_stream";
         if (!revisionMatches(w.expected, actual))
-          return refuse({
-            kind: "wrong_expected_revision",
-            streamId: w.streamId,
-            expected: w.expected,
-            actual,
-          });
+          return { kind: "wrong_expected_revision", streamId: w.streamId, expected: w.expected, actual };
         targets.push({ w, sid, last });
       }
-      if (savepoint) this.stmts.release.run();
       return targets.map(({ w, sid, last }) =>
         this.insertEvents(w, sid, last, chain, recordedAt, storedAt, hashes),
       );

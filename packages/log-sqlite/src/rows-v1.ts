@@ -51,7 +51,6 @@ export class RowsV1 implements EventRows {
     this.stmts = {
       sidOf: db.prepare("SELECT sid FROM streams WHERE name = ?").pluck(),
       insertStream: db.prepare("INSERT INTO streams(name) VALUES (?)"),
-      insertStreamIfNew: db.prepare("INSERT INTO streams(name) VALUES (?) ON CONFLICT(name) DO NOTHING"),
       insertEvent:
         db.prepare(`INSERT INTO events(position, sid, revision, type, version, data, event_id, actor,
         causation_id, correlation_id, recorded_at, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`),
@@ -68,11 +67,6 @@ export class RowsV1 implements EventRows {
 
   insertStream(name: string): bigint {
     return this.stmts.insertStream.run(name).lastInsertRowid as bigint;
-  }
-
-  insertStreamIfNew(name: string): bigint | undefined {
-    const r = this.stmts.insertStreamIfNew.run(name);
-    return r.changes === 1 ? (r.lastInsertRowid as bigint) : undefined;
   }
 
   commitTime(recordedAt: string): unknown {

@@ -49,7 +49,6 @@ export class RowsV2 implements EventRows {
     this.stmts = {
       sidOf: db.prepare("SELECT sid FROM streams WHERE name = ?").pluck(),
       insertStream: db.prepare("INSERT INTO streams(name) VALUES (?)"),
-      insertStreamIfNew: db.prepare("INSERT INTO streams(name) VALUES (?) ON CONFLICT(name) DO NOTHING"),
       idOf: db.prepare("SELECT id FROM names WHERE name = ?").pluck(),
       nameOf: db.prepare("SELECT name FROM names WHERE id = ?").pluck(),
       insertName: db.prepare("INSERT INTO names(name) VALUES (?)"),
@@ -74,11 +73,6 @@ export class RowsV2 implements EventRows {
 
   insertStream(name: string): bigint {
     return this.stmts.insertStream.run(this.codedName(name)).lastInsertRowid as bigint;
-  }
-
-  insertStreamIfNew(name: string): bigint | undefined {
-    const r = this.stmts.insertStreamIfNew.run(this.codedName(name));
-    return r.changes === 1 ? (r.lastInsertRowid as bigint) : undefined;
   }
 
   /** The last stream name coded, and its coded form: a new stream is looked up, then inserted. */

@@ -24,8 +24,6 @@ export interface EventRows {
   /** The stream's interned id, when it has one. */
   sidOf(name: string): bigint | undefined;
   insertStream(name: string): bigint;
-  /** Makes the stream, unless it exists: its new id, or undefined when it was there already. */
-  insertStreamIfNew(name: string): bigint | undefined;
   /** A commit's time (ISO-8601) as the layout stores it: worked out once per commit. */
   commitTime(recordedAt: string): unknown;
   insertEvent(row: NewRow): void;
