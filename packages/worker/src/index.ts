@@ -46,3 +46,4 @@ export {
   stagedWrite,
   stagingDirFor,
 } from "./staging.js";
+export { afterWait } from "./wait.js";

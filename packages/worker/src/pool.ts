@@ -11,6 +11,7 @@ import type {
   WorkerCommand,
   WorkerReport,
 } from "./protocol.js";
+import { afterWait } from "./wait.js";
 
 export interface WorkerPoolOptions {
   /** Worker processes to keep running. */
@@ -241,7 +242,6 @@ export class WorkerPool {
       // At the end of a span: a worker still to answer that was heard during it is busy, not
       // hung, and is given another span; a silent one is counted as knowing none.
       const judge = () => {
-        lateCheck = undefined;
         const busy = [...pending.waiting].some((id) => {
           const w = this.workers.get(id);
           return w !== undefined && !w.exited && w.lastHeard >= spanStart;
@@ -249,22 +249,15 @@ export class WorkerPool {
         if (!busy || spans >= QUERY_BUSY_SPANS) return pending.finish();
         spans += 1;
         spanStart = Date.now();
-        timer = setTimeout(endOfSpan, timeoutMs);
+        cancelWait = afterWait(timeoutMs, judge);
       };
-      // Judged once what has come in meanwhile is read: after this thread was held up for the
-      // whole span (a long collection or write), the timer is due before the messages that
-      // arrived in the meantime, an answer among them, are read.
-      const endOfSpan = () => {
-        lateCheck = setImmediate(judge);
-      };
-      let timer = setTimeout(endOfSpan, timeoutMs);
-      let lateCheck: NodeJS.Immediate | undefined;
+      // (Judged once what has come in meanwhile is read, an answer among them: see afterWait.)
+      let cancelWait = afterWait(timeoutMs, judge);
       const pending: PendingQuery = {
         waiting: new Set(live.map((w) => w.id)),
         found,
         finish: () => {
-          clearTimeout(timer);
-          if (lateCheck) clearImmediate(lateCheck);
+          cancelWait();
           this.queries.delete(requestId);
           resolve(found);
         },

@@ -1,3 +1,4 @@
+import { afterWait } from "@chronolog/worker";
 import type { RemoteConnection } from "./connection.js";
 
 interface PendingQuestion {
@@ -26,19 +27,13 @@ export class Questions {
   ): Promise<Map<string, string>> {
     const requestId = `r${++this.seq}`;
     return new Promise((resolve) => {
-      // Its time is out once what came in meanwhile is read: after this thread was held up for
-      // the whole wait (a long collection or write), the timer is due before the answers that
-      // arrived in the meantime are read.
-      let lateCheck: NodeJS.Immediate | undefined;
-      const timer = setTimeout(() => {
-        lateCheck = setImmediate(() => pending.finish());
-      }, timeoutMs);
+      // (Its time is out once what came in meanwhile is read, an answer among them: see afterWait.)
+      const cancelWait = afterWait(timeoutMs, () => pending.finish());
       const pending: PendingQuestion = {
         waiting: new Set(workers.map((c) => c.id)),
         found,
         finish: () => {
-          clearTimeout(timer);
-          if (lateCheck) clearImmediate(lateCheck);
+          cancelWait();
           this.pending.delete(requestId);
           resolve(found);
         },
