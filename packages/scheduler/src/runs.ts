@@ -352,7 +352,14 @@ export function criticalPath(view: RunView, parentsOf: (task: string) => readonl
   }
   if (times.size === 0 || !shown)
     throw new StateError(`run ${view.run.runId} has no finished attempts in try ${view.try}`);
-  const runStart = Math.min(Date.parse(shown.startedAt), ...[...times.values()].map((t) => t.start));
+  // (Not Math.min/max over a spread: spread into a call, a run of very many tasks overflows the
+  // stack.)
+  let runStart = Date.parse(shown.startedAt);
+  let lastEnd = Number.NEGATIVE_INFINITY;
+  for (const t of times.values()) {
+    if (t.start < runStart) runStart = t.start;
+    if (t.end > lastEnd) lastEnd = t.end;
+  }
   let last = [...times.entries()].sort((a, b) => b[1].end - a[1].end)[0] as [string, Span];
   const chain: Array<[string, Span]> = [last];
   const inRun = new Set(view.run.tasks);
@@ -375,6 +382,6 @@ export function criticalPath(view: RunView, parentsOf: (task: string) => readonl
     attempts: t.attempts,
   }));
   const pathMs = links.reduce((sum, l) => sum + l.durationMs, 0);
-  const wallMs = Math.max(...[...times.values()].map((t) => t.end)) - runStart;
+  const wallMs = lastEnd - runStart;
   return { try: view.try, links, pathMs, wallMs, gapMs: wallMs - pathMs };
 }
