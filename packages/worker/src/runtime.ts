@@ -372,21 +372,25 @@ export class WorkerRuntime {
       // Stopped while it waited (cancelled, or the worker is shutting down): it never runs.
       const stoppedWhileWaiting = a.abort;
       if (stoppedWhileWaiting) throw stoppedWhileWaiting;
-      // Secrets are resolved here, on this worker's host, once the attempt may run.
-      let secretValues: Record<string, string> = {};
-      if (cmd.secrets && spec.type !== "noop") {
-        secretValues = await resolveSecrets(cmd.secrets, {
-          env: process.env,
-          commandEnv: taskBaseEnv(),
-          identity: spawnIdentity(),
-        });
-        masker = new Masker(Object.values(secretValues));
-        if (spec.type === "http") spec = fillSecrets(spec, secretValues);
-      }
+      // From here a stop aborts the attempt's signal (see stop): whatever is awaited below
+      // (its secrets, its directories) ends in the operator, which runs nothing once aborted.
       let signal = NEVER;
       if (spec.type !== "noop") {
         a.controller = new AbortController();
         signal = a.controller.signal;
+      }
+      // Secrets are resolved here, on this worker's host, once the attempt may run.
+      let secretValues: Record<string, string> = {};
+      if (cmd.secrets && spec.type !== "noop") {
+        secretValues = await resolveSecrets(
+          cmd.secrets,
+          { env: process.env, commandEnv: taskBaseEnv(), identity: spawnIdentity() },
+          signal,
+        ).catch((error: unknown) => {
+          throw a.abort ?? error;
+        });
+        masker = new Masker(Object.values(secretValues));
+        if (spec.type === "http") spec = fillSecrets(spec, secretValues);
       }
       // A noop writes nothing: it needs no staging directory. The task's user owns it.
       if (this.stagingRoot !== undefined && spec.type !== "noop") {

@@ -1,3 +1,6 @@
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { FailedReport, KnownReport, RunCommand } from "../src/protocol.js";
 import { harness, runCmd, shell, sleep, waitFor } from "./helpers.js";
@@ -134,6 +137,29 @@ describe("WorkerRuntime", () => {
     expect(r2.error).toEqual({ kind: "exception", message: "cancelled: not needed" });
     expect(ofToken("c2").map((r) => r.kind)).toEqual(["failed"]);
     expect(runtime.cancel("unknown", "x")).toBe(false);
+  });
+
+  it("cancels an attempt while its secrets resolve: its secret's command is stopped, its task never runs", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "cancel-secrets-"));
+    const ran = join(dir, "ran");
+    const { runtime, finished } = harness();
+    runtime.handle(
+      batch(
+        runCmd(shell(`touch ${ran}`), {
+          token: "s1",
+          secrets: { SLOW: { command: `sleep 5; echo value-of-the-secret` } },
+        }),
+      ),
+    );
+    await sleep(200);
+    const t0 = Date.now();
+    runtime.handleCommand({ kind: "cancel", token: "s1", reason: "fenced" });
+    const r = (await finished("s1")) as FailedReport;
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(r.error).toEqual({ kind: "exception", message: "cancelled: fenced" });
+    await sleep(200);
+    expect(existsSync(ran)).toBe(false);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it("ignores a duplicate RunCommand for a token it runs, queues or has just finished", async () => {
