@@ -56,6 +56,8 @@ export interface SchedulerOptions {
    * free slot. Absent: tasks are not held for one (every attempt goes to the dispatcher).
    */
   readonly queues?: QueueRooms;
+  /** The leases of running attempts, when others renew them too (remote workers). Default: a book of its own. */
+  readonly leases?: LeaseBook;
 }
 
 /** How often a task whose schedule could not be computed is looked at again. */
@@ -93,7 +95,7 @@ export class Scheduler implements ReconciledScheduler {
   readonly deadlines: DeadlineWatch;
   readonly inflight = new InFlight();
   /** Leases of running attempts, renewed by their workers' reports (the reconcile loop reads them). */
-  readonly leases = new LeaseBook();
+  readonly leases: LeaseBook;
   private subscription: Subscription | null = null;
   private unsubscribeMembership: (() => void) | null = null;
   /** Tasks whose schedule could not be computed, with the cause last logged for each. */
@@ -118,6 +120,7 @@ export class Scheduler implements ReconciledScheduler {
     this.log = o.log;
     this.projection = o.projection;
     this.now = o.now ?? Date.now;
+    this.leases = o.leases ?? new LeaseBook();
     const random = o.random ?? Math.random;
     const newToken = o.newToken ?? randomId;
     this.agenda = new Agenda(

@@ -420,3 +420,63 @@ describe("reconcile: an attempt on a remote worker that no connection here holds
     r.stop();
   });
 });
+
+describe("reconcile: a lease renewed while the workers are asked", () => {
+  it("is not taken for expired, whatever they answer; once it runs out unrenewed, the attempt is retried", async () => {
+    h = await harness([{ name: "idem", idempotent: true, lease: 1 }]);
+    await h.log.append(
+      stream("idem"),
+      [
+        intent("idem", 1, "token-far", true),
+        {
+          type: "AttemptStarted",
+          data: { attempt: 1, token: "token-far", workerId: "far", leaseExpiresAt: LATEST },
+        },
+      ],
+      { expectedRevision: "no_stream" },
+    );
+    const projection = new SchedulerProjection();
+    for (const e of await h.log.readAll()) projection.apply(e);
+    let clock = 1_000_000;
+    // The worker's answer takes 500 ms and does not come; meanwhile (once) its request renews the lease.
+    let renewMeanwhile = true;
+    const dispatcher = {
+      dispatch() {},
+      onReport: () => () => {},
+      query: async () => {
+        if (renewMeanwhile) r.leases.extend("token-far", clock + 1000);
+        clock += 500;
+        return new Map<string, string>();
+      },
+      cancel() {},
+      proceed() {},
+    };
+    const r = new Reconciler({
+      log: h.log,
+      projection,
+      dispatcher,
+      actor: "reconciler:test",
+      now: () => clock,
+      isRemoteWorker: (id) => id === "far",
+      unheldRemote: () => false,
+    });
+    // The first pass gives it a lease from now; two seconds on it has run out, and is renewed
+    // while the workers are asked.
+    expect((await r.pass()).written).toBe(0);
+    clock += 2000;
+    const asked = await r.pass();
+    expect(asked).toMatchObject({ expired: 1, written: 0 });
+    expect(await events("idem")).toEqual(["DispatchIntended", "AttemptStarted"]);
+    // Not renewed again: it runs out, and is retried.
+    renewMeanwhile = false;
+    clock += 2000;
+    expect(await r.pass()).toMatchObject({ expired: 1, written: 1 });
+    expect(await events("idem")).toEqual([
+      "DispatchIntended",
+      "AttemptStarted",
+      "AttemptHeartbeatExpired",
+      "AttemptAbandoned",
+    ]);
+    r.stop();
+  });
+});

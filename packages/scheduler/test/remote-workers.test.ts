@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { SchedulerProjection } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import { openSqliteLog } from "@chronolog/log-sqlite";
-import { type CommandSink, RemoteWorkers } from "@chronolog/scheduler";
+import { type CommandSink, LeaseBook, RemoteWorkers } from "@chronolog/scheduler";
 import type { CommandsEvent, RunCommand } from "@chronolog/worker";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { silent } from "./harness.js";
@@ -286,6 +286,51 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
     expect(answered).toBe(false);
     written();
     expect(await answer).toEqual({ accepted: 1, refused: [] });
+  });
+
+  it("given attempts held by a worker, when it sends anything on its session, then every one's lease runs from then", async () => {
+    const projection = new SchedulerProjection();
+    // Adopted at registration: its lease is its instance's.
+    const inst = {
+      stream: "instance-p/a/t/ALL@z",
+      leaseSeconds: 12,
+      attempts: [{ token: "z", attempt: 1, status: "running" }],
+    };
+    (projection.instances as Map<string, unknown>).set(inst.stream, inst);
+    projection.workers.applyAttempt(
+      {
+        type: "DispatchIntended",
+        streamId: inst.stream,
+        data: { token: "z", attempt: 1 },
+        metadata: { recordedAt: new Date().toISOString() },
+      } as never,
+      "p/a/t/ALL",
+      "z",
+      "gpu",
+    );
+    let clock = 1_000_000;
+    const leases = new LeaseBook();
+    workers = new RemoteWorkers(options({ projection, leases, now: () => clock }));
+    const a = await workers.register(
+      { ...register("a", ["gpu"], 4), running: ["z"] },
+      { tokenName: "t", queues: null },
+    );
+    expect(a.adopted).toEqual(["z"]);
+    expect(leases.peek("z")).toBe(1_000_000 + 12_000);
+    const conn = workers.connection("a", a.session);
+    workers.attach(conn, sink());
+    workers.dispatch([run("g1", "gpu"), run("g2", "gpu")]);
+    // An empty batch of reports (a keepalive) heard 3 s later: no heartbeat of any of them.
+    clock += 3000;
+    await workers.receive(workers.connection("a", a.session), []);
+    expect(leases.peek("z")).toBe(1_003_000 + 12_000);
+    expect(leases.peek("g1")).toBe(1_003_000 + 30_000);
+    expect(leases.peek("g2")).toBe(1_003_000 + 30_000);
+    // Another worker's request renews none of them.
+    const b = await workers.register(register("b", ["gpu"]), { tokenName: "t", queues: null });
+    clock += 5000;
+    workers.connection("b", b.session);
+    expect(leases.peek("g1")).toBe(1_003_000 + 30_000);
   });
 
   it("given a question that timed out, when the worker's answer comes late, then what it knows is adopted all the same", async () => {

@@ -363,8 +363,12 @@ export class Reconciler {
       );
       if (events.length > 0) writes.push(this.write(inst, events, "unconfirmed intent"));
     }
+    // The workers' answers can take seconds: a lease renewed meanwhile (a heartbeat, or
+    // anything its remote worker sent) has not run out, answer or not.
+    const answeredAt = this.now();
     for (const inst of checkLease) {
       const token = currentAttempt(inst)?.token as string;
+      if ((this.leases.peek(token) ?? Number.NEGATIVE_INFINITY) >= answeredAt) continue;
       const decision = decideExpiredLease(inst, known.has(token), now, this.o.actor);
       switch (decision.kind) {
         case "renew":

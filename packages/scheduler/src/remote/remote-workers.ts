@@ -24,6 +24,7 @@ import {
 } from "@chronolog/worker";
 import type { QueueRooms } from "../admission/pass-slots.js";
 import type { Dispatcher, ReportListener } from "../dispatcher.js";
+import type { LeaseBook } from "../reconcile/lease-book.js";
 import type { SchedulerLogger } from "../scheduler-types.js";
 import { Backlog } from "./backlog.js";
 import type { CommandSink, RemoteConnection } from "./connection.js";
@@ -63,6 +64,11 @@ export interface RemoteWorkersOptions {
   readonly queryTimeoutMs?: number;
   /** How many of a worker's refused reports are recorded one by one (default 20 a minute). */
   readonly refusalBudget?: RefusalBudget;
+  /**
+   * The leases of running attempts (the scheduler's, which the reconcile loop reads): whatever
+   * a worker sends on its session renews the leases of every attempt it holds here (see heard).
+   */
+  readonly leases?: LeaseBook;
   readonly now?: () => number;
 }
 
@@ -191,6 +197,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     for (const t of adopted) {
       conn.given.set(t, null);
       this.owner.set(t, conn);
+      this.renew(conn, t);
       // Its start durable, it may run: an attempt that waits for its start permission (not
       // idempotent) would otherwise wait for a proceed that went with the earlier process.
       if (heldAnswer(this.o.projection, t) === "proceed") conn.outbox.push({ kind: "proceed", token: t });
@@ -227,8 +234,32 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
         "not_registered",
         `worker ${id} is not registered here with this session: register again (POST /api/v1/workers)`,
       );
-    conn.lastHeard = this.now();
+    this.heard(conn);
     return conn;
+  }
+
+  /**
+   * The worker spoke on its session: every attempt it holds here is leased from now. A remote
+   * worker fences its attempts (kills them) two thirds of a lease after it sent the last request
+   * the scheduler answered, which it sent before it was heard: so a lease runs out here only a
+   * third of it after the worker has stopped its attempt, whatever its requests carried (a
+   * heartbeat of another attempt, an answer, an upload) and however long the answer took.
+   */
+  private heard(conn: RemoteConnection): void {
+    conn.lastHeard = this.now();
+    if (this.o.leases) for (const t of conn.given.keys()) this.renew(conn, t);
+  }
+
+  /** The lease of attempt `token`, held by `conn`, runs from now. */
+  private renew(conn: RemoteConnection, token: string): void {
+    const leases = this.o.leases;
+    if (!leases) return;
+    let seconds = conn.given.get(token)?.leaseSeconds;
+    if (seconds === undefined) {
+      const stream = this.o.projection.workers.attempt(token)?.stream;
+      seconds = stream === undefined ? undefined : this.o.projection.instances.get(stream)?.leaseSeconds;
+    }
+    if (seconds !== undefined) leases.extend(token, this.now() + seconds * 1000);
   }
 
   /** The worker's command stream opened: commands go to it from now on. Returns what to call when it closes. */
@@ -567,6 +598,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       if (!isWorkersOwn(this.o.projection, t, (q) => conn.queues.has(q), conn.id)) continue;
       conn.given.set(t, null);
       this.owner.set(t, conn);
+      this.renew(conn, t);
       n += 1;
       // Its start written by the scheduler that gave it (which died, or lost its shard, before
       // the permission went out): it may run now.

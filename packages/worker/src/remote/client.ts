@@ -6,6 +6,12 @@ import { type LinkHub, SchedulerLink, sleep } from "./scheduler-link.js";
 
 export { FatalRefusal } from "./scheduler-link.js";
 
+/**
+ * How often the fence looks at the attempts' silence: what it takes of the third of a lease
+ * between the fence and the scheduler's earliest retry (a 4 s lease keeps about a second).
+ */
+const FENCE_LOOK_MS = 200;
+
 export interface RemoteWorkerOptions {
   /** One link per scheduler (several share a Kafka log: each gives the attempts of its shards). */
   readonly links: readonly Link[];
@@ -86,7 +92,7 @@ export class RemoteWorker implements LinkHub {
     this.timers.push(
       setInterval(() => {
         if (this.runtime) for (const l of this.links) l.fence(this.runtime);
-      }, 500),
+      }, FENCE_LOOK_MS),
     );
     this.timers.push(
       setInterval(() => {

@@ -143,6 +143,9 @@ export class SchedulerLink {
       version: this.hub.version,
       running,
     };
+    // The scheduler renews the leases of the attempts it adopts when it hears this: from then,
+    // at the latest, are they silent (see fence).
+    const sentAt = this.hub.now();
     const res = await this.link.request("POST", "/api/v1/workers", { json: body });
     const doc = res.json<Record<string, unknown>>();
     if (res.status !== 200) {
@@ -166,7 +169,7 @@ export class SchedulerLink {
       runtime.cancel(t, "the scheduler says the attempt is no longer current", 0);
     }
     this.pending = this.pending.filter((r) => !("token" in r) || !stop.has(r.token));
-    this.lastDelivered = this.hub.now();
+    this.lastDelivered = sentAt;
     this.hub.log(
       `connected to ${this.origin} as ${answer.actor}: queues ${this.hub.queues.join(", ")}, capacity ${this.capacity}${running.length > 0 ? `; ${answer.adopted.length} running attempts adopted, ${answer.stop.length} stopped` : ""}`,
     );
@@ -245,11 +248,16 @@ export class SchedulerLink {
       const { batch, body } = this.nextBatch(answer.maxReportBatch);
       if (batch.length === 0 && this.pending.length > 0) continue;
       this.sending = batch;
+      // Answered, the request renewed the leases of this link's attempts when the scheduler
+      // heard it, which was after this: the fence counts from here, never from the answer (which
+      // waits for the reports to be written, and would give an attempt more than its lease).
+      let sentAt = this.hub.now();
       try {
         // An attempt's output is all home before its end is reported (or goes with it).
         for (const r of batch)
           if ((r.kind === "succeeded" || r.kind === "failed") && r.outputFile && !r.outputRest)
             await this.uploads.finish(r.token, r.outputFile.bytes);
+        sentAt = this.hub.now();
         const res = await this.link.request("POST", this.path("/reports"), {
           headers: { [SESSION_HEADER]: answer.session, "content-type": "application/json" },
           body,
@@ -268,7 +276,7 @@ export class SchedulerLink {
           }
           continue;
         }
-        this.lastDelivered = this.hub.now();
+        this.lastDelivered = Math.max(this.lastDelivered, sentAt);
         for (const r of batch)
           if (r.kind === "succeeded" || r.kind === "failed") {
             this.held.delete(r.token);
@@ -364,7 +372,9 @@ export class SchedulerLink {
   /**
    * No report delivered on this link for two thirds of an attempt's lease: its idempotent
    * attempts are killed now, before the scheduler can take the lease for expired and run them
-   * again.
+   * again. The silence counts from when the last answered request was sent (the scheduler
+   * renewed every attempt of the link on hearing it, later), so the kill comes a third of the
+   * lease before the scheduler may retry, less the time between two looks (see RemoteWorker).
    */
   fence(runtime: WorkerRuntime): void {
     for (const [token, h] of this.held) {

@@ -8,6 +8,7 @@ import {
   checkpointDue,
   declare,
   isLocalWorkerId,
+  LeaseBook,
   loadProjection,
   Reconciler,
   RemoteWorkers,
@@ -285,8 +286,11 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   const isOwnWorker = (id: string) => id.startsWith(`${workerPrefix}-`);
   const pool = earlyPool ?? newPool(workerPrefix);
   // Remote workers (`chronolog worker`) take the attempts of tasks with a queue; the pool, the rest.
+  // The attempts' leases: renewed by the workers' reports, and by anything a remote worker sends.
+  const leases = new LeaseBook();
   const remote = new RemoteWorkers({
     log,
+    leases,
     projection,
     logger,
     schedulerId: workerPrefix,
@@ -305,6 +309,7 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     projection,
     dispatcher,
     queues: remote,
+    leases,
     logger,
     observer: {
       applied: (e) => {

@@ -1,0 +1,111 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { RemoteWorker } from "../src/remote/client.js";
+import { Link } from "../src/remote/link.js";
+import { isAlive, readPid, runCmd, shell, sleep, tempDir, waitFor } from "./helpers.js";
+
+/**
+ * A scheduler spoken by hand on a loopback port: it registers the worker, gives it one attempt
+ * on its command stream, and answers its reports as the test says (or never).
+ */
+function handScheduler(run: object) {
+  const reports: Array<{ body: string; answer: (status?: number) => void }> = [];
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let body = "";
+    req.on("data", (c: Buffer) => {
+      body += c.toString("utf8");
+    });
+    req.on("end", () => {
+      if (req.method === "POST" && req.url === "/api/v1/workers") {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(
+          JSON.stringify({
+            protocol: 1,
+            session: "s1",
+            actor: "worker:w@h",
+            adopted: [],
+            stop: [],
+            keepaliveMs: 60_000,
+            silenceMs: 600_000,
+            outputMaxBytes: 1024,
+            maxOutputChunk: 1024,
+            maxReportBatch: 100,
+          }),
+        );
+      } else if (req.method === "GET" && req.url?.endsWith("/commands")) {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.write(`event: commands\ndata: ${JSON.stringify({ messages: [run] })}\n\n`);
+      } else if (req.method === "POST" && req.url?.endsWith("/reports")) {
+        reports.push({
+          body,
+          answer: (status = 200) => {
+            res.writeHead(status, { "content-type": "application/json" });
+            res.end(JSON.stringify({ accepted: 1, refused: [] }));
+          },
+        });
+      } else {
+        res.writeHead(404);
+        res.end();
+      }
+    });
+  });
+  return { server, reports };
+}
+
+describe("a remote worker's fence", () => {
+  const stops: Array<() => Promise<void> | void> = [];
+  afterEach(async () => {
+    for (const stop of stops.splice(0)) await stop();
+  });
+
+  it("counts an attempt's silence from when its last answered report was sent, not from the answer", async () => {
+    const dir = await tempDir("chronolog-fence-");
+    const pidFile = join(dir, "pid");
+    // Lease 3 s: fenced two seconds after the last answered report was sent.
+    const run = runCmd(shell(`echo $$ > ${pidFile}; exec sleep 30`), { token: "f1", leaseSeconds: 3 });
+    const { server, reports } = handScheduler(run);
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    stops.push(() => {
+      server.closeAllConnections();
+      return new Promise<void>((r) => server.close(() => r()));
+    });
+    const { port } = server.address() as AddressInfo;
+    // The worker's clock, moved by the test.
+    let clock = 1_000_000;
+    const logs: string[] = [];
+    const worker = new RemoteWorker({
+      links: [new Link({ url: `http://127.0.0.1:${port}`, token: "t" })],
+      id: "w",
+      host: "h",
+      queues: ["q"],
+      capacity: 1,
+      version: "test",
+      runtime: {},
+      log: (m) => logs.push(m),
+      now: () => clock,
+    });
+    const running = worker.run();
+    stops.push(async () => {
+      await worker.stop(0);
+      await worker.stop(0);
+      await running.catch(() => {});
+    });
+    const pid = await waitFor(() => readPid(pidFile), 10_000);
+    // Its start is posted at 1,000,000; the answer takes 1.5 s (the scheduler writing it).
+    const first = await waitFor(() => reports[0]);
+    expect(first.body).toContain('"started"');
+    clock += 1500;
+    first.answer();
+    // From then on nothing is answered (the link is cut). At 2 s past the send, less than two
+    // thirds of a lease past the answer, the attempt is fenced: the scheduler's lease ran from
+    // when it heard the start, and it may retry the attempt a third of the lease later.
+    await sleep(300);
+    expect(isAlive(pid)).toBe(true);
+    clock = 1_000_000 + 2000 + 10;
+    await waitFor(() => logs.some((l) => l.startsWith("fenced:")), 5000);
+    await waitFor(() => !isAlive(pid), 5000);
+    expect(logs.find((l) => l.startsWith("fenced:"))).toContain("two thirds of the lease of f1");
+  });
+});
