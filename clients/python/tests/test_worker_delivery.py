@@ -33,6 +33,9 @@ class Fake:
         self.commands: list[dict[str, Any]] = []
         #: While set, a POST carrying an end is answered only once this is cleared.
         self.hold_ends = threading.Event()
+        #: Set: the post carrying a start is answered this many seconds late, later ones never.
+        self.answer_start_late: float | None = None
+        self.start_answered_at: float | None = None
         self.held = threading.Event()
         self.release = threading.Event()
 
@@ -89,6 +92,12 @@ def handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
             for r in messages:
                 if r["kind"] == "started":
                     fake.send({"kind": "proceed", "token": r["token"]})
+            if fake.answer_start_late is not None:
+                if fake.start_answered_at is not None or not any(r["kind"] == "started" for r in messages):
+                    fake.release.wait(60)  # (the link is cut until the test ends)
+                else:
+                    time.sleep(fake.answer_start_late)
+                    fake.start_answered_at = time.monotonic()
             if fake.hold_ends.is_set() and any(r["kind"] in ("succeeded", "failed") for r in messages):
                 fake.held.set()
                 fake.release.wait(30)
@@ -240,6 +249,48 @@ class WorkerDeliveryTest(unittest.TestCase):
         order = [(r["kind"], r["token"]) for r in self.fake.reports() if r["kind"] != "heartbeat"]
         for token in ("first", "second"):
             self.assertLess(order.index(("started", token)), order.index(("succeeded", token)), order)
+
+    def test_the_fence_counts_from_when_the_last_answered_report_was_sent(self) -> None:
+        # Lease 6 s: a report not answered in 2 s is given up, and two thirds of it is 4 s. The
+        # start is answered 1.8 s late (the scheduler writing it), then nothing is (a cut link).
+        # The scheduler's lease ran from when it heard the start, before its answer: the attempt
+        # is fenced 4 s after the send, 2.2 s after the answer, never 4 s after the answer.
+        self.fake.answer_start_late = 1.8
+        starts = Path(self.dir, "starts")
+        command = run_command(
+            "fenced",
+            "tests.worker_tasks:slow",
+            {"starts": str(starts), "ends": str(Path(self.dir, "ends"))},
+            idempotent=True,
+        )
+        self.fake.send({**command, "leaseSeconds": 6})
+        answered = wait_for("the start's late answer", lambda: self.fake.start_answered_at)
+        lines: list[str] = []
+        fenced = threading.Event()
+
+        def read() -> None:
+            assert self.worker.stdout is not None
+            for line in self.worker.stdout:
+                lines.append(line)
+                if " fenced: " in line:
+                    fenced.set()
+                    return
+
+        threading.Thread(target=read, daemon=True).start()
+        self.assertTrue(fenced.wait(15), "".join(lines))
+        after_answer = time.monotonic() - answered
+        self.assertLess(after_answer, 3.5, f"fenced {after_answer:.1f} s after the answer")
+        pid = int(wait_for("the attempt's pid", lambda: starts.exists() and starts.read_text().split()[0]))
+        wait_for("the attempt's process to be gone", lambda: not _alive(pid), 10)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZX"
 
 
 if __name__ == "__main__":

@@ -128,6 +128,9 @@ class Worker:
             "version": self.version,
             "running": running,
         }
+        # The scheduler renews the leases of the attempts it adopts when it hears this: from
+        # then, at the latest, are they silent (see _tick_loop).
+        sent_at = time.monotonic()
         status, raw = self.link.request("POST", "/api/v1/workers", json_body=body)
         doc = _json(raw)
         if status != 200:
@@ -151,7 +154,7 @@ class Worker:
             self.pending = [r for r in self.pending if r.get("token") not in self.stopped]
             self.start_pending = [r for r in self.start_pending if r.get("token") not in self.stopped]
             self.unacked_starts.intersection_update(r["token"] for r in self.start_pending + self.starting)
-            self.last_delivered = time.monotonic()
+            self.last_delivered = max(self.last_delivered, sent_at)
             self.wake.notify_all()
         extra = f"; {len(doc.get('adopted', []))} running attempts adopted, {len(doc.get('stop', []))} stopped" if running else ""
         self.log(
@@ -306,6 +309,7 @@ class Worker:
                 del self.start_pending[: len(batch)]
                 self.starting = batch
             try:
+                sent_at = time.monotonic()
                 status, doc = self._post(batch, answer)
             except Exception as error:
                 with self.lock:
@@ -320,7 +324,7 @@ class Worker:
                     self.start_pending[:0] = batch
                     self._forget_session(answer)
                     return False
-                self.last_delivered = time.monotonic()
+                self.last_delivered = max(self.last_delivered, sent_at)
                 for r in batch:
                     self.unacked_starts.discard(r["token"])
                 self.wake.notify_all()
@@ -356,6 +360,10 @@ class Worker:
                     errors = [e for e in (f.exception() for f in futures) if e is not None]
                     if errors:
                         raise errors[0]
+                # Answered, the request renewed the leases of this worker's attempts when the
+                # scheduler heard it, which was after this: the fence counts from here, never from
+                # the answer (which waits for the reports to be written).
+                sent_at = time.monotonic()
                 status, doc = self._post(batch, answer)
             except Exception as error:
                 with self.lock:
@@ -371,7 +379,7 @@ class Worker:
                     if self._forget_session(answer):
                         return False
                     continue
-                self.last_delivered = time.monotonic()
+                self.last_delivered = max(self.last_delivered, sent_at)
                 for r in batch:
                     if r["kind"] in ("succeeded", "failed"):
                         self.uploads.pop(r["token"], None)
