@@ -480,3 +480,46 @@ describe("reconcile: a lease renewed while the workers are asked", () => {
     r.stop();
   });
 });
+
+describe("reconcile: an intent in a remote worker's hands", () => {
+  it("is not abandoned while its lease runs (its worker heard from), however long unconfirmed; then it is", async () => {
+    h = await harness([{ name: "idem", idempotent: true, lease: 1 }]);
+    await h.log.append(stream("idem"), [intent("idem", 1, "token-given", true)], {
+      expectedRevision: "no_stream",
+    });
+    const projection = new SchedulerProjection();
+    for (const e of await h.log.readAll()) projection.apply(e);
+    // Long after its intent was written: past any grace.
+    let clock = Date.now() + 60_000;
+    const asked: string[][] = [];
+    const dispatcher = {
+      dispatch() {},
+      onReport: () => () => {},
+      query: async (tokens: readonly string[]) => {
+        asked.push([...tokens]);
+        return new Map<string, string>();
+      },
+      cancel() {},
+      proceed() {},
+    };
+    const r = new Reconciler({
+      log: h.log,
+      projection,
+      dispatcher,
+      actor: "reconciler:test",
+      now: () => clock,
+    });
+    // Given to a worker a moment ago (a slot freed), and its worker heard since: leased.
+    r.leases.extend("token-given", clock + 1000);
+    expect(await r.pass()).toMatchObject({ unconfirmed: 0, written: 0 });
+    expect(asked).toEqual([]);
+    clock += 500;
+    expect((await r.pass()).written).toBe(0);
+    // Not heard from for its lease: asked about, and given up.
+    clock += 1000;
+    expect(await r.pass()).toMatchObject({ unconfirmed: 1, written: 1 });
+    expect(asked).toEqual([["token-given"]]);
+    expect(await events("idem")).toEqual(["DispatchIntended", "AttemptAbandoned"]);
+    r.stop();
+  });
+});

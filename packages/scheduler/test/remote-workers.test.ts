@@ -331,6 +331,62 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
     clock += 5000;
     workers.connection("b", b.session);
     expect(leases.peek("g1")).toBe(1_003_000 + 30_000);
+    // An attempt the worker has not spoken of for a whole lease (it reports it elsewhere now, or
+    // lost it) is renewed by its requests no more: its lease runs out, and the loop asks.
+    clock = 1_040_000;
+    const heartbeat = (token: string) => ({
+      kind: "heartbeat" as const,
+      token,
+      attempt: 1,
+      instanceStream: `instance-p/a/t/ALL@${token}`,
+      workerId: "a",
+      at: new Date(clock).toISOString(),
+    });
+    (projection.instances as Map<string, unknown>).set("instance-p/a/t/ALL@g2", {
+      stream: "instance-p/a/t/ALL@g2",
+      attempts: [{ token: "g2", attempt: 1, status: "running" }],
+    });
+    await workers.receive(workers.connection("a", a.session), [heartbeat("g2")]);
+    expect(leases.peek("g2")).toBe(1_040_000 + 30_000);
+    expect(leases.peek("g1")).toBe(1_003_000 + 30_000);
+    expect(leases.peek("z")).toBe(1_003_000 + 12_000);
+  });
+
+  it("given attempts waiting for a slot, when one is ended in the log meanwhile, then it is never given", async () => {
+    const projection = new SchedulerProjection();
+    for (const token of ["busy", "w1", "w2"])
+      (projection.instances as Map<string, unknown>).set(`instance-p/a/t/ALL@${token}`, {
+        stream: `instance-p/a/t/ALL@${token}`,
+        attempts: [{ token, attempt: 1, status: token === "busy" ? "running" : "queued" }],
+      });
+    workers = new RemoteWorkers(options({ projection }));
+    const a = await workers.register(register("a", ["gpu"], 1), { tokenName: "t", queues: null });
+    const s = sink();
+    workers.attach(workers.connection("a", a.session), s);
+    workers.dispatch([run("busy", "gpu"), run("w1", "gpu"), run("w2", "gpu")]);
+    // w1 is abandoned and retried (by an operator, or the scheduler its shard went to) while it waits.
+    (projection.instances as Map<string, unknown>).set("instance-p/a/t/ALL@w1", {
+      stream: "instance-p/a/t/ALL@w1",
+      attempts: [
+        { token: "w1", attempt: 1, status: "abandoned" },
+        { token: "w1-retry", attempt: 2, status: "queued" },
+      ],
+    });
+    await workers.receive(workers.connection("a", a.session), [
+      {
+        kind: "succeeded",
+        token: "busy",
+        attempt: 1,
+        instanceStream: "instance-p/a/t/ALL@busy",
+        workerId: "a",
+        at: new Date().toISOString(),
+        durationMs: 1,
+      } as never,
+    ]);
+    await tick();
+    const given = s.batches.flatMap((b) => b.messages.map((m) => (m as RunCommand).token));
+    expect(given).toEqual(["busy", "w2"]);
+    expect(await workers.query(["w1"], 50)).toEqual(new Map());
   });
 
   it("given a question that timed out, when the worker's answer comes late, then what it knows is adopted all the same", async () => {

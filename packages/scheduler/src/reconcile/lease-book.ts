@@ -31,7 +31,7 @@ export class LeaseBook {
     this.deadlines.delete(token);
   }
 
-  /** Drops leases of attempts no longer running. */
+  /** Drops leases of attempts no longer queued or running. */
   retain(running: ReadonlySet<string>): void {
     for (const token of this.deadlines.keys()) if (!running.has(token)) this.deadlines.delete(token);
   }

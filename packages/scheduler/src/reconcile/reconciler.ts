@@ -260,7 +260,8 @@ export class Reconciler {
     const unconfirmed: InstanceState[] = [];
     const expired: InstanceState[] = [];
     const stuck: Array<{ inst: InstanceState; events: DomainEvent[] }> = [];
-    const runningTokens = new Set<string>();
+    /** Tokens of the attempts queued or running: their leases are kept. */
+    const live = new Set<string>();
     const unheld: string[] = [];
     for (const inst of projection.instances.values()) {
       if (!this.looksAfter(inst)) continue;
@@ -282,16 +283,19 @@ export class Reconciler {
         onQueue: task?.spec.queue !== undefined,
         listeningSince: this.listeningSince,
       });
-      if (isUnconfirmed(inst, now, g.graceMs, g.since)) unconfirmed.push(inst);
-      else if (this.watchedElsewhere(a.workerId)) continue;
+      if (a.status === "queued" || a.status === "running") live.add(a.token);
+      if (isUnconfirmed(inst, now, g.graceMs, g.since)) {
+        // An intent a remote worker holds is leased while the worker is heard from (see
+        // RemoteWorkers): in its hands, perhaps running, it is given up only once that runs out.
+        if (!this.leased(a.token, now)) unconfirmed.push(inst);
+      } else if (this.watchedElsewhere(a.workerId)) continue;
       else if (a.status === "running") {
-        runningTokens.add(a.token);
         if (a.workerId && this.o.isRemoteWorker?.(a.workerId) && this.o.unheldRemote?.(a.token))
           unheld.push(a.token);
         if (this.leases.deadline(a.token, now, inst.leaseSeconds) < now) expired.push(inst);
       } else if (a.status === "lease_expired") expired.push(inst);
     }
-    this.leases.retain(runningTokens);
+    this.leases.retain(live);
     for (const run of projection.runs.values()) if (runNeedsRepair(run)) this.o.scheduler?.wakeRun(run.runId);
     for (const t of this.dispatchedAt.keys()) {
       if (now - (this.dispatchedAt.get(t) as number) > 10 * grace) this.dispatchedAt.delete(t);
@@ -354,8 +358,12 @@ export class Reconciler {
         }
       }
     }
+    // The workers' answers can take seconds: a lease renewed meanwhile (a heartbeat, or
+    // anything its remote worker sent) has not run out, answer or not.
+    const answeredAt = this.now();
     const writes: Array<Promise<boolean>> = [];
     for (const inst of unconfirmed) {
+      if (this.leased(currentAttempt(inst)?.token as string, answeredAt)) continue;
       const events = decideUnconfirmedIntent(
         inst,
         known.has(currentAttempt(inst)?.token as string),
@@ -363,12 +371,9 @@ export class Reconciler {
       );
       if (events.length > 0) writes.push(this.write(inst, events, "unconfirmed intent"));
     }
-    // The workers' answers can take seconds: a lease renewed meanwhile (a heartbeat, or
-    // anything its remote worker sent) has not run out, answer or not.
-    const answeredAt = this.now();
     for (const inst of checkLease) {
       const token = currentAttempt(inst)?.token as string;
-      if ((this.leases.peek(token) ?? Number.NEGATIVE_INFINITY) >= answeredAt) continue;
+      if (this.leased(token, answeredAt)) continue;
       const decision = decideExpiredLease(inst, known.has(token), now, this.o.actor);
       switch (decision.kind) {
         case "renew":
@@ -402,6 +407,11 @@ export class Reconciler {
       written,
       conflicts,
     };
+  }
+
+  /** Whether the attempt's lease runs at `at` (renewed by its worker: see LeaseBook). */
+  private leased(token: string, at: number): boolean {
+    return (this.leases.peek(token) ?? Number.NEGATIVE_INFINITY) >= at;
   }
 
   /** Instances of the shards held here, and attempts on this process's own workers. */

@@ -25,6 +25,8 @@ export interface RemoteConnection {
   readonly session: string;
   /** Attempts given to it (or adopted from it) and not reported finished: token -> its command, if sent here. */
   readonly given: Map<string, RunCommand | null>;
+  /** Of `given`: token -> when it was given or adopted, or a report of it last came (epoch ms). */
+  readonly spokenOf: Map<string, number>;
   /** Commands waiting for its stream. */
   outbox: WorkerCommand[];
   sink: CommandSink | null;

@@ -162,6 +162,9 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     const previous = this.conns.get(req.id);
     if (previous) await this.drop(previous, `replaced by a new connection from ${req.host}`);
     const adopted = adoptable(this.o.projection, req, queues, (t) => this.owner.has(t));
+    // Leased from now, not once the appends below are made: the worker's fence counts from
+    // having sent this registration, and a lease running out meanwhile would be retried.
+    for (const t of adopted) this.renew(t);
     const kept = new Set(adopted);
     const stop = req.running.filter((t) => !kept.has(t));
     const data = EventSchemas.WorkerConnected.parse({
@@ -188,6 +191,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       actor: `worker:${req.id}@${req.host}`,
       session: randomBytes(18).toString("base64url"),
       given: new Map(),
+      spokenOf: new Map(),
       outbox: [],
       sink: null,
       writing: false,
@@ -195,9 +199,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       gone: false,
     };
     for (const t of adopted) {
-      conn.given.set(t, null);
-      this.owner.set(t, conn);
-      this.renew(conn, t);
+      this.take(conn, t, null);
       // Its start durable, it may run: an attempt that waits for its start permission (not
       // idempotent) would otherwise wait for a proceed that went with the earlier process.
       if (heldAnswer(this.o.projection, t) === "proceed") conn.outbox.push({ kind: "proceed", token: t });
@@ -239,27 +241,44 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   }
 
   /**
-   * The worker spoke on its session: every attempt it holds here is leased from now. A remote
+   * The worker spoke on its session: the attempts it holds here are leased from now. A remote
    * worker fences its attempts (kills them) two thirds of a lease after it sent the last request
    * the scheduler answered, which it sent before it was heard: so a lease runs out here only a
    * third of it after the worker has stopped its attempt, whatever its requests carried (a
-   * heartbeat of another attempt, an answer, an upload) and however long the answer took.
+   * heartbeat of another attempt, an answer, an upload) and however long the answer took. An
+   * attempt the worker has not spoken of for a whole lease (it reports it to another scheduler
+   * now, or lost it) is not renewed so: its lease runs out, and the reconcile loop asks.
    */
   private heard(conn: RemoteConnection): void {
-    conn.lastHeard = this.now();
-    if (this.o.leases) for (const t of conn.given.keys()) this.renew(conn, t);
+    const now = this.now();
+    conn.lastHeard = now;
+    if (!this.o.leases) return;
+    for (const [t, cmd] of conn.given) {
+      const ms = this.leaseMs(t, cmd);
+      if (ms !== undefined && now - (conn.spokenOf.get(t) ?? 0) <= ms) this.o.leases.extend(t, now + ms);
+    }
   }
 
-  /** The lease of attempt `token`, held by `conn`, runs from now. */
-  private renew(conn: RemoteConnection, token: string): void {
-    const leases = this.o.leases;
-    if (!leases) return;
-    let seconds = conn.given.get(token)?.leaseSeconds;
-    if (seconds === undefined) {
-      const stream = this.o.projection.workers.attempt(token)?.stream;
-      seconds = stream === undefined ? undefined : this.o.projection.instances.get(stream)?.leaseSeconds;
-    }
-    if (seconds !== undefined) leases.extend(token, this.now() + seconds * 1000);
+  /** The lease of attempt `token` runs from now. */
+  private renew(token: string, cmd: RunCommand | null = null): void {
+    const ms = this.o.leases && this.leaseMs(token, cmd);
+    if (ms !== undefined && ms !== null) this.o.leases?.extend(token, this.now() + ms);
+  }
+
+  /** An attempt's lease in ms: its command's, or its instance's (one adopted). */
+  private leaseMs(token: string, cmd: RunCommand | null): number | undefined {
+    if (cmd) return cmd.leaseSeconds * 1000;
+    const stream = this.o.projection.workers.attempt(token)?.stream;
+    const seconds = stream === undefined ? undefined : this.o.projection.instances.get(stream)?.leaseSeconds;
+    return seconds === undefined ? undefined : seconds * 1000;
+  }
+
+  /** `conn` holds attempt `token` from now (given, or adopted: `cmd` null), leased from now. */
+  private take(conn: RemoteConnection, token: string, cmd: RunCommand | null): void {
+    conn.given.set(token, cmd);
+    conn.spokenOf.set(token, this.now());
+    this.owner.set(token, conn);
+    this.renew(token, cmd);
   }
 
   /** The worker's command stream opened: commands go to it from now on. Returns what to call when it closes. */
@@ -317,8 +336,12 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       if ((r.kind === "succeeded" || r.kind === "failed") && r.outputRest)
         this.output.writeRest(r.token, r.outputRest.offset, Buffer.from(r.outputRest.data, "base64"));
       const report = settleReport(conn, r, this.output);
+      // Spoken of now (heard before this request's reports were read: see heard).
+      conn.spokenOf.set(report.token, this.now());
+      this.renew(report.token, conn.given.get(report.token) ?? null);
       if (report.kind === "succeeded" || report.kind === "failed") {
         conn.given.delete(report.token);
+        conn.spokenOf.delete(report.token);
         if (this.owner.get(report.token) === conn) this.owner.delete(report.token);
         for (const q of conn.queues) freed.add(q);
       }
@@ -469,13 +492,16 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   }
 
   private give(conn: RemoteConnection, cmd: RunCommand): void {
-    conn.given.set(cmd.token, cmd);
-    this.owner.set(cmd.token, conn);
+    this.take(conn, cmd.token, cmd);
     this.enqueue(conn, cmd);
   }
 
   private drainBacklog(queue: string): void {
     this.backlog.drain(queue, (cmd) => {
+      // Ended or replaced while it waited (abandoned and retried by an operator, or by the
+      // scheduler that owns its shard now): given now, it would run beside its retry.
+      if (answerHeldAttempt(this.o.projection.instances.get(cmd.instanceStream), cmd.token) === "stop")
+        return true;
       const best = this.leastLoaded(queue);
       if (best) this.give(best, cmd);
       return best !== undefined;
@@ -596,9 +622,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       const held = this.owner.get(t);
       if (!current.has(t) || (held && !held.gone)) continue;
       if (!isWorkersOwn(this.o.projection, t, (q) => conn.queues.has(q), conn.id)) continue;
-      conn.given.set(t, null);
-      this.owner.set(t, conn);
-      this.renew(conn, t);
+      this.take(conn, t, null);
       n += 1;
       // Its start written by the scheduler that gave it (which died, or lost its shard, before
       // the permission went out): it may run now.

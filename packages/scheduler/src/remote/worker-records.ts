@@ -201,6 +201,7 @@ export function pruneEnded(
     for (const t of [...c.given.keys()]) {
       if (current.has(t)) continue;
       c.given.delete(t);
+      c.spokenOf.delete(t);
       if (owner.get(t) === c) owner.delete(t);
       for (const q of c.queues) freed.add(q);
     }
