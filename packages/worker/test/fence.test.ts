@@ -42,7 +42,9 @@ function handScheduler(run: object) {
           body,
           answer: (status = 200) => {
             res.writeHead(status, { "content-type": "application/json" });
-            res.end(JSON.stringify({ accepted: 1, refused: [] }));
+            res.end(
+              JSON.stringify(status === 200 ? { accepted: 1, refused: [] } : { detail: "bad gateway" }),
+            );
           },
         });
       } else {
@@ -60,7 +62,8 @@ describe("a remote worker's fence", () => {
     for (const stop of stops.splice(0)) await stop();
   });
 
-  it("counts an attempt's silence from when its last answered report was sent, not from the answer", async () => {
+  /** A worker given one attempt (lease 3 s) by a hand-spoken scheduler, on a clock the test moves. */
+  async function fencedSetUp() {
     const dir = await tempDir("chronolog-fence-");
     const pidFile = join(dir, "pid");
     // Lease 3 s: fenced two seconds after the last answered report was sent.
@@ -93,19 +96,49 @@ describe("a remote worker's fence", () => {
       await running.catch(() => {});
     });
     const pid = await waitFor(() => readPid(pidFile), 10_000);
+    const at = (ms: number) => {
+      clock = ms;
+    };
+    return { pid, reports, logs, at, now: () => clock };
+  }
+
+  it("counts an attempt's silence from when its last answered report was sent, not from the answer", async () => {
+    const { pid, reports, logs, at, now } = await fencedSetUp();
     // Its start is posted at 1,000,000; the answer takes 1.5 s (the scheduler writing it).
     const first = await waitFor(() => reports[0]);
     expect(first.body).toContain('"started"');
-    clock += 1500;
+    at(now() + 1500);
     first.answer();
     // From then on nothing is answered (the link is cut). At 2 s past the send, less than two
     // thirds of a lease past the answer, the attempt is fenced: the scheduler's lease ran from
     // when it heard the start, and it may retry the attempt a third of the lease later.
     await sleep(300);
     expect(isAlive(pid)).toBe(true);
-    clock = 1_000_000 + 2000 + 10;
+    at(1_000_000 + 2000 + 10);
     await waitFor(() => logs.some((l) => l.startsWith("fenced:")), 5000);
     await waitFor(() => !isAlive(pid), 5000);
     expect(logs.find((l) => l.startsWith("fenced:"))).toContain("two thirds of the lease of f1");
+  });
+
+  it("takes no answer but the scheduler's for a delivery: a proxy's 502 keeps the batch and the fence counting", async () => {
+    const { pid, reports, logs, at, now } = await fencedSetUp();
+    // Every post is answered 502 (the scheduler behind a proxy is down), the first 1.5 s late.
+    const first = await waitFor(() => reports[0]);
+    at(now() + 1500);
+    first.answer(502);
+    let answered = 1;
+    const answering = setInterval(() => {
+      while (answered < reports.length) reports[answered++]?.answer(502);
+    }, 20);
+    stops.push(() => clearInterval(answering));
+    // The start is posted again: kept, not taken for delivered.
+    await waitFor(() => reports.filter((r) => r.body.includes('"started"')).length >= 2, 5000);
+    expect(logs.some((l) => l.includes("HTTP 502"))).toBe(true);
+    await sleep(300);
+    expect(isAlive(pid)).toBe(true);
+    // Two thirds of the lease after it came, with nothing heard: fenced.
+    at(1_000_000 + 2000 + 10);
+    await waitFor(() => logs.some((l) => l.startsWith("fenced:")), 5000);
+    await waitFor(() => !isAlive(pid), 5000);
   });
 });

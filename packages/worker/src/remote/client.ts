@@ -25,6 +25,7 @@ export interface RemoteWorkerOptions {
   /** How the attempts run here (staging, output files, faults): as a local worker's. */
   readonly runtime: Omit<WorkerRuntimeOptions, "workerId" | "capacity" | "send" | "outputMaxBytes">;
   readonly log: (message: string) => void;
+  /** Its clock for silences (ms); default: monotonic (performance.now). */
   readonly now?: () => number;
 }
 
@@ -83,8 +84,12 @@ export class RemoteWorker implements LinkHub {
     this.o.log(message);
   }
 
+  /**
+   * The worker's clock for silences and leases (ms): monotonic, so that the wall clock set back
+   * (or forward) never holds a fence off, nor fires it early.
+   */
   now(): number {
-    return (this.o.now ?? Date.now)();
+    return this.o.now ? this.o.now() : performance.now();
   }
 
   /** Runs until `stop`; rejects with a FatalRefusal when a scheduler refuses the worker for good. */

@@ -276,7 +276,12 @@ export class SchedulerLink {
           }
           continue;
         }
-        this.lastDelivered = Math.max(this.lastDelivered, sentAt);
+        // Not the scheduler's answer (a proxy's 502, 503, 504): not heard, kept for later.
+        if (res.status >= 500) throw new Error(`reports answered HTTP ${res.status}: ${doc?.detail ?? ""}`);
+        // Only the scheduler's own answer says it heard the batch (and renewed the leases): a
+        // refusal of the request itself (400, 401, 413) does not, and the fence goes on counting.
+        if (res.status === 200 || (res.status === 409 && Array.isArray(doc?.refused)))
+          this.lastDelivered = Math.max(this.lastDelivered, sentAt);
         for (const r of batch)
           if (r.kind === "succeeded" || r.kind === "failed") {
             this.held.delete(r.token);

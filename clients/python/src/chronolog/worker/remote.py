@@ -324,7 +324,8 @@ class Worker:
                     self.start_pending[:0] = batch
                     self._forget_session(answer)
                     return False
-                self.last_delivered = max(self.last_delivered, sent_at)
+                if _heard(status, doc):
+                    self.last_delivered = max(self.last_delivered, sent_at)
                 for r in batch:
                     self.unacked_starts.discard(r["token"])
                 self.wake.notify_all()
@@ -379,7 +380,8 @@ class Worker:
                     if self._forget_session(answer):
                         return False
                     continue
-                self.last_delivered = max(self.last_delivered, sent_at)
+                if _heard(status, doc):
+                    self.last_delivered = max(self.last_delivered, sent_at)
                 for r in batch:
                     if r["kind"] in ("succeeded", "failed"):
                         self.uploads.pop(r["token"], None)
@@ -399,7 +401,11 @@ class Worker:
             headers={SESSION: answer["session"]},
             timeout=self._report_timeout(),
         )
-        return status, _json(raw)
+        doc = _json(raw)
+        if status >= 500:
+            # Not the scheduler's answer (a proxy's 502, 503, 504): not heard, kept for later.
+            raise RuntimeError(f"reports answered HTTP {status}: {doc.get('detail', '') if isinstance(doc, dict) else ''}")
+        return status, doc
 
     def _forget_session(self, answer: dict[str, Any]) -> bool:
         """The scheduler does not know the session of ``answer`` (it restarted): unless that was
@@ -523,12 +529,18 @@ class Worker:
                 # after the last delivery (a retry given once a cut link is back, its reports still
                 # behind a request the cut left hanging) is silent since it came.
                 silent = time.monotonic() - max(last_delivered, a.arrived)
-                if a.idempotent and a.abort is None and a.state in ("waiting", "running") and silent >= a.lease * 2 / 3:
+                # (One waiting for a free slot too: started later, it would run past its lease.)
+                if (
+                    a.idempotent
+                    and a.abort is None
+                    and a.state in ("queued", "waiting", "running")
+                    and silent >= a.lease * 2 / 3
+                ):
                     self.log(
                         f"fenced: no report delivered for {round(silent)} s, two thirds of the lease of "
                         f"{a.token}: killing it before the scheduler may run it again"
                     )
-                    a.cancel(f"fenced: no report reached the scheduler for {round(silent)} s", 0)
+                    self.cancel(a.token, f"fenced: no report reached the scheduler for {round(silent)} s", 0)
 
     # --- stopping ------------------------------------------------------------------------
     def stop(self, grace: float) -> None:
@@ -568,6 +580,12 @@ class Worker:
 def _uploads_first(r: dict[str, Any]) -> bool:
     """An attempt's end whose output must be sent before it is reported (not inside it)."""
     return r["kind"] in ("succeeded", "failed") and bool(r.get("outputFile")) and "outputRest" not in r
+
+
+def _heard(status: int, doc: dict[str, Any]) -> bool:
+    """Whether the scheduler itself answered a batch (and so renewed the leases): 200, or 409
+    refusing reports; a refusal of the request itself (400, 401, 413) is no sign of it."""
+    return status == 200 or (status == 409 and isinstance(doc.get("refused"), list))
 
 
 def _not_registered(status: int, doc: dict[str, Any]) -> bool:
