@@ -91,6 +91,25 @@ class ForkServerTest(unittest.TestCase):
         self.assertEqual(got.proc.join(), 0)
         got.proc.close()
 
+    def test_the_servers_end_takes_an_attempts_subprocesses_with_it(self) -> None:
+        # The worker killed (SIGKILL) takes the server, which takes the attempt's process; the
+        # subprocess the attempt started (in its group) goes too, by the group's watchdog.
+        starts = Path(self.dir, "starts")
+        got = self.spares.take()
+        got.give(self.spec("tests.worker_tasks:slow", starts=str(starts), ends=str(Path(self.dir, "ends"))))
+        deadline = time.monotonic() + 10
+        while not (starts.exists() and starts.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        attempt_pid, sub_pid = (int(x) for x in starts.read_text().split()[:2])
+        self.assertTrue(alive(sub_pid))
+        os.kill(self.server.proc.pid, signal.SIGKILL)
+        self.assertEqual(got.proc.join(), -signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while (alive(attempt_pid) or alive(sub_pid)) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertFalse(alive(attempt_pid), "the attempt outlived the server")
+        self.assertFalse(alive(sub_pid), "the attempt's subprocess outlived it")
+
     def test_the_servers_end_takes_its_processes_with_it(self) -> None:
         got = self.spares.take()
         pid = got.proc.pid

@@ -44,6 +44,40 @@ def _die_with_parent() -> None:
         pass
 
 
+def _group_watchdog() -> None:
+    """Starts the watchdog of this process's group: a shell blocked reading a pipe whose other end
+    only this process holds (its subprocesses do not inherit it). When this process dies, even by
+    SIGKILL (the worker's death takes it so, and no handler sees that), the read returns and the
+    shell kills the whole group, so that no subprocess of the attempt outlives it unwatched (a
+    retry may run elsewhere by then). Started while the spare waits, not when an attempt starts;
+    a cancel's SIGTERM to the group leaves it be, the group's SIGKILL ends it. (Forked twice, it is
+    not a child of this process: a function that waits for all its children does not wait for it.)"""
+    r, w = os.pipe()  # (neither inherited: the shell gets the read end as its fd 3 alone)
+    try:
+        pid = os.posix_spawn(
+            "/bin/sh",
+            ["sh", "-c", "( trap '' TERM INT; read -r _ <&3; kill -KILL 0 ) &"],
+            {"PATH": os.defpath},
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+                (os.POSIX_SPAWN_DUP2, r, 3),
+            ],
+        )
+    except OSError:
+        os.close(w)  # (no shell to start: the attempt runs without its watchdog)
+    else:
+        _WATCHDOG_PIPE.append(w)
+        os.waitpid(pid, 0)
+    finally:
+        os.close(r)
+
+
+_WATCHDOG_PIPE: list[int] = []
+"""The write end of the watchdog's pipe, held open for as long as this process lives."""
+
+
 def _write_result(path: str, result: dict[str, Any]) -> None:
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
@@ -65,6 +99,7 @@ def spare(command: int, out: int, err: int, parent: int) -> None:
     _die_with_parent()
     if os.getppid() != parent:
         os._exit(137)
+    _group_watchdog()
     _rehearse()
     chunks = []
     try:
