@@ -91,6 +91,15 @@ class ForkServerTest(unittest.TestCase):
         self.assertEqual(got.proc.join(), 0)
         got.proc.close()
 
+    def test_an_attempt_that_execs_another_program_runs_to_its_end(self) -> None:
+        marker = Path(self.dir, "exec-done")
+        got = self.spares.take()
+        got.give(self.spec("tests.worker_tasks:execs", marker=str(marker)))
+        self.assertEqual(got.proc.join(), 0)
+        self.assertEqual(marker.read_text(), "done\n")
+        got.discard()
+        got.proc.close()
+
     def test_the_servers_end_takes_an_attempts_subprocesses_with_it(self) -> None:
         # The worker killed (SIGKILL) takes the server, which takes the attempt's process; the
         # subprocess the attempt started (in its group) goes too, by the group's watchdog.

@@ -140,3 +140,8 @@ def loud(ctx: Context, lines: int) -> None:
     """Prints ``lines`` numbered lines (more than an output limit keeps)."""
     for i in range(lines):
         print(f"line {i}")
+
+
+def execs(ctx: Context, marker: str) -> None:
+    """Becomes a shell (exec) that writes ``marker`` after a moment: the attempt is that program."""
+    os.execv("/bin/sh", ["sh", "-c", f"sleep 0.3; echo done > {marker}"])

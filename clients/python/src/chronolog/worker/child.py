@@ -46,13 +46,20 @@ def _die_with_parent() -> None:
 
 def _group_watchdog() -> None:
     """Starts the watchdog of this process's group: a shell blocked reading a pipe whose other end
-    only this process holds (its subprocesses do not inherit it). When this process dies, even by
+    this process holds (see below for its subprocesses). When this process dies, even by
     SIGKILL (the worker's death takes it so, and no handler sees that), the read returns and the
     shell kills the whole group, so that no subprocess of the attempt outlives it unwatched (a
     retry may run elsewhere by then). Started while the spare waits, not when an attempt starts;
     a cancel's SIGTERM to the group leaves it be, the group's SIGKILL ends it. (Forked twice, it is
-    not a child of this process: a function that waits for all its children does not wait for it.)"""
-    r, w = os.pipe()  # (neither inherited: the shell gets the read end as its fd 3 alone)
+    not a child of this process: a function that waits for all its children does not wait for it.)
+    The write end survives an exec (a function that becomes another program is still watched);
+    `subprocess`'s children never hold it (it closes their other descriptors), a child forked
+    (`multiprocessing`, `os.system`'s shell) does, and is then waited for as this process is."""
+    r, w = os.pipe()
+    if r == 3:
+        # (dup2 of a descriptor onto itself would leave it closed on exec in the shell)
+        r, old = os.dup(r), r
+        os.close(old)
     try:
         pid = os.posix_spawn(
             "/bin/sh",
@@ -68,6 +75,8 @@ def _group_watchdog() -> None:
     except OSError:
         os.close(w)  # (no shell to start: the attempt runs without its watchdog)
     else:
+        # (Only now: the shell must not hold it.)
+        os.set_inheritable(w, True)
         _WATCHDOG_PIPE.append(w)
         os.waitpid(pid, 0)
     finally:
