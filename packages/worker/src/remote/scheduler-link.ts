@@ -276,8 +276,10 @@ export class SchedulerLink {
           }
           continue;
         }
-        // Not the scheduler's answer (a proxy's 502, 503, 504): not heard, kept for later.
-        if (res.status >= 500) throw new Error(`reports answered HTTP ${res.status}: ${doc?.detail ?? ""}`);
+        // Not heard, or not yet (a proxy's 502, 503, 504, a timeout's 408, a limit's 429): kept
+        // for later, as after a broken link.
+        if (res.status >= 500 || res.status === 408 || res.status === 429)
+          throw new Error(`reports answered HTTP ${res.status}: ${doc?.detail ?? ""}`);
         // Only the scheduler's own answer says it heard the batch (and renewed the leases): a
         // refusal of the request itself (400, 401, 413) does not, and the fence goes on counting.
         if (res.status === 200 || (res.status === 409 && Array.isArray(doc?.refused)))

@@ -402,8 +402,9 @@ class Worker:
             timeout=self._report_timeout(),
         )
         doc = _json(raw)
-        if status >= 500:
-            # Not the scheduler's answer (a proxy's 502, 503, 504): not heard, kept for later.
+        if status >= 500 or status in (408, 429):
+            # Not heard, or not yet (a proxy's 502, 503, 504, a timeout's 408, a limit's 429):
+            # kept for later, as after a broken link.
             raise RuntimeError(f"reports answered HTTP {status}: {doc.get('detail', '') if isinstance(doc, dict) else ''}")
         return status, doc
 
