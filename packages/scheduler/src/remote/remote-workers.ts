@@ -33,6 +33,7 @@ import { Questions } from "./questions.js";
 import { RemoteRefusal } from "./refusal.js";
 import { RefusalRecord } from "./refusal-record.js";
 import { adoptable, checkRegistration, isWorkersOwn, type WorkerCaller } from "./registration.js";
+import { RemoteLeases } from "./remote-leases.js";
 import {
   ConnectedFile,
   cancelled,
@@ -66,7 +67,7 @@ export interface RemoteWorkersOptions {
   readonly refusalBudget?: RefusalBudget;
   /**
    * The leases of running attempts (the scheduler's, which the reconcile loop reads): whatever
-   * a worker sends on its session renews the leases of every attempt it holds here (see heard).
+   * a worker sends on its session renews the leases of the attempts it holds here (see RemoteLeases).
    */
   readonly leases?: LeaseBook;
   readonly now?: () => number;
@@ -100,6 +101,8 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   private flushScheduled = false;
   private readonly connectedFile: ConnectedFile | undefined;
   private readonly refusals: RefusalRecord;
+  /** The leases of the attempts given or adopted here (see RemoteLeases). */
+  private readonly leases: RemoteLeases;
   /** Registrations of gone schedulers recorded gone here, or being recorded now. */
   private readonly closing = new Set<string>();
   private closed = false;
@@ -111,6 +114,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     this.output = new OutputSink(o.outputRoot, o.outputMaxBytes);
     this.connectedFile = o.stateFile ? new ConnectedFile(o.stateFile) : undefined;
     this.refusals = new RefusalRecord(o.log, o.logger, this.now, o.refusalBudget);
+    this.leases = new RemoteLeases(o.leases, o.projection, this.now);
     this.timer = setInterval(() => this.tick(), this.keepaliveMs);
     this.timer.unref();
   }
@@ -164,7 +168,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     const adopted = adoptable(this.o.projection, req, queues, (t) => this.owner.has(t));
     // Leased from now, not once the appends below are made: the worker's fence counts from
     // having sent this registration, and a lease running out meanwhile would be retried.
-    for (const t of adopted) this.renew(t);
+    for (const t of adopted) this.leases.renew(t);
     const kept = new Set(adopted);
     const stop = req.running.filter((t) => !kept.has(t));
     const data = EventSchemas.WorkerConnected.parse({
@@ -236,49 +240,15 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
         "not_registered",
         `worker ${id} is not registered here with this session: register again (POST /api/v1/workers)`,
       );
-    this.heard(conn);
+    this.leases.heard(conn);
     return conn;
-  }
-
-  /**
-   * The worker spoke on its session: the attempts it holds here are leased from now. A remote
-   * worker fences its attempts (kills them) two thirds of a lease after it sent the last request
-   * the scheduler answered, which it sent before it was heard: so a lease runs out here only a
-   * third of it after the worker has stopped its attempt, whatever its requests carried (a
-   * heartbeat of another attempt, an answer, an upload) and however long the answer took. An
-   * attempt the worker has not spoken of for a whole lease (it reports it to another scheduler
-   * now, or lost it) is not renewed so: its lease runs out, and the reconcile loop asks.
-   */
-  private heard(conn: RemoteConnection): void {
-    const now = this.now();
-    conn.lastHeard = now;
-    if (!this.o.leases) return;
-    for (const [t, cmd] of conn.given) {
-      const ms = this.leaseMs(t, cmd);
-      if (ms !== undefined && now - (conn.spokenOf.get(t) ?? 0) <= ms) this.o.leases.extend(t, now + ms);
-    }
-  }
-
-  /** The lease of attempt `token` runs from now. */
-  private renew(token: string, cmd: RunCommand | null = null): void {
-    const ms = this.o.leases && this.leaseMs(token, cmd);
-    if (ms !== undefined && ms !== null) this.o.leases?.extend(token, this.now() + ms);
-  }
-
-  /** An attempt's lease in ms: its command's, or its instance's (one adopted). */
-  private leaseMs(token: string, cmd: RunCommand | null): number | undefined {
-    if (cmd) return cmd.leaseSeconds * 1000;
-    const stream = this.o.projection.workers.attempt(token)?.stream;
-    const seconds = stream === undefined ? undefined : this.o.projection.instances.get(stream)?.leaseSeconds;
-    return seconds === undefined ? undefined : seconds * 1000;
   }
 
   /** `conn` holds attempt `token` from now (given, or adopted: `cmd` null), leased from now. */
   private take(conn: RemoteConnection, token: string, cmd: RunCommand | null): void {
     conn.given.set(token, cmd);
-    conn.spokenOf.set(token, this.now());
     this.owner.set(token, conn);
-    this.renew(token, cmd);
+    this.leases.took(conn, token, cmd);
   }
 
   /** The worker's command stream opened: commands go to it from now on. Returns what to call when it closes. */
@@ -336,9 +306,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       if ((r.kind === "succeeded" || r.kind === "failed") && r.outputRest)
         this.output.writeRest(r.token, r.outputRest.offset, Buffer.from(r.outputRest.data, "base64"));
       const report = settleReport(conn, r, this.output);
-      // Spoken of now (heard before this request's reports were read: see heard).
-      conn.spokenOf.set(report.token, this.now());
-      this.renew(report.token, conn.given.get(report.token) ?? null);
+      this.leases.spokeOf(conn, report.token);
       if (report.kind === "succeeded" || report.kind === "failed") {
         conn.given.delete(report.token);
         conn.spokenOf.delete(report.token);
