@@ -19,6 +19,30 @@ const intent = (name: string, attempt: number, token: string, idempotent: boolea
   },
 });
 
+/** The projection of what the log holds now. */
+async function projected(): Promise<SchedulerProjection> {
+  const projection = new SchedulerProjection();
+  for (const e of await h.log.readAll()) projection.apply(e);
+  return projection;
+}
+
+/** Workers that know no attempt: what they are asked is kept, and `meanwhile` runs as they are. */
+function unknowingWorkers(meanwhile: () => void = () => {}) {
+  const asked: string[][] = [];
+  const dispatcher = {
+    dispatch() {},
+    onReport: () => () => {},
+    query: async (tokens: readonly string[]) => {
+      asked.push([...tokens]);
+      meanwhile();
+      return new Map<string, string>();
+    },
+    cancel() {},
+    proceed() {},
+  };
+  return { dispatcher, asked };
+}
+
 async function events(name: string) {
   return (await h.log.readStream(stream(name))).map((e) => e.type);
 }
@@ -391,19 +415,8 @@ describe("reconcile: an attempt on a remote worker that no connection here holds
         ],
         { expectedRevision: "no_stream" },
       );
-    const projection = new SchedulerProjection();
-    for (const e of await h.log.readAll()) projection.apply(e);
-    const asked: string[][] = [];
-    const dispatcher = {
-      dispatch() {},
-      onReport: () => () => {},
-      query: async (tokens: readonly string[]) => {
-        asked.push([...tokens]);
-        return new Map<string, string>();
-      },
-      cancel() {},
-      proceed() {},
-    };
+    const projection = await projected();
+    const { dispatcher, asked } = unknowingWorkers();
     const r = new Reconciler({
       log: h.log,
       projection,
@@ -435,22 +448,14 @@ describe("reconcile: a lease renewed while the workers are asked", () => {
       ],
       { expectedRevision: "no_stream" },
     );
-    const projection = new SchedulerProjection();
-    for (const e of await h.log.readAll()) projection.apply(e);
+    const projection = await projected();
     let clock = 1_000_000;
     // The worker's answer takes 500 ms and does not come; meanwhile (once) its request renews the lease.
     let renewMeanwhile = true;
-    const dispatcher = {
-      dispatch() {},
-      onReport: () => () => {},
-      query: async () => {
-        if (renewMeanwhile) r.leases.extend("token-far", clock + 1000);
-        clock += 500;
-        return new Map<string, string>();
-      },
-      cancel() {},
-      proceed() {},
-    };
+    const { dispatcher } = unknowingWorkers(() => {
+      if (renewMeanwhile) r.leases.extend("token-far", clock + 1000);
+      clock += 500;
+    });
     const r = new Reconciler({
       log: h.log,
       projection,
@@ -487,21 +492,10 @@ describe("reconcile: an intent in a remote worker's hands", () => {
     await h.log.append(stream("idem"), [intent("idem", 1, "token-given", true)], {
       expectedRevision: "no_stream",
     });
-    const projection = new SchedulerProjection();
-    for (const e of await h.log.readAll()) projection.apply(e);
+    const projection = await projected();
     // Long after its intent was written: past any grace.
     let clock = Date.now() + 60_000;
-    const asked: string[][] = [];
-    const dispatcher = {
-      dispatch() {},
-      onReport: () => () => {},
-      query: async (tokens: readonly string[]) => {
-        asked.push([...tokens]);
-        return new Map<string, string>();
-      },
-      cancel() {},
-      proceed() {},
-    };
+    const { dispatcher, asked } = unknowingWorkers();
     const r = new Reconciler({
       log: h.log,
       projection,

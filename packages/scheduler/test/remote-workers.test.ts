@@ -50,6 +50,26 @@ function sink(stalled = false): CommandSink & { batches: CommandsEvent[]; closed
 
 const tick = () => new Promise((r) => setImmediate(r));
 
+/** Attempt `token` of `stream` recorded in the projection's workers as intended for `queue`. */
+function intended(
+  projection: SchedulerProjection,
+  stream: string,
+  token: string,
+  { task = "p/a/t/ALL", logicalDate = token, queue = "gpu" } = {},
+): void {
+  projection.workers.applyAttempt(
+    {
+      type: "DispatchIntended",
+      streamId: stream,
+      data: { token, attempt: 1 },
+      metadata: { recordedAt: new Date().toISOString() },
+    } as never,
+    task,
+    logicalDate,
+    queue,
+  );
+}
+
 describe("RemoteWorkers: the scheduler's side of remote workers", () => {
   let dir: string;
   let log: EventLog;
@@ -191,17 +211,7 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
     };
     (projection.instances as Map<string, unknown>).set(inst.stream, inst);
     // Of queue gpu, as its intent says; and "local", an attempt of the scheduler's own pool.
-    projection.workers.applyAttempt(
-      {
-        type: "DispatchIntended",
-        streamId: inst.stream,
-        data: { token: "x", attempt: 1 },
-        metadata: { recordedAt: new Date().toISOString() },
-      } as never,
-      "p/a/t/ALL",
-      "x",
-      "gpu",
-    );
+    intended(projection, inst.stream, "x");
     const local = {
       stream: "instance-p/a/l/ALL@x",
       attempts: [{ token: "local", attempt: 1, status: "running" }],
@@ -297,17 +307,7 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
       attempts: [{ token: "z", attempt: 1, status: "running" }],
     };
     (projection.instances as Map<string, unknown>).set(inst.stream, inst);
-    projection.workers.applyAttempt(
-      {
-        type: "DispatchIntended",
-        streamId: inst.stream,
-        data: { token: "z", attempt: 1 },
-        metadata: { recordedAt: new Date().toISOString() },
-      } as never,
-      "p/a/t/ALL",
-      "z",
-      "gpu",
-    );
+    intended(projection, inst.stream, "z");
     let clock = 1_000_000;
     const leases = new LeaseBook();
     workers = new RemoteWorkers(options({ projection, leases, now: () => clock }));
@@ -396,17 +396,7 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
       attempts: [{ token: "y", attempt: 1, status: "running" }],
     };
     (projection.instances as Map<string, unknown>).set(inst.stream, inst);
-    projection.workers.applyAttempt(
-      {
-        type: "DispatchIntended",
-        streamId: inst.stream,
-        data: { token: "y", attempt: 1 },
-        metadata: { recordedAt: new Date().toISOString() },
-      } as never,
-      "p/a/t/ALL",
-      "y",
-      "gpu",
-    );
+    intended(projection, inst.stream, "y");
     workers = new RemoteWorkers(options({ projection }));
     const a = await workers.register(register("a", ["gpu"]), { tokenName: "t", queues: null });
     const conn = workers.connection("a", a.session);
@@ -430,17 +420,10 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
     projection.instances.set("instance-p/a/waiting/ALL@d", instance("waiting", "queued"));
     // Both of queue gpu, as their intents say.
     for (const token of ["started", "waiting"])
-      projection.workers.applyAttempt(
-        {
-          type: "DispatchIntended",
-          streamId: `instance-p/a/${token}/ALL@d`,
-          data: { token, attempt: 1 },
-          metadata: { recordedAt: new Date().toISOString() },
-        } as never,
-        `p/a/${token}/ALL`,
-        "d",
-        "gpu",
-      );
+      intended(projection, `instance-p/a/${token}/ALL@d`, token, {
+        task: `p/a/${token}/ALL`,
+        logicalDate: "d",
+      });
     workers = new RemoteWorkers(options({ projection }));
     const a = await workers.register(
       { ...register("a", ["gpu"]), running: ["started", "waiting", "gone"] },
