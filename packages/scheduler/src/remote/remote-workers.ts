@@ -306,13 +306,12 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       if ((r.kind === "succeeded" || r.kind === "failed") && r.outputRest)
         this.output.writeRest(r.token, r.outputRest.offset, Buffer.from(r.outputRest.data, "base64"));
       const report = settleReport(conn, r, this.output);
-      this.leases.spokeOf(conn, report.token);
       if (report.kind === "succeeded" || report.kind === "failed") {
         conn.given.delete(report.token);
         conn.spokenOf.delete(report.token);
         if (this.owner.get(report.token) === conn) this.owner.delete(report.token);
         for (const q of conn.queues) freed.add(q);
-      }
+      } else this.leases.spokeOf(conn, report.token);
       accepted += 1;
       written.push(...this.emit(report));
     }
