@@ -103,6 +103,38 @@ describe("reconcile: an intent never confirmed by a worker", () => {
   });
 });
 
+describe("reconcile: the dispatch times it keeps", () => {
+  it("keeps one only while its attempt may wait to be confirmed, not ten graces for every attempt", async () => {
+    h = await harness([{ name: "held", idempotent: true }]);
+    await h.log.append(stream("held"), [intent("held", 1, "token-held-0001", true)], {
+      expectedRevision: "no_stream",
+    });
+    const projection = await projected();
+    let now = Date.now();
+    const r = new Reconciler({
+      log: h.log,
+      projection,
+      dispatcher: unknowingWorkers().dispatcher,
+      actor: "reconciler:test",
+      confirmGraceMs: 60_000,
+      now: () => now,
+    });
+    // One attempt queued in the projection; one that started, ended and left it meanwhile.
+    r.noteDispatched(["token-held-0001", "token-gone-0001"]);
+    await r.pass();
+    expect(r.dispatchTimesHeld).toBe(2);
+    // Past one grace: the queued attempt's time is kept, the other's dropped (it was kept for
+    // ten graces, whatever became of its attempt).
+    now += 61_000;
+    await r.pass();
+    expect(r.dispatchTimesHeld).toBe(1);
+    // Past ten graces, every time is dropped, as before.
+    now += 10 * 60_000;
+    await r.pass();
+    expect(r.dispatchTimesHeld).toBe(0);
+  });
+});
+
 describe("reconcile: a running attempt whose lease expired", () => {
   const started = (token: string, workerId: string) => ({
     type: "AttemptStarted",
