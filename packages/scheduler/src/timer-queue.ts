@@ -1,23 +1,35 @@
 /**
  * Wakes keys at given times with one timer: a min-heap keyed on time. Re-adding a key keeps
  * its earliest wake-up. A blocked or not-yet-due task costs one heap entry, nothing per tick.
+ *
+ * Held for every task (the agenda's next wake-up of each), so kept small: the heap is two
+ * parallel arrays (keys, and times as numbers stored unboxed), not an object per entry, and the
+ * times are kept as milliseconds from when the queue was made, small integers V8 stores in
+ * place, where an epoch time in a map or an object's field is a boxed number of its own.
  */
 export class TimerQueue {
-  private heap: Array<{ at: number; key: string }> = [];
+  /** The heap: a key and its time at the same index. */
+  private keys: string[] = [];
+  private ats: number[] = [];
+  /** key -> its earliest wake-up, from `base`. */
   private readonly due = new Map<string, number>();
+  private readonly base: number;
   private timer: NodeJS.Timeout | null = null;
   private armedAt = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly onDue: (keys: string[]) => void,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.base = this.now();
+  }
 
-  wakeAt(key: string, at: number): void {
+  wakeAt(key: string, when: number): void {
+    const at = when - this.base;
     const existing = this.due.get(key);
     if (existing !== undefined && existing <= at) return;
     this.due.set(key, at);
-    this.push({ at, key });
+    this.push(key, at);
     if (at < this.armedAt) this.arm();
   }
 
@@ -33,65 +45,72 @@ export class TimerQueue {
 
   private arm(): void {
     if (this.timer) clearTimeout(this.timer);
-    const top = this.heap[0];
-    if (!top) {
+    if (this.keys.length === 0) {
       this.timer = null;
       this.armedAt = Number.POSITIVE_INFINITY;
       return;
     }
-    this.armedAt = top.at;
+    const top = this.ats[0] as number;
+    this.armedAt = top;
     // setTimeout takes at most 2^31-1 ms; a later wake-up re-arms on the way.
-    const delay = Math.min(Math.max(0, top.at - this.now()), 2_147_000_000);
+    const delay = Math.min(Math.max(0, top + this.base - this.now()), 2_147_000_000);
     this.timer = setTimeout(() => this.fire(), delay);
   }
 
   private fire(): void {
     this.timer = null;
     this.armedAt = Number.POSITIVE_INFINITY;
-    const now = this.now();
+    const now = this.now() - this.base;
     const keys: string[] = [];
-    while (this.heap.length > 0 && (this.heap[0] as { at: number }).at <= now) {
-      const top = this.pop() as { at: number; key: string };
-      if (this.due.get(top.key) === top.at) {
-        this.due.delete(top.key);
-        keys.push(top.key);
+    while (this.keys.length > 0 && (this.ats[0] as number) <= now) {
+      const at = this.ats[0] as number;
+      const key = this.pop();
+      if (this.due.get(key) === at) {
+        this.due.delete(key);
+        keys.push(key);
       }
     }
     this.arm();
     if (keys.length > 0) this.onDue(keys);
   }
 
-  private push(item: { at: number; key: string }): void {
-    const h = this.heap;
-    h.push(item);
-    let i = h.length - 1;
+  private push(key: string, at: number): void {
+    const { keys, ats } = this;
+    let i = keys.length;
+    keys.push(key);
+    ats.push(at);
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      if ((h[parent] as { at: number }).at <= item.at) break;
-      h[i] = h[parent] as { at: number; key: string };
+      if ((ats[parent] as number) <= at) break;
+      keys[i] = keys[parent] as string;
+      ats[i] = ats[parent] as number;
       i = parent;
     }
-    h[i] = item;
+    keys[i] = key;
+    ats[i] = at;
   }
 
-  private pop(): { at: number; key: string } | undefined {
-    const h = this.heap;
-    const top = h[0];
-    const last = h.pop();
-    if (h.length === 0 || !last) return top;
-    h[0] = last;
+  /** Takes the earliest entry off the heap: its key. */
+  private pop(): string {
+    const { keys, ats } = this;
+    const top = keys[0] as string;
+    const lastKey = keys.pop() as string;
+    const lastAt = ats.pop() as number;
+    const n = keys.length;
+    if (n === 0) return top;
     let i = 0;
-    const at = (k: number) => (h[k] as { at: number }).at;
     for (;;) {
       const l = 2 * i + 1;
+      if (l >= n) break;
       const r = l + 1;
-      let m = i;
-      if (l < h.length && at(l) < at(m)) m = l;
-      if (r < h.length && at(r) < at(m)) m = r;
-      if (m === i) break;
-      [h[i], h[m]] = [h[m] as { at: number; key: string }, h[i] as { at: number; key: string }];
+      const m = r < n && (ats[r] as number) < (ats[l] as number) ? r : l;
+      if ((ats[m] as number) >= lastAt) break;
+      keys[i] = keys[m] as string;
+      ats[i] = ats[m] as number;
       i = m;
     }
+    keys[i] = lastKey;
+    ats[i] = lastAt;
     return top;
   }
 }
