@@ -116,10 +116,12 @@ describe("the deadline of an interval", () => {
 
 describe("the durations the estimate reads", () => {
   it("keep the most recent few, and their median", () => {
-    const w: number[] = [];
-    for (let i = 1; i <= DURATIONS_KEPT + 5; i += 1) recordDuration(w, i * 1000);
+    let w: number[] = [];
+    for (let i = 1; i <= DURATIONS_KEPT + 5; i += 1) w = recordDuration(w, i * 1000);
     expect(w).toHaveLength(DURATIONS_KEPT);
     expect(w[0]).toBe(6000);
+    expect(w.at(-1)).toBe((DURATIONS_KEPT + 5) * 1000);
+    expect(w).toEqual(Array.from({ length: DURATIONS_KEPT }, (_, i) => (i + 6) * 1000));
     expect(medianDuration([5, 1, 100])).toBe(5);
     expect(medianDuration([])).toBeNull();
   });

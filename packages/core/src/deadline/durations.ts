@@ -2,12 +2,16 @@
 export const DURATIONS_KEPT = 9;
 
 /**
- * The window with one more duration, the oldest dropped past DURATIONS_KEPT: O(1), the window
- * changed in place (the projection's own).
+ * The window with one more duration, the oldest dropped past DURATIONS_KEPT: while it grows, a
+ * new array of exactly its length (an array grown by `push` takes room for 16 more numbers, and
+ * a window is kept for every task); once full, the same array changed in place.
  */
 export function recordDuration(window: number[], ms: number): number[] {
-  window.push(Math.max(0, Math.round(ms)));
-  if (window.length > DURATIONS_KEPT) window.shift();
+  const d = Math.max(0, Math.round(ms));
+  if (window.length < DURATIONS_KEPT) return window.concat(d);
+  window.copyWithin(0, window.length - DURATIONS_KEPT + 1);
+  window.length = DURATIONS_KEPT;
+  window[DURATIONS_KEPT - 1] = d;
   return window;
 }
 

@@ -161,8 +161,8 @@ export class SchedulerProjection {
       this.rememberCacheKey(taskId, e.data.cacheKey);
     if (e.type === "AttemptSucceeded" && !e.data.cacheHit) {
       const window = this.durations.get(taskId);
-      if (window) recordDuration(window, e.data.durationMs);
-      else this.durations.set(taskId, recordDuration([], e.data.durationMs));
+      const after = recordDuration(window ?? [], e.data.durationMs);
+      if (after !== window) this.durations.set(taskId, after);
     }
     let runTouched: string | undefined;
     if (after.runId) {
@@ -405,7 +405,7 @@ export class SchedulerProjection {
     for (const r of s.runs) p.runs.set(r.runId, { ...r, revision: BigInt(r.revision) });
     for (const a of s.alerts) p.alerts.set(a.stream, { ...a, revision: BigInt(a.revision) });
     for (const [task, keys] of s.cacheKeys) p.cacheKeys.set(task, [...keys]);
-    for (const [task, ms] of s.durations) p.durations.set(task, [...ms]);
+    for (const [task, ms] of s.durations) p.durations.set(task, ms.slice());
     p.workers = WorkersProjection.fromSnapshot(s.workers);
     return p;
   }
