@@ -4,7 +4,12 @@
  * last write).
  */
 export class InFlight {
-  private readonly until = new Map<string, bigint>();
+  /**
+   * task id -> the position its write must reach, as a number: a position of the log's is far
+   * below 2^53, and one below 2^31 is a small integer stored in the map's own slot, where a
+   * bigint is an object of its own (24 bytes, for each task with a write under way).
+   */
+  private readonly until = new Map<string, number>();
 
   /** A write for the task is being made; its position is not known yet. */
   pending(taskId: string): void {
@@ -13,7 +18,7 @@ export class InFlight {
 
   /** The task's write is at `position`: decide it again once the projection is there. */
   at(taskId: string, position: bigint): void {
-    this.until.set(taskId, position);
+    this.until.set(taskId, Number(position));
   }
 
   clear(taskId: string): void {
@@ -28,10 +33,10 @@ export class InFlight {
   settled(taskId: string, position: bigint): boolean {
     const until = this.until.get(taskId);
     if (until === undefined) return true;
-    if (until === PENDING || until > position) return false;
+    if (until === PENDING || until > Number(position)) return false;
     this.until.delete(taskId);
     return true;
   }
 }
 
-const PENDING = -2n;
+const PENDING = -2;
