@@ -297,16 +297,23 @@ export class SchedulerProjection {
     // A declaration read afresh (declared or changed; other events keep the state's own).
     if (spec !== before?.spec) spec = this.shareSpec(spec);
     if (parents !== before?.parents) parents = this.shareParents(parents);
-    return {
-      ...task,
+    // One literal of every field, in the fold's order (as evolveTask makes them): a spread took
+    // whatever shape the copy gave it, in some settles most fields in an array of their own.
+    const state: TaskState = {
       key,
       id,
       spec,
       parents,
+      status: task.status,
       logicalDate: this.instant(task.logicalDate),
-      nextRunDate: this.instant(task.nextRunDate),
       prevIntervalStart: task.prevIntervalStart === null ? null : this.instant(task.prevIntervalStart),
+      nextRunDate: this.instant(task.nextRunDate),
+      failure: task.failure,
+      backfill: task.backfill,
+      revision: task.revision,
+      movedAt: task.movedAt,
     };
+    return task.pausedReason === undefined ? state : { ...state, pausedReason: task.pausedReason };
   }
 
   /** Parts of declarations many tasks hold alike, one object for each value (see `shareSpec`). */
