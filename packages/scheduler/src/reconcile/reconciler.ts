@@ -305,7 +305,10 @@ export class Reconciler {
     // A dispatch time matters only while its attempt waits to be confirmed. Past its grace, an
     // attempt no longer queued or running here (started elsewhere, ended, its instance gone from
     // the projection) has no use for it: kept for ten graces, a settle of many tasks held every
-    // token it dispatched in that time (100,000 of them at 5,000 a second).
+    // token it dispatched in that time (100,000 of them at 5,000 a second). An intent the
+    // projection shows only a grace after its dispatch loses its time too, and is then judged as
+    // one this process did not dispatch: from when it was recorded (past its grace then, as it
+    // is from the dispatch) or with another scheduler's longer grace, never sooner than before.
     for (const [t, at] of this.dispatchedAt) {
       if (now - at > 10 * grace || (now - at > grace && !live.has(t))) this.dispatchedAt.delete(t);
     }
