@@ -267,12 +267,16 @@ export class Reconciler {
     const stuck: Array<{ inst: InstanceState; events: DomainEvent[] }> = [];
     /** Tokens of the attempts queued or running: their leases are kept. */
     const live = new Set<string>();
+    /** Dispatch times of attempts queued or running in the projection, looked after here or not. */
+    const waiting = new Set<string>();
     const unheld: string[] = [];
     for (const inst of projection.instances.values()) {
+      const a = currentAttempt(inst);
+      if (a && (a.status === "queued" || a.status === "running") && this.dispatchedAt.has(a.token))
+        waiting.add(a.token);
       if (!this.looksAfter(inst)) continue;
       const taskId = formatTaskKey(inst.key);
       const task = projection.tasks.get(taskId);
-      const a = currentAttempt(inst);
       if (needsScheduler(inst, task)) this.o.scheduler?.wake(taskId);
       const repair = decideStuckInstance(inst, task, this.o.actor);
       if (repair.length > 0) {
@@ -303,14 +307,16 @@ export class Reconciler {
     this.leases.retain(live);
     for (const run of projection.runs.values()) if (runNeedsRepair(run)) this.o.scheduler?.wakeRun(run.runId);
     // A dispatch time matters only while its attempt waits to be confirmed. Past its grace, an
-    // attempt no longer queued or running here (started elsewhere, ended, its instance gone from
-    // the projection) has no use for it: kept for ten graces, a settle of many tasks held every
-    // token it dispatched in that time (100,000 of them at 5,000 a second). An intent the
-    // projection shows only a grace after its dispatch loses its time too, and is then judged as
-    // one this process did not dispatch: from when it was recorded (past its grace then, as it
-    // is from the dispatch) or with another scheduler's longer grace, never sooner than before.
+    // attempt the projection holds queued or running nowhere (ended, its instance gone from the
+    // projection) has no use for it: kept for ten graces, a settle of many tasks held every
+    // token it dispatched in that time (100,000 of them at 5,000 a second). One whose instance
+    // is not looked after here now (its shard elsewhere for a while) keeps it, as before. An
+    // intent the projection shows only a grace after its dispatch loses its time, and is then
+    // judged as one this process did not dispatch: from when it was recorded (past its grace
+    // then, as it is from the dispatch, both a moment apart) or with another scheduler's longer
+    // grace, never sooner than before.
     for (const [t, at] of this.dispatchedAt) {
-      if (now - at > 10 * grace || (now - at > grace && !live.has(t))) this.dispatchedAt.delete(t);
+      if (now - at > 10 * grace || (now - at > grace && !waiting.has(t))) this.dispatchedAt.delete(t);
     }
 
     const gone = this.o.isWorkerGone;
