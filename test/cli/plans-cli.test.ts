@@ -19,9 +19,14 @@ const DAY = 86_400_000;
 const left = new Leftovers();
 afterAll(() => left.clear());
 
-/** The UTC day `n` days before four days ago (days well over, whatever the time now). */
+/**
+ * The UTC day `n` days after five days ago: days well over, whatever the time now. (From four
+ * days ago, day(2) was two days ago, whose 03:30 interval is the daily workflow's latest due one
+ * until 03:30 today: between midnight and then, its tasks declared without catch-up ran in
+ * day(2)'s run too.)
+ */
 const day = (n: number) =>
-  new Date(Math.floor(Date.now() / DAY) * DAY - (4 - n) * DAY).toISOString().slice(0, 10);
+  new Date(Math.floor(Date.now() / DAY) * DAY - (5 - n) * DAY).toISOString().slice(0, 10);
 const at330 = (n: number) => `${day(n)}T03:30Z`;
 const INGEST = "ingest/acme/orders_raw/ALL";
 const REVENUE = "finance/acme/revenue/ALL";
