@@ -85,50 +85,8 @@ export function shownTask(task: TaskState): Omit<TaskState, "spec" | "parents"> 
   return { ...rest, spec: declarationOf(task) };
 }
 
-/**
- * A task state as one object literal of its fields, always in this order: every state (but a
- * paused one's with its reason) then has one shape, its fields inside the object itself. States
- * made by spreading the one before took, in some settles, a shape with most of their fields in
- * an array of their own (seen in heap snapshots: about 60 bytes more a task, and a state is held
- * for every task).
- */
-function shapedTaskState(s: TaskState): TaskState {
-  if (s.pausedReason !== undefined) return s;
-  return {
-    key: s.key,
-    id: s.id,
-    spec: s.spec,
-    parents: s.parents,
-    status: s.status,
-    logicalDate: s.logicalDate,
-    prevIntervalStart: s.prevIntervalStart,
-    nextRunDate: s.nextRunDate,
-    failure: s.failure,
-    backfill: s.backfill,
-    revision: s.revision,
-    movedAt: s.movedAt,
-  };
-}
-
 /** Applies one task-stream event. Events of other streams are not passed here. */
 export function evolveTask(
-  state: TaskState | undefined,
-  event: DomainEvent,
-  at: Positioned,
-): TaskState | undefined {
-  const after = evolveTaskSpread(state, event, at);
-  // A declaration and a completion (the event a settle folds for every interval) make their
-  // state as one literal already; the others, rare, are shaped after their spread.
-  return after === undefined ||
-    after === state ||
-    event.type === "TaskDeclared" ||
-    event.type === "IntervalCompleted"
-    ? after
-    : shapedTaskState(after);
-}
-
-/** The state an event makes, as each case writes it (evolveTask shapes it). */
-function evolveTaskSpread(
   state: TaskState | undefined,
   event: DomainEvent,
   at: Positioned,
@@ -191,8 +149,25 @@ function evolveTaskSpread(
         movedAt: at.position,
       };
     }
-    case "IntervalCompleted":
-      return state && completed(state, event.data, at);
+    case "IntervalCompleted": {
+      if (!state) return state;
+      const d = event.data;
+      const backfillDone =
+        state.backfill !== null && Date.parse(d.logicalDate) >= Date.parse(state.backfill.until);
+      return {
+        ...state,
+        prevIntervalStart:
+          backfillDone && state.backfill?.resume
+            ? laterOf(d.logicalDate, state.backfill.resume.prevIntervalStart)
+            : d.logicalDate,
+        logicalDate: d.nextLogicalDate,
+        nextRunDate: d.nextRunDate,
+        failure: null,
+        backfill: backfillDone ? null : state.backfill,
+        revision: at.revision,
+        movedAt: at.position,
+      };
+    }
     case "IntervalRetried": {
       if (!state) return state;
       // Only the interval the task stands at: its stop is lifted and it is decided afresh (an
@@ -212,34 +187,6 @@ function evolveTaskSpread(
     default:
       return state;
   }
-}
-
-/** The task moved past the interval it completed: one literal of every field (see shapedTaskState). */
-function completed(
-  state: TaskState,
-  d: { readonly logicalDate: string; readonly nextLogicalDate: string; readonly nextRunDate: string },
-  at: Positioned,
-): TaskState {
-  const backfillDone =
-    state.backfill !== null && Date.parse(d.logicalDate) >= Date.parse(state.backfill.until);
-  const next: TaskState = {
-    key: state.key,
-    id: state.id,
-    spec: state.spec,
-    parents: state.parents,
-    status: state.status,
-    logicalDate: d.nextLogicalDate,
-    prevIntervalStart:
-      backfillDone && state.backfill?.resume
-        ? laterOf(d.logicalDate, state.backfill.resume.prevIntervalStart)
-        : d.logicalDate,
-    nextRunDate: d.nextRunDate,
-    failure: null,
-    backfill: backfillDone ? null : state.backfill,
-    revision: at.revision,
-    movedAt: at.position,
-  };
-  return state.pausedReason === undefined ? next : { ...next, pausedReason: state.pausedReason };
 }
 
 /** Paused, with the pause's reason (a retired task stays retired). Kept out of evolveTask's body. */
