@@ -72,6 +72,31 @@ afterAll(() => {
   net?.remove();
 });
 
+/**
+ * A failed soak keeps its data directory (the tasks' journal, effects and locks) and writes
+ * into it what it would lose: each scheduler's service log in the order they ran, each worker's
+ * output, and the log's events one JSON line each (on Kafka the log is a topic), so that the
+ * failure can be read event by event.
+ */
+async function keepForReading(dir: string, ups: Up[], workers: RemoteWorker[]): Promise<void> {
+  ups.forEach((u, i) => {
+    writeFileSync(join(dir, `scheduler-${i + 1}.log`), u.log);
+  });
+  workers.forEach((w, i) => {
+    writeFileSync(join(dir, `worker-${i + 1}-${w.id}.log`), w.output);
+  });
+  try {
+    const events = await readLog(dir);
+    const json = (_: string, v: unknown) => (typeof v === "bigint" ? v.toString() : v);
+    writeFileSync(join(dir, "events.jsonl"), events.map((e) => JSON.stringify(e, json)).join("\n"));
+  } catch (error) {
+    writeFileSync(join(dir, "events.error.txt"), String(error));
+  }
+  console.log(
+    `the soak failed: its data directory is kept for reading: ${dir} (log ${process.env.CHRONOLOG_LOG ?? "embedded"}; the tasks ran in ${dir}-tasks)`,
+  );
+}
+
 /** Where the soak runs: the embedded log, or a topic of its own on these Kafka brokers (none: skipped). */
 export type SoakLog =
   | { readonly backend: "sqlite" }
@@ -130,6 +155,7 @@ export function remoteSoak(where: SoakLog): void {
             inNamespace && net ? net.exec : [],
           );
           const w: RemoteWorker = { id, proc, output: "" };
+          everyWorker.push(w);
           const keep = (c: Buffer) => {
             w.output = (w.output + c.toString("utf8")).slice(-200_000);
           };
@@ -137,6 +163,10 @@ export function remoteSoak(where: SoakLog): void {
           proc.stderr?.on("data", keep);
           return w;
         };
+        // Every scheduler and worker the soak started, for what a failed run keeps (below).
+        const everyUp: Up[] = [];
+        const everyWorker: RemoteWorker[] = [];
+        let passed = false;
         const exited = (p: ChildProcess) =>
           alive(p) ? new Promise<void>((r) => p.once("exit", () => r())) : Promise.resolve();
 
@@ -157,11 +187,13 @@ export function remoteSoak(where: SoakLog): void {
             50,
           );
         let up = startUp(dir, {}, upArgs);
+        everyUp.push(up);
         await waitListening(up);
         const workers = [startWorker("soak-near", false), startWorker("soak-far", true)];
         const restart = async () => {
           restarts += 1;
           up = startUp(dir, {}, upArgs);
+          everyUp.push(up);
           await waitListening(up);
         };
         try {
@@ -271,6 +303,7 @@ export function remoteSoak(where: SoakLog): void {
           expect(f.leftBehind).toBe("");
           expect(remoteStarts).toBeGreaterThan(0);
           expect([...injected.values()].reduce((a, b) => a + b, 0)).toBe(FAULTS);
+          passed = true;
         } finally {
           if (cut) {
             net?.restore();
@@ -278,10 +311,12 @@ export function remoteSoak(where: SoakLog): void {
           }
           for (const w of workers) if (alive(w.proc)) w.proc.kill("SIGKILL");
           await stopUp(up);
+          if (passed) {
+            rmSync(dir, { recursive: true, force: true });
+            // (Where the scheduler's tasks ran: beside the data directory.)
+            rmSync(`${dir}-tasks`, { recursive: true, force: true });
+          } else await keepForReading(dir, everyUp, everyWorker);
           if (brokers) delete process.env.CHRONOLOG_LOG;
-          rmSync(dir, { recursive: true, force: true });
-          // (Where the scheduler's tasks ran: beside the data directory.)
-          rmSync(`${dir}-tasks`, { recursive: true, force: true });
         }
         // (About seven seconds a fault, at most: 200 take about twenty minutes.)
       },
