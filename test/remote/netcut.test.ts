@@ -87,4 +87,56 @@ describe.skipIf(unavailable !== undefined)("remote workers: a link cut past the 
       expect((ok[0]?.data as { attempt: number } | undefined)?.attempt).toBeGreaterThan(1);
     }
   }, 240_000);
+
+  it("a run its stream delivers late, past a third of its lease, is not started: its retry runs once", async () => {
+    net ??= linkedNamespace("remote");
+    const dir = tempDataDir("remote-late-run");
+    left.dirs.push(dir, `${dir}-tasks`);
+    const starts = join(dir, "starts");
+    const overlaps = join(dir, "overlaps");
+    // The first task only brings the worker in; the second is declared while the link is cut, so
+    // that its run waits in the cut stream (TCP keeps it and sends it again once the link is back).
+    const warm = { name: "warm", queue: "l", command: "true" };
+    declareTasks(dir, [warm]);
+    const token = workToken(dir, "wl", ["l"]);
+    const s = await startScheduler(left, dir, await freePort(), net.hostAddress);
+    const w = startWorker(left, s.url, token, ["l"], "wl-1", ["--insecure"], net.exec);
+    await completed(dir, ["warm"]);
+    net.cut();
+    cut = true;
+    declareTasks(dir, [
+      warm,
+      {
+        name: "late",
+        queue: "l",
+        leaseSeconds: 6,
+        command: `flock -n ${join(dir, "late.lock")} -c 'echo $CHRONOLOG_TOKEN >> ${starts}; sleep 1' || echo late >> ${overlaps}`,
+      },
+    ]);
+    const intent = await waitUntil(
+      "the scheduler to give the run to the cut-off worker",
+      async () => of(await readLog(dir), "late").find((e) => e.type === "DispatchIntended"),
+      30_000,
+      100,
+    );
+    // Held back more than a third of its lease (2 s) before the link is back.
+    await new Promise((r) => setTimeout(r, 3500));
+    net.restore();
+    cut = false;
+    const events = await completed(dir, ["late"]).catch((error: Error) => {
+      throw new Error(`${error.message}\nworker:\n${w.output}`);
+    });
+    const first = (intent.data as { token: string }).token;
+    expect(w.output).toContain(`not started: the run of ${first}`);
+    // The scheduler, not hearing of it within its lease, asked for it, gave it up and gave its
+    // retry out: the one run of the task.
+    const late = of(events, "late");
+    expect(
+      late.filter((e) => e.type === "AttemptAbandoned").map((e) => (e.data as { token: string }).token),
+    ).toEqual([first]);
+    const ok = late.filter((e) => e.type === "AttemptSucceeded");
+    expect(ok).toHaveLength(1);
+    expect(lines(starts)).toEqual([(ok[0]?.data as { token: string } | undefined)?.token]);
+    expect(lines(overlaps)).toEqual([]);
+  }, 120_000);
 });

@@ -1,7 +1,8 @@
 """How the Python worker delivers what it reports, against a scheduler played by this test (the
 protocol's HTTP routes, answering as the scheduler does): the small rest of an attempt's output
 goes inside its end (one request), a larger one is uploaded first; an attempt's start is
-delivered while the ends of others are still being posted."""
+delivered while the ends of others are still being posted; a run its stream delivered a third of
+its lease late is not started."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ class Fake:
         self.start_answered_at: float | None = None
         self.held = threading.Event()
         self.release = threading.Event()
+        #: token -> how long before it is sent its batch says it was queued (ms).
+        self.late_ms: dict[str, float] = {}
 
     def reports(self) -> list[dict[str, Any]]:
         with self.lock:
@@ -82,6 +85,7 @@ def handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
                         "maxOutputChunk": 262144,
                         "outputMaxBytes": 1 << 20,
                         "inlineOutputMax": INLINE_MAX,
+                        "now": _clock_ms(),
                     },
                 )
                 return
@@ -101,7 +105,7 @@ def handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
             if fake.hold_ends.is_set() and any(r["kind"] in ("succeeded", "failed") for r in messages):
                 fake.held.set()
                 fake.release.wait(30)
-            self._answer(200, {"accepted": len(messages), "refused": []})
+            self._answer(200, {"accepted": len(messages), "refused": [], "now": _clock_ms()})
 
         def do_PUT(self) -> None:  # noqa: N802
             parts = urlsplit(self.path)
@@ -129,7 +133,8 @@ def handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
                         batch = fake.commands[sent:]
                     sent += len(batch)
                     if batch:
-                        data = json.dumps({"messages": batch})
+                        late = max((fake.late_ms.get(m.get("token", ""), 0.0) for m in batch), default=0.0)
+                        data = json.dumps({"messages": batch, "at": _clock_ms() - late})
                         self.wfile.write(f"event: commands\ndata: {data}\n\n".encode())
                     else:
                         self.wfile.write(b": keepalive\n\n")
@@ -282,6 +287,44 @@ class WorkerDeliveryTest(unittest.TestCase):
         self.assertLess(after_answer, 5.0, f"fenced {after_answer:.1f} s after the answer")
         pid = int(wait_for("the attempt's pid", lambda: starts.exists() and starts.read_text().split()[0]))
         wait_for("the attempt's process to be gone", lambda: not _alive(pid), 10)
+
+
+    def test_a_run_its_stream_delivered_a_third_of_its_lease_late_is_not_started(self) -> None:
+        # Lease 9 s: a run queued 4 s before it is sent (held up on a cut link, say) may have been
+        # given up by now, and its retry given to another worker: it is not started. One sent as
+        # it is queued runs.
+        self.fake.late_ms["late"] = 4000.0
+        starts = Path(self.dir, "late-starts")
+        late = run_command(
+            "late",
+            "tests.worker_tasks:slow",
+            {"starts": str(starts), "ends": str(Path(self.dir, "late-ends"))},
+            idempotent=True,
+        )
+        self.fake.send({**late, "leaseSeconds": 9})
+        lines: list[str] = []
+        said = threading.Event()
+
+        def read() -> None:
+            assert self.worker.stdout is not None
+            for line in self.worker.stdout:
+                lines.append(line)
+                if "not started: the run of late came" in line:
+                    said.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        self.assertTrue(said.wait(15), "".join(lines))
+        said_line = next(line for line in lines if "not started:" in line)
+        self.assertIn("a third of its lease or more", said_line)
+        self.fake.send({**run_command("timely", "tests.worker_tasks:loud", {"lines": 1}, idempotent=True), "leaseSeconds": 9})
+        self.assertEqual(self.end_of("timely")["kind"], "succeeded")
+        self.assertFalse(starts.exists(), "the late run never started")
+        self.assertEqual([r for r in self.fake.reports() if r.get("token") == "late"], [])
+
+
+def _clock_ms() -> float:
+    """The scheduler's clock, as its answers and command batches carry it (epoch ms)."""
+    return time.time() * 1000.0
 
 
 def _alive(pid: int) -> bool:

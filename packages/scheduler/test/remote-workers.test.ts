@@ -250,7 +250,11 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
       workerId: "a",
       at: new Date().toISOString(),
     };
-    expect(await workers.receive(conn, [heartbeat])).toEqual({ accepted: 1, refused: [] });
+    expect(await workers.receive(conn, [heartbeat])).toEqual({
+      accepted: 1,
+      refused: [],
+      now: expect.any(Number),
+    });
   });
 
   it("given reports of a current attempt, when the worker posts them, then it is answered only once they are written", async () => {
@@ -295,7 +299,7 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
     // Answered now, a crash before the write would lose a report the worker no longer holds.
     expect(answered).toBe(false);
     written();
-    expect(await answer).toEqual({ accepted: 1, refused: [] });
+    expect(await answer).toEqual({ accepted: 1, refused: [], now: expect.any(Number) });
   });
 
   it("given attempts held by a worker, when it sends anything on its session, then every one's lease runs from then", async () => {
@@ -350,6 +354,44 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
     expect(leases.peek("g2")).toBe(1_040_000 + 30_000);
     expect(leases.peek("g1")).toBe(1_003_000 + 30_000);
     expect(leases.peek("z")).toBe(1_003_000 + 12_000);
+  });
+
+  it("given commands queued while a batch is being written, then the next batch carries when the oldest was queued; answers carry the clock", async () => {
+    const projection = new SchedulerProjection();
+    for (const token of ["g1", "g2", "g3"]) intended(projection, `instance-p/a/t/ALL@${token}`, token);
+    let clock = 2_000_000;
+    workers = new RemoteWorkers(options({ projection, now: () => clock }));
+    const a = await workers.register(register("a", ["gpu"], 4), { tokenName: "t", queues: null });
+    expect(a.now).toBe(2_000_000);
+    const conn = workers.connection("a", a.session);
+    // A stream whose writes finish when the test says (a link holding them up).
+    const batches: CommandsEvent[] = [];
+    const done: Array<() => void> = [];
+    workers.attach(conn, {
+      send: (batch) => {
+        batches.push(batch);
+        return new Promise<void>((r) => done.push(r));
+      },
+      ping: () => Promise.resolve(),
+      close: () => {},
+    });
+    workers.dispatch([run("g1", "gpu")]);
+    await tick();
+    clock += 1500;
+    workers.dispatch([run("g2", "gpu")]);
+    clock += 1500;
+    workers.dispatch([run("g3", "gpu")]);
+    await tick();
+    expect(batches.map((b) => b.at)).toEqual([2_000_000]);
+    done.shift()?.();
+    await tick();
+    // g2 and g3 in one batch, stamped when g2 was queued: the worker reckons from there how late
+    // the batch came.
+    expect(batches.map((b) => [b.at, b.messages.map((m) => (m as RunCommand).token)])).toEqual([
+      [2_000_000, ["g1"]],
+      [2_001_500, ["g2", "g3"]],
+    ]);
+    expect((await workers.receive(conn, [])).now).toBe(2_003_000);
   });
 
   it("given attempts waiting for a slot, when one is ended in the log meanwhile, then it is never given", async () => {

@@ -70,11 +70,22 @@ export interface RegisterAnswer {
    * scheduler that takes none: every byte is then uploaded.
    */
   readonly inlineOutputMax?: number;
+  /** The scheduler's clock as it answered (epoch ms): see CommandsEvent's `at`. */
+  readonly now?: number;
 }
 
 /** One `commands` event of the command stream (its `data`). */
 export interface CommandsEvent {
   readonly messages: readonly WorkerCommand[];
+  /**
+   * The scheduler's clock (epoch ms) when the oldest of these commands was queued for the
+   * stream. Against the scheduler's clock as its latest answers give it (`now`), the worker
+   * knows how long a command took to come at the least; an idempotent `run` that came a third
+   * of its lease late or more is not started (a stream held up by a cut link delivers its
+   * commands when the link is back, and the scheduler may have given the attempt up and its
+   * retry to another worker by then). Absent from a scheduler that does not stamp its batches.
+   */
+  readonly at?: number;
 }
 
 /** `POST /workers/{id}/reports`. */
@@ -92,4 +103,6 @@ export interface RefusedReport {
 export interface ReportsAnswer {
   readonly accepted: number;
   readonly refused: readonly RefusedReport[];
+  /** The scheduler's clock as it answered (epoch ms): see CommandsEvent's `at`. */
+  readonly now?: number;
 }

@@ -29,6 +29,11 @@ export interface RemoteConnection {
   readonly spokenOf: Map<string, number>;
   /** Commands waiting for its stream. */
   outbox: WorkerCommand[];
+  /**
+   * When the oldest of `outbox` was queued (epoch ms): the batch is stamped with it (its `at`),
+   * so that the worker can tell a command its stream delivered late (see CommandsEvent).
+   */
+  outboxSince: number;
   sink: CommandSink | null;
   /** A batch is being written to its stream. */
   writing: boolean;

@@ -197,6 +197,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       given: new Map(),
       spokenOf: new Map(),
       outbox: [],
+      outboxSince: this.now(),
       sink: null,
       writing: false,
       lastHeard: this.now(),
@@ -228,6 +229,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       maxOutputChunk: MAX_OUTPUT_CHUNK,
       maxReportBatch: MAX_REPORT_BATCH,
       inlineOutputMax: INLINE_OUTPUT_MAX,
+      now: this.now(),
     };
   }
 
@@ -319,7 +321,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     for (const q of freed) this.drainBacklog(q);
     if (freed.size > 0) this.changed(freed);
     if (written.length > 0) await Promise.all(written);
-    return { accepted, refused };
+    return { accepted, refused, now: this.now() };
   }
 
   /** A chunk of an attempt's output, at `offset`; returns the size kept so far. */
@@ -477,6 +479,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
 
   private enqueue(conn: RemoteConnection, cmd: WorkerCommand): void {
     if (conn.gone) return;
+    if (conn.outbox.length === 0) conn.outboxSince = this.now();
     conn.outbox.push(cmd);
     if (conn.outbox.length > this.bufferMax) {
       void this.drop(
@@ -505,7 +508,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     const messages = conn.outbox;
     conn.outbox = [];
     conn.writing = true;
-    sink.send({ messages }).then(
+    sink.send({ messages, at: conn.outboxSince }).then(
       () => {
         conn.writing = false;
         this.flushOne(conn);

@@ -1,4 +1,4 @@
-import type { Batch, WorkerCommand, WorkerReport } from "../protocol.js";
+import type { Batch, RunCommand, WorkerCommand, WorkerReport } from "../protocol.js";
 import type { RegisterAnswer } from "../remote-protocol.js";
 import { WorkerRuntime, type WorkerRuntimeOptions } from "../runtime.js";
 import type { Link } from "./link.js";
@@ -42,6 +42,19 @@ export function capacityShares(capacity: number, links: number): number[] {
     { length: links },
     (_, i) => Math.floor(capacity / links) + (i < capacity % links ? 1 : 0),
   );
+}
+
+/**
+ * Whether a run came too late to be started: an idempotent attempt (one that waits for no start
+ * permission) whose command took a third of its lease or more to come. The worker's fence kills
+ * an attempt two thirds of its lease after the last report the scheduler heard (or after its
+ * command came), so that it ends before the scheduler, a lease after giving it, may take it for
+ * lost and give its retry out; that holds only for a command that came within the lease's other
+ * third. One that waits for its start permission is safe however late: the scheduler refuses
+ * its start if the attempt is no longer current, and it never runs.
+ */
+export function lateRun(cmd: RunCommand, lateMs: number): boolean {
+  return cmd.awaitProceed !== true && lateMs * 3 >= cmd.leaseSeconds * 1000;
 }
 
 /**
@@ -158,11 +171,17 @@ export class RemoteWorker implements LinkHub {
     if (this.owner.get(token) === link) this.owner.delete(token);
   }
 
-  commands(link: SchedulerLink, messages: readonly WorkerCommand[]): void {
+  commands(link: SchedulerLink, messages: readonly WorkerCommand[], lateMs = 0): void {
     const runtime = this.runtime as WorkerRuntime;
     for (const m of messages) {
       switch (m.kind) {
         case "run":
+          if (lateRun(m, lateMs) && !link.held.has(m.token)) {
+            this.log(
+              `not started: the run of ${m.token} came ${(lateMs / 1000).toFixed(1)} s after ${link.origin} sent it, a third of its lease or more: it may have been given up and run elsewhere since (if not, the scheduler asks for it and gives it out again)`,
+            );
+            break;
+          }
           if (!this.owner.has(m.token)) this.owner.set(m.token, link);
           link.hold(m);
           runtime.handleCommand(m);

@@ -11,6 +11,7 @@ import {
 import type { WorkerRuntime } from "../runtime.js";
 import { type Link, LinkDown } from "./link.js";
 import { OutputUploads } from "./output-upload.js";
+import { SchedulerClock } from "./scheduler-clock.js";
 
 /** A refusal the worker cannot get past by trying again (a version or a token the scheduler refuses). */
 export class FatalRefusal extends Error {
@@ -44,8 +45,11 @@ export interface LinkHub {
   owns(token: string, link: SchedulerLink): boolean;
   /** The end of an attempt was delivered on `link`: it is no longer anyone's. */
   delivered(token: string, link: SchedulerLink): void;
-  /** Commands read from the link's stream. */
-  commands(link: SchedulerLink, messages: readonly WorkerCommand[]): void;
+  /**
+   * Commands read from the link's stream, `lateMs` at the least after the scheduler queued
+   * them (see SchedulerClock).
+   */
+  commands(link: SchedulerLink, messages: readonly WorkerCommand[], lateMs: number): void;
 }
 
 /** Longest wait between two attempts to reconnect. */
@@ -72,6 +76,8 @@ export class SchedulerLink {
   /** query request id (as the scheduler sent it) -> the tokens asked about. */
   readonly asked = new Map<string, readonly string[]>();
   readonly uploads: OutputUploads;
+  /** The scheduler's clock, from its answers: how late its commands come. */
+  readonly clock: SchedulerClock;
   lastDelivered: number;
   private delivering: Promise<void> | null = null;
   private streamAbort: AbortController | null = null;
@@ -86,6 +92,7 @@ export class SchedulerLink {
     private readonly hub: LinkHub,
   ) {
     this.lastDelivered = hub.now();
+    this.clock = new SchedulerClock(() => hub.now());
     this.uploads = new OutputUploads(
       link,
       hub.id,
@@ -156,6 +163,7 @@ export class SchedulerLink {
       throw new Error(`registration answered HTTP ${res.status}: ${detail}`);
     }
     const answer = doc as unknown as RegisterAnswer;
+    this.clock.heard(answer.now);
     if (answer.protocol !== REMOTE_PROTOCOL_VERSION)
       throw new FatalRefusal(
         `the scheduler at ${this.origin} speaks worker protocol ${answer.protocol}, this worker speaks ${REMOTE_PROTOCOL_VERSION}: run a worker of the scheduler's version`,
@@ -192,8 +200,10 @@ export class SchedulerLink {
         { [SESSION_HEADER]: answer.session },
         (event, data) => {
           heard = this.hub.now();
-          if (event === "commands") this.hub.commands(this, (JSON.parse(data) as CommandsEvent).messages);
-          else if (event === "closed") closedFor = (JSON.parse(data) as { reason?: string }).reason;
+          if (event === "commands") {
+            const batch = JSON.parse(data) as CommandsEvent;
+            this.hub.commands(this, batch.messages, this.clock.since(batch.at));
+          } else if (event === "closed") closedFor = (JSON.parse(data) as { reason?: string }).reason;
         },
         abort.signal,
       );
@@ -282,8 +292,10 @@ export class SchedulerLink {
           throw new Error(`reports answered HTTP ${res.status}: ${doc?.detail ?? ""}`);
         // Only the scheduler's own answer says it heard the batch (and renewed the leases): a
         // refusal of the request itself (400, 401, 413) does not, and the fence goes on counting.
-        if (res.status === 200 || (res.status === 409 && Array.isArray(doc?.refused)))
+        if (res.status === 200 || (res.status === 409 && Array.isArray(doc?.refused))) {
           this.lastDelivered = Math.max(this.lastDelivered, sentAt);
+          this.clock.heard(doc?.now);
+        }
         for (const r of batch)
           if (r.kind === "succeeded" || r.kind === "failed") {
             this.held.delete(r.token);

@@ -54,6 +54,10 @@ const RegisterAnswer = z
     maxOutputChunk: z.number().int(),
     maxReportBatch: z.number().int(),
     inlineOutputMax: z.number().int().optional(),
+    now: z.number().int().openapi({
+      description:
+        "the scheduler's clock as it answered (epoch ms): with the `at` of each `commands` event, the worker tells a command that came late",
+    }),
   })
   .openapi("WorkerRegistered");
 
@@ -125,7 +129,11 @@ const Report = z
 const ReportsRequest = z.object({ messages: z.array(Report).max(MAX_REPORT_BATCH) }).openapi("WorkerReports");
 const Refused = z.object({ kind: z.string(), token: z.string(), reason: z.string() });
 const ReportsAnswer = z
-  .object({ accepted: z.number().int(), refused: z.array(Refused) })
+  .object({
+    accepted: z.number().int(),
+    refused: z.array(Refused),
+    now: z.number().int().openapi({ description: "the scheduler's clock as it answered (epoch ms)" }),
+  })
   .openapi("WorkerReportsAccepted");
 
 const session = z.object({
@@ -229,7 +237,7 @@ export function workerProtocolRoutes(d: RouteDeps, workers: RemoteWorkers | null
       security: needsToken,
       summary: "the worker's commands as Server-Sent Events (`commands`, `ping`, `closed`)",
       description:
-        "Each `commands` event's data is `{messages: [...]}`: run, proceed, query, cancel and shutdown commands, in order. `ping` comes every keepalive; `closed` says why the scheduler ended the stream.",
+        "Each `commands` event's data is `{messages: [...], at}`: run, proceed, query, cancel and shutdown commands, in order, and the scheduler's clock (epoch ms) when the oldest of them was queued; an idempotent run that reaches the worker a third of its lease or more after that, by the scheduler's clock as its answers give it, is not started. `ping` comes every keepalive; `closed` says why the scheduler ended the stream.",
       request: { params: idParam, headers: session },
       responses: {
         200: { description: "the stream", content: { "text/event-stream": { schema: z.string() } } },
@@ -314,7 +322,7 @@ export function workerProtocolRoutes(d: RouteDeps, workers: RemoteWorkers | null
           409,
           "report_refused",
           `${answer.refused.length} of ${messages.length} reports refused: ${answer.refused[0]?.reason}${answer.refused.length > 1 ? " (and more: see refused)" : ""}`,
-          { accepted: answer.accepted, refused: answer.refused },
+          { accepted: answer.accepted, refused: answer.refused, now: answer.now },
         );
       return c.json(answer, 200);
     },

@@ -20,6 +20,7 @@ from typing import Any, Callable
 from urllib.parse import quote
 
 from .attempt import Attempt, Spares
+from .clock import SchedulerClock, late_run
 from .forks import ForkServer
 from .link import Link, LinkDown
 from .output import DEFAULT_OUTPUT_MAX_BYTES
@@ -81,6 +82,8 @@ class Worker:
         self.asked: dict[str, list[str]] = {}
         self.uploads: dict[str, dict[str, Any]] = {}
         self.last_delivered = time.monotonic()
+        #: The scheduler's clock, from its answers: how late its commands come.
+        self.clock = SchedulerClock()
         self.stopping = False
         self.backoff = 0.25
         self.uploaders = ThreadPoolExecutor(max_workers=UPLOADERS, thread_name_prefix="upload")
@@ -133,6 +136,8 @@ class Worker:
         sent_at = time.monotonic()
         status, raw = self.link.request("POST", "/api/v1/workers", json_body=body)
         doc = _json(raw)
+        if status == 200:
+            self.clock.heard(doc.get("now"))
         if status != 200:
             detail = doc.get("detail") if isinstance(doc, dict) and isinstance(doc.get("detail"), str) else raw[:500].decode("utf-8", "replace")
             if status in (400, 401, 403):
@@ -168,7 +173,8 @@ class Worker:
 
         def on_event(event: str, data: str) -> None:
             if event == "commands":
-                self.commands(json.loads(data).get("messages", []))
+                batch = json.loads(data)
+                self.commands(batch.get("messages", []), self.clock.since(batch.get("at")))
             elif event == "closed":
                 closed.append(str(json.loads(data).get("reason", "")))
 
@@ -177,13 +183,22 @@ class Worker:
             f"the scheduler closed the command stream: {closed[0]}" if closed else "the command stream ended"
         )
 
-    def commands(self, messages: list[dict[str, Any]]) -> None:
+    def commands(self, messages: list[dict[str, Any]], late_ms: float = 0.0) -> None:
+        """The commands of one batch of the stream, ``late_ms`` at the least after the scheduler
+        queued them (see SchedulerClock)."""
         for m in messages:
             kind = m.get("kind")
             with self.lock:
                 if kind == "run":
                     token = m["token"]
                     if self.stopping or token in self.attempts or token in self.finished:
+                        continue
+                    if late_run(m, late_ms):
+                        self.log(
+                            f"not started: the run of {token} came {late_ms / 1000:.1f} s after the scheduler "
+                            "sent it, a third of its lease or more: it may have been given up and run elsewhere "
+                            "since (if not, the scheduler asks for it and gives it out again)"
+                        )
                         continue
                     limit = (self.answer or {}).get("outputMaxBytes", DEFAULT_OUTPUT_MAX_BYTES)
                     a = Attempt(m, self.id, self.out_dir, self.spares, self.push, self._attempt_done, int(limit))
@@ -326,6 +341,7 @@ class Worker:
                     return False
                 if _heard(status, doc):
                     self.last_delivered = max(self.last_delivered, sent_at)
+                    self.clock.heard(doc.get("now"))
                 for r in batch:
                     self.unacked_starts.discard(r["token"])
                 self.wake.notify_all()
@@ -382,6 +398,7 @@ class Worker:
                     continue
                 if _heard(status, doc):
                     self.last_delivered = max(self.last_delivered, sent_at)
+                    self.clock.heard(doc.get("now"))
                 for r in batch:
                     if r["kind"] in ("succeeded", "failed"):
                         self.uploads.pop(r["token"], None)

@@ -1,0 +1,145 @@
+import { existsSync } from "node:fs";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { lateRun, RemoteWorker } from "../src/remote/client.js";
+import { Link } from "../src/remote/link.js";
+import { SchedulerClock } from "../src/remote/scheduler-clock.js";
+import { readPid, runCmd, shell, sleep, tempDir, waitFor } from "./helpers.js";
+
+describe("the scheduler's clock as a remote worker knows it", () => {
+  it("is what the latest answer said, advanced by the worker's own clock; nothing before an answer", () => {
+    let local = 1_000;
+    const clock = new SchedulerClock(() => local);
+    expect(clock.since(5_000_000)).toBe(0);
+    clock.heard(5_000_000);
+    local += 700;
+    expect(clock.since(5_000_000)).toBe(700);
+    expect(clock.since(4_999_000)).toBe(1_700);
+    // A command stamped after the answer (queued since) is not late.
+    expect(clock.since(5_000_900)).toBe(0);
+    // Nothing to go by: a command unstamped, an answer without its clock.
+    expect(clock.since(undefined)).toBe(0);
+    clock.heard(undefined);
+    clock.heard("5000000");
+    expect(clock.since(5_000_000)).toBe(700);
+  });
+
+  it("keeps the reading that travelled fastest for a minute, then takes the latest", () => {
+    let local = 0;
+    const clock = new SchedulerClock(() => local);
+    clock.heard(10_000);
+    // An answer read 300 ms after it was stamped (it waited for a write, or on the link): its
+    // reading is lower, and the one before stays.
+    local = 1_000;
+    clock.heard(10_700);
+    expect(clock.since(10_000)).toBe(1_000);
+    // A minute on, a lower reading is taken all the same: the two clocks' rates may differ a
+    // little, and an old reading held for hours could run ahead of the scheduler's.
+    local = 61_001;
+    clock.heard(70_700);
+    expect(clock.since(70_700)).toBe(0);
+    local = 62_001;
+    expect(clock.since(70_700)).toBe(1_000);
+  });
+
+  it("makes a run late from a third of its lease on, unless it waits for its start permission", () => {
+    const run = runCmd(shell("true"), { leaseSeconds: 6 });
+    expect(lateRun(run, 1_999)).toBe(false);
+    expect(lateRun(run, 2_000)).toBe(true);
+    expect(lateRun({ ...run, awaitProceed: true }, 60_000)).toBe(false);
+  });
+});
+
+/**
+ * A scheduler spoken by hand on a loopback port: its clock reads 5,000,000 in each answer; its
+ * command stream carries the batches given, each stamped as the test says.
+ */
+function handScheduler(batches: ReadonlyArray<{ at: number; run: object }>) {
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    req.resume();
+    req.on("end", () => {
+      if (req.method === "POST" && req.url === "/api/v1/workers") {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(
+          JSON.stringify({
+            protocol: 1,
+            session: "s1",
+            actor: "worker:w@h",
+            adopted: [],
+            stop: [],
+            keepaliveMs: 60_000,
+            silenceMs: 600_000,
+            outputMaxBytes: 1024,
+            maxOutputChunk: 1024,
+            maxReportBatch: 100,
+            now: 5_000_000,
+          }),
+        );
+      } else if (req.method === "GET" && req.url?.endsWith("/commands")) {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        for (const b of batches)
+          res.write(`event: commands\ndata: ${JSON.stringify({ messages: [b.run], at: b.at })}\n\n`);
+      } else if (req.method === "POST" && req.url?.endsWith("/reports")) {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ accepted: 1, refused: [], now: 5_000_000 }));
+      } else {
+        res.writeHead(404);
+        res.end();
+      }
+    });
+  });
+  return server;
+}
+
+describe("a remote worker given a run its stream delivered late", () => {
+  const stops: Array<() => Promise<void> | void> = [];
+  afterEach(async () => {
+    for (const stop of stops.splice(0)) await stop();
+  });
+
+  it("does not start an idempotent one that came a third of its lease late; a timely one runs", async () => {
+    const dir = await tempDir("chronolog-late-run-");
+    const pidOf = (name: string) => join(dir, `${name}.pid`);
+    const run = (name: string) => runCmd(shell(`echo $$ > ${pidOf(name)}`), { token: name, leaseSeconds: 6 });
+    // Queued 2.5 s before the registration's answer (past a third of 6 s), then one queued as
+    // it answered.
+    const server = handScheduler([
+      { at: 5_000_000 - 2_500, run: run("late") },
+      { at: 5_000_000, run: run("timely") },
+    ]);
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    stops.push(() => {
+      server.closeAllConnections();
+      return new Promise<void>((r) => server.close(() => r()));
+    });
+    const { port } = server.address() as AddressInfo;
+    const logs: string[] = [];
+    const worker = new RemoteWorker({
+      links: [new Link({ url: `http://127.0.0.1:${port}`, token: "t" })],
+      id: "w",
+      host: "h",
+      queues: ["q"],
+      capacity: 2,
+      version: "test",
+      runtime: {},
+      log: (m) => logs.push(m),
+      // The worker's clock stands still: the commands are as late as their stamps say.
+      now: () => 1_000,
+    });
+    const running = worker.run();
+    stops.push(async () => {
+      await worker.stop(0);
+      await worker.stop(0);
+      await running.catch(() => {});
+    });
+    await waitFor(() => readPid(pidOf("timely")), 10_000);
+    await sleep(300);
+    expect(existsSync(pidOf("late"))).toBe(false);
+    expect(logs.find((l) => l.startsWith("not started:"))).toMatch(
+      /^not started: the run of late came 2\.5 s after http:\/\/127\.0\.0\.1:\d+ sent it, a third of its lease or more/,
+    );
+    expect(logs.some((l) => l.includes("the run of timely"))).toBe(false);
+  });
+});
