@@ -2,7 +2,7 @@
 protocol's HTTP routes, answering as the scheduler does): the small rest of an attempt's output
 goes inside its end (one request), a larger one is uploaded first; an attempt's start is
 delivered while the ends of others are still being posted; a run its stream delivered a third of
-its lease late is not started."""
+its lease late runs only once its start is accepted."""
 
 from __future__ import annotations
 
@@ -41,6 +41,11 @@ class Fake:
         self.release = threading.Event()
         #: token -> how long before it is sent its batch says it was queued (ms).
         self.late_ms: dict[str, float] = {}
+        #: The start of this token is answered once ``release_start`` is set.
+        self.hold_start: str | None = None
+        self.release_start = threading.Event()
+        #: The starts of these tokens are refused (given up meanwhile, says the scheduler).
+        self.refuse_starts: set[str] = set()
 
     def reports(self) -> list[dict[str, Any]]:
         with self.lock:
@@ -94,8 +99,20 @@ def handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
                 fake.posts.append(messages)
                 fake.lock.notify_all()
             for r in messages:
-                if r["kind"] == "started":
+                # (A start permission is the answer of an attempt that waits for one: not of an
+                # idempotent attempt, whose run came late, that waits for its start's answer.)
+                if r["kind"] == "started" and r["token"] not in fake.late_ms:
                     fake.send({"kind": "proceed", "token": r["token"]})
+            starts = {r["token"] for r in messages if r["kind"] == "started"}
+            if fake.hold_start in starts:
+                fake.release_start.wait(30)
+            refused = [
+                {"kind": "started", "token": t, "reason": "attempt 1 of its instance already ended (abandoned)"}
+                for t in sorted(starts & fake.refuse_starts)
+            ]
+            if refused:
+                self._answer(409, {"type": "urn:chronolog:problem:report_refused", "accepted": len(messages) - len(refused), "refused": refused, "now": _clock_ms()})
+                return
             if fake.answer_start_late is not None:
                 if fake.start_answered_at is not None or not any(r["kind"] == "started" for r in messages):
                     fake.release.wait(60)  # (the link is cut until the test ends)
@@ -289,19 +306,15 @@ class WorkerDeliveryTest(unittest.TestCase):
         wait_for("the attempt's process to be gone", lambda: not _alive(pid), 10)
 
 
-    def test_a_run_its_stream_delivered_a_third_of_its_lease_late_is_not_started(self) -> None:
+    def test_a_run_its_stream_delivered_a_third_of_its_lease_late_runs_once_its_start_is_accepted(self) -> None:
         # Lease 9 s: a run queued 4 s before it is sent (held up on a cut link, say) may have been
-        # given up by now, and its retry given to another worker: it is not started. One sent as
-        # it is queued runs.
-        self.fake.late_ms["late"] = 4000.0
-        starts = Path(self.dir, "late-starts")
-        late = run_command(
-            "late",
-            "tests.worker_tasks:slow",
-            {"starts": str(starts), "ends": str(Path(self.dir, "late-ends"))},
-            idempotent=True,
-        )
-        self.fake.send({**late, "leaseSeconds": 9})
+        # given up by now, and its retry given to another worker: it reports its start and waits,
+        # unrun, for the answer. Accepted, it runs; refused, it never runs.
+        for token in ("late", "given-up"):
+            self.fake.late_ms[token] = 4000.0
+        self.fake.hold_start = "late"
+        self.fake.refuse_starts.add("given-up")
+        ran = {t: Path(self.dir, f"{t}-starts") for t in ("late", "given-up")}
         lines: list[str] = []
         said = threading.Event()
 
@@ -309,17 +322,30 @@ class WorkerDeliveryTest(unittest.TestCase):
             assert self.worker.stdout is not None
             for line in self.worker.stdout:
                 lines.append(line)
-                if "not started: the run of late came" in line:
+                if "held: the run of late came" in line:
                     said.set()
 
         threading.Thread(target=read, daemon=True).start()
+
+        def send(token: str) -> None:
+            args = {"starts": str(ran[token]), "ends": str(Path(self.dir, f"{token}-ends")), "seconds": 0.1}
+            self.fake.send({**run_command(token, "tests.worker_tasks:slow", args, idempotent=True), "leaseSeconds": 9})
+
+        send("given-up")
+        given_up = self.end_of("given-up")
+        self.assertEqual(given_up["kind"], "failed", given_up)
+        self.assertIn("its start was refused", json.dumps(given_up))
+        send("late")
         self.assertTrue(said.wait(15), "".join(lines))
-        said_line = next(line for line in lines if "not started:" in line)
+        said_line = next(line for line in lines if "held: the run of late" in line)
         self.assertIn("a third of its lease or more", said_line)
-        self.fake.send({**run_command("timely", "tests.worker_tasks:loud", {"lines": 1}, idempotent=True), "leaseSeconds": 9})
-        self.assertEqual(self.end_of("timely")["kind"], "succeeded")
-        self.assertFalse(starts.exists(), "the late run never started")
-        self.assertEqual([r for r in self.fake.reports() if r.get("token") == "late"], [])
+        wait_for("the late start's post", lambda: any(r["kind"] == "started" and r["token"] == "late" for r in self.fake.reports()))
+        time.sleep(0.3)
+        self.assertFalse(ran["late"].exists(), "held until its start is answered")
+        self.fake.release_start.set()
+        self.assertEqual(self.end_of("late")["kind"], "succeeded")
+        self.assertTrue(ran["late"].exists())
+        self.assertFalse(ran["given-up"].exists(), "refused: never ran")
 
 
 def _clock_ms() -> float:

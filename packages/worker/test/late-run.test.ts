@@ -54,12 +54,21 @@ describe("the scheduler's clock as a remote worker knows it", () => {
 
 /**
  * A scheduler spoken by hand on a loopback port: its clock reads 5,000,000 in each answer; its
- * command stream carries the batches given, each stamped as the test says.
+ * command stream carries the batches given, each stamped as the test says. A batch of reports
+ * holding the start of `hold` is answered when the test says; the start of `refuse` is refused.
  */
-function handScheduler(batches: ReadonlyArray<{ at: number; run: object }>) {
+function handScheduler(batches: ReadonlyArray<{ at: number; run: object }>, hold: string, refuse: string) {
+  const posted: string[] = [];
+  let release: () => void = () => {};
+  const released = new Promise<void>((r) => {
+    release = r;
+  });
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    req.resume();
-    req.on("end", () => {
+    let body = "";
+    req.on("data", (c: Buffer) => {
+      body += c.toString("utf8");
+    });
+    req.on("end", async () => {
       if (req.method === "POST" && req.url === "/api/v1/workers") {
         res.writeHead(200, { "content-type": "application/json" });
         res.end(
@@ -82,15 +91,33 @@ function handScheduler(batches: ReadonlyArray<{ at: number; run: object }>) {
         for (const b of batches)
           res.write(`event: commands\ndata: ${JSON.stringify({ messages: [b.run], at: b.at })}\n\n`);
       } else if (req.method === "POST" && req.url?.endsWith("/reports")) {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(JSON.stringify({ accepted: 1, refused: [], now: 5_000_000 }));
+        posted.push(body);
+        const messages = (JSON.parse(body) as { messages: Array<{ kind: string; token: string }> }).messages;
+        const started = (token: string) => messages.some((m) => m.kind === "started" && m.token === token);
+        if (started(hold)) await released;
+        res.writeHead(started(refuse) ? 409 : 200, { "content-type": "application/json" });
+        res.end(
+          JSON.stringify({
+            accepted: messages.length - (started(refuse) ? 1 : 0),
+            refused: started(refuse)
+              ? [
+                  {
+                    kind: "started",
+                    token: refuse,
+                    reason: "attempt 1 of its instance already ended (abandoned)",
+                  },
+                ]
+              : [],
+            now: 5_000_000,
+          }),
+        );
       } else {
         res.writeHead(404);
         res.end();
       }
     });
   });
-  return server;
+  return { server, posted, release: () => release() };
 }
 
 describe("a remote worker given a run its stream delivered late", () => {
@@ -99,18 +126,24 @@ describe("a remote worker given a run its stream delivered late", () => {
     for (const stop of stops.splice(0)) await stop();
   });
 
-  it("does not start an idempotent one that came a third of its lease late; a timely one runs", async () => {
+  it("runs an idempotent one that came a third of its lease late only once its start is accepted; a refused one never", async () => {
     const dir = await tempDir("chronolog-late-run-");
     const pidOf = (name: string) => join(dir, `${name}.pid`);
     const run = (name: string) => runCmd(shell(`echo $$ > ${pidOf(name)}`), { token: name, leaseSeconds: 6 });
-    // Queued 2.5 s before the registration's answer (past a third of 6 s), then one queued as
+    // Two queued 2.5 s before the registration's answer (past a third of 6 s), then one queued as
     // it answered.
-    const server = handScheduler([
-      { at: 5_000_000 - 2_500, run: run("late") },
-      { at: 5_000_000, run: run("timely") },
-    ]);
+    const { server, posted, release } = handScheduler(
+      [
+        { at: 5_000_000 - 2_500, run: run("late") },
+        { at: 5_000_000 - 2_500, run: run("given-up") },
+        { at: 5_000_000, run: run("timely") },
+      ],
+      "late",
+      "given-up",
+    );
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     stops.push(() => {
+      release();
       server.closeAllConnections();
       return new Promise<void>((r) => server.close(() => r()));
     });
@@ -121,7 +154,7 @@ describe("a remote worker given a run its stream delivered late", () => {
       id: "w",
       host: "h",
       queues: ["q"],
-      capacity: 2,
+      capacity: 3,
       version: "test",
       runtime: {},
       log: (m) => logs.push(m),
@@ -134,12 +167,25 @@ describe("a remote worker given a run its stream delivered late", () => {
       await worker.stop(0);
       await running.catch(() => {});
     });
+    // The timely one runs at once; the late one has reported its start and waits for the answer.
     await waitFor(() => readPid(pidOf("timely")), 10_000);
+    await waitFor(() => posted.some((b) => b.includes('"started"') && b.includes('"late"')), 10_000);
     await sleep(300);
     expect(existsSync(pidOf("late"))).toBe(false);
-    expect(logs.find((l) => l.startsWith("not started:"))).toMatch(
-      /^not started: the run of late came 2\.5 s after http:\/\/127\.0\.0\.1:\d+ sent it, a third of its lease or more/,
+    expect(logs.find((l) => l.includes("the run of late"))).toMatch(
+      /^held: the run of late came 2\.5 s after http:\/\/127\.0\.0\.1:\d+ sent it, a third of its lease or more .*: it starts once the scheduler accepts its start$/,
     );
     expect(logs.some((l) => l.includes("the run of timely"))).toBe(false);
+    // Accepted: it runs. Refused (given up meanwhile): it never runs, and is reported cancelled.
+    release();
+    await waitFor(() => readPid(pidOf("late")), 10_000);
+    await waitFor(
+      () =>
+        posted.some(
+          (b) => b.includes('"failed"') && b.includes('"given-up"') && b.includes("its start was refused"),
+        ),
+      10_000,
+    );
+    expect(existsSync(pidOf("given-up"))).toBe(false);
   });
 });

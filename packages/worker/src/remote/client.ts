@@ -45,13 +45,14 @@ export function capacityShares(capacity: number, links: number): number[] {
 }
 
 /**
- * Whether a run came too late to be started: an idempotent attempt (one that waits for no start
- * permission) whose command took a third of its lease or more to come. The worker's fence kills
- * an attempt two thirds of its lease after the last report the scheduler heard (or after its
- * command came), so that it ends before the scheduler, a lease after giving it, may take it for
- * lost and give its retry out; that holds only for a command that came within the lease's other
- * third. One that waits for its start permission is safe however late: the scheduler refuses
- * its start if the attempt is no longer current, and it never runs.
+ * Whether a run came too late to be started on its own: an idempotent attempt (one that waits
+ * for no start permission) whose command took a third of its lease or more to come. The worker's
+ * fence kills an attempt two thirds of its lease after the last report the scheduler heard (or
+ * after its command came), so that it ends before the scheduler, a lease after giving it, may
+ * take it for lost and give its retry out; that holds only for a command that came within the
+ * lease's other third. A late one reports its start and waits, unrun, for the scheduler's answer:
+ * accepted, the attempt is current and its lease runs from then; refused, it never runs. One that
+ * waits for its start permission anyway is safe however late.
  */
 export function lateRun(cmd: RunCommand, lateMs: number): boolean {
   return cmd.awaitProceed !== true && lateMs * 3 >= cmd.leaseSeconds * 1000;
@@ -171,21 +172,28 @@ export class RemoteWorker implements LinkHub {
     if (this.owner.get(token) === link) this.owner.delete(token);
   }
 
+  startAnswered(token: string, refused: string | undefined): void {
+    if (refused === undefined) this.runtime?.proceed(token);
+    else this.runtime?.cancel(token, `its start was refused: ${refused}`, 0);
+  }
+
   commands(link: SchedulerLink, messages: readonly WorkerCommand[], lateMs = 0): void {
     const runtime = this.runtime as WorkerRuntime;
     for (const m of messages) {
       switch (m.kind) {
-        case "run":
-          if (lateRun(m, lateMs) && !link.held.has(m.token)) {
-            this.log(
-              `not started: the run of ${m.token} came ${(lateMs / 1000).toFixed(1)} s after ${link.origin} sent it, a third of its lease or more: it may have been given up and run elsewhere since (if not, the scheduler asks for it and gives it out again)`,
-            );
-            break;
-          }
+        case "run": {
+          const late = lateRun(m, lateMs) && !link.held.has(m.token);
           if (!this.owner.has(m.token)) this.owner.set(m.token, link);
-          link.hold(m);
-          runtime.handleCommand(m);
+          link.hold(m, late);
+          if (late) {
+            this.log(
+              `held: the run of ${m.token} came ${(lateMs / 1000).toFixed(1)} s after ${link.origin} sent it, a third of its lease or more (it may have been given up and run elsewhere since): it starts once the scheduler accepts its start`,
+            );
+            // Its start reported, it waits for the scheduler's answer (see startAnswered).
+            runtime.handleCommand({ ...m, awaitProceed: true });
+          } else runtime.handleCommand(m);
           break;
+        }
         case "query":
           // Request ids are each scheduler's own: tagged with the link, to answer the one that asked.
           link.asked.set(m.requestId, m.tokens);

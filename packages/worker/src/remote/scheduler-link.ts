@@ -3,6 +3,7 @@ import {
   type CommandsEvent,
   MAX_OUTPUT_CHUNK,
   REMOTE_PROTOCOL_VERSION,
+  type RefusedReport,
   type RegisterAnswer,
   type RegisterRequest,
   type ReportsAnswer,
@@ -28,6 +29,11 @@ export interface Held {
   fenced: boolean;
   /** When it reached this worker: its silence is counted from then at the earliest. */
   readonly since: number;
+  /**
+   * Its run came late (see lateRun): it waits, unrun, until the scheduler accepts its `started`
+   * report (the attempt is current, and its lease renewed), or is stopped if it refuses it.
+   */
+  awaitingStart?: boolean;
 }
 
 /** What a link shares with the worker it belongs to (one runtime, one owner per attempt). */
@@ -45,6 +51,8 @@ export interface LinkHub {
   owns(token: string, link: SchedulerLink): boolean;
   /** The end of an attempt was delivered on `link`: it is no longer anyone's. */
   delivered(token: string, link: SchedulerLink): void;
+  /** The scheduler answered the `started` report of an attempt held for it (see Held): run it, or stop it. */
+  startAnswered(token: string, refused: string | undefined): void;
   /**
    * Commands read from the link's stream, `lateMs` at the least after the scheduler queued
    * them (see SchedulerClock).
@@ -219,14 +227,27 @@ export class SchedulerLink {
     );
   }
 
-  hold(cmd: RunCommand): void {
+  hold(cmd: RunCommand, awaitingStart = false): void {
     if (this.held.has(cmd.token)) return;
     this.held.set(cmd.token, {
       leaseMs: cmd.leaseSeconds * 1000,
       idempotent: cmd.awaitProceed !== true,
       fenced: false,
       since: this.hub.now(),
+      ...(awaitingStart ? { awaitingStart } : {}),
     });
+  }
+
+  /** The answer to a batch: the attempts held for their start's answer run, or stop (see Held). */
+  private startsAnswered(batch: readonly WorkerReport[], refused: readonly RefusedReport[]): void {
+    for (const r of batch) {
+      if (r.kind !== "started") continue;
+      const h = this.held.get(r.token);
+      if (!h?.awaitingStart) continue;
+      h.awaitingStart = false;
+      const why = refused.find((x) => x.kind === "started" && x.token === r.token)?.reason;
+      this.hub.startAnswered(r.token, why);
+    }
   }
 
   /** A report for this link's scheduler, kept in order until delivered. */
@@ -295,6 +316,7 @@ export class SchedulerLink {
         if (res.status === 200 || (res.status === 409 && Array.isArray(doc?.refused))) {
           this.lastDelivered = Math.max(this.lastDelivered, sentAt);
           this.clock.heard(doc?.now);
+          this.startsAnswered(batch, doc?.refused ?? []);
         }
         for (const r of batch)
           if (r.kind === "succeeded" || r.kind === "failed") {

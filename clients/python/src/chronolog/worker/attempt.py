@@ -180,6 +180,9 @@ class Attempt:
         self.result_path = os.path.join(out_dir, f"{self.token}.result")
         self.lease = float(cmd.get("leaseSeconds") or 30)
         self.idempotent = cmd.get("awaitProceed") is not True
+        #: It waits, unrun, for its start permission: it is not idempotent, or its run came late
+        #: (see clock.late_run), and it runs once the scheduler accepts its start.
+        self.awaits_start = not self.idempotent
         self.proceeded = threading.Event()
         self.abort: str | None = None
         self.interrupted = False
@@ -266,7 +269,7 @@ class Attempt:
         self.last_heartbeat = time.monotonic()
         # One that must wait for its start permission says it started first; another says so
         # once its function is on its way (the start, not the report, is what waits on nothing).
-        if not self.idempotent:
+        if self.awaits_start:
             self._report_started()
         report: dict[str, Any]
         try:
@@ -292,7 +295,7 @@ class Attempt:
         self.push(started)
 
     def _run(self) -> dict[str, Any]:
-        if not self.idempotent:
+        if self.awaits_start:
             self.proceeded.wait()
         op = self.cmd.get("operator") or {}
         if self.abort is not None or op.get("type") != "python":

@@ -49,12 +49,13 @@ class SchedulerClock:
 
 
 def late_run(command: dict[str, Any], late_ms: float) -> bool:
-    """Whether a run came too late to be started: an idempotent attempt (one that waits for no
-    start permission) whose command took a third of its lease or more to come. The fence kills an
-    attempt two thirds of its lease after the last report the scheduler heard (or after its
-    command came), so that it ends before the scheduler, a lease after giving it, may take it for
-    lost and give its retry out; that holds only for a command that came within the lease's other
-    third. One that waits for its start permission is safe however late: the scheduler refuses
-    its start if the attempt is no longer current."""
+    """Whether a run came too late to be started on its own: an idempotent attempt (one that
+    waits for no start permission) whose command took a third of its lease or more to come. The
+    fence kills an attempt two thirds of its lease after the last report the scheduler heard (or
+    after its command came), so that it ends before the scheduler, a lease after giving it, may
+    take it for lost and give its retry out; that holds only for a command that came within the
+    lease's other third. A late one reports its start and waits, unrun, for the answer: accepted,
+    the attempt is current and its lease runs from then; refused, it never runs. One that waits
+    for its start permission anyway is safe however late."""
     lease_ms = float(command.get("leaseSeconds", 30)) * 1000.0
     return command.get("awaitProceed") is not True and late_ms * 3 >= lease_ms

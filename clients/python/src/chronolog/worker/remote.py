@@ -84,6 +84,8 @@ class Worker:
         self.last_delivered = time.monotonic()
         #: The scheduler's clock, from its answers: how late its commands come.
         self.clock = SchedulerClock()
+        #: Attempts whose run came late, waiting for the answer to their start.
+        self.late_starts: set[str] = set()
         self.stopping = False
         self.backoff = 0.25
         self.uploaders = ThreadPoolExecutor(max_workers=UPLOADERS, thread_name_prefix="upload")
@@ -193,15 +195,17 @@ class Worker:
                     token = m["token"]
                     if self.stopping or token in self.attempts or token in self.finished:
                         continue
-                    if late_run(m, late_ms):
-                        self.log(
-                            f"not started: the run of {token} came {late_ms / 1000:.1f} s after the scheduler "
-                            "sent it, a third of its lease or more: it may have been given up and run elsewhere "
-                            "since (if not, the scheduler asks for it and gives it out again)"
-                        )
-                        continue
                     limit = (self.answer or {}).get("outputMaxBytes", DEFAULT_OUTPUT_MAX_BYTES)
                     a = Attempt(m, self.id, self.out_dir, self.spares, self.push, self._attempt_done, int(limit))
+                    if late_run(m, late_ms):
+                        # Its start reported, it waits for the scheduler's answer (see deliver_starts).
+                        a.awaits_start = True
+                        self.late_starts.add(token)
+                        self.log(
+                            f"held: the run of {token} came {late_ms / 1000:.1f} s after the scheduler sent it, "
+                            "a third of its lease or more (it may have been given up and run elsewhere since): "
+                            "it starts once the scheduler accepts its start"
+                        )
                     self.attempts[token] = a
                     self.queued.append(a)
                     self.pump()
@@ -342,10 +346,28 @@ class Worker:
                 if _heard(status, doc):
                     self.last_delivered = max(self.last_delivered, sent_at)
                     self.clock.heard(doc.get("now"))
+                    self._starts_answered(batch, doc.get("refused") or [])
                 for r in batch:
                     self.unacked_starts.discard(r["token"])
                 self.wake.notify_all()
             self._log_answer(status, doc)
+
+    def _starts_answered(self, batch: list[dict[str, Any]], refused: list[dict[str, Any]]) -> None:
+        """The answer to a batch of starts (under the lock): the attempts whose run came late run
+        if the scheduler accepted their start (current, their lease renewed), else never."""
+        for r in batch:
+            token = r.get("token", "")
+            if r.get("kind") != "started" or token not in self.late_starts:
+                continue
+            self.late_starts.discard(token)
+            a = self.attempts.get(token)
+            if a is None:
+                continue
+            why = next((x.get("reason", "") for x in refused if x.get("kind") == "started" and x.get("token") == token), None)
+            if why is None:
+                a.proceed()
+            else:
+                threading.Thread(target=self.cancel, args=(token, f"its start was refused: {why}", 0), daemon=True).start()
 
     def deliver(self) -> bool:
         """Posts what is pending (an empty batch as a keepalive). False when it could not."""
