@@ -36,10 +36,10 @@ class SchedulerClockTest(unittest.TestCase):
 
 
 class LateRunTest(unittest.TestCase):
-    def test_late_from_a_third_of_its_lease_unless_it_waits_for_its_start_permission(self) -> None:
+    def test_late_from_a_quarter_of_its_lease_unless_it_waits_for_its_start_permission(self) -> None:
         run = {"kind": "run", "token": "t", "leaseSeconds": 6, "awaitProceed": False}
-        self.assertFalse(late_run(run, 1_999))
-        self.assertTrue(late_run(run, 2_000))
+        self.assertFalse(late_run(run, 1_499))
+        self.assertTrue(late_run(run, 1_500))
         self.assertFalse(late_run({**run, "awaitProceed": True}, 60_000))
 
 

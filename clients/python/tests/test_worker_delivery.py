@@ -1,8 +1,8 @@
 """How the Python worker delivers what it reports, against a scheduler played by this test (the
 protocol's HTTP routes, answering as the scheduler does): the small rest of an attempt's output
 goes inside its end (one request), a larger one is uploaded first; an attempt's start is
-delivered while the ends of others are still being posted; a run its stream delivered a third of
-its lease late runs only once its start is accepted."""
+delivered while the ends of others are still being posted; a run its stream delivered a quarter
+of its lease late runs only once its start is accepted."""
 
 from __future__ import annotations
 
@@ -306,7 +306,7 @@ class WorkerDeliveryTest(unittest.TestCase):
         wait_for("the attempt's process to be gone", lambda: not _alive(pid), 10)
 
 
-    def test_a_run_its_stream_delivered_a_third_of_its_lease_late_runs_once_its_start_is_accepted(self) -> None:
+    def test_a_run_its_stream_delivered_a_quarter_of_its_lease_late_runs_once_its_start_is_accepted(self) -> None:
         # Lease 9 s: a run queued 4 s before it is sent (held up on a cut link, say) may have been
         # given up by now, and its retry given to another worker: it reports its start and waits,
         # unrun, for the answer. Accepted, it runs; refused, it never runs.
@@ -338,7 +338,7 @@ class WorkerDeliveryTest(unittest.TestCase):
         send("late")
         self.assertTrue(said.wait(15), "".join(lines))
         said_line = next(line for line in lines if "held: the run of late" in line)
-        self.assertIn("a third of its lease or more", said_line)
+        self.assertIn("a quarter of its lease or more", said_line)
         wait_for("the late start's post", lambda: any(r["kind"] == "started" and r["token"] == "late" for r in self.fake.reports()))
         time.sleep(0.3)
         self.assertFalse(ran["late"].exists(), "held until its start is answered")

@@ -96,9 +96,10 @@ export class SuccessCommits implements ChildStarter {
 
   /**
    * Takes a report to be written with the others of its stream. Resolves once the commit that
-   * holds it has settled: written (durable), or failed and logged.
+   * holds it has settled: written (durable), or failed and logged; with the attempts it told to
+   * stop (see ReportsSettled).
    */
-  submit(report: AttemptReport): Promise<void> {
+  submit(report: AttemptReport): Promise<ReportsSettled> {
     let entry = this.pending.get(report.instanceStream);
     if (!entry) {
       entry = { reports: [], settled: settledPromise() };
@@ -136,11 +137,21 @@ export class SuccessCommits implements ChildStarter {
     for (const [stream, { reports, settled }] of batch) {
       this.inFlight += 1;
       const previous = this.busy.get(stream) ?? Promise.resolve();
+      let stopped: ReadonlySet<string> = new Set();
       const run = previous
         .then(() => this.commit(stream, reports))
-        .catch((error) => this.parts.logger.error({ err: error, stream }, "could not apply a worker report"))
+        .then(
+          (s) => {
+            stopped = s;
+          },
+          (error) => {
+            // Not written: none of its reports holds (a start among them is no permission).
+            stopped = new Set(reports.map((r) => r.token));
+            this.parts.logger.error({ err: error, stream }, "could not apply a worker report");
+          },
+        )
         .finally(() => {
-          settled.resolve();
+          settled.resolve({ stopped });
           if (this.busy.get(stream) === run) this.busy.delete(stream);
           this.inFlight -= 1;
           if (this.inFlight === 0 && this.pending.size === 0) {
@@ -155,16 +166,17 @@ export class SuccessCommits implements ChildStarter {
    * Read, decide, append once (through the command handler), then apply and send. Reports
    * written as someone else (a remote worker's) are committed apart, each run as its own actor.
    */
-  private async commit(stream: string, reports: readonly AttemptReport[]): Promise<void> {
+  private async commit(stream: string, reports: readonly AttemptReport[]): Promise<ReadonlySet<string>> {
     const first = reports[0]?.actor;
     if (reports.some((r) => r.actor !== first)) {
+      const stopped = new Set<string>();
       let from = 0;
       for (let i = 1; i <= reports.length; i++)
         if (i === reports.length || reports[i]?.actor !== reports[from]?.actor) {
-          await this.commit(stream, reports.slice(from, i));
+          for (const t of await this.commit(stream, reports.slice(from, i))) stopped.add(t);
           from = i;
         }
-      return;
+      return stopped;
     }
     const log = first === undefined ? this.parts.log : this.parts.log.as(first);
     const command = new ReportCommand(this, stream, reports.map(toInput), log);
@@ -177,6 +189,7 @@ export class SuccessCommits implements ChildStarter {
       if (d.children.length > 0) this.started(d.children, outcome.results.slice(2));
     }
     this.apply(d);
+    return new Set(d.answers.flatMap((a) => (a.answer === "stop" ? [a.token] : [])));
   }
 
   /** The children's intents are durable: in flight until the projection shows them, then to the workers. */
@@ -472,14 +485,22 @@ function toInput(r: AttemptReport): AttemptReportInput {
   }
 }
 
+/**
+ * What a commit of reports settled to: the attempts whose reports it told to stop (refused as no
+ * longer current, or ended), and every attempt of a commit that failed.
+ */
+export interface ReportsSettled {
+  readonly stopped: ReadonlySet<string>;
+}
+
 interface Settled {
-  readonly promise: Promise<void>;
-  resolve(): void;
+  readonly promise: Promise<ReportsSettled>;
+  resolve(settled: ReportsSettled): void;
 }
 
 function settledPromise(): Settled {
-  let resolve = () => {};
-  const promise = new Promise<void>((r) => {
+  let resolve: (settled: ReportsSettled) => void = () => {};
+  const promise = new Promise<ReportsSettled>((r) => {
     resolve = r;
   });
   return { promise, resolve };

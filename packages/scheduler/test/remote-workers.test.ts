@@ -394,6 +394,39 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
     expect((await workers.receive(conn, [])).now).toBe(2_003_000);
   });
 
+  it("given a start its commit tells to stop (the attempt given up meanwhile), then the answer refuses it", async () => {
+    const projection = new SchedulerProjection();
+    const inst = {
+      stream: "instance-p/a/t/ALL@g1",
+      leaseSeconds: 30,
+      attempts: [{ token: "g1", attempt: 1, status: "queued" }],
+    };
+    (projection.instances as Map<string, unknown>).set(inst.stream, inst);
+    intended(projection, inst.stream, "g1");
+    workers = new RemoteWorkers(options({ projection }));
+    const a = await workers.register(register("a", ["gpu"], 4), { tokenName: "t", queues: null });
+    const conn = workers.connection("a", a.session);
+    workers.attach(conn, sink());
+    workers.dispatch([run("g1", "gpu")]);
+    // The projection still shows it queued, so it is accepted here; its commit finds it no longer
+    // current (as the scheduler's report decider settles: the tokens it told to stop).
+    workers.onReport(() => Promise.resolve({ stopped: new Set(["g1"]) }));
+    const started = {
+      kind: "started" as const,
+      token: "g1",
+      attempt: 1,
+      instanceStream: inst.stream,
+      workerId: "a",
+      at: new Date().toISOString(),
+      pid: 1,
+    };
+    const answer = await workers.receive(conn, [started]);
+    expect(answer.accepted).toBe(0);
+    expect(answer.refused).toEqual([
+      { kind: "started", token: "g1", reason: "the attempt is no longer current" },
+    ]);
+  });
+
   it("given attempts waiting for a slot, when one is ended in the log meanwhile, then it is never given", async () => {
     const projection = new SchedulerProjection();
     for (const token of ["busy", "w1", "w2"])

@@ -275,8 +275,10 @@ describe("heartbeats", () => {
     const s = shell();
     const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
     const stream = instanceStream(parent.key, parent.logicalDate);
-    s.commits.submit({ ...heartbeat("parent-token-1"), kind: "started", pid: 1 });
+    const settled = s.commits.submit({ ...heartbeat("parent-token-1"), kind: "started", pid: 1 });
     await s.commits.idle();
+    // Written: nothing told to stop.
+    expect([...(await settled).stopped]).toEqual([]);
     await catchUp(log, projection);
     const before = await log.headPosition();
     const from = Date.now();
@@ -290,11 +292,13 @@ describe("heartbeats", () => {
   it("of an attempt that is not current are recorded as rejected, and the worker told to stop", async () => {
     const s = shell();
     const parent = projection.tasks.get("p/a/parent/ALL") as TaskState;
-    s.commits.submit(heartbeat("stale-token-9"));
+    const settled = s.commits.submit(heartbeat("stale-token-9"));
     await s.commits.idle();
     const events = await log.readStream(instanceStream(parent.key, parent.logicalDate));
     expect(events.map((e) => e.type)).toEqual(["DispatchIntended", "CompletionRejected"]);
     expect(s.stopped).toEqual(["stale-token-9"]);
+    // What the commit settles to says so too (a remote worker's start is then refused in its answer).
+    expect([...(await settled).stopped]).toEqual(["stale-token-9"]);
     expect(s.parts.leases.peek("stale-token-9")).toBeUndefined();
   });
 });

@@ -80,7 +80,7 @@ export interface CommandsEvent {
   /**
    * The scheduler's clock (epoch ms) when the oldest of these commands was queued for the
    * stream. Against the scheduler's clock as its latest answers give it (`now`), the worker
-   * knows how long a command took to come at the least; an idempotent `run` that came a third
+   * knows how long a command took to come at the least; an idempotent `run` that came a quarter
    * of its lease late or more runs only once the scheduler has accepted its `started` report (a
    * stream held up by a cut link delivers its commands when the link is back, and the scheduler
    * may have given the attempt up and its retry to another worker by then). Absent from a

@@ -44,10 +44,10 @@ describe("the scheduler's clock as a remote worker knows it", () => {
     expect(clock.since(70_700)).toBe(1_000);
   });
 
-  it("makes a run late from a third of its lease on, unless it waits for its start permission", () => {
+  it("makes a run late from a quarter of its lease on, unless it waits for its start permission", () => {
     const run = runCmd(shell("true"), { leaseSeconds: 6 });
-    expect(lateRun(run, 1_999)).toBe(false);
-    expect(lateRun(run, 2_000)).toBe(true);
+    expect(lateRun(run, 1_499)).toBe(false);
+    expect(lateRun(run, 1_500)).toBe(true);
     expect(lateRun({ ...run, awaitProceed: true }, 60_000)).toBe(false);
   });
 });
@@ -126,11 +126,11 @@ describe("a remote worker given a run its stream delivered late", () => {
     for (const stop of stops.splice(0)) await stop();
   });
 
-  it("runs an idempotent one that came a third of its lease late only once its start is accepted; a refused one never", async () => {
+  it("runs an idempotent one that came a quarter of its lease late only once its start is accepted; a refused one never", async () => {
     const dir = await tempDir("chronolog-late-run-");
     const pidOf = (name: string) => join(dir, `${name}.pid`);
     const run = (name: string) => runCmd(shell(`echo $$ > ${pidOf(name)}`), { token: name, leaseSeconds: 6 });
-    // Two queued 2.5 s before the registration's answer (past a third of 6 s), then one queued as
+    // Two queued 2.5 s before the registration's answer (past a quarter of 6 s), then one queued as
     // it answered.
     const { server, posted, release } = handScheduler(
       [
@@ -173,7 +173,7 @@ describe("a remote worker given a run its stream delivered late", () => {
     await sleep(300);
     expect(existsSync(pidOf("late"))).toBe(false);
     expect(logs.find((l) => l.includes("the run of late"))).toMatch(
-      /^held: the run of late came 2\.5 s after http:\/\/127\.0\.0\.1:\d+ sent it, a third of its lease or more .*: it starts once the scheduler accepts its start$/,
+      /^held: the run of late came 2\.5 s after http:\/\/127\.0\.0\.1:\d+ sent it, a quarter of its lease or more .*: it starts once the scheduler accepts its start$/,
     );
     expect(logs.some((l) => l.includes("the run of timely"))).toBe(false);
     // Accepted: it runs. Refused (given up meanwhile): it never runs, and is reported cancelled.

@@ -46,16 +46,17 @@ export function capacityShares(capacity: number, links: number): number[] {
 
 /**
  * Whether a run came too late to be started on its own: an idempotent attempt (one that waits
- * for no start permission) whose command took a third of its lease or more to come. The worker's
- * fence kills an attempt two thirds of its lease after the last report the scheduler heard (or
- * after its command came), so that it ends before the scheduler, a lease after giving it, may
- * take it for lost and give its retry out; that holds only for a command that came within the
- * lease's other third. A late one reports its start and waits, unrun, for the scheduler's answer:
- * accepted, the attempt is current and its lease runs from then; refused, it never runs. One that
- * waits for its start permission anyway is safe however late.
+ * for no start permission) whose command took a quarter of its lease or more to come. The
+ * worker's fence kills an attempt two thirds of its lease after the last report the scheduler
+ * heard (or after its command came), so that it ends before the scheduler, a lease after giving
+ * it, may take it for lost and give its retry out; that holds only for a command that came within
+ * the lease's other third, less the time between two looks of the fence and the kill: a quarter
+ * keeps that margin. A late one reports its start and waits, unrun, for the scheduler's answer:
+ * accepted, the attempt is current and its lease runs from then; refused, or not delivered, it
+ * never runs. One that waits for its start permission anyway is safe however late.
  */
 export function lateRun(cmd: RunCommand, lateMs: number): boolean {
-  return cmd.awaitProceed !== true && lateMs * 3 >= cmd.leaseSeconds * 1000;
+  return cmd.awaitProceed !== true && lateMs * 4 >= cmd.leaseSeconds * 1000;
 }
 
 /**
@@ -187,7 +188,7 @@ export class RemoteWorker implements LinkHub {
           link.hold(m, late);
           if (late) {
             this.log(
-              `held: the run of ${m.token} came ${(lateMs / 1000).toFixed(1)} s after ${link.origin} sent it, a third of its lease or more (it may have been given up and run elsewhere since): it starts once the scheduler accepts its start`,
+              `held: the run of ${m.token} came ${(lateMs / 1000).toFixed(1)} s after ${link.origin} sent it, a quarter of its lease or more (it may have been given up and run elsewhere since): it starts once the scheduler accepts its start`,
             );
             // Its start reported, it waits for the scheduler's answer (see startAnswered).
             runtime.handleCommand({ ...m, awaitProceed: true });

@@ -4,9 +4,10 @@ const KEEP_MS = 60_000;
 /**
  * The scheduler's clock as a remote worker knows it: at least what its latest answers said
  * (their `now`), advanced by the worker's own monotonic clock since each was read. An answer
- * was stamped before it was read, so this is never ahead of the scheduler's clock; the highest
- * reading of the last minute is kept (the one that travelled fastest), so that the two clocks'
- * rates, which differ a little, cannot build up into a reading ahead of the scheduler's.
+ * was stamped before it was read, so this is never ahead of the scheduler's clock. The highest
+ * reading is kept (the one that travelled fastest), and replaced by a newer one, however low,
+ * once it is a minute old: the two clocks' rates differ a little, and a reading kept for hours
+ * could run ahead of the scheduler's.
  *
  * With it the worker knows how long, at the least, a command took to reach it (a command
  * batch carries the scheduler's clock as it was queued: `at`): a stream that a cut link held

@@ -238,14 +238,20 @@ export class SchedulerLink {
     });
   }
 
-  /** The answer to a batch: the attempts held for their start's answer run, or stop (see Held). */
-  private startsAnswered(batch: readonly WorkerReport[], refused: readonly RefusedReport[]): void {
+  /**
+   * The answer to a batch: the attempts held for their start's answer run, or stop (see Held).
+   * `refused` null: the batch itself was refused, and dropped (their starts will not be heard).
+   */
+  private startsAnswered(batch: readonly WorkerReport[], refused: readonly RefusedReport[] | null): void {
     for (const r of batch) {
       if (r.kind !== "started") continue;
       const h = this.held.get(r.token);
       if (!h?.awaitingStart) continue;
       h.awaitingStart = false;
-      const why = refused.find((x) => x.kind === "started" && x.token === r.token)?.reason;
+      const why =
+        refused === null
+          ? "the report was not delivered"
+          : refused.find((x) => x.kind === "started" && x.token === r.token)?.reason;
       this.hub.startAnswered(r.token, why);
     }
   }
@@ -317,7 +323,7 @@ export class SchedulerLink {
           this.lastDelivered = Math.max(this.lastDelivered, sentAt);
           this.clock.heard(doc?.now);
           this.startsAnswered(batch, doc?.refused ?? []);
-        }
+        } else this.startsAnswered(batch, null);
         for (const r of batch)
           if (r.kind === "succeeded" || r.kind === "failed") {
             this.held.delete(r.token);

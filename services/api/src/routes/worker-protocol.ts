@@ -237,7 +237,7 @@ export function workerProtocolRoutes(d: RouteDeps, workers: RemoteWorkers | null
       security: needsToken,
       summary: "the worker's commands as Server-Sent Events (`commands`, `ping`, `closed`)",
       description:
-        "Each `commands` event's data is `{messages: [...], at}`: run, proceed, query, cancel and shutdown commands, in order, and the scheduler's clock (epoch ms) when the oldest of them was queued; an idempotent run that reaches the worker a third of its lease or more after that, by the scheduler's clock as its answers give it, runs only once its `started` report is accepted. `ping` comes every keepalive; `closed` says why the scheduler ended the stream.",
+        "Each `commands` event's data is `{messages: [...], at}`: run, proceed, query, cancel and shutdown commands, in order, and the scheduler's clock (epoch ms) when the oldest of them was queued; an idempotent run that reaches the worker a quarter of its lease or more after that, by the scheduler's clock as its answers give it, runs only once its `started` report is accepted. `ping` comes every keepalive; `closed` says why the scheduler ended the stream.",
       request: { params: idParam, headers: session },
       responses: {
         200: { description: "the stream", content: { "text/event-stream": { schema: z.string() } } },

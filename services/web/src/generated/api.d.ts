@@ -525,7 +525,7 @@ export interface paths {
         };
         /**
          * the worker's commands as Server-Sent Events (`commands`, `ping`, `closed`)
-         * @description Each `commands` event's data is `{messages: [...], at}`: run, proceed, query, cancel and shutdown commands, in order, and the scheduler's clock (epoch ms) when the oldest of them was queued; an idempotent run that reaches the worker a third of its lease or more after that, by the scheduler's clock as its answers give it, runs only once its `started` report is accepted. `ping` comes every keepalive; `closed` says why the scheduler ended the stream.
+         * @description Each `commands` event's data is `{messages: [...], at}`: run, proceed, query, cancel and shutdown commands, in order, and the scheduler's clock (epoch ms) when the oldest of them was queued; an idempotent run that reaches the worker a quarter of its lease or more after that, by the scheduler's clock as its answers give it, runs only once its `started` report is accepted. `ping` comes every keepalive; `closed` says why the scheduler ended the stream.
          */
         get: operations["streamWorkerCommands"];
         put?: never;

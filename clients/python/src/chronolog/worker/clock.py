@@ -16,9 +16,10 @@ def monotonic_ms() -> float:
 class SchedulerClock:
     """At least what the scheduler's latest answers said its clock read (their ``now``, epoch
     ms), advanced by the worker's monotonic clock since each was read. An answer was stamped
-    before it was read, so this is never ahead of the scheduler's clock; the highest reading of
-    the last minute is kept (the one that travelled fastest), so that the two clocks' rates,
-    which differ a little, cannot build up into a reading ahead of the scheduler's.
+    before it was read, so this is never ahead of the scheduler's clock. The highest reading is
+    kept (the one that travelled fastest), and replaced by a newer one, however low, once it is a
+    minute old: the two clocks' rates differ a little, and a reading kept for hours could run
+    ahead of the scheduler's.
 
     With it the worker knows how long, at the least, a command took to reach it (a command batch
     carries the scheduler's clock as it was queued: ``at``): a stream that a cut link held up
@@ -50,12 +51,13 @@ class SchedulerClock:
 
 def late_run(command: dict[str, Any], late_ms: float) -> bool:
     """Whether a run came too late to be started on its own: an idempotent attempt (one that
-    waits for no start permission) whose command took a third of its lease or more to come. The
-    fence kills an attempt two thirds of its lease after the last report the scheduler heard (or
-    after its command came), so that it ends before the scheduler, a lease after giving it, may
-    take it for lost and give its retry out; that holds only for a command that came within the
-    lease's other third. A late one reports its start and waits, unrun, for the answer: accepted,
-    the attempt is current and its lease runs from then; refused, it never runs. One that waits
-    for its start permission anyway is safe however late."""
+    waits for no start permission) whose command took a quarter of its lease or more to come.
+    The fence kills an attempt two thirds of its lease after the last report the scheduler heard
+    (or after its command came), so that it ends before the scheduler, a lease after giving it,
+    may take it for lost and give its retry out; that holds only for a command that came within
+    the lease's other third, less the time between two looks of the fence and the kill: a
+    quarter keeps that margin. A late one reports its start and waits, unrun, for the answer:
+    accepted, the attempt is current and its lease runs from then; refused, or not delivered, it
+    never runs. One that waits for its start permission anyway is safe however late."""
     lease_ms = float(command.get("leaseSeconds", 30)) * 1000.0
-    return command.get("awaitProceed") is not True and late_ms * 3 >= lease_ms
+    return command.get("awaitProceed") is not True and late_ms * 4 >= lease_ms

@@ -203,7 +203,7 @@ class Worker:
                         self.late_starts.add(token)
                         self.log(
                             f"held: the run of {token} came {late_ms / 1000:.1f} s after the scheduler sent it, "
-                            "a third of its lease or more (it may have been given up and run elsewhere since): "
+                            "a quarter of its lease or more (it may have been given up and run elsewhere since): "
                             "it starts once the scheduler accepts its start"
                         )
                     self.attempts[token] = a
@@ -257,6 +257,7 @@ class Worker:
     def _attempt_done(self, a: Attempt) -> None:
         with self.lock:
             self.attempts.pop(a.token, None)
+            self.late_starts.discard(a.token)
             self.running -= 1
             self.finished.append(a.token)
             if len(self.finished) > 10_000:
@@ -347,14 +348,17 @@ class Worker:
                     self.last_delivered = max(self.last_delivered, sent_at)
                     self.clock.heard(doc.get("now"))
                     self._starts_answered(batch, doc.get("refused") or [])
+                else:
+                    self._starts_answered(batch, None)
                 for r in batch:
                     self.unacked_starts.discard(r["token"])
                 self.wake.notify_all()
             self._log_answer(status, doc)
 
-    def _starts_answered(self, batch: list[dict[str, Any]], refused: list[dict[str, Any]]) -> None:
+    def _starts_answered(self, batch: list[dict[str, Any]], refused: list[dict[str, Any]] | None) -> None:
         """The answer to a batch of starts (under the lock): the attempts whose run came late run
-        if the scheduler accepted their start (current, their lease renewed), else never."""
+        if the scheduler accepted their start (current, their lease renewed), else never.
+        ``refused`` None: the batch itself was refused, and dropped (their starts go unheard)."""
         for r in batch:
             token = r.get("token", "")
             if r.get("kind") != "started" or token not in self.late_starts:
@@ -363,7 +367,11 @@ class Worker:
             a = self.attempts.get(token)
             if a is None:
                 continue
-            why = next((x.get("reason", "") for x in refused if x.get("kind") == "started" and x.get("token") == token), None)
+            why = (
+                "the report was not delivered"
+                if refused is None
+                else next((x.get("reason", "") for x in refused if x.get("kind") == "started" and x.get("token") == token), None)
+            )
             if why is None:
                 a.proceed()
             else:
