@@ -137,7 +137,7 @@ export class SuccessCommits implements ChildStarter {
     for (const [stream, { reports, settled }] of batch) {
       this.inFlight += 1;
       const previous = this.busy.get(stream) ?? Promise.resolve();
-      let stopped: ReadonlySet<string> = new Set();
+      let stopped = NOTHING_STOPPED;
       const run = previous
         .then(() => this.commit(stream, reports))
         .then(
@@ -189,7 +189,9 @@ export class SuccessCommits implements ChildStarter {
       if (d.children.length > 0) this.started(d.children, outcome.results.slice(2));
     }
     this.apply(d);
-    return new Set(d.answers.flatMap((a) => (a.answer === "stop" ? [a.token] : [])));
+    let stopped: Set<string> | undefined;
+    for (const a of d.answers) if (a.answer === "stop") (stopped ??= new Set()).add(a.token);
+    return stopped ?? NOTHING_STOPPED;
   }
 
   /** The children's intents are durable: in flight until the projection shows them, then to the workers. */
@@ -492,6 +494,9 @@ function toInput(r: AttemptReport): AttemptReportInput {
 export interface ReportsSettled {
   readonly stopped: ReadonlySet<string>;
 }
+
+/** What most commits settle to: no attempt told to stop. */
+const NOTHING_STOPPED: ReadonlySet<string> = new Set();
 
 interface Settled {
   readonly promise: Promise<ReportsSettled>;
