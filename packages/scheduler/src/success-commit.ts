@@ -189,9 +189,8 @@ export class SuccessCommits implements ChildStarter {
       if (d.children.length > 0) this.started(d.children, outcome.results.slice(2));
     }
     this.apply(d);
-    let stopped: Set<string> | undefined;
-    for (const a of d.answers) if (a.answer === "stop") (stopped ??= new Set()).add(a.token);
-    return stopped ?? NOTHING_STOPPED;
+    if (!d.answers.some((a) => a.answer === "stop")) return NOTHING_STOPPED;
+    return new Set(d.answers.flatMap((a) => (a.answer === "stop" ? [a.token] : [])));
   }
 
   /** The children's intents are durable: in flight until the projection shows them, then to the workers. */
