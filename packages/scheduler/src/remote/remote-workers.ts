@@ -95,6 +95,12 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   private readonly registering = new Map<string, Promise<void>>();
   private readonly output: OutputSink;
   private readonly now: () => number;
+  /**
+   * The clock the command batches and the answers carry (see CommandsEvent's `at`): the
+   * process's monotonic clock from its start, in epoch ms, so that a step of the wall clock
+   * between two answers does not make a command look sooner or later than it was.
+   */
+  private readonly stamp: () => number;
   private readonly keepaliveMs: number;
   private readonly bufferMax: number;
   private readonly timer: NodeJS.Timeout;
@@ -109,6 +115,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
 
   constructor(private readonly o: RemoteWorkersOptions) {
     this.now = o.now ?? Date.now;
+    this.stamp = o.now ?? (() => performance.timeOrigin + performance.now());
     this.keepaliveMs = o.keepaliveMs ?? 5000;
     this.bufferMax = o.bufferMax ?? 10_000;
     this.output = new OutputSink(o.outputRoot, o.outputMaxBytes);
@@ -197,7 +204,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       given: new Map(),
       spokenOf: new Map(),
       outbox: [],
-      outboxSince: this.now(),
+      outboxSince: this.stamp(),
       sink: null,
       writing: false,
       lastHeard: this.now(),
@@ -229,7 +236,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       maxOutputChunk: MAX_OUTPUT_CHUNK,
       maxReportBatch: MAX_REPORT_BATCH,
       inlineOutputMax: INLINE_OUTPUT_MAX,
-      now: this.now(),
+      now: this.stamp(),
     };
   }
 
@@ -334,7 +341,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       accepted -= 1;
       refused.push({ kind: "started", token: s.token, reason: "the attempt is no longer current" });
     }
-    return { accepted, refused, now: this.now() };
+    return { accepted, refused, now: this.stamp() };
   }
 
   /** A chunk of an attempt's output, at `offset`; returns the size kept so far. */
@@ -492,7 +499,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
 
   private enqueue(conn: RemoteConnection, cmd: WorkerCommand): void {
     if (conn.gone) return;
-    if (conn.outbox.length === 0) conn.outboxSince = this.now();
+    if (conn.outbox.length === 0) conn.outboxSince = this.stamp();
     conn.outbox.push(cmd);
     if (conn.outbox.length > this.bufferMax) {
       void this.drop(
