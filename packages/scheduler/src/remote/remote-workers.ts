@@ -293,8 +293,8 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     let accepted = 0;
     const refused: RefusedReport[] = [];
     const written: Promise<unknown>[] = [];
-    /** The starts accepted here, with what their commits settle to. */
-    const starts: Array<{ token: string; settled: Promise<unknown>[] }> = [];
+    /** The starts accepted here: token -> where their commits' settles begin and end in `written`. */
+    const starts: Array<{ token: string; from: number; to: number }> = [];
     const freed = new Set<string>();
     for (const r of messages) {
       if (r.kind === "known") {
@@ -324,20 +324,19 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
         for (const q of conn.queues) freed.add(q);
       } else this.leases.spokeOf(conn, report.token);
       accepted += 1;
-      const settled = this.emit(report);
-      written.push(...settled);
-      if (report.kind === "started") starts.push({ token: report.token, settled });
+      const from = written.length;
+      written.push(...this.emit(report));
+      if (report.kind === "started") starts.push({ token: report.token, from, to: written.length });
     }
     if (refused.length > 0) await this.refusals.refused(conn.id, messages, refused);
     for (const q of freed) this.drainBacklog(q);
     if (freed.size > 0) this.changed(freed);
-    if (written.length > 0) await Promise.all(written);
+    const settled = written.length > 0 ? await Promise.all(written) : [];
     // A start its commit refused after all (the projection had not yet shown the attempt given
     // up, or the reconcile loop's write came first), or did not write, is refused in the answer
     // too: a worker holding a late run for its start's answer runs it only on an acceptance.
     for (const s of starts) {
-      const results = await Promise.all(s.settled);
-      if (!results.some((r) => stoppedIn(r, s.token))) continue;
+      if (!settled.slice(s.from, s.to).some((r) => stoppedIn(r, s.token))) continue;
       accepted -= 1;
       refused.push({ kind: "started", token: s.token, reason: "the attempt is no longer current" });
     }
