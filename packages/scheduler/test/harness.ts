@@ -51,7 +51,7 @@ export interface Harness {
  * due interval (LATEST). `idempotent` per name.
  */
 export async function harness(
-  tasks: Array<{ name: string; idempotent: boolean; command?: string; lease?: number }>,
+  tasks: Array<{ name: string; idempotent: boolean; command?: string; lease?: number; queue?: string }>,
 ): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), "chronolog-sched-"));
   const log = openSqliteLog({ path: join(dir, "log.db"), actor: "test" });
@@ -59,7 +59,7 @@ export async function harness(
   const yaml = `tasks:\n${tasks
     .map(
       (t) =>
-        `  - { project: p, account: a, name: ${t.name}, cron: "0 ${SLOT_HOUR} * * *", startDate: "${new Date(Date.parse(LATEST) - 30 * DAY).toISOString()}", catchup: false, idempotent: ${t.idempotent}, leaseSeconds: ${t.lease ?? 2}, operator: { type: shell, command: ${JSON.stringify(t.command ?? `echo x >> ${join(dir, `${t.name}.effects`)}`)} } }`,
+        `  - { project: p, account: a, name: ${t.name}, cron: "0 ${SLOT_HOUR} * * *", startDate: "${new Date(Date.parse(LATEST) - 30 * DAY).toISOString()}", catchup: false, idempotent: ${t.idempotent}, leaseSeconds: ${t.lease ?? 2},${t.queue ? ` queue: ${t.queue},` : ""} operator: { type: shell, command: ${JSON.stringify(t.command ?? `echo x >> ${join(dir, `${t.name}.effects`)}`)} } }`,
     )
     .join("\n")}\n`;
   await declare(log, projection, [{ filename: "t.yaml", document: parse(yaml) }], Date.now());

@@ -549,3 +549,37 @@ describe("reconcile: an intent in a remote worker's hands", () => {
     r.stop();
   });
 });
+
+describe("reconcile: an earlier process's intent of a task on a queue", () => {
+  it("gets its lease from when the passes begin, not from when the loop was made", async () => {
+    h = await harness([{ name: "remote", idempotent: true, lease: 1, queue: "gpu" }]);
+    await h.log.append(stream("remote"), [intent("remote", 1, "token-earlier", true)], {
+      expectedRevision: "no_stream",
+    });
+    const projection = await projected();
+    // Its intent is long past any grace when the restarted scheduler makes its loop.
+    let clock = Date.now() + 60_000;
+    const { dispatcher } = unknowingWorkers();
+    const r = new Reconciler({
+      log: h.log,
+      projection,
+      dispatcher,
+      actor: "reconciler:test",
+      confirmGraceMs: 300,
+      intervalMs: 3_600_000,
+      now: () => clock,
+    });
+    // Catching up on the log takes five of its leases before the passes begin; the earlier
+    // process's workers reconnect meanwhile, slowly.
+    clock += 5000;
+    r.start();
+    clock += 900;
+    expect(await r.pass()).toMatchObject({ unconfirmed: 0, written: 0 });
+    expect(await events("remote")).toEqual(["DispatchIntended"]);
+    // A whole lease since the passes began, and no worker has it: given up.
+    clock += 200;
+    expect(await r.pass()).toMatchObject({ unconfirmed: 1, written: 1 });
+    expect(await events("remote")).toEqual(["DispatchIntended", "AttemptAbandoned"]);
+    r.stop();
+  });
+});

@@ -31,7 +31,10 @@ export interface IntentGraceFacts {
   readonly dispatchedAt?: number;
   /** Whether its task is on a queue: its attempts go to remote workers. */
   readonly onQueue: boolean;
-  /** When this process began to take remote workers' registrations. */
+  /**
+   * From when this process's remote workers may have reconnected: when its reconcile loop began,
+   * its registrations taken since before then.
+   */
   readonly listeningSince: number;
 }
 
@@ -42,7 +45,7 @@ export interface IntentGraceFacts {
  * worker whose link is cut. An idempotent attempt does not wait for a start permission, so that
  * worker may be running it. A worker that cannot report fences itself (kills the attempt)
  * within two thirds of its lease without a delivery; so such an intent is given a whole lease,
- * counted from its dispatch here or else from when this process began to listen (the earlier
+ * counted from its dispatch here or else from when this process's reconcile loop began (the earlier
  * process's workers reconnect to it), before it may be abandoned and retried elsewhere.
  */
 export function intentGrace(

@@ -111,8 +111,13 @@ export class Reconciler {
   private readonly now: () => number;
   readonly totals = { passes: 0, written: 0, conflicts: 0 };
 
-  /** When this loop began: remote workers of an earlier process reconnect from then on. */
-  private readonly listeningSince: number;
+  /**
+   * What the grace of an earlier process's remote intents counts from: when the passes began (a
+   * restarted scheduler catches up on the log first, and its remote workers reconnect once it
+   * takes registrations, before then), or, for passes run without start, when the loop was made.
+   */
+  private listeningSince: number;
+  private started = false;
 
   constructor(private readonly o: ReconcilerOptions) {
     this.now = o.now ?? Date.now;
@@ -159,6 +164,8 @@ export class Reconciler {
   start(): void {
     this.listen();
     if (this.timer) return; // already started
+    if (!this.started) this.listeningSince = this.now();
+    this.started = true;
     const interval = this.o.intervalMs ?? 1000;
     const tick = () => {
       this.timer = setTimeout(async () => {
