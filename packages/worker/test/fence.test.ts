@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { RemoteWorker } from "../src/remote/client.js";
 import { Link } from "../src/remote/link.js";
-import { isAlive, readPid, runCmd, shell, sleep, tempDir, waitFor } from "./helpers.js";
+import { isAlive, readPid, registrationAnswer, runCmd, shell, sleep, tempDir, waitFor } from "./helpers.js";
 
 /**
  * A scheduler spoken by hand on a loopback port: it registers the worker, gives it one attempt
@@ -20,20 +20,7 @@ function handScheduler(run: object) {
     req.on("end", () => {
       if (req.method === "POST" && req.url === "/api/v1/workers") {
         res.writeHead(200, { "content-type": "application/json" });
-        res.end(
-          JSON.stringify({
-            protocol: 1,
-            session: "s1",
-            actor: "worker:w@h",
-            adopted: [],
-            stop: [],
-            keepaliveMs: 60_000,
-            silenceMs: 600_000,
-            outputMaxBytes: 1024,
-            maxOutputChunk: 1024,
-            maxReportBatch: 100,
-          }),
-        );
+        res.end(registrationAnswer());
       } else if (req.method === "GET" && req.url?.endsWith("/commands")) {
         res.writeHead(200, { "content-type": "text/event-stream" });
         res.write(`event: commands\ndata: ${JSON.stringify({ messages: [run] })}\n\n`);

@@ -125,3 +125,23 @@ export function childrenOf(ppid: number): number[] {
     .filter((p) => p.ppid === ppid)
     .map((p) => p.pid);
 }
+
+/**
+ * What a scheduler spoken by hand answers a worker's registration (session `s1`): keepalives
+ * and silences long enough that the test decides every exchange; `extra` adds fields (`now`).
+ */
+export function registrationAnswer(extra: Record<string, unknown> = {}): string {
+  return JSON.stringify({
+    protocol: 1,
+    session: "s1",
+    actor: "worker:w@h",
+    adopted: [],
+    stop: [],
+    keepaliveMs: 60_000,
+    silenceMs: 600_000,
+    outputMaxBytes: 1024,
+    maxOutputChunk: 1024,
+    maxReportBatch: 100,
+    ...extra,
+  });
+}

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { lateRun, RemoteWorker } from "../src/remote/client.js";
 import { Link } from "../src/remote/link.js";
 import { SchedulerClock } from "../src/remote/scheduler-clock.js";
-import { readPid, runCmd, shell, sleep, tempDir, waitFor } from "./helpers.js";
+import { readPid, registrationAnswer, runCmd, shell, sleep, tempDir, waitFor } from "./helpers.js";
 
 describe("the scheduler's clock as a remote worker knows it", () => {
   it("is what the latest answer said, advanced by the worker's own clock; nothing before an answer", () => {
@@ -71,21 +71,7 @@ function handScheduler(batches: ReadonlyArray<{ at: number; run: object }>, hold
     req.on("end", async () => {
       if (req.method === "POST" && req.url === "/api/v1/workers") {
         res.writeHead(200, { "content-type": "application/json" });
-        res.end(
-          JSON.stringify({
-            protocol: 1,
-            session: "s1",
-            actor: "worker:w@h",
-            adopted: [],
-            stop: [],
-            keepaliveMs: 60_000,
-            silenceMs: 600_000,
-            outputMaxBytes: 1024,
-            maxOutputChunk: 1024,
-            maxReportBatch: 100,
-            now: 5_000_000,
-          }),
-        );
+        res.end(registrationAnswer({ now: 5_000_000 }));
       } else if (req.method === "GET" && req.url?.endsWith("/commands")) {
         res.writeHead(200, { "content-type": "text/event-stream" });
         for (const b of batches)
