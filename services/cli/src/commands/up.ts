@@ -5,6 +5,7 @@ import { counted, formatTaskKey, parseDeclarationText } from "@chronolog/core";
 import type { RecordedEvent } from "@chronolog/log";
 import {
   AlertSender,
+  checkDeclaration,
   checkpointDue,
   declare,
   isLocalWorkerId,
@@ -388,19 +389,27 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   });
   if (api) logger.info({ url: api.url }, "api listening");
   // The example is declared once nothing can refuse the start any more (a flag, the lock, the
-  // HTTP API's port): a start that is refused has written nothing.
+  // HTTP API's port): a start that is refused has written nothing. It is declared once into a
+  // data directory: a restart keeps what was declared since (an earlier start date, a changed
+  // task) and resumes the catch-up from where the example began.
   if (opts.example) {
-    const source = parseDeclarationText(exampleText(Date.now()), { filename: "examples/orders.yaml" });
-    const outcome = await declare(log, projection, [source], Date.now()).catch(async (error: unknown) => {
-      clearInterval(timer);
-      await api?.close();
-      await pool.close(0);
-      await membership?.close();
-      await log.close();
-      lock?.release();
-      throw error;
-    });
-    for (const t of outcome.tasks) logger.info({ task: t.task, outcome: t.outcome }, "example task");
+    const now = Date.now();
+    const source = parseDeclarationText(exampleText(now), { filename: "examples/orders.yaml" });
+    const held = checkDeclaration(projection, [source], now).tasks.filter((t) => t.outcome !== "declared");
+    if (held.length > 0)
+      logger.info({ tasks: held.map((t) => t.task) }, "the example is declared here already: kept as it is");
+    else {
+      const outcome = await declare(log, projection, [source], now).catch(async (error: unknown) => {
+        clearInterval(timer);
+        await api?.close();
+        await pool.close(0);
+        await membership?.close();
+        await log.close();
+        lock?.release();
+        throw error;
+      });
+      for (const t of outcome.tasks) logger.info({ task: t.task, outcome: t.outcome }, "example task");
+    }
   }
   await scheduler.start();
   const anchoring = opts.anchorFile ? startAnchoring(log, opts.anchorFile, anchorMs, logger) : null;
@@ -500,7 +509,10 @@ export function registerUpCommand(program: Command, globals: () => DataDirOption
       .option("-w, --workers <n>", "worker processes", "2")
       .option("--capacity <n>", "attempts each worker runs at once", "16")
       .option("--warm-shells <n>", "shells each worker keeps started ahead of need, for shell tasks", "2")
-      .option("--example", "declare the example workflow first (three tasks across two projects)")
+      .option(
+        "--example",
+        "declare the example workflow (three tasks across two projects) unless the data directory holds it",
+      )
       .option("--snapshot-seconds <s>", "how often to checkpoint the projection", "5")
       .option("--reconcile-ms <ms>", "time between reconcile passes", "1000")
       .option(
