@@ -1,8 +1,9 @@
-import { execFileSync } from "node:child_process";
-import { rmSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
+import { rmSync, writeFileSync } from "node:fs";
+import { userInfo } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { chronolog, chronologSpawn, tempDataDir } from "../support/cli.js";
+import { CLI, chronolog, chronologSpawn, cliEnv, tempDataDir } from "../support/cli.js";
 
 let dir: string;
 beforeEach(() => {
@@ -107,5 +108,32 @@ describe("chronolog log", () => {
     tail.kill("SIGTERM");
     expect(out).toContain('"live"');
     expect(out).not.toContain('"before"');
+  });
+});
+
+describe("the actor of a command's events", () => {
+  it("names the account the command runs as, whatever $USER says", () => {
+    const dir = tempDataDir("actor");
+    try {
+      const file = join(dir, "t.yaml");
+      writeFileSync(
+        file,
+        'tasks:\n  - { project: p, account: a, name: t, cron: "0 * * * *", startDate: "2026-01-01T00:00:00Z", operator: { type: noop } }\n',
+      );
+      const r = spawnSync(process.execPath, [CLI, "--data-dir", dir, "declare", file], {
+        encoding: "utf8",
+        env: cliEnv({ USER: "mallory", CHRONOLOG_HOST: "build-7" }),
+      });
+      expect(r.status, r.stderr).toBe(0);
+      const actors = chronolog(dir, ["log", "read", "--json"])
+        .stdout.split("\n")
+        .filter(Boolean)
+        .map((l) => (JSON.parse(l) as { metadata: { actor: string } }).metadata.actor);
+      expect(actors.length).toBeGreaterThan(0);
+      for (const actor of actors)
+        expect(actor).toMatch(new RegExp(`^cli:${userInfo().username}@build-7:\\d+$`));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,5 +1,5 @@
 import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync } from "node:fs";
-import { hostname } from "node:os";
+import { hostname, userInfo } from "node:os";
 import { join, resolve } from "node:path";
 import { EventLog, ExportBackend, ExportLineError, LogReadOnlyError } from "@chronolog/log";
 import type { KafkaSecurityOptions } from "@chronolog/log-kafka";
@@ -76,12 +76,29 @@ export function logFileOf(options: DataDirOptions): string {
   return join(dataDirOf(options), "log.db");
 }
 
+let account: string | undefined;
+
 /**
- * Who a process writes as: `role:user@host:pid`. `$CHRONOLOG_HOST` names the host where its own
- * name says little (a container's random one, say).
+ * The account the process runs as, by its user id (not `$USER`, which whoever starts it sets):
+ * `uid<N>` for an id the system has no name for (a container's, say).
+ */
+function accountName(): string {
+  if (account === undefined) {
+    try {
+      account = userInfo().username;
+    } catch {
+      account = `uid${process.getuid?.() ?? "unknown"}`;
+    }
+  }
+  return account;
+}
+
+/**
+ * Who a process writes as: `role:user@host:pid`, the user its account. `$CHRONOLOG_HOST` names
+ * the host where its own name says little (a container's random one, say).
  */
 export function defaultActor(role: string): string {
-  return `${role}:${process.env.USER ?? "user"}@${process.env.CHRONOLOG_HOST ?? hostname()}:${process.pid}`;
+  return `${role}:${accountName()}@${process.env.CHRONOLOG_HOST ?? hostname()}:${process.pid}`;
 }
 
 interface KafkaTarget {
