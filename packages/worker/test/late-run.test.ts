@@ -44,6 +44,18 @@ describe("the scheduler's clock as a remote worker knows it", () => {
     expect(clock.since(70_700)).toBe(1_000);
   });
 
+  it("takes a registration's reading over a higher one kept: the scheduler may have restarted", () => {
+    let local = 0;
+    const clock = new SchedulerClock(() => local);
+    clock.heard(10_000);
+    // Restarted with its wall clock set back a minute: its clock counts from another origin.
+    local = 1_000;
+    clock.registered(-49_000);
+    expect(clock.since(-49_000)).toBe(0);
+    local = 2_000;
+    expect(clock.since(-49_000)).toBe(1_000);
+  });
+
   it("makes a run late from a quarter of its lease on, unless it waits for its start permission", () => {
     const run = runCmd(shell("true"), { leaseSeconds: 6 });
     expect(lateRun(run, 1_499)).toBe(false);
@@ -55,9 +67,14 @@ describe("the scheduler's clock as a remote worker knows it", () => {
 /**
  * A scheduler spoken by hand on a loopback port: its clock reads 5,000,000 in each answer; its
  * command stream carries the batches given, each stamped as the test says. A batch of reports
- * holding the start of `hold` is answered when the test says; the start of `refuse` is refused.
+ * holding the start of `hold` is answered when the test says; the starts of `refuse` are refused,
+ * the first with its reason, the others with none said.
  */
-function handScheduler(batches: ReadonlyArray<{ at: number; run: object }>, hold: string, refuse: string) {
+function handScheduler(
+  batches: ReadonlyArray<{ at: number; run: object }>,
+  hold: string,
+  refuse: readonly string[],
+) {
   const posted: string[] = [];
   let release: () => void = () => {};
   const released = new Promise<void>((r) => {
@@ -81,19 +98,18 @@ function handScheduler(batches: ReadonlyArray<{ at: number; run: object }>, hold
         const messages = (JSON.parse(body) as { messages: Array<{ kind: string; token: string }> }).messages;
         const started = (token: string) => messages.some((m) => m.kind === "started" && m.token === token);
         if (started(hold)) await released;
-        res.writeHead(started(refuse) ? 409 : 200, { "content-type": "application/json" });
+        const refused = refuse
+          .filter(started)
+          .map((token) =>
+            token === refuse[0]
+              ? { kind: "started", token, reason: "attempt 1 of its instance already ended (abandoned)" }
+              : { kind: "started", token },
+          );
+        res.writeHead(refused.length > 0 ? 409 : 200, { "content-type": "application/json" });
         res.end(
           JSON.stringify({
-            accepted: messages.length - (started(refuse) ? 1 : 0),
-            refused: started(refuse)
-              ? [
-                  {
-                    kind: "started",
-                    token: refuse,
-                    reason: "attempt 1 of its instance already ended (abandoned)",
-                  },
-                ]
-              : [],
+            accepted: messages.length - refused.length,
+            refused,
             now: 5_000_000,
           }),
         );
@@ -122,10 +138,11 @@ describe("a remote worker given a run its stream delivered late", () => {
       [
         { at: 5_000_000 - 2_500, run: run("late") },
         { at: 5_000_000 - 2_500, run: run("given-up") },
+        { at: 5_000_000 - 2_500, run: run("unexplained") },
         { at: 5_000_000, run: run("timely") },
       ],
       "late",
-      "given-up",
+      ["given-up", "unexplained"],
     );
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     stops.push(() => {
@@ -140,7 +157,7 @@ describe("a remote worker given a run its stream delivered late", () => {
       id: "w",
       host: "h",
       queues: ["q"],
-      capacity: 3,
+      capacity: 4,
       version: "test",
       runtime: {},
       log: (m) => logs.push(m),
@@ -173,5 +190,17 @@ describe("a remote worker given a run its stream delivered late", () => {
       10_000,
     );
     expect(existsSync(pidOf("given-up"))).toBe(false);
+    // A refusal that gives no reason is a refusal all the same.
+    await waitFor(
+      () =>
+        posted.some(
+          (b) =>
+            b.includes('"failed"') &&
+            b.includes('"unexplained"') &&
+            b.includes("its start was refused: refused"),
+        ),
+      10_000,
+    );
+    expect(existsSync(pidOf("unexplained"))).toBe(false);
   });
 });

@@ -97,7 +97,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
   private readonly now: () => number;
   /**
    * The clock the command batches and the answers carry (see CommandsEvent's `at`): the
-   * process's monotonic clock from its start, in epoch ms, so that a step of the wall clock
+   * process's monotonic clock from its start, in whole epoch ms, so that a step of the wall clock
    * between two answers does not make a command look sooner or later than it was.
    */
   private readonly stamp: () => number;
@@ -115,7 +115,7 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
 
   constructor(private readonly o: RemoteWorkersOptions) {
     this.now = o.now ?? Date.now;
-    this.stamp = o.now ?? (() => performance.timeOrigin + performance.now());
+    this.stamp = o.now ?? (() => Math.floor(performance.timeOrigin + performance.now()));
     this.keepaliveMs = o.keepaliveMs ?? 5000;
     this.bufferMax = o.bufferMax ?? 10_000;
     this.output = new OutputSink(o.outputRoot, o.outputMaxBytes);

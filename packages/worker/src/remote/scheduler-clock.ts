@@ -34,6 +34,16 @@ export class SchedulerClock {
   }
 
   /**
+   * A registration's answer was just read: the scheduler may be another process than the one
+   * heard before (restarted, its clock counting from another origin), so its reading replaces
+   * whatever was kept.
+   */
+  registered(schedulerNow: unknown): void {
+    this.offset = undefined;
+    this.heard(schedulerNow);
+  }
+
+  /**
    * How long ago the scheduler's clock read `at` (ms), at the least: 0 when unknown (no answer
    * yet, or a scheduler that does not stamp its commands).
    */

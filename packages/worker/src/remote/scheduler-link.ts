@@ -171,7 +171,7 @@ export class SchedulerLink {
       throw new Error(`registration answered HTTP ${res.status}: ${detail}`);
     }
     const answer = doc as unknown as RegisterAnswer;
-    this.clock.heard(answer.now);
+    this.clock.registered(answer.now);
     if (answer.protocol !== REMOTE_PROTOCOL_VERSION)
       throw new FatalRefusal(
         `the scheduler at ${this.origin} speaks worker protocol ${answer.protocol}, this worker speaks ${REMOTE_PROTOCOL_VERSION}: run a worker of the scheduler's version`,
@@ -248,10 +248,13 @@ export class SchedulerLink {
       const h = this.held.get(r.token);
       if (!h?.awaitingStart) continue;
       h.awaitingStart = false;
+      // Any refusal of the start stops it, whatever it says (or fails to say) why.
+      const refusal = refused?.find((x) => x.kind === "started" && x.token === r.token);
       const why =
         refused === null
           ? "the report was not delivered"
-          : refused.find((x) => x.kind === "started" && x.token === r.token)?.reason;
+          : refusal &&
+            (typeof refusal.reason === "string" && refusal.reason !== "" ? refusal.reason : "refused");
       this.hub.startAnswered(r.token, why);
     }
   }
