@@ -34,6 +34,26 @@ class SchedulerClockTest(unittest.TestCase):
         clock.heard(70_700)  # a minute on, taken all the same
         self.assertEqual(clock.since(70_700), 0.0)
 
+    def test_a_registrations_reading_replaces_a_higher_one_the_scheduler_may_have_restarted(self) -> None:
+        local = [0.0]
+        clock = SchedulerClock(lambda: local[0])
+        clock.heard(10_000)
+        local[0] = 1_000.0
+        clock.registered(-49_000)  # restarted with its wall clock set back a minute
+        self.assertEqual(clock.since(-49_000), 0.0)
+        local[0] = 2_000.0
+        self.assertEqual(clock.since(-49_000), 1_000.0)
+
+    def test_a_reading_or_a_stamp_that_is_not_a_finite_number_says_nothing(self) -> None:
+        local = [0.0]
+        clock = SchedulerClock(lambda: local[0])
+        clock.heard(10_000)
+        clock.heard(float("inf"))
+        clock.heard(float("nan"))
+        self.assertEqual(clock.since(10_000), 0.0)
+        self.assertEqual(clock.since(float("-inf")), 0.0)
+        self.assertEqual(clock.since(float("nan")), 0.0)
+
 
 class LateRunTest(unittest.TestCase):
     def test_late_from_a_quarter_of_its_lease_unless_it_waits_for_its_start_permission(self) -> None:
@@ -41,6 +61,12 @@ class LateRunTest(unittest.TestCase):
         self.assertFalse(late_run(run, 1_499))
         self.assertTrue(late_run(run, 1_500))
         self.assertFalse(late_run({**run, "awaitProceed": True}, 60_000))
+
+    def test_a_run_without_a_usable_lease_is_judged_by_the_default_of_30_s(self) -> None:
+        for lease in (None, "6", float("nan"), 0, -1, True):
+            run = {"kind": "run", "token": "t", "leaseSeconds": lease}
+            self.assertFalse(late_run(run, 7_499), lease)
+            self.assertTrue(late_run(run, 7_500), lease)
 
 
 if __name__ == "__main__":

@@ -63,11 +63,14 @@ def handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
 
         def _answer(self, status: int, doc: dict[str, Any]) -> None:
             raw = json.dumps(doc).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # (a worker that stopped meanwhile: an answer held past its end)
 
         def _body(self) -> bytes:
             return self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -346,6 +349,47 @@ class WorkerDeliveryTest(unittest.TestCase):
         self.assertEqual(self.end_of("late")["kind"], "succeeded")
         self.assertTrue(ran["late"].exists())
         self.assertFalse(ran["given-up"].exists(), "refused: never ran")
+
+    def test_a_held_run_never_starts_once_the_worker_is_stopping_even_if_its_start_is_accepted(self) -> None:
+        # Held for its start's answer when the worker is told to stop (30 s of grace): the start
+        # accepted meanwhile, it does not run (it would only be killed when the grace ends); it is
+        # reported interrupted by the shutdown, not failed.
+        self.fake.late_ms["late"] = 4000.0
+        self.fake.hold_start = "late"
+        starts = Path(self.dir, "late-starts")
+        args = {"starts": str(starts), "ends": str(Path(self.dir, "late-ends")), "seconds": 0.1}
+        self.fake.send({**run_command("late", "tests.worker_tasks:slow", args, idempotent=True), "leaseSeconds": 9})
+        wait_for("the late start's post", lambda: any(r["kind"] == "started" and r["token"] == "late" for r in self.fake.reports()))
+        self.worker.terminate()
+        time.sleep(0.3)
+        self.fake.release_start.set()
+        end = self.end_of("late")
+        self.assertEqual(end["kind"], "failed", end)
+        self.assertEqual(end["error"]["kind"], "interrupted", end)
+        self.assertIn("worker shutdown", end["error"]["message"])
+        self.assertFalse(starts.exists(), "held, then stopping: never ran")
+        self.assertEqual(self.worker.wait(20), 0)
+
+    def test_a_run_still_queued_when_the_worker_stops_is_reported_interrupted_and_never_started(self) -> None:
+        # Capacity 4: the fifth waits in the queue; stopping, it never starts, and no start of it
+        # is reported (one that must wait for its start permission would otherwise be taken for
+        # started, and left to an operator).
+        busy = [f"busy-{i}" for i in range(4)]
+        for token in busy:
+            args = {"starts": str(Path(self.dir, f"{token}-starts")), "ends": str(Path(self.dir, f"{token}-ends")), "seconds": 1.0}
+            self.fake.send(run_command(token, "tests.worker_tasks:slow", args, idempotent=True))
+        wait_for("four running", lambda: all(Path(self.dir, f"{t}-starts").exists() for t in busy))
+        args = {"starts": str(Path(self.dir, "queued-starts")), "ends": str(Path(self.dir, "queued-ends")), "seconds": 0.1}
+        self.fake.send(run_command("queued", "tests.worker_tasks:slow", args, idempotent=False))
+        time.sleep(0.5)
+        self.worker.terminate()
+        end = self.end_of("queued")
+        self.assertEqual((end["kind"], end["error"]["kind"]), ("failed", "interrupted"), end)
+        self.assertFalse(any(r["kind"] == "started" and r["token"] == "queued" for r in self.fake.reports()))
+        self.assertFalse(Path(self.dir, "queued-starts").exists())
+        for token in busy:
+            self.assertEqual(self.end_of(token)["kind"], "succeeded")
+        self.assertEqual(self.worker.wait(20), 0)
 
 
 def _clock_ms() -> float:

@@ -269,7 +269,8 @@ class Attempt:
         self.last_heartbeat = time.monotonic()
         # One that must wait for its start permission says it started first; another says so
         # once its function is on its way (the start, not the report, is what waits on nothing).
-        if self.awaits_start:
+        # (Not one stopped before it left the queue: it never started.)
+        if self.awaits_start and self.abort is None:
             self._report_started()
         report: dict[str, Any]
         try:
@@ -298,10 +299,10 @@ class Attempt:
         if self.awaits_start:
             self.proceeded.wait()
         op = self.cmd.get("operator") or {}
-        if self.abort is not None or op.get("type") != "python":
-            self._report_started()
         if self.abort is not None:
             return self._failed(*self._abort_error(), None)
+        if op.get("type") != "python":
+            self._report_started()
         if op.get("type") != "python":
             with open(self.output_path, "ab") as f:
                 f.write(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Callable
 
@@ -33,7 +34,7 @@ class SchedulerClock:
 
     def heard(self, scheduler_now: Any) -> None:
         """An answer of the scheduler, stamped ``scheduler_now`` (epoch ms), was just read."""
-        if isinstance(scheduler_now, bool) or not isinstance(scheduler_now, (int, float)):
+        if not _finite(scheduler_now):
             return
         local = self._local_ms()
         offset = float(scheduler_now) - local
@@ -41,10 +42,17 @@ class SchedulerClock:
             self._offset = offset
             self._read_at = local
 
+    def registered(self, scheduler_now: Any) -> None:
+        """A registration's answer was just read: the scheduler may be another process than the
+        one heard before (restarted, its clock counting from another origin), so its reading
+        replaces whatever was kept."""
+        self._offset = None
+        self.heard(scheduler_now)
+
     def since(self, at: Any) -> float:
         """How long ago the scheduler's clock read ``at`` (ms), at the least: 0 when unknown (no
         answer yet, or a scheduler that does not stamp its commands)."""
-        if self._offset is None or isinstance(at, bool) or not isinstance(at, (int, float)):
+        if self._offset is None or not _finite(at):
             return 0.0
         return max(0.0, self._offset + self._local_ms() - float(at))
 
@@ -59,5 +67,11 @@ def late_run(command: dict[str, Any], late_ms: float) -> bool:
     quarter keeps that margin. A late one reports its start and waits, unrun, for the answer:
     accepted, the attempt is current and its lease runs from then; refused, or not delivered, it
     never runs. One that waits for its start permission anyway is safe however late."""
-    lease_ms = float(command.get("leaseSeconds", 30)) * 1000.0
+    lease = command.get("leaseSeconds")
+    lease_ms = (float(lease) if _finite(lease) and lease > 0 else 30.0) * 1000.0
     return command.get("awaitProceed") is not True and late_ms * 4 >= lease_ms
+
+
+def _finite(value: Any) -> bool:
+    """A number (not a bool), and finite."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

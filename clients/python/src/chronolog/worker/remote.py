@@ -139,7 +139,8 @@ class Worker:
         status, raw = self.link.request("POST", "/api/v1/workers", json_body=body)
         doc = _json(raw)
         if status == 200:
-            self.clock.heard(doc.get("now"))
+            # (Perhaps another process than the one heard before: its reading replaces the kept one.)
+            self.clock.registered(doc.get("now"))
         if status != 200:
             detail = doc.get("detail") if isinstance(doc, dict) and isinstance(doc.get("detail"), str) else raw[:500].decode("utf-8", "replace")
             if status in (400, 401, 403):
@@ -367,12 +368,21 @@ class Worker:
             a = self.attempts.get(token)
             if a is None:
                 continue
-            why = (
-                "the report was not delivered"
-                if refused is None
-                else next((x.get("reason", "") for x in refused if x.get("kind") == "started" and x.get("token") == token), None)
+            # Any refusal of the start stops it, whatever it says (or fails to say) why.
+            refusal = None if refused is None else next(
+                (x for x in refused if isinstance(x, dict) and x.get("kind") == "started" and x.get("token") == token), None
             )
-            if why is None:
+            if refused is None:
+                why: str | None = "the report was not delivered"
+            elif refusal is None:
+                why = None
+            else:
+                reason = refusal.get("reason")
+                why = reason if isinstance(reason, str) and reason else "refused"
+            if self.stopping:
+                # Stopping: it never starts now (see stop).
+                threading.Thread(target=a.cancel, args=("worker shutdown", 0, True), daemon=True).start()
+            elif why is None:
                 a.proceed()
             else:
                 threading.Thread(target=self.cancel, args=(token, f"its start was refused: {why}", 0), daemon=True).start()
@@ -592,31 +602,39 @@ class Worker:
 
     # --- stopping ------------------------------------------------------------------------
     def stop(self, grace: float) -> None:
-        """Running attempts get ``grace`` seconds, their reports go home, then goodbye."""
+        """Running attempts get ``grace`` seconds, their reports go home, then goodbye. What has
+        not started (queued, or waiting for its start permission or its start's answer) never
+        does: it ends at once. Each attempt stopped is reported interrupted by the shutdown, which
+        is not its task's failure (see the scheduler's retry rules)."""
         with self.lock:
             self.stopping = True
             queued = list(self.queued)
             self.queued.clear()
+            waiting = [a for a in self.attempts.values() if a.state == "waiting" and a not in queued]
         for a in queued:
-            a.cancel("worker shutdown")
+            a.cancel("worker shutdown", interrupted=True)
             with self.lock:
                 self.running += 1
             threading.Thread(target=a.run, daemon=True).start()
+        for a in waiting:
+            a.cancel("worker shutdown", 0, interrupted=True)
         end = time.monotonic() + grace
         while time.monotonic() < end and self.attempts:
             time.sleep(0.1)
         for a in list(self.attempts.values()):
-            a.cancel("worker shutdown", 0)
+            a.cancel(f"worker shutdown (grace of {round(grace * 1000)} ms elapsed)", 0, interrupted=True)
         end = time.monotonic() + 5
         while time.monotonic() < end and self.attempts:
             time.sleep(0.05)
-        for _ in range(20):
-            if self.start_pending and not self.deliver_starts():
-                time.sleep(0.25)
-                continue
-            if not self.pending or self.deliver():
-                break
-            time.sleep(0.25)
+        # What is left to report goes home on the two lanes (an end waits for its start's answer),
+        # for a few seconds at the most: what a scheduler out of reach did not hear is its
+        # reconcile loop's to settle.
+        end = time.monotonic() + 5
+        with self.lock:
+            while self._unsent() and time.monotonic() < end:
+                self.wake.notify_all()
+                self.start_wake.notify_all()
+                self.wake.wait(0.05)
         if self.answer is not None:
             try:
                 self.link.request("DELETE", self.path(), headers=self.headers(), timeout=5)
