@@ -210,6 +210,51 @@ export async function readLog() {
     expect(readdirSync(join(`${dir}-tasks`, "work"))).toEqual([]);
   }, 120_000);
 
+  it("gives tasks a directory in the temporary directory when the default is out of their reach", async () => {
+    // A checkout under a directory of mode 0700 (a home, a fresh temporary directory): nobody
+    // cannot reach `DATA_DIR-tasks` there. Given no --task-dir, the tasks run all the same.
+    const parent = tempDataDir("isolation-away");
+    left.dirs.push(parent);
+    chmodSync(parent, 0o700);
+    const data = join(parent, "data");
+    const file = join(parent, "t.yaml");
+    writeFileSync(
+      file,
+      `tasks:\n  - { project: p, account: a, name: who, cron: "0 * * * *", startDate: "${LATEST_HOUR}", catchup: false, operator: { type: shell, command: "id -un; pwd" } }\n`,
+    );
+    expect(chronolog(data, ["declare", file]).code).toBe(0);
+    const away = startUp(data, { CHRONOLOG_RUN_AS: "" }, ["--http", "off"]);
+    left.processes.push(away.proc);
+    await waitUntil("the task to end", () =>
+      attempts(data, "p/a/who")[0]?.status === "success" ? true : undefined,
+    );
+    await stopUp(away);
+    const [a] = attempts(data, "p/a/who");
+    const line = away.log.split("\n").find((l) => l.includes("tasks run as nobody")) as string;
+    const taskDir = (JSON.parse(line) as { taskDir: string }).taskDir;
+    expect(taskDir).toMatch(/\/chronolog-tasks-[0-9a-f]{16}$/);
+    expect(line).toContain(
+      `since nobody cannot reach ${data}-tasks (${parent} is mode 0700): --task-dir chooses another`,
+    );
+    expect(a?.stdoutTail).toContain("nobody");
+    expect(a?.stdoutTail).toContain(`${taskDir}/work/`);
+    expect(statSync(taskDir).mode & 0o777).toBe(0o711);
+    expect(existsSync(`${data}-tasks`)).toBe(false);
+    left.dirs.push(taskDir);
+    // Anyone may make names in the temporary directory: one found there that another user owns
+    // (made first, to be handed the tasks' files) is refused, never used.
+    chownSync(taskDir, 65534, 65534);
+    const r = spawnSync(process.execPath, [CLI, "--data-dir", data, "up", "--http", "off"], {
+      encoding: "utf8",
+      env: cliEnv({ CHRONOLOG_RUN_AS: "" }),
+      timeout: 30_000,
+    });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(
+      `${taskDir}, where the tasks of ${data} would get their directories, is not a directory of this user's that only it may write (owner 65534, mode 0711)`,
+    );
+  }, 120_000);
+
   it("refuses what would not isolate, before anything is created", () => {
     const parent = tempDataDir("isolation-refused");
     left.dirs.push(parent);

@@ -1,5 +1,7 @@
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, statSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { chmodSync, existsSync, lstatSync, mkdirSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { isEnvName } from "@chronolog/worker";
 import { CliError } from "./edge.js";
@@ -12,6 +14,15 @@ export interface TaskIsolation {
   readonly ownUser: string;
   /** Where attempts get their working directories (`work/`) and staging directories (`staging/`). */
   readonly taskDir: string;
+  /**
+   * Set when `taskDir` is not the default beside the data directory because the run-as user
+   * cannot reach that one: the default, and the directory on its way that stops the user.
+   */
+  readonly unreachableDefault?: {
+    readonly taskDir: string;
+    readonly blockedAt: string;
+    readonly mode: number;
+  };
   readonly passEnv: readonly string[];
 }
 
@@ -62,6 +73,48 @@ function canTraverse(
   return (st.mode & 0o001) !== 0;
 }
 
+/** The first directory on the way to `taskDir` that `user` may not search, if any. */
+function blockedOn(
+  taskDir: string,
+  user: { uid: number; gid: number },
+): { dir: string; mode: number; uid: number } | undefined {
+  for (let dir = dirname(taskDir); ; dir = dirname(dir)) {
+    if (existsSync(dir)) {
+      const st = statSync(dir);
+      if (!canTraverse(st, user)) return { dir, mode: st.mode & 0o777, uid: st.uid };
+    }
+    if (dir === dirname(dir)) return undefined;
+  }
+}
+
+const octal = (mode: number) => mode.toString(8).padStart(4, "0");
+
+/**
+ * Where tasks get their directories when the default beside the data directory is out of the
+ * run-as user's reach (a checkout under a home of mode 0700, say) and no `--task-dir` was given:
+ * a directory of the scheduler's own in the system's temporary directory, named after the data
+ * directory (so the same one at every start), made if missing. One found there that is not a
+ * directory of the scheduler's own user, or that others may write, is refused: anyone may make
+ * names there.
+ */
+function fallbackTaskDir(data: string): string {
+  const name = createHash("sha256").update(data).digest("hex").slice(0, 16);
+  const dir = join(tmpdir(), `chronolog-tasks-${name}`);
+  try {
+    mkdirSync(dir, { mode: 0o711 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+  }
+  const st = lstatSync(dir);
+  if (!st.isDirectory() || st.uid !== (process.getuid?.() ?? -1) || (st.mode & 0o022) !== 0)
+    throw new CliError(
+      `${dir}, where the tasks of ${data} would get their directories, is not a directory of this user's that only it may write (owner ${st.uid}, mode ${octal(st.mode & 0o777)}): remove it, or choose --task-dir`,
+      2,
+    );
+  chmodSync(dir, 0o711);
+  return dir;
+}
+
 /**
  * Creates what is missing of `taskDir` and its `staging/` and `work/`, each reachable but not
  * listable by others (0711); the directories above it that exist already are left as they are.
@@ -101,29 +154,38 @@ export function resolveIsolation(opts: IsolationOptions, dataDir: string): TaskI
     }
   }
   const data = resolve(dataDir);
-  const taskDir = resolve(opts.taskDir ?? defaultTaskDir(data));
+  let taskDir = resolve(opts.taskDir ?? defaultTaskDir(data));
   const inside = relative(data, taskDir);
   if (inside === "" || (!inside.startsWith("..") && !inside.startsWith(sep)))
     throw new CliError(
       `--task-dir ${taskDir} is inside the data directory ${data}, which tasks must not reach: choose a directory outside it`,
       2,
     );
+  let unreachableDefault: TaskIsolation["unreachableDefault"];
   if (runAs) {
     // Every directory above it that exists must let the task's user through (what is missing
-    // is created so that it does).
-    for (let dir = dirname(taskDir); ; dir = dirname(dir)) {
-      if (!existsSync(dir)) continue;
-      const st = statSync(dir);
-      if (!canTraverse(st, runAs))
-        throw new CliError(
-          `--task-dir ${taskDir}: ${runAs.name} cannot reach it (${dir} is mode ${(st.mode & 0o777).toString(8).padStart(4, "0")}, owner ${st.uid}): choose a directory ${runAs.name} can reach, or let it through ${dir} (chmod o+x)`,
-          2,
-        );
-      if (dir === dirname(dir)) break;
+    // is created so that it does). The default out of reach, the tasks get a directory in the
+    // system's temporary directory instead, and the start-up line says so.
+    let blocked = blockedOn(taskDir, runAs);
+    if (blocked && opts.taskDir === undefined && !blockedOn(join(tmpdir(), "x"), runAs)) {
+      unreachableDefault = { taskDir, blockedAt: blocked.dir, mode: blocked.mode };
+      taskDir = fallbackTaskDir(data);
+      blocked = undefined;
     }
+    if (blocked)
+      throw new CliError(
+        `--task-dir ${taskDir}: ${runAs.name} cannot reach it (${blocked.dir} is mode ${octal(blocked.mode)}, owner ${blocked.uid}): choose a directory ${runAs.name} can reach, or let it through ${blocked.dir} (chmod o+x)`,
+        2,
+      );
   }
   makeRoots(taskDir);
-  return { ...(runAs ? { runAs } : {}), ownUser, taskDir, passEnv: [...opts.passEnv] };
+  return {
+    ...(runAs ? { runAs } : {}),
+    ownUser,
+    taskDir,
+    ...(unreachableDefault ? { unreachableDefault } : {}),
+    passEnv: [...opts.passEnv],
+  };
 }
 
 /** The start-up line saying what isolation tasks get, and what they do not. */
@@ -137,10 +199,11 @@ export function isolationNotice(iso: TaskIsolation): {
     taskDir: iso.taskDir,
     passEnv: iso.passEnv,
   };
+  const away = iso.unreachableDefault;
   if (iso.runAs)
     return {
       level: "info",
-      message: `tasks run as ${iso.runAs.name}: they cannot read or write the data directory, see the scheduler's environment or signal its processes`,
+      message: `tasks run as ${iso.runAs.name}: they cannot read or write the data directory, see the scheduler's environment or signal its processes${away ? `; their directories are under ${iso.taskDir}, since ${iso.runAs.name} cannot reach ${away.taskDir} (${away.blockedAt} is mode ${octal(away.mode)}): --task-dir chooses another` : ""}`,
       fields,
     };
   if (iso.ownUser === "root" || process.getuid?.() === 0)
