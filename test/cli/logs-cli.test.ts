@@ -134,11 +134,13 @@ describe("chronolog logs", () => {
     expect(changed.code).toBe(5);
     expect(changed.stderr).toContain("changed after the attempt ended");
 
-    // Gone from this machine: the tails the log holds stand in.
+    // Gone from the data directory: the tails the log holds stand in.
     rmSync(rows[1]?.outputFile?.path as string);
     const gone = chronolog(dir, ["logs", "p/a/flaky"]);
     expect(gone.code).toBe(0);
-    expect(gone.stderr).toContain("is not on this machine");
+    expect(gone.stderr).toContain(
+      `its output file ${rows[1]?.outputFile?.path} does not exist (the attempt wrote none, ending before it ran, or it was removed); the last lines the log holds:`,
+    );
     expect(gone.stdout).toBe("--- stdout\nout 2\ndone\n--- stderr\nerr 2\n");
   });
 
