@@ -210,7 +210,7 @@ export async function readLog() {
     expect(readdirSync(join(`${dir}-tasks`, "work"))).toEqual([]);
   }, 120_000);
 
-  it("gives tasks a directory in the temporary directory when the default is out of their reach", async () => {
+  it("gives tasks a directory under /var/lib/chronolog when the default is out of their reach", async () => {
     // A checkout under a directory of mode 0700 (a home, a fresh temporary directory): nobody
     // cannot reach `DATA_DIR-tasks` there. Given no --task-dir, the tasks run all the same.
     const parent = tempDataDir("isolation-away");
@@ -232,7 +232,7 @@ export async function readLog() {
     const [a] = attempts(data, "p/a/who");
     const line = away.log.split("\n").find((l) => l.includes("tasks run as nobody")) as string;
     const taskDir = (JSON.parse(line) as { taskDir: string }).taskDir;
-    expect(taskDir).toMatch(/\/chronolog-tasks-[0-9a-f]{16}$/);
+    expect(taskDir).toMatch(/^\/var\/lib\/chronolog\/tasks-[0-9a-f]{16}$/);
     expect(line).toContain(
       `since nobody cannot reach ${data}-tasks (${parent} is mode 0700): --task-dir chooses another`,
     );
@@ -241,8 +241,7 @@ export async function readLog() {
     expect(statSync(taskDir).mode & 0o777).toBe(0o711);
     expect(existsSync(`${data}-tasks`)).toBe(false);
     left.dirs.push(taskDir);
-    // Anyone may make names in the temporary directory: one found there that another user owns
-    // (made first, to be handed the tasks' files) is refused, never used.
+    // One found there that another user owns is never used: up refuses as it would without it.
     chownSync(taskDir, 65534, 65534);
     const r = spawnSync(process.execPath, [CLI, "--data-dir", data, "up", "--http", "off"], {
       encoding: "utf8",
@@ -251,7 +250,7 @@ export async function readLog() {
     });
     expect(r.status).toBe(2);
     expect(r.stderr).toContain(
-      `${taskDir}, where the tasks of ${data} would get their directories, is not a directory of this user's that only it may write (owner 65534, mode 0711)`,
+      `--task-dir ${data}-tasks: nobody cannot reach it (${parent} is mode 0700, owner 0)`,
     );
   }, 120_000);
 

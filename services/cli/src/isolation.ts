@@ -1,7 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, existsSync, lstatSync, mkdirSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { isEnvName } from "@chronolog/worker";
 import { CliError } from "./edge.js";
@@ -89,29 +88,39 @@ function blockedOn(
 
 const octal = (mode: number) => mode.toString(8).padStart(4, "0");
 
+/** Where the tasks of a data directory whose default task directory is out of reach go. */
+export const FALLBACK_TASK_ROOT = "/var/lib/chronolog";
+
 /**
  * Where tasks get their directories when the default beside the data directory is out of the
  * run-as user's reach (a checkout under a home of mode 0700, say) and no `--task-dir` was given:
- * a directory of the scheduler's own in the system's temporary directory, named after the data
- * directory (so the same one at every start), made if missing. One found there that is not a
- * directory of the scheduler's own user, or that others may write, is refused: anyone may make
- * names there.
+ * `FALLBACK_TASK_ROOT/tasks-<hash of the data directory>` (so the same one at every start), made
+ * 0711 if missing. Only where no other user can put anything on the way to it: every directory
+ * from the root down must be the scheduler's own user's (root's) and writable by no one else,
+ * so the tasks' files never land where another user could swap a directory for a link, or
+ * squat the name first. Undefined when it cannot be so.
  */
-function fallbackTaskDir(data: string): string {
+function fallbackTaskDir(data: string): string | undefined {
+  const own = process.getuid?.() ?? -1;
+  const safe = (path: string): boolean => {
+    const st = lstatSync(path, { throwIfNoEntry: false });
+    return st !== undefined && st.isDirectory() && st.uid === own && (st.mode & 0o022) === 0;
+  };
   const name = createHash("sha256").update(data).digest("hex").slice(0, 16);
-  const dir = join(tmpdir(), `chronolog-tasks-${name}`);
-  try {
-    mkdirSync(dir, { mode: 0o711 });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+  const dir = join(FALLBACK_TASK_ROOT, `tasks-${name}`);
+  for (let up = dirname(FALLBACK_TASK_ROOT); ; up = dirname(up)) {
+    if (!safe(up)) return undefined;
+    if (up === dirname(up)) break;
   }
-  const st = lstatSync(dir);
-  if (!st.isDirectory() || st.uid !== (process.getuid?.() ?? -1) || (st.mode & 0o022) !== 0)
-    throw new CliError(
-      `${dir}, where the tasks of ${data} would get their directories, is not a directory of this user's that only it may write (owner ${st.uid}, mode ${octal(st.mode & 0o777)}): remove it, or choose --task-dir`,
-      2,
-    );
-  chmodSync(dir, 0o711);
+  for (const path of [FALLBACK_TASK_ROOT, dir]) {
+    try {
+      mkdirSync(path, { mode: 0o711 });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") return undefined;
+    }
+    if (!safe(path)) return undefined;
+    chmodSync(path, 0o711);
+  }
   return dir;
 }
 
@@ -164,12 +173,13 @@ export function resolveIsolation(opts: IsolationOptions, dataDir: string): TaskI
   let unreachableDefault: TaskIsolation["unreachableDefault"];
   if (runAs) {
     // Every directory above it that exists must let the task's user through (what is missing
-    // is created so that it does). The default out of reach, the tasks get a directory in the
-    // system's temporary directory instead, and the start-up line says so.
+    // is created so that it does). The default out of reach, the tasks get one under
+    // FALLBACK_TASK_ROOT instead where it can be made safely, and the start-up line says so.
     let blocked = blockedOn(taskDir, runAs);
-    if (blocked && opts.taskDir === undefined && !blockedOn(join(tmpdir(), "x"), runAs)) {
+    const away = blocked && opts.taskDir === undefined ? fallbackTaskDir(data) : undefined;
+    if (blocked && away !== undefined && !blockedOn(join(away, "x"), runAs)) {
       unreachableDefault = { taskDir, blockedAt: blocked.dir, mode: blocked.mode };
-      taskDir = fallbackTaskDir(data);
+      taskDir = away;
       blocked = undefined;
     }
     if (blocked)
