@@ -139,7 +139,7 @@ describe("chronolog logs", () => {
     const gone = chronolog(dir, ["logs", "p/a/flaky"]);
     expect(gone.code).toBe(0);
     expect(gone.stderr).toContain(
-      `its output file ${rows[1]?.outputFile?.path} does not exist (the attempt wrote none, ending before it ran, or it was removed); the last lines the log holds:`,
+      `its output file ${rows[1]?.outputFile?.path} is not here (kept on the host of worker ${rows[1]?.workerId}, never written because the attempt ended before it ran, or removed); the last lines the log holds:`,
     );
     expect(gone.stdout).toBe("--- stdout\nout 2\ndone\n--- stderr\nerr 2\n");
   });

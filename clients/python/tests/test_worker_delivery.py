@@ -46,6 +46,8 @@ class Fake:
         self.release_start = threading.Event()
         #: The starts of these tokens are refused (given up meanwhile, says the scheduler).
         self.refuse_starts: set[str] = set()
+        #: The start permission of these tokens is not sent on its start (the test sends it).
+        self.hold_proceed: set[str] = set()
 
     def reports(self) -> list[dict[str, Any]]:
         with self.lock:
@@ -104,7 +106,7 @@ def handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
             for r in messages:
                 # (A start permission is the answer of an attempt that waits for one: not of an
                 # idempotent attempt, whose run came late, that waits for its start's answer.)
-                if r["kind"] == "started" and r["token"] not in fake.late_ms:
+                if r["kind"] == "started" and r["token"] not in fake.late_ms and r["token"] not in fake.hold_proceed:
                     fake.send({"kind": "proceed", "token": r["token"]})
             starts = {r["token"] for r in messages if r["kind"] == "started"}
             if fake.hold_start in starts:
@@ -368,6 +370,23 @@ class WorkerDeliveryTest(unittest.TestCase):
         self.assertEqual(end["error"]["kind"], "interrupted", end)
         self.assertIn("worker shutdown", end["error"]["message"])
         self.assertFalse(starts.exists(), "held, then stopping: never ran")
+        self.assertEqual(self.worker.wait(20), 0)
+
+    def test_a_start_permission_that_comes_once_the_worker_is_stopping_starts_nothing(self) -> None:
+        # Not idempotent: it reports its start and waits for its permission, which comes only
+        # once the worker was told to stop. It never runs, and is reported interrupted.
+        self.fake.hold_proceed.add("careful")
+        starts = Path(self.dir, "careful-starts")
+        args = {"starts": str(starts), "ends": str(Path(self.dir, "careful-ends")), "seconds": 0.1}
+        self.fake.send(run_command("careful", "tests.worker_tasks:slow", args, idempotent=False))
+        wait_for("its start", lambda: any(r["kind"] == "started" and r["token"] == "careful" for r in self.fake.reports()))
+        self.worker.terminate()
+        time.sleep(0.3)
+        self.fake.send({"kind": "proceed", "token": "careful"})
+        end = self.end_of("careful")
+        self.assertEqual((end["kind"], end["error"]["kind"]), ("failed", "interrupted"), end)
+        time.sleep(0.3)
+        self.assertFalse(starts.exists(), "told to stop first: never ran")
         self.assertEqual(self.worker.wait(20), 0)
 
     def test_a_run_still_queued_when_the_worker_stops_is_reported_interrupted_and_never_started(self) -> None:

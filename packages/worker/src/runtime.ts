@@ -211,9 +211,9 @@ export class WorkerRuntime {
   /**
    * Takes no more work, drops the queued attempts (never started, so the coordinator's reconcile
    * loop finds them unknown and dispatches them again), ends those waiting for `proceed` without
-   * running them (reported failed, `cancelled: worker shutdown`), waits up to `graceMs` for the
-   * running ones, kills the rest (reported failed, `cancelled: worker shutdown…`), then resolves
-   * `closed`.
+   * running them (reported interrupted, `worker shutdown`), waits up to `graceMs` for the running
+   * ones, kills the rest (reported interrupted, `worker shutdown (grace of … elapsed)`), then
+   * resolves `closed`.
    */
   shutdown(graceMs: number): Promise<void> {
     // Asked again with no grace (a second Ctrl-C): stop what still runs now.

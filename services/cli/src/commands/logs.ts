@@ -1,6 +1,5 @@
 import { createHash, type Hash } from "node:crypto";
 import { closeSync, openSync, readSync } from "node:fs";
-import { isAbsolute, join, relative, resolve } from "node:path";
 import {
   type AttemptView,
   foldInstance,
@@ -102,12 +101,6 @@ function printEnded(reader: FileReader | undefined, a: AttemptView, what: string
   }
 }
 
-/** Whether `path` names a file inside the directory `dir`. */
-function isUnder(path: string, dir: string): boolean {
-  const rel = relative(dir, resolve(path));
-  return rel !== "" && !rel.startsWith("..") && !isAbsolute(rel);
-}
-
 /** No file to print: the last 4 KiB of each stream that the attempt's end recorded, if any. */
 function printTails(a: AttemptView, what: string, dataDir: string): void {
   const recorded = a.outputFile?.path ?? a.outputPath;
@@ -115,9 +108,7 @@ function printTails(a: AttemptView, what: string, dataDir: string): void {
   const where = recorded
     ? found && "outside" in found
       ? outsideOutputMessage(recorded, dataDir)
-      : isUnder(recorded, join(resolve(dataDir), "output"))
-        ? `its output file ${recorded} does not exist (the attempt wrote none, ending before it ran, or it was removed)`
-        : `its output file ${recorded} is not on this machine (worker ${a.workerId ?? "unknown"})`
+      : `its output file ${recorded} is not here (kept on the host of worker ${a.workerId ?? "unknown"}, never written because the attempt ended before it ran, or removed)`
     : ENDED.has(a.status)
       ? "its worker kept no output file"
       : "it has not started";

@@ -389,27 +389,33 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   });
   if (api) logger.info({ url: api.url }, "api listening");
   // The example is declared once nothing can refuse the start any more (a flag, the lock, the
-  // HTTP API's port): a start that is refused has written nothing. It is declared once into a
-  // data directory: a restart keeps what was declared since (an earlier start date, a changed
-  // task) and resumes the catch-up from where the example began.
+  // HTTP API's port): a start that is refused has written nothing. It is declared only into a
+  // log that holds none of its tasks: a restart keeps what was declared since (an earlier start
+  // date, a changed task) and resumes the catch-up from where the example began.
   if (opts.example) {
     const now = Date.now();
-    const source = parseDeclarationText(exampleText(now), { filename: "examples/orders.yaml" });
-    const held = checkDeclaration(projection, [source], now).tasks.filter((t) => t.outcome !== "declared");
-    if (held.length > 0)
-      logger.info({ tasks: held.map((t) => t.task) }, "the example is declared here already: kept as it is");
-    else {
-      const outcome = await declare(log, projection, [source], now).catch(async (error: unknown) => {
-        clearInterval(timer);
-        await api?.close();
-        await pool.close(0);
-        await membership?.close();
-        await log.close();
-        lock?.release();
-        throw error;
-      });
-      for (const t of outcome.tasks) logger.info({ task: t.task, outcome: t.outcome }, "example task");
-    }
+    const declareExample = async () => {
+      const source = parseDeclarationText(exampleText(now), { filename: "examples/orders.yaml" });
+      const held = checkDeclaration(projection, [source], now).tasks.filter((t) => t.outcome !== "declared");
+      if (held.length > 0)
+        logger.info(
+          { tasks: held.map((t) => t.task) },
+          "the example is declared here already: kept as it is",
+        );
+      else {
+        const outcome = await declare(log, projection, [source], now);
+        for (const t of outcome.tasks) logger.info({ task: t.task, outcome: t.outcome }, "example task");
+      }
+    };
+    await declareExample().catch(async (error: unknown) => {
+      clearInterval(timer);
+      await api?.close();
+      await pool.close(0);
+      await membership?.close();
+      await log.close();
+      lock?.release();
+      throw error;
+    });
   }
   await scheduler.start();
   const anchoring = opts.anchorFile ? startAnchoring(log, opts.anchorFile, anchorMs, logger) : null;
@@ -511,7 +517,7 @@ export function registerUpCommand(program: Command, globals: () => DataDirOption
       .option("--warm-shells <n>", "shells each worker keeps started ahead of need, for shell tasks", "2")
       .option(
         "--example",
-        "declare the example workflow (three tasks across two projects) unless the data directory holds it",
+        "declare the example workflow (three tasks across two projects) unless the log holds it",
       )
       .option("--snapshot-seconds <s>", "how often to checkpoint the projection", "5")
       .option("--reconcile-ms <ms>", "time between reconcile passes", "1000")

@@ -212,7 +212,10 @@ class Worker:
                     self.pump()
                 elif kind == "proceed":
                     a = self.attempts.get(m["token"])
-                    if a is not None:
+                    if a is not None and self.stopping:
+                        # Stopping: it never starts now (see stop).
+                        threading.Thread(target=a.cancel, args=("worker shutdown", 0, True), daemon=True).start()
+                    elif a is not None:
                         a.proceed()
                 elif kind == "cancel":
                     self.cancel(m["token"], m.get("reason", "cancelled"))
@@ -610,7 +613,8 @@ class Worker:
             self.stopping = True
             queued = list(self.queued)
             self.queued.clear()
-            waiting = [a for a in self.attempts.values() if a.state == "waiting" and a not in queued]
+            # Those that wait for their start permission or their start's answer (not one let go).
+            waiting = [a for a in self.attempts.values() if a.awaits_start and not a.proceeded.is_set() and a not in queued]
         for a in queued:
             a.cancel("worker shutdown", interrupted=True)
             with self.lock:
@@ -626,12 +630,17 @@ class Worker:
         end = time.monotonic() + 5
         while time.monotonic() < end and self.attempts:
             time.sleep(0.05)
-        # What is left to report goes home on the two lanes (an end waits for its start's answer),
-        # for a few seconds at the most: what a scheduler out of reach did not hear is its
-        # reconcile loop's to settle.
-        end = time.monotonic() + 5
+        # What is left to report goes home on the two lanes (an end waits for its start's
+        # answer): for as long as one of their requests is on its way (an upload of a large
+        # output over a slow link included), and five seconds more of tries while none is (what a
+        # scheduler out of reach did not hear is its reconcile loop's to settle).
+        idle_until = time.monotonic() + 5
         with self.lock:
-            while self._unsent() and time.monotonic() < end:
+            while self._unsent():
+                if self.starting or self.sending:
+                    idle_until = time.monotonic() + 5
+                elif time.monotonic() >= idle_until:
+                    break
                 self.wake.notify_all()
                 self.start_wake.notify_all()
                 self.wake.wait(0.05)
