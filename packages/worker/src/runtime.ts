@@ -38,6 +38,12 @@ export interface WorkerRuntimeOptions {
   readonly outputRoot?: string;
   /** The most an output file keeps (default 1 MiB); 0 keeps none. */
   readonly outputMaxBytes?: number;
+  /**
+   * Whether a shutdown reports the queued attempts it drops (interrupted, never started), for
+   * their retry at once: a remote worker's, whose scheduler outlives it. Off, they are dropped
+   * unreported (the scheduler's own pool: the restarted scheduler settles them).
+   */
+  readonly reportQueuedAtShutdown?: boolean;
 }
 
 interface Attempt {
@@ -89,6 +95,7 @@ export class WorkerRuntime {
   private readonly stagingRoot: string | undefined;
   private readonly outputRoot: string | undefined;
   private readonly outputMaxBytes: number;
+  private readonly reportQueuedAtShutdown: boolean;
   private readonly clock: () => Date;
   private readonly faults: WorkerFaults | undefined;
   private runningCount = 0;
@@ -107,6 +114,7 @@ export class WorkerRuntime {
     this.capacity = options.capacity;
     this.stagingRoot = options.stagingRoot;
     this.outputMaxBytes = options.outputMaxBytes ?? DEFAULT_OUTPUT_MAX_BYTES;
+    this.reportQueuedAtShutdown = options.reportQueuedAtShutdown ?? false;
     this.outputRoot = this.outputMaxBytes > 0 ? options.outputRoot : undefined;
     this.clock = options.clock ?? (() => new Date());
     this.faults = options.faults;
@@ -209,8 +217,9 @@ export class WorkerRuntime {
   }
 
   /**
-   * Takes no more work, drops the queued attempts (never started, so the coordinator's reconcile
-   * loop finds them unknown and dispatches them again), ends those waiting for `proceed` without
+   * Takes no more work, drops the queued attempts (never started: reported interrupted with
+   * `reportQueuedAtShutdown`, else the coordinator's reconcile loop finds them unknown and
+   * dispatches them again), ends those waiting for `proceed` without
    * running them (reported interrupted, `worker shutdown`), waits up to `graceMs` for the running
    * ones, kills the rest (reported interrupted, `worker shutdown (grace of … elapsed)`), then
    * resolves `closed`.
@@ -226,6 +235,7 @@ export class WorkerRuntime {
       if (a.state !== "queued") continue;
       a.state = "removed";
       this.attempts.delete(a.cmd.token);
+      if (this.reportQueuedAtShutdown) this.finish(a.cmd, failure("interrupted", "worker shutdown", 0));
     }
     for (const a of this.attempts.values()) {
       if (a.release) this.stop(a, new AttemptAbort("worker shutdown", 0, true));

@@ -200,6 +200,17 @@ describe("WorkerRuntime", () => {
     expect(reports.at(-1)).toMatchObject({ kind: "succeeded", token: "s1" });
   });
 
+  it("a remote worker's shutdown reports what it drops from the queue interrupted, never started", async () => {
+    const { runtime, ofToken } = harness({ capacity: 1, reportQueuedAtShutdown: true });
+    runtime.handle(batch(runCmd(shell("sleep 0.1"), { token: "q1" }), runCmd(noop, { token: "q2" })));
+    await sleep(20);
+    await runtime.shutdown(5000);
+    expect(ofToken("q1").map((r) => r.kind)).toEqual(["started", "succeeded"]);
+    expect(ofToken("q2")).toEqual([
+      expect.objectContaining({ kind: "failed", error: { kind: "interrupted", message: "worker shutdown" } }),
+    ]);
+  });
+
   it("shutdown kills what is still running when the grace runs out", async () => {
     const { runtime, finished } = harness();
     runtime.handle(batch(runCmd(shell("trap '' TERM; sleep 10; sleep 10"), { token: "k1" })));

@@ -157,6 +157,8 @@ export class RemoteWorker implements LinkHub {
   runtimeFor(answer: RegisterAnswer): WorkerRuntime {
     this.runtime ??= new WorkerRuntime({
       ...this.o.runtime,
+      // Its scheduler outlives it: what it drops unstarted is retried at once, not after a lease.
+      reportQueuedAtShutdown: true,
       workerId: this.o.id,
       capacity: this.o.capacity,
       outputMaxBytes: answer.outputMaxBytes,
