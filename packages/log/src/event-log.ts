@@ -86,6 +86,7 @@ export class EventLog {
   async append(streamId: string, events: readonly NewEvent[], options: AppendOptions): Promise<AppendResult> {
     this.ensureOpen();
     checkStreamName(streamId);
+    this.admit?.([{ streamId, events }]);
     if (typeof options !== "object" || options === null) checkExpectedRevision(undefined);
     checkExpectedRevision(options.expectedRevision);
     const prepared = prepareEvents(events, { actor: this.actor, newId: this.newId });
@@ -152,6 +153,7 @@ export class EventLog {
     }
     if (!Array.isArray(writes) || writes.length === 0)
       throw new InvalidAppendError("appendMany needs at least one write");
+    this.admit?.(writes);
     const seen = new Set<string>();
     const prepared = writes.map((w) => {
       checkStreamName(w.streamId);
@@ -252,15 +254,22 @@ export class EventLog {
 
   /**
    * The same log, writing as another actor (an HTTP API's caller, say). It shares this log's
-   * backend and its closing: close this log, not the view.
+   * backend and its closing: close this log, not the view. `admit`, when given, sees every
+   * write of the view before anything of it is done, and refuses one by throwing (a caller's
+   * limits: what it may write to), so that no path of a write escapes them.
    */
-  as(actor: string): EventLog {
+  as(
+    actor: string,
+    admit?: (writes: ReadonlyArray<Pick<StreamWrite, "streamId" | "events">>) => void,
+  ): EventLog {
     const view = new EventLog(this.backend, { actor, newId: this.newId });
     view.owner = this;
+    if (admit) view.admit = admit;
     return view;
   }
 
   private owner: EventLog | null = null;
+  private admit: ((writes: ReadonlyArray<Pick<StreamWrite, "streamId" | "events">>) => void) | undefined;
 
   async close(): Promise<void> {
     if (this.owner) return;

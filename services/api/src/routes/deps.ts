@@ -1,6 +1,7 @@
+import type { SchedulerProjection, TaskKey } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import type { Context } from "hono";
-import { authorize, type Caller, type Need } from "../auth.js";
+import { authorize, type Caller, isProjectLimited, type Need, requireProjects } from "../auth.js";
 import { DEFAULT_STREAM_LIMITS, Gate, type StreamLimits, StreamRegistry } from "../guard.js";
 import type { ApiMetrics } from "../metrics.js";
 import { HttpProblem } from "../problem.js";
@@ -65,10 +66,57 @@ export function routeDeps(o: {
           "read_only",
           "this server is read-only: start it with --writable to allow writes",
         );
-      return writeLog.as(caller.actor);
+      // Every write of a caller limited to some projects is held to them, whichever route makes
+      // it and whatever its decision reaches (a retry's reopened children, a run's other tasks).
+      return isProjectLimited(caller)
+        ? writeLog.as(caller.actor, (writes) =>
+            requireProjects(
+              caller,
+              projectsWritten(writes, state.projection),
+              "make this change, which writes",
+            ),
+          )
+        : writeLog.as(caller.actor);
     },
     readView: readViews(state, o.dataDir, now, asOf),
     ...(o.metrics ? { metrics: o.metrics } : {}),
     sseMaxLag: o.sseMaxLag ?? 50_000,
   };
+}
+
+const projectOfId = (id: string): string => id.slice(0, id.indexOf("/"));
+
+/**
+ * The projects a write reaches: a task's or an instance's stream, its task's; a run's, its
+ * workflow's and every task's it holds or the write names. Other streams (connections, tokens,
+ * workers, alerts) belong to no project: the routes that write them check them.
+ */
+export function projectsWritten(
+  writes: ReadonlyArray<{
+    readonly streamId: string;
+    readonly events: ReadonlyArray<{ readonly data?: unknown }>;
+  }>,
+  projection: SchedulerProjection,
+): string[] {
+  const projects: string[] = [];
+  for (const w of writes) {
+    const s = w.streamId;
+    if (s.startsWith("task-") || s.startsWith("instance-"))
+      projects.push(projectOfId(s.slice(s.indexOf("-") + 1)));
+    else if (s.startsWith("run-")) {
+      const runId = s.slice("run-".length);
+      const run = projection.runs.get(runId);
+      const workflow = run?.workflow ?? runId.slice(0, runId.lastIndexOf("@"));
+      const project = projection.workflows.get(workflow)?.project;
+      if (project !== undefined) projects.push(project);
+      for (const t of run?.tasks ?? []) projects.push(projectOfId(t));
+      for (const e of w.events) {
+        const tasks = (e.data as { tasks?: unknown } | undefined)?.tasks;
+        if (Array.isArray(tasks))
+          for (const t of tasks)
+            if (typeof t === "object" && t !== null) projects.push((t as TaskKey).project);
+      }
+    }
+  }
+  return projects;
 }
