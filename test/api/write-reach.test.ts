@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../support/wait.js";
 import {
   type ApiProcess,
+  chronolog,
   client,
   createToken,
   dataDir,
@@ -24,6 +25,7 @@ let server: ApiProcess;
 let call: ReturnType<typeof client>;
 let admin: string;
 let books: string;
+let reader: string;
 const latest = new Date(Math.floor(Date.now() / HOUR) * HOUR - HOUR).toISOString();
 const BROKEN = "books/acme/broken/ALL";
 const AFTER = "shelf/acme/after/ALL";
@@ -43,10 +45,24 @@ beforeAll(async () => {
     tasks:
       - { name: broken, operator: { type: shell, command: "exit 6" } }
       - { name: after, project: shelf, parents: [broken], operator: { type: shell, command: "true" } }
+tasks:
+  - { project: shelf, account: acme, name: leaky, cron: "0 * * * *", startDate: "${latest}", endDate: "${new Date(Date.parse(latest) + HOUR / 2).toISOString()}", operator: { type: shell, command: "echo shelf-only-secret >&2; exit 7" } }
+  - { project: books, account: acme, name: spy, cron: "0 * * * *", startDate: "${latest}", endDate: "${new Date(Date.parse(latest) + HOUR / 2).toISOString()}", parents: [shelf/acme/leaky], deadline: { within: 1s }, operator: { type: shell, command: "true" } }
 `,
   );
   admin = createToken(dir, "admin", "admin");
   books = createToken(dir, "books-ops", "operate", ["books"]);
+  const r = chronolog(dir, [
+    "token",
+    "create",
+    "books-reader",
+    "--scope",
+    "read",
+    "--read-projects",
+    "books",
+  ]);
+  expect(r.code, r.stderr).toBe(0);
+  reader = r.stdout.trim();
   server = await startApi(left, dir, ["up", "--workers", "1"]);
   call = client(server);
 });
@@ -90,5 +106,36 @@ describe("a write reaching another project", () => {
     const r = await call(`/tasks/${key(BROKEN)}/retry`, { token: admin, body: { interval: latest } });
     expect(r.status, r.text).toBe(200);
     expect(r.body.reopened).toEqual([AFTER]);
+  });
+});
+
+describe("a read about one project that would show another's", () => {
+  it("leaves out a run holding a task the token may not read, in the list and in the log, as the run itself is refused", async () => {
+    const runs = await call("/runs", { token: reader });
+    expect(runs.status, runs.text).toBe(200);
+    expect(runs.body).toEqual([]);
+    expect(
+      (await call("/runs", { token: admin })).body.map((r: { workflow: string }) => r.workflow),
+    ).toContain("books_wf");
+    const log = await call("/log?from=0&limit=1000", { token: reader });
+    expect(log.status, log.text).toBe(200);
+    const streams = new Set((log.body.events as Array<{ streamId: string }>).map((e) => e.streamId));
+    expect([...streams].filter((s) => s.startsWith("run-") || s.includes("shelf/"))).toEqual([]);
+    expect([...streams].some((s) => s.startsWith("task-books/"))).toBe(true);
+  });
+
+  it("names a deadline's root cause in another project without what it said", async () => {
+    const SPY = "books/acme/spy/ALL";
+    const cause = async (token: string) => (await call(`/tasks/${key(SPY)}`, { token })).body.deadline?.cause;
+    await waitUntil(
+      "the cause to be the failure",
+      async () => ((await cause(admin))?.state === "failed" ? true : undefined),
+      60_000,
+    );
+    expect((await cause(admin)).detail).toContain("shelf-only-secret");
+    const shown = await cause(reader);
+    expect(shown).toMatchObject({ task: "shelf/acme/leaky/ALL", state: "failed", detail: null });
+    expect(JSON.stringify(shown)).not.toContain("shelf-only-secret");
+    expect(shown.text).toContain("it waits for shelf/acme/leaky/ALL");
   });
 });

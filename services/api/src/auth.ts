@@ -133,5 +133,18 @@ export function canReadStream(caller: Caller, streamId: string, projection: Sche
   const limit = readLimit(caller);
   if (limit === null) return true;
   const project = projectOfStream(streamId, projection);
-  return project !== null && limit.has(project);
+  if (project === null || !limit.has(project)) return false;
+  // A run's events name its tasks and their outcomes: each task's project must be readable too
+  // (as for GET /runs/{id}), while the projection holds the run.
+  if (streamId.startsWith("run-"))
+    return runReadable(limit, projection.runs.get(streamId.slice("run-".length)));
+  return true;
+}
+
+/** Whether every task of `run` is of a project in `limit` (a run not held: yes). */
+export function runReadable(
+  limit: ReadonlySet<string>,
+  run: { readonly tasks: readonly string[] } | undefined,
+): boolean {
+  return run === undefined || run.tasks.every((t) => limit.has(t.slice(0, t.indexOf("/"))));
 }

@@ -17,7 +17,7 @@ import {
   trigger,
 } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { canRead, requireProjects, requireReadable } from "../auth.js";
+import { canRead, readLimit, requireProjects, requireReadable, runReadable } from "../auth.js";
 import { needsToken } from "../openapi.js";
 import { atQuery } from "../read-view.js";
 import * as S from "../schemas.js";
@@ -82,8 +82,11 @@ export function runRoutes(d: RouteDeps): OpenAPIHono {
       const wf = workflow === undefined ? undefined : v.projection.workflows.get(workflow);
       if (wf) requireReadable(caller, [wf.project], "a workflow's runs");
       const readable = (name: string) => canRead(caller, v.projection.workflows.get(name)?.project ?? "");
+      const limit = readLimit(caller);
+      // A run holding a task of a project the token may not read is left out, as GET /runs/{id}
+      // refuses it.
       const runs = listRuns(v.projection, workflow)
-        .filter((r) => readable(r.workflow))
+        .filter((r) => readable(r.workflow) && (limit === null || runReadable(limit, r)))
         .map((r) => ({
           ...r,
           nextSteps: runNextSteps(v.projection.tasks, r),

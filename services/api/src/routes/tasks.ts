@@ -1,5 +1,7 @@
 import {
+  type DeadlineStanding,
   dateArg,
+  describeCause,
   describeHalted,
   describeOutsideReport,
   type HaltedCommand,
@@ -22,7 +24,7 @@ import {
   taskRow,
 } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { readLimit, requireProjects, requireReadable } from "../auth.js";
+import { type Caller, canRead, readLimit, requireProjects, requireReadable } from "../auth.js";
 import { needsToken } from "../openapi.js";
 import { atQuery } from "../read-view.js";
 import * as S from "../schemas.js";
@@ -140,7 +142,7 @@ export function taskRoutes(d: RouteDeps): OpenAPIHono {
           nextSteps: row.nextSteps,
           instance,
           reports,
-          deadline: taskDeadline(v.projection, task, v.now),
+          deadline: readableDeadline(caller, taskDeadline(v.projection, task, v.now), id),
         }),
       );
     },
@@ -310,4 +312,20 @@ export function taskRoutes(d: RouteDeps): OpenAPIHono {
     },
   );
   return app;
+}
+
+/**
+ * A deadline's standing as the caller may read it: a root cause in a project its token may not
+ * read is named (the task waits for it) without what it said (a failure's message, its output's
+ * last line).
+ */
+function readableDeadline(
+  caller: Caller,
+  standing: DeadlineStanding | null,
+  self: string,
+): DeadlineStanding | null {
+  const cause = standing?.cause;
+  if (!standing || !cause || canRead(caller, projectOf(cause.task))) return standing;
+  const told = { ...cause, detail: null };
+  return { ...standing, cause: { ...told, text: describeCause(told, self) } };
 }
