@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../support/wait.js";
 import {
   type ApiProcess,
+  apiWritesAfter,
   client,
   createToken,
   dataDir,
@@ -57,15 +58,6 @@ afterAll(() => left.clear());
 const task = async (id: string) => (await call(`/tasks/${key(id)}`, { token: reader })).body;
 const failed = (id: string) => async () => ((await task(id)).condition === "failed" ? true : undefined);
 
-/** The events written since `position` by callers of the API (the scheduler writes its own). */
-async function apiWritesAfter(position: string): Promise<unknown[]> {
-  const r = await call(`/log?from=${BigInt(position) + 1n}&limit=1000`, { token: admin });
-  expect(r.status).toBe(200);
-  return (r.body.events as Array<{ metadata: { actor: string } }>).filter((e) =>
-    e.metadata.actor.startsWith("api:"),
-  );
-}
-
 describe("retry and mark over HTTP", () => {
   it("a halted task names its next steps; the scope and the projects are checked; bad input writes nothing", async () => {
     await waitUntil("flaky to fail", failed(FLAKY), 60_000);
@@ -105,7 +97,7 @@ describe("retry and mark over HTTP", () => {
     }
     const notHalted = await call(`/tasks/${key(CHILD)}/retry`, { token: operator, body });
     expect(notHalted.body.detail).toContain("has not ended: nothing to retry");
-    expect(await apiWritesAfter(before)).toEqual([]);
+    expect(await apiWritesAfter(server, admin, before)).toEqual([]);
   });
 
   it("retry: a new attempt with a fresh budget, said in the answer, recorded with the token's actor", async () => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../support/wait.js";
 import {
   type ApiProcess,
+  apiWritesAfter,
   client,
   createToken,
   dataDir,
@@ -61,15 +62,6 @@ const task = async (id: string) => (await call(`/tasks/${key(id)}`, { token: rea
 const report = (date: string, body: unknown, token = producer, id = PRICES) =>
   call(`/tasks/${key(id)}/intervals/${encodeURIComponent(date)}`, { token, body });
 
-/** The events written since `position` by callers of the API (the scheduler writes its own). */
-async function apiWritesAfter(position: string): Promise<unknown[]> {
-  const r = await call(`/log?from=${BigInt(position) + 1n}&limit=1000`, { token: admin });
-  expect(r.status).toBe(200);
-  return (r.body.events as Array<{ metadata: { actor: string } }>).filter((e) =>
-    e.metadata.actor.startsWith("api:"),
-  );
-}
-
 describe("reports of an outside task over HTTP", () => {
   it("the child waits for an outside report; a refused report writes nothing", async () => {
     await waitUntil("the child to wait for the report", async () =>
@@ -104,7 +96,7 @@ describe("reports of an outside task over HTTP", () => {
     expect((await report(h0, { outcome: "succeeded" }, producer, SHELL)).body.detail).toContain(
       "is not an outside task",
     );
-    expect(await apiWritesAfter(before)).toEqual([]);
+    expect(await apiWritesAfter(server, admin, before)).toEqual([]);
   }, 180_000);
 
   it("out of order: a later interval is held until the earlier one is in, then the child runs both", async () => {
@@ -129,7 +121,7 @@ describe("reports of an outside task over HTTP", () => {
     expect(again.status).toBe(200);
     expect(again.body).toMatchObject({ status: "unchanged", position: "-1" });
     expect(again.body.message).toContain("nothing written");
-    expect(await apiWritesAfter(before)).toEqual([]);
+    expect(await apiWritesAfter(server, admin, before)).toEqual([]);
 
     const first = await report(h0, { outcome: "succeeded" });
     expect(first.status, first.text).toBe(200);
@@ -161,6 +153,6 @@ describe("reports of an outside task over HTTP", () => {
     expect(r.body.detail).toMatch(
       /was reported succeeded by api:acme-drop .*: a report of failed is refused/,
     );
-    expect(await apiWritesAfter(before)).toEqual([]);
+    expect(await apiWritesAfter(server, admin, before)).toEqual([]);
   }, 180_000);
 });

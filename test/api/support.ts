@@ -137,6 +137,22 @@ export async function headOf(p: { url: string }, token: string): Promise<string>
   return r.body.position as string;
 }
 
+/**
+ * The events written after `position` by callers of the API (a scheduler beside it writes its
+ * own), read with `token` (one that reads every project).
+ */
+export async function apiWritesAfter(
+  p: { url: string },
+  token: string,
+  position: string,
+): Promise<unknown[]> {
+  const r = await api(p.url, `/log?from=${BigInt(position) + 1n}&limit=1000`, { token });
+  if (r.status !== 200) throw new Error(`log: ${r.status} ${r.text}`);
+  return (r.body.events as Array<{ metadata: { actor: string } }>).filter((e) =>
+    e.metadata.actor.startsWith("api:"),
+  );
+}
+
 /** Midnight UTC `days` days from today, as an ISO instant. */
 export function dayAt(days: number): string {
   const d = new Date();

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../support/wait.js";
 import {
   type ApiProcess,
+  apiWritesAfter,
   chronolog,
   client,
   createToken,
@@ -68,15 +69,6 @@ tasks:
 });
 afterAll(() => left.clear());
 
-/** The events callers of the API wrote after `position`. */
-async function apiWritesAfter(position: string): Promise<unknown[]> {
-  const r = await call(`/log?from=${BigInt(position) + 1n}&limit=1000`, { token: admin });
-  expect(r.status).toBe(200);
-  return (r.body.events as Array<{ metadata: { actor: string } }>).filter((e) =>
-    e.metadata.actor.startsWith("api:"),
-  );
-}
-
 describe("a write reaching another project", () => {
   it("is refused to a token of one project, naming the other, and writes nothing", async () => {
     await waitUntil(
@@ -99,7 +91,7 @@ describe("a write reaching another project", () => {
       expect(r.body.detail).toContain("token books-ops is limited to books");
       expect(r.body.outside).toEqual(["shelf"]);
     }
-    expect(await apiWritesAfter(before)).toEqual([]);
+    expect(await apiWritesAfter(server, admin, before)).toEqual([]);
   });
 
   it("goes through for a token of every project it reaches: the retry reopens shelf's task", async () => {
