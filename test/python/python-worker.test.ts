@@ -334,12 +334,17 @@ describe("the Python worker", () => {
     left.dirs.push(dir, `${dir}-tasks`);
     const starts = join(dir, "starts");
     const ends = join(dir, "ends");
-    declarePython(dir, [{ name: "tk", fn: "slow", leaseSeconds: 3, args: { starts, ends, seconds: 3 } }]);
+    declarePython(dir, [{ name: "tk", fn: "slow", leaseSeconds: 3, args: { starts, ends, seconds: 5 } }]);
     const token = workToken(dir, "pk", ["py"]);
     const s = await startScheduler(left, dir, await freePort());
     const first = startPythonWorker(left, s.url, token, ["py"], "pk-1");
     await waitUntil("the attempt to start on the worker", () =>
       lines(starts).length === 1 ? true : undefined,
+    );
+    // Its start on record (a start still on its way when the worker dies leaves an intent never
+    // confirmed, abandoned rather than expired): then it is killed mid-attempt.
+    await waitUntil("the attempt's start to be recorded", async () =>
+      of(await readLog(dir), "tk").some((e) => e.type === "AttemptStarted") ? true : undefined,
     );
     first.child.kill("SIGKILL");
     await first.exited;
@@ -348,7 +353,10 @@ describe("the Python worker", () => {
       throw new Error(`${error.message}\nworker:\n${second.output}`);
     });
     const tk = of(events, "tk");
-    expect(tk.some((e) => e.type === "AttemptHeartbeatExpired")).toBe(true);
+    expect(
+      tk.some((e) => e.type === "AttemptHeartbeatExpired"),
+      tk.map((e) => e.type).join(", "),
+    ).toBe(true);
     const succeeded = tk.filter((e) => e.type === "AttemptSucceeded");
     expect(succeeded).toHaveLength(1);
     expect(data(succeeded[0]).attempt).toBe(2);
