@@ -1,12 +1,20 @@
 import type { SchedulerProjection, TaskKey } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import type { Context } from "hono";
-import { authorize, type Caller, isProjectLimited, type Need, requireProjects } from "../auth.js";
+import {
+  authorize,
+  type Caller,
+  isProjectLimited,
+  type Need,
+  projectOfStream,
+  requireProjects,
+} from "../auth.js";
 import { DEFAULT_STREAM_LIMITS, Gate, type StreamLimits, StreamRegistry } from "../guard.js";
 import type { ApiMetrics } from "../metrics.js";
 import { HttpProblem } from "../problem.js";
 import { type ReadViewOf, readViews } from "../read-view.js";
 import type { ApiState } from "../state.js";
+import { projectOf } from "./params.js";
 
 /** What every group of routes is given: the state it reads, and how a request is checked. */
 export interface RouteDeps {
@@ -84,12 +92,10 @@ export function routeDeps(o: {
   };
 }
 
-const projectOfId = (id: string): string => id.slice(0, id.indexOf("/"));
-
 /**
- * The projects a write reaches: a task's or an instance's stream, its task's; a run's, its
- * workflow's and every task's it holds or the write names. Other streams (connections, tokens,
- * workers, alerts) belong to no project: the routes that write them check them.
+ * The projects a write reaches: a task's, an instance's or a run's stream, its own project (see
+ * projectOfStream); a run's, also every task's it holds or the write names. Other streams
+ * (connections, tokens, workers, alerts, workflows) are left to the routes that write them.
  */
 export function projectsWritten(
   writes: ReadonlyArray<{
@@ -101,21 +107,15 @@ export function projectsWritten(
   const projects: string[] = [];
   for (const w of writes) {
     const s = w.streamId;
-    if (s.startsWith("task-") || s.startsWith("instance-"))
-      projects.push(projectOfId(s.slice(s.indexOf("-") + 1)));
-    else if (s.startsWith("run-")) {
-      const runId = s.slice("run-".length);
-      const run = projection.runs.get(runId);
-      const workflow = run?.workflow ?? runId.slice(0, runId.lastIndexOf("@"));
-      const project = projection.workflows.get(workflow)?.project;
-      if (project !== undefined) projects.push(project);
-      for (const t of run?.tasks ?? []) projects.push(projectOfId(t));
-      for (const e of w.events) {
-        const tasks = (e.data as { tasks?: unknown } | undefined)?.tasks;
-        if (Array.isArray(tasks))
-          for (const t of tasks)
-            if (typeof t === "object" && t !== null) projects.push((t as TaskKey).project);
-      }
+    if (!(s.startsWith("task-") || s.startsWith("instance-") || s.startsWith("run-"))) continue;
+    const project = projectOfStream(s, projection);
+    if (project !== null) projects.push(project);
+    if (!s.startsWith("run-")) continue;
+    for (const t of projection.runs.get(s.slice("run-".length))?.tasks ?? []) projects.push(projectOf(t));
+    for (const e of w.events) {
+      const tasks = (e.data as { tasks?: unknown } | undefined)?.tasks;
+      if (Array.isArray(tasks))
+        for (const t of tasks) if (typeof t === "object" && t !== null) projects.push((t as TaskKey).project);
     }
   }
   return projects;
