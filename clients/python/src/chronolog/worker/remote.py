@@ -213,8 +213,7 @@ class Worker:
                 elif kind == "proceed":
                     a = self.attempts.get(m["token"])
                     if a is not None and self.stopping:
-                        # Stopping: it never starts now (see stop).
-                        threading.Thread(target=a.cancel, args=("worker shutdown", 0, True), daemon=True).start()
+                        self._never_starts(a)
                     elif a is not None:
                         a.proceed()
                 elif kind == "cancel":
@@ -383,12 +382,16 @@ class Worker:
                 reason = refusal.get("reason")
                 why = reason if isinstance(reason, str) and reason else "refused"
             if self.stopping:
-                # Stopping: it never starts now (see stop).
-                threading.Thread(target=a.cancel, args=("worker shutdown", 0, True), daemon=True).start()
+                self._never_starts(a)
             elif why is None:
                 a.proceed()
             else:
                 threading.Thread(target=self.cancel, args=(token, f"its start was refused: {why}", 0), daemon=True).start()
+
+    def _never_starts(self, a: Attempt) -> None:
+        """The worker stopping, an attempt let go to start (its permission, or its start's
+        answer, come meanwhile) ends unrun instead, interrupted by the shutdown (see stop)."""
+        threading.Thread(target=a.cancel, args=("worker shutdown", 0, True), daemon=True).start()
 
     def deliver(self) -> bool:
         """Posts what is pending (an empty batch as a keepalive). False when it could not."""
