@@ -128,23 +128,47 @@ export function projectOfStream(streamId: string, projection: SchedulerProjectio
   return null;
 }
 
-/** Whether a read-limited caller may see an event of this stream (one of no project: no). */
-export function canReadStream(caller: Caller, streamId: string, projection: SchedulerProjection): boolean {
+/**
+ * Whether a read-limited caller may see an event (one of no project: no). `data` gives the
+ * event's data, asked for only of a run's event the projection no longer holds the run of.
+ */
+export function canReadEvent(
+  caller: Caller,
+  streamId: string,
+  projection: SchedulerProjection,
+  data: () => unknown,
+): boolean {
   const limit = readLimit(caller);
   if (limit === null) return true;
   const project = projectOfStream(streamId, projection);
   if (project === null || !limit.has(project)) return false;
   // A run's events name its tasks and their outcomes: each task's project must be readable too
-  // (as for GET /runs/{id}), while the projection holds the run.
-  if (streamId.startsWith("run-"))
-    return runReadable(limit, projection.runs.get(streamId.slice("run-".length)));
+  // (as for GET /runs/{id}): the run's as the projection holds it, or, once it keeps only the
+  // latest runs, the tasks the event itself names.
+  if (streamId.startsWith("run-")) {
+    const run = projection.runs.get(streamId.slice("run-".length));
+    if (run !== undefined) return runReadable(limit, run);
+    return projectsNamedByRunEvent(data()).every((p) => limit.has(p));
+  }
   return true;
 }
 
-/** Whether every task of `run` is of a project in `limit` (a run not held: yes). */
-export function runReadable(
-  limit: ReadonlySet<string>,
-  run: { readonly tasks: readonly string[] } | undefined,
-): boolean {
-  return run === undefined || run.tasks.every((t) => limit.has(t.slice(0, t.indexOf("/"))));
+/** Whether every task of `run` is of a project in `limit`. */
+export function runReadable(limit: ReadonlySet<string>, run: { readonly tasks: readonly string[] }): boolean {
+  return run.tasks.every((t) => limit.has(t.slice(0, t.indexOf("/"))));
+}
+
+/** The projects of the tasks a run's event names: a start's keys, a finish's lists of ids. */
+function projectsNamedByRunEvent(data: unknown): string[] {
+  const projects: string[] = [];
+  if (typeof data !== "object" || data === null) return projects;
+  for (const value of Object.values(data)) {
+    if (!Array.isArray(value)) continue;
+    for (const item of value) {
+      if (typeof item === "string" && item.includes("/")) projects.push(item.slice(0, item.indexOf("/")));
+      else if (typeof item === "object" && item !== null && typeof item.project === "string")
+        projects.push(item.project);
+    }
+  }
+  return projects;
 }

@@ -15,6 +15,8 @@ export interface WireEvent {
   readonly streamId: string;
   readonly type: string;
   readonly json: string;
+  /** The event's data (parsed again from its JSON once that is made). */
+  readonly data: unknown;
 }
 
 /** JSON with bigints as strings (positions, revisions): for values that hold some. */
@@ -67,6 +69,10 @@ class LazyWireEvent implements WireEvent {
       this.event = null;
     }
     return this.text;
+  }
+
+  get data(): unknown {
+    return this.event !== null ? this.event.data : JSON.parse(this.text as string).data;
   }
 }
 

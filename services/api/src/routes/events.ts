@@ -1,6 +1,6 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { streamSSE } from "hono/streaming";
-import { canReadStream, readLimit } from "../auth.js";
+import { canReadEvent, readLimit } from "../auth.js";
 import { needsToken } from "../openapi.js";
 import { problemResponses } from "../schemas.js";
 import type { RouteDeps } from "./deps.js";
@@ -112,7 +112,7 @@ export function eventRoutes(d: RouteDeps): OpenAPIHono {
               // Counted as sent once queued: a `dropped` written while this write waits on a
               // slow socket goes out after it, and must name the position after this one.
               next = e.position + 1n;
-              if (limited && !canReadStream(caller, e.streamId, state.projection)) continue;
+              if (limited && !canReadEvent(caller, e.streamId, state.projection, () => e.data)) continue;
               await sse.writeSSE({ id: String(e.position), event: e.type, data: e.json });
             }
           }

@@ -1,6 +1,6 @@
 import type { EventLog } from "@chronolog/log";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { canReadStream } from "../auth.js";
+import { canReadEvent } from "../auth.js";
 import { needsToken } from "../openapi.js";
 import * as S from "../schemas.js";
 import { wireEvent } from "../state.js";
@@ -44,7 +44,7 @@ export function logRoutes(d: RouteDeps): OpenAPIHono {
       const last = events.at(-1);
       const next = last && events.length === q.limit ? String(last.position + 1n) : null;
       // A token limited to some projects' reads gets their events only (a page may hold fewer).
-      const shown = events.filter((e) => canReadStream(caller, e.streamId, state.projection));
+      const shown = events.filter((e) => canReadEvent(caller, e.streamId, state.projection, () => e.data));
       return jsonText(
         c,
         `{"events":[${shown.map((e) => wireEvent(e).json).join(",")}],"next":${JSON.stringify(next)}}`,
