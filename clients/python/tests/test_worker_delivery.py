@@ -427,3 +427,36 @@ def _alive(pid: int) -> bool:
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class EndsBehindUploadsTest(unittest.TestCase):
+    """The main lane's batches, on the worker's own (no process, no link): reports arriving all
+    the time hold an end waiting on its upload back once, never for good."""
+
+    def test_an_end_put_back_once_for_what_needs_no_upload_goes_in_the_next_batch(self) -> None:
+        sys.path.insert(0, str(PACKAGE / "src"))
+        from chronolog.worker.remote import Worker
+
+        worker = Worker(None, "w", "h", ["py"], 0, "test", tempfile.mkdtemp(), None, lambda _m: None)  # type: ignore[arg-type]
+        worker.answer = {"session": "s", "maxReportBatch": 100, "inlineOutputMax": 0}
+        beat = iter(range(1_000_000))
+        heartbeat = lambda: {"kind": "heartbeat", "token": f"busy-{next(beat)}"}  # noqa: E731
+        end = {"kind": "succeeded", "token": "big", "outputFile": {"path": "x", "bytes": 10_000}}
+        worker.pending = [end, heartbeat()]
+        posts: list[list[str]] = []
+        uploaded: list[str] = []
+
+        def post(batch: list[dict[str, Any]], answer: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+            posts.append([r["token"] for r in batch])
+            # Another attempt's heartbeat comes while each of the first five batches is on its way.
+            if len(posts) <= 5:
+                worker.pending.append(heartbeat())
+            return 200, {"accepted": len(batch), "refused": []}
+
+        worker._post = post  # type: ignore[method-assign]
+        worker._upload = lambda token, up_to, finish: uploaded.append(token)  # type: ignore[method-assign]
+        worker._log_answer = lambda status, doc: None  # type: ignore[method-assign]
+        self.assertTrue(worker.deliver())
+        self.assertEqual(posts[0], ["busy-0"])
+        self.assertEqual(posts[1], ["big", "busy-1"])
+        self.assertEqual(uploaded, ["big"])

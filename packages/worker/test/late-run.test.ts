@@ -204,3 +204,102 @@ describe("a remote worker given a run its stream delivered late", () => {
     expect(existsSync(pidOf("unexplained"))).toBe(false);
   });
 });
+
+describe("a remote worker with an attempt's end waiting on its output's upload", () => {
+  const stops: Array<() => Promise<void> | void> = [];
+  afterEach(async () => {
+    for (const stop of stops.splice(0)) await stop();
+  });
+
+  it("sends a held start first, not behind the upload, and the end once its output is home", async () => {
+    const dir = await tempDir("chronolog-upload-first-");
+    const pidOf = (name: string) => join(dir, `${name}.pid`);
+    // `big` writes more output than goes inside an end; `late` comes 2.5 s late (held for its start's answer).
+    const big = runCmd(shell(`head -c 4000 /dev/zero | tr '\\0' x; echo $$ > ${pidOf("big")}`), {
+      token: "big",
+    });
+    const late = runCmd(shell(`echo $$ > ${pidOf("late")}`), { token: "late", leaseSeconds: 6 });
+    const posted: string[] = [];
+    let uploads = 0;
+    let stream: ServerResponse | undefined;
+    let releaseReports: () => void = () => {};
+    const reportsHeld = new Promise<void>((r) => {
+      releaseReports = r;
+    });
+    let releaseUploads: () => void = () => {};
+    const uploadsHeld = new Promise<void>((r) => {
+      releaseUploads = r;
+    });
+    const command = (run: object, at: number) =>
+      stream?.write(`event: commands\ndata: ${JSON.stringify({ messages: [run], at })}\n\n`);
+    const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", async () => {
+        const body = Buffer.concat(chunks);
+        if (req.method === "POST" && req.url === "/api/v1/workers") {
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(registrationAnswer({ now: 5_000_000, inlineOutputMax: 100 }));
+        } else if (req.method === "GET" && req.url?.endsWith("/commands")) {
+          res.writeHead(200, { "content-type": "text/event-stream" });
+          stream = res;
+          command(big, 5_000_000);
+        } else if (req.method === "POST" && req.url?.endsWith("/reports")) {
+          const text = body.toString("utf8");
+          posted.push(text);
+          // The first batch (big's start) is answered when the test says: what comes meanwhile queues.
+          if (posted.length === 1) await reportsHeld;
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(JSON.stringify({ accepted: 1, refused: [], now: 5_000_000 }));
+        } else if (req.method === "PUT" && req.url?.includes("/output?offset=")) {
+          uploads += 1;
+          await uploadsHeld;
+          const offset = Number(new URL(req.url, "http://x").searchParams.get("offset"));
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(JSON.stringify({ bytes: offset + body.length }));
+        } else {
+          res.writeHead(404);
+          res.end();
+        }
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    stops.push(() => {
+      releaseReports();
+      releaseUploads();
+      server.closeAllConnections();
+      return new Promise<void>((r) => server.close(() => r()));
+    });
+    const { port } = server.address() as AddressInfo;
+    const worker = new RemoteWorker({
+      links: [new Link({ url: `http://127.0.0.1:${port}`, token: "t" })],
+      id: "w",
+      host: "h",
+      queues: ["q"],
+      capacity: 4,
+      version: "test",
+      runtime: { outputRoot: dir },
+      log: () => {},
+      now: () => 1_000,
+    });
+    const running = worker.run();
+    stops.push(async () => {
+      await worker.stop(0);
+      await running.catch(() => {});
+    });
+    // big ran and ended while its start's batch was unanswered; late came meanwhile.
+    await waitFor(() => readPid(pidOf("big")), 10_000);
+    await sleep(300);
+    command(late, 5_000_000 - 2_500);
+    await sleep(300);
+    expect(posted).toHaveLength(1);
+    releaseReports();
+    // late's start goes while big's output is still on its way, and late runs once accepted.
+    await waitFor(() => posted.some((b) => b.includes('"started"') && b.includes('"late"')), 10_000);
+    await waitFor(() => readPid(pidOf("late")), 10_000);
+    expect(uploads).toBeGreaterThan(0);
+    expect(posted.some((b) => b.includes('"succeeded"') && b.includes('"big"'))).toBe(false);
+    releaseUploads();
+    await waitFor(() => posted.some((b) => b.includes('"succeeded"') && b.includes('"big"')), 10_000);
+  });
+});

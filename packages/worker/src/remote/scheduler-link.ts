@@ -283,9 +283,13 @@ export class SchedulerLink {
   }
 
   private async deliverNow(): Promise<void> {
+    // Ends put back once for what needed no upload go in the next batch whatever comes behind
+    // them: reports arriving meanwhile do not hold them back again.
+    let endsWaited = false;
     do {
       const answer = this.answer as RegisterAnswer;
-      const { batch, body } = this.nextBatch(answer.maxReportBatch);
+      const { batch, body, endsPutBack } = this.nextBatch(answer.maxReportBatch, !endsWaited);
+      endsWaited = endsPutBack;
       if (batch.length === 0 && this.pending.length > 0) continue;
       this.sending = batch;
       // Answered, the request renewed the leases of this link's attempts when the scheduler
@@ -294,9 +298,7 @@ export class SchedulerLink {
       let sentAt = this.hub.now();
       try {
         // An attempt's output is all home before its end is reported (or goes with it).
-        for (const r of batch)
-          if ((r.kind === "succeeded" || r.kind === "failed") && r.outputFile && !r.outputRest)
-            await this.uploads.finish(r.token, r.outputFile.bytes);
+        for (const r of batch) if (uploadsFirst(r)) await this.uploads.finish(r.token, r.outputFile.bytes);
         sentAt = this.hub.now();
         const res = await this.link.request("POST", this.path("/reports"), {
           headers: { [SESSION_HEADER]: answer.session, "content-type": "application/json" },
@@ -358,9 +360,15 @@ export class SchedulerLink {
 
   /**
    * The next batch, and its body (each report made JSON once: to be measured, and sent):
-   * reports of attempts another link took over are left for it.
+   * reports of attempts another link took over are left for it. With `endsLast`, the ends whose
+   * output must be sent first are put back when the batch holds anything else, which goes
+   * first, not behind their uploads (a start above all: an attempt held for its answer waits on
+   * it); they follow in the next batch, in their order.
    */
-  private nextBatch(max: number): { batch: WorkerReport[]; body: string } {
+  private nextBatch(
+    max: number,
+    endsLast: boolean,
+  ): { batch: WorkerReport[]; body: string; endsPutBack: boolean } {
     const out: WorkerReport[] = [];
     const texts: string[] = [];
     let bytes = 0;
@@ -384,9 +392,17 @@ export class SchedulerLink {
       bytes += text.length;
       taken += 1;
     }
+    const ends = endsLast ? out.filter(uploadsFirst) : [];
     // One splice, not a shift a report: a thousand pending leave in linear time.
-    this.pending.splice(0, taken);
-    return { batch: out, body: `{"messages":[${texts.join(",")}]}` };
+    this.pending.splice(0, taken, ...(ends.length < out.length ? ends : []));
+    if (ends.length === 0 || ends.length === out.length)
+      return { batch: out, body: `{"messages":[${texts.join(",")}]}`, endsPutBack: false };
+    const sent = out.flatMap((r, i) => (uploadsFirst(r) ? [] : [[r, texts[i] as string] as const]));
+    return {
+      batch: sent.map(([r]) => r),
+      body: `{"messages":[${sent.map(([, t]) => t).join(",")}]}`,
+      endsPutBack: true,
+    };
   }
 
   /** Takes out the reports of `token` waiting here (to be delivered by another link). */
@@ -453,6 +469,13 @@ export class SchedulerLink {
     this.streamAbort?.abort();
     this.link.close();
   }
+}
+
+/** An attempt's end whose output must be sent before it is reported (not inside it). */
+function uploadsFirst(
+  r: WorkerReport,
+): r is Extract<WorkerReport, { kind: "succeeded" | "failed" }> & { outputFile: { bytes: number } } {
+  return (r.kind === "succeeded" || r.kind === "failed") && r.outputFile !== undefined && !r.outputRest;
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -395,6 +395,7 @@ class Worker:
 
     def deliver(self) -> bool:
         """Posts what is pending (an empty batch as a keepalive). False when it could not."""
+        ends_waited = False
         while True:
             with self.lock:
                 answer = self.answer
@@ -402,13 +403,17 @@ class Worker:
                     return False
                 batch = self._next_batch(int(answer.get("maxReportBatch", 1000)))
                 ends = [r for r in batch if _uploads_first(r)]
-                if ends and len(ends) < len(batch):
+                if ends and len(ends) < len(batch) and not ends_waited:
                     # What needs no upload goes first, not behind the output of attempts that
-                    # ended: a start above all (an attempt awaiting its start permission waits
-                    # on it). The ends follow in the next batch, in their order.
+                    # ended. The ends follow in the next batch, in their order, whatever comes
+                    # behind them meanwhile (put back once: reports arriving all the time never
+                    # hold them back for good).
                     self.pending[:0] = ends
                     batch = [r for r in batch if not _uploads_first(r)]
                     ends = []
+                    ends_waited = True
+                else:
+                    ends_waited = False
                 self.sending = batch
             try:
                 # An attempt's output is all home before its end is reported: each attempt's at
