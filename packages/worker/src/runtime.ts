@@ -270,10 +270,18 @@ export class WorkerRuntime {
     for (const w of waiters) w();
   }
 
+  /**
+   * Whether a run command for `token` would start an attempt here: not one already here or
+   * finished lately (a coordinator may re-send a command: the attempt already here is the one
+   * that counts, and one that just finished must not run twice, its report already on its
+   * way), nor anything once shutting down.
+   */
+  takes(token: string): boolean {
+    return !this.shuttingDown && !this.attempts.has(token) && !this.finished.has(token);
+  }
+
   private run(cmd: RunCommand): void {
-    // A coordinator may re-send a command: the attempt already here is the one that counts, and
-    // one that just finished must not run twice (its report is already on its way).
-    if (this.shuttingDown || this.attempts.has(cmd.token) || this.finished.has(cmd.token)) return;
+    if (!this.takes(cmd.token)) return;
     const a: Attempt = { cmd, state: "queued" };
     this.attempts.set(cmd.token, a);
     this.queue.push(a);

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -127,5 +128,77 @@ describe("a remote worker's fence", () => {
     at(1_000_000 + 2000 + 10);
     await waitFor(() => logs.some((l) => l.startsWith("fenced:")), 5000);
     await waitFor(() => !isAlive(pid), 5000);
+  });
+});
+
+describe("a run command for an attempt this worker has finished", () => {
+  const stops: Array<() => Promise<void> | void> = [];
+  afterEach(async () => {
+    for (const stop of stops.splice(0)) await stop();
+  });
+
+  it("holds nothing: the next registration does not announce it, and it runs once", async () => {
+    const dir = await tempDir("chronolog-resent-");
+    const ran = join(dir, "ran");
+    // Every connection of the command stream gives the same run again (a scheduler re-sending it).
+    const run = runCmd(shell(`echo x >> ${ran}`), { token: "once" });
+    const registrations: Array<{ running: string[] }> = [];
+    const ends: string[] = [];
+    let stream: ServerResponse | undefined;
+    const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+      let body = "";
+      req.on("data", (c: Buffer) => {
+        body += c.toString("utf8");
+      });
+      req.on("end", () => {
+        if (req.method === "POST" && req.url === "/api/v1/workers") {
+          registrations.push(JSON.parse(body));
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(registrationAnswer());
+        } else if (req.method === "GET" && req.url?.endsWith("/commands")) {
+          res.writeHead(200, { "content-type": "text/event-stream" });
+          res.write(`event: commands\ndata: ${JSON.stringify({ messages: [run] })}\n\n`);
+          stream = res;
+        } else if (req.method === "POST" && req.url?.endsWith("/reports")) {
+          if (body.includes('"succeeded"')) ends.push(body);
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(JSON.stringify({ accepted: 1, refused: [] }));
+        } else {
+          res.writeHead(404);
+          res.end();
+        }
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    stops.push(() => {
+      server.closeAllConnections();
+      return new Promise<void>((r) => server.close(() => r()));
+    });
+    const { port } = server.address() as AddressInfo;
+    const worker = new RemoteWorker({
+      links: [new Link({ url: `http://127.0.0.1:${port}`, token: "t" })],
+      id: "w",
+      host: "h",
+      queues: ["q"],
+      capacity: 2,
+      version: "test",
+      runtime: {},
+      log: () => {},
+    });
+    const running = worker.run();
+    stops.push(async () => {
+      await worker.stop(0);
+      await running.catch(() => {});
+    });
+    await waitFor(() => ends.length > 0, 10_000);
+    // The stream ends twice: each reconnection re-sends the run, ignored by the runtime.
+    for (const n of [2, 3]) {
+      stream?.end();
+      await waitFor(() => registrations.length >= n && stream?.writableEnded === false, 10_000);
+      await sleep(200);
+    }
+    expect(registrations.map((r) => r.running)).toEqual([[], [], []]);
+    expect(readFileSync(ran, "utf8")).toBe("x\n");
+    expect(ends).toHaveLength(1);
   });
 });

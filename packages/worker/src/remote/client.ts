@@ -185,6 +185,10 @@ export class RemoteWorker implements LinkHub {
     for (const m of messages) {
       switch (m.kind) {
         case "run": {
+          // Re-sent for an attempt here or just finished, or come as the worker stops: the
+          // runtime ignores it, and nothing is held for it (it would be fenced, and announced
+          // at the next registration, though nothing runs).
+          if (!runtime.takes(m.token)) break;
           const late = lateRun(m, lateMs) && !link.held.has(m.token);
           if (!this.owner.has(m.token)) this.owner.set(m.token, link);
           link.hold(m, late);
