@@ -454,7 +454,7 @@ class EndsBehindUploadsTest(unittest.TestCase):
             return 200, {"accepted": len(batch), "refused": []}
 
         worker._post = post  # type: ignore[method-assign]
-        worker._upload = lambda token, up_to, finish: uploaded.append(token)  # type: ignore[method-assign]
+        worker.uploads.send = lambda token, up_to: uploaded.append(token)  # type: ignore[method-assign]
         worker._log_answer = lambda status, doc: None  # type: ignore[method-assign]
         self.assertTrue(worker.deliver())
         self.assertEqual(posts[0], ["busy-0"])

@@ -12,6 +12,9 @@ import threading
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
+#: The header that carries a worker's session (its registration's) on each request after it.
+SESSION = "Chronolog-Session"
+
 
 class LinkDown(Exception):
     """No answer at all: the link could not be made, or broke."""
@@ -158,3 +161,12 @@ class Link:
                 conn.sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+
+def json_doc(raw: bytes) -> Any:
+    """An answer's JSON object; {} for an empty body, one not JSON, or JSON not an object."""
+    try:
+        doc = json.loads(raw.decode("utf-8")) if raw else {}
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {}

@@ -9,7 +9,6 @@ them again elsewhere."""
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import random
@@ -22,11 +21,11 @@ from urllib.parse import quote
 from .attempt import Attempt, Spares
 from .clock import SchedulerClock, late_run
 from .forks import ForkServer
-from .link import Link, LinkDown
+from .link import SESSION, Link, LinkDown, json_doc
 from .output import DEFAULT_OUTPUT_MAX_BYTES
+from .uploads import OutputUploads
 
 PROTOCOL = 1
-SESSION = "Chronolog-Session"
 MAX_BACKOFF = 10.0
 MAX_PENDING = 100_000
 MAX_BATCH_BYTES = 512 * 1024
@@ -80,7 +79,9 @@ class Worker:
         self.start_wake = threading.Condition(self.lock)
         self.stopped: set[str] = set()
         self.asked: dict[str, list[str]] = {}
-        self.uploads: dict[str, dict[str, Any]] = {}
+        self.uploads = OutputUploads(
+            link, lambda token: self.path(f"/attempts/{quote(token, safe='')}/output"), lambda: self.answer, self.lock
+        )
         self.last_delivered = time.monotonic()
         #: The scheduler's clock, from its answers: how late its commands come.
         self.clock = SchedulerClock()
@@ -137,7 +138,7 @@ class Worker:
         # then, at the latest, are they silent (see _tick_loop).
         sent_at = time.monotonic()
         status, raw = self.link.request("POST", "/api/v1/workers", json_body=body)
-        doc = _json(raw)
+        doc = json_doc(raw)
         if status == 200:
             # (Perhaps another process than the one heard before: its reading replaces the kept one.)
             self.clock.registered(doc.get("now"))
@@ -155,7 +156,7 @@ class Worker:
             self.answer = doc
             for t in doc.get("stop", []):
                 self.stopped.add(t)
-                self.uploads.pop(t, None)
+                self.uploads.forget(t)
                 a = self.attempts.get(t)
                 if a is not None:
                     a.cancel("the scheduler says the attempt is no longer current", 0)
@@ -274,7 +275,7 @@ class Worker:
                 return
             if report["kind"] == "started":
                 if report.get("outputPath"):
-                    self.uploads.setdefault(report["token"], {"path": report["outputPath"], "offset": 0, "stopped": False})
+                    self.uploads.track(report["token"], report["outputPath"])
                 self.start_pending.append(report)
                 self.unacked_starts.add(report["token"])
                 self.start_wake.notify_all()
@@ -298,7 +299,7 @@ class Worker:
                 )
             if time.monotonic() - last_pump >= 1.0:
                 last_pump = time.monotonic()
-                self._pump_uploads()
+                self.uploads.pump()
             if due:
                 if not self.deliver():
                     time.sleep(0.5)
@@ -419,10 +420,10 @@ class Worker:
                 # An attempt's output is all home before its end is reported: each attempt's at
                 # once, on connections of their own.
                 if len(ends) == 1:
-                    self._upload(ends[0]["token"], ends[0]["outputFile"]["bytes"], finish=True)
+                    self.uploads.send(ends[0]["token"], ends[0]["outputFile"]["bytes"])
                 elif ends:
                     futures = [
-                        self.uploaders.submit(self._upload, r["token"], r["outputFile"]["bytes"], True) for r in ends
+                        self.uploaders.submit(self.uploads.send, r["token"], r["outputFile"]["bytes"]) for r in ends
                     ]
                     # (Every one waited for: none still sending when the batch is tried again.)
                     errors = [e for e in (f.exception() for f in futures) if e is not None]
@@ -452,7 +453,7 @@ class Worker:
                     self.clock.heard(doc.get("now"))
                 for r in batch:
                     if r["kind"] in ("succeeded", "failed"):
-                        self.uploads.pop(r["token"], None)
+                        self.uploads.forget(r["token"])
                 more = self._sendable()
             self._log_answer(status, doc)
             if not more:
@@ -469,7 +470,7 @@ class Worker:
             headers={SESSION: answer["session"]},
             timeout=self._report_timeout(),
         )
-        doc = _json(raw)
+        doc = json_doc(raw)
         if status >= 500 or status in (408, 429):
             # Not heard, or not yet (a proxy's 502, 503, 504, a timeout's 408, a limit's 429):
             # kept for later, as after a broken link.
@@ -515,7 +516,7 @@ class Worker:
                 left.append(r)
                 continue
             if inline_max > 0 and _uploads_first(r) and "outputRest" not in r:
-                r = self._inline_rest(r, inline_max)
+                r = self.uploads.inline_rest(r, inline_max)
             n = len(json.dumps(r))
             if out and size + n > MAX_BATCH_BYTES:
                 left.extend(self.pending[i:])
@@ -524,65 +525,6 @@ class Worker:
             size += n
         self.pending = left
         return out
-
-    def _inline_rest(self, r: dict[str, Any], most: int) -> dict[str, Any]:
-        """The end with what the scheduler lacks of its output inside it (``outputRest``), when
-        that is at most ``most`` bytes; the end as it is otherwise (its output is uploaded)."""
-        u = self.uploads.get(r["token"])
-        size = int(r["outputFile"]["bytes"])
-        if u is None or u["stopped"] or size - u["offset"] > most:
-            return r
-        try:
-            with open(u["path"], "rb") as f:
-                f.seek(u["offset"])
-                data = f.read(size - u["offset"])
-        except OSError:
-            return r
-        if len(data) != size - u["offset"]:
-            return r  # (the file is not what the end says: uploaded as it is)
-        self.uploads.pop(r["token"], None)
-        return {**r, "outputRest": {"offset": u["offset"], "data": base64.b64encode(data).decode("ascii")}}
-
-    def _pump_uploads(self) -> None:
-        with self.lock:
-            tokens = list(self.uploads)
-        for t in tokens:
-            try:
-                self._upload(t, None, finish=False)
-            except Exception:
-                pass
-
-    def _upload(self, token: str, up_to: int | None, finish: bool) -> None:
-        with self.lock:
-            u = self.uploads.get(token)
-            answer = self.answer
-        if u is None or answer is None:
-            return
-        most = int(answer.get("maxOutputChunk", 262_144))
-        while not u["stopped"]:
-            if up_to is not None and u["offset"] >= up_to:
-                break
-            try:
-                with open(u["path"], "rb") as f:
-                    f.seek(u["offset"])
-                    chunk = f.read(most if up_to is None else min(most, up_to - u["offset"]))
-            except OSError:
-                chunk = b""
-            if not chunk:
-                break
-            status, raw = self.link.request(
-                "PUT",
-                self.path(f"/attempts/{quote(token, safe='')}/output?offset={u['offset']}"),
-                body=chunk,
-                headers={SESSION: answer["session"], "Content-Type": "application/octet-stream"},
-            )
-            doc = _json(raw)
-            if status in (200, 409) and isinstance(doc.get("bytes"), int):
-                u["offset"] = doc["bytes"]
-            elif status == 413 or (status == 409 and str(doc.get("type", "")).endswith(":not_dispatched")):
-                u["stopped"] = True
-            else:
-                raise RuntimeError(f"output of {token}: HTTP {status}")
 
     # --- heartbeats and fencing ----------------------------------------------------------
     def _tick_loop(self) -> None:
@@ -674,11 +616,3 @@ def _heard(status: int, doc: dict[str, Any]) -> bool:
 def _not_registered(status: int, doc: dict[str, Any]) -> bool:
     """The scheduler answered that it does not know the worker's session."""
     return status == 409 and str(doc.get("type", "")).endswith(":not_registered")
-
-
-def _json(raw: bytes) -> Any:
-    try:
-        doc = json.loads(raw.decode("utf-8")) if raw else {}
-    except ValueError:
-        return {}
-    return doc if isinstance(doc, dict) else {}
