@@ -104,7 +104,7 @@ function fallbackTaskDir(data: string): string | undefined {
   const own = process.getuid?.() ?? -1;
   const safe = (path: string): boolean => {
     const st = lstatSync(path, { throwIfNoEntry: false });
-    return st !== undefined && st.isDirectory() && st.uid === own && (st.mode & 0o022) === 0;
+    return st?.isDirectory() === true && st.uid === own && (st.mode & 0o022) === 0;
   };
   const name = createHash("sha256").update(data).digest("hex").slice(0, 16);
   const dir = join(FALLBACK_TASK_ROOT, `tasks-${name}`);

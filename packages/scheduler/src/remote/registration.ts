@@ -1,4 +1,5 @@
-import type { SchedulerProjection, WorkerBinding } from "@chronolog/core";
+import { randomBytes } from "node:crypto";
+import { EventSchemas, type SchedulerProjection, type WorkerBinding } from "@chronolog/core";
 import { REMOTE_PROTOCOL_VERSION, type RegisterRequest } from "@chronolog/worker";
 import type { RemoteConnection } from "./connection.js";
 import { isLocalWorkerId, RemoteRefusal } from "./refusal.js";
@@ -125,4 +126,52 @@ export function isWorkersOwn(
 ): boolean {
   const a = projection.workers.attempt(token);
   return a?.queue !== undefined && serves(a.queue) && (a.worker === undefined || a.worker === id);
+}
+
+/** The `WorkerConnected` event of a registration taken, with the attempts it got back. */
+export function connectedData(
+  req: RegisterRequest,
+  caller: WorkerCaller,
+  queues: readonly string[],
+  adopted: readonly string[],
+  schedulerId: string,
+) {
+  return EventSchemas.WorkerConnected.parse({
+    worker: req.id,
+    host: req.host,
+    queues,
+    capacity: req.capacity,
+    version: `${req.protocol} (${req.version})`,
+    scheduler: schedulerId,
+    ...(caller.tokenName ? { token: caller.tokenName } : {}),
+    running: adopted,
+  });
+}
+
+/** A registration's connection, with a fresh session, holding nothing yet (`stamp`, `now`: epoch ms). */
+export function newConnection(
+  req: RegisterRequest,
+  caller: WorkerCaller,
+  queues: readonly string[],
+  stamp: number,
+  now: number,
+): RemoteConnection {
+  return {
+    id: req.id,
+    host: req.host,
+    queues: new Set(queues),
+    capacity: req.capacity,
+    version: req.version,
+    tokenName: caller.tokenName,
+    actor: `worker:${req.id}@${req.host}`,
+    session: randomBytes(18).toString("base64url"),
+    given: new Map(),
+    spokenOf: new Map(),
+    outbox: [],
+    outboxSince: stamp,
+    sink: null,
+    writing: false,
+    lastHeard: now,
+    gone: false,
+  };
 }

@@ -1,7 +1,5 @@
-import { randomBytes } from "node:crypto";
 import {
   answerHeldAttempt,
-  EventSchemas,
   type QueueRoom,
   type RefusalBudget,
   type SchedulerProjection,
@@ -32,7 +30,14 @@ import { OutputSink } from "./output-sink.js";
 import { Questions } from "./questions.js";
 import { RemoteRefusal } from "./refusal.js";
 import { RefusalRecord } from "./refusal-record.js";
-import { adoptable, checkRegistration, isWorkersOwn, type WorkerCaller } from "./registration.js";
+import {
+  adoptable,
+  checkRegistration,
+  connectedData,
+  isWorkersOwn,
+  newConnection,
+  type WorkerCaller,
+} from "./registration.js";
 import { RemoteLeases } from "./remote-leases.js";
 import {
   ConnectedFile,
@@ -178,38 +183,13 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
     for (const t of adopted) this.leases.renew(t);
     const kept = new Set(adopted);
     const stop = req.running.filter((t) => !kept.has(t));
-    const data = EventSchemas.WorkerConnected.parse({
-      worker: req.id,
-      host: req.host,
-      queues,
-      capacity: req.capacity,
-      version: `${req.protocol} (${req.version})`,
-      scheduler: this.o.schedulerId,
-      ...(caller.tokenName ? { token: caller.tokenName } : {}),
-      running: adopted,
-    });
     // On record before the worker is sent anything.
-    await this.o.log.append(workerStream(req.id), [{ type: "WorkerConnected", data }], {
-      expectedRevision: "any",
-    });
-    const conn: RemoteConnection = {
-      id: req.id,
-      host: req.host,
-      queues: new Set(queues),
-      capacity: req.capacity,
-      version: req.version,
-      tokenName: caller.tokenName,
-      actor: `worker:${req.id}@${req.host}`,
-      session: randomBytes(18).toString("base64url"),
-      given: new Map(),
-      spokenOf: new Map(),
-      outbox: [],
-      outboxSince: this.stamp(),
-      sink: null,
-      writing: false,
-      lastHeard: this.now(),
-      gone: false,
-    };
+    await this.o.log.append(
+      workerStream(req.id),
+      [{ type: "WorkerConnected", data: connectedData(req, caller, queues, adopted, this.o.schedulerId) }],
+      { expectedRevision: "any" },
+    );
+    const conn = newConnection(req, caller, queues, this.stamp(), this.now());
     for (const t of adopted) {
       this.take(conn, t, null);
       // Its start durable, it may run: an attempt that waits for its start permission (not
