@@ -22,6 +22,10 @@ left.dirs.push(dir);
 const latest = new Date(Math.floor(Date.now() / HOUR) * HOUR - HOUR).toISOString();
 const end = new Date(Date.parse(latest) + HOUR / 2).toISOString();
 const id = (name: string) => `p/a/${name}/ALL`;
+/** The one interval of a daily task: 05:00 two days back (ended a day ago). */
+const dailyAt = new Date(
+  Math.floor(Date.now() / (24 * HOUR)) * 24 * HOUR - 2 * 24 * HOUR + 5 * HOUR,
+).toISOString();
 /** A command that fails until the file `ok-<name>` exists. */
 const untilFile = (name: string) => `test -e ${dir}/ok-${name} || { echo "no ok-${name} yet" >&2; exit 3; }`;
 const task = (name: string, extra: string, command: string) =>
@@ -48,6 +52,7 @@ beforeAll(() => {
       task("solo", "retry: { maxAttempts: 2, initialDelayMs: 10 }, ", untilFile("solo")),
       task("slow", "", `until [ -e ${dir}/ok-slow ]; do sleep 0.2; done`),
       task("paused", "", "true"),
+      `  - { project: p, account: a, name: daily, cron: "0 5 * * *", startDate: "${dailyAt}", endDate: "${new Date(Date.parse(dailyAt) + HOUR).toISOString()}", retry: { maxAttempts: 1 }, operator: { type: shell, command: "exit 3" } }`,
       "",
     ].join("\n"),
   );
@@ -234,6 +239,32 @@ describe("the ways out of a halted interval, from the CLI", { timeout: 180_000 }
     expect(r.code, r.stderr).toBe(0);
   });
 
+  it("takes a day for --interval: the one interval that starts on it", async () => {
+    await waitUntil("daily to fail", () => condition("daily", "failed"), 60_000);
+    const day = dailyAt.slice(0, 10);
+    const retried = chronolog(dir, ["retry", id("daily"), "--interval", day]);
+    expect(retried.code, retried.stderr).toBe(0);
+    expect(retried.stdout).toContain(`retried ${id("daily")} ${dailyAt} (was failed)`);
+    await waitUntil("the retry to fail", () =>
+      attempts("daily").length === 2 && condition("daily", "failed") ? true : undefined,
+    );
+    const marked = chronolog(dir, [
+      "mark",
+      id("daily"),
+      "--interval",
+      day,
+      "--skipped",
+      "--reason",
+      "no data",
+    ]);
+    expect(marked.code, marked.stderr).toBe(0);
+    expect(marked.stdout).toContain(dailyAt);
+    // A day holding many intervals of an hourly task: name one of them.
+    const many = chronolog(dir, ["retry", id("solo"), "--interval", latest.slice(0, 10)]);
+    expect(many.code).toBe(2);
+    expect(many.stderr).toContain(`holds 24 intervals of ${id("solo")}`);
+  });
+
   it("refuses what cannot be done, specifically, and writes nothing", () => {
     const before = head();
     const future = new Date(Date.parse(latest) + 5 * HOUR).toISOString();
@@ -258,7 +289,12 @@ describe("the ways out of a halted interval, from the CLI", { timeout: 180_000 }
       [
         ["retry", id("solo"), "--interval", new Date(Date.parse(latest) + 60_000).toISOString()],
         2,
-        "is not an interval of p/a/solo/ALL (0 * * * *, UTC); the nearest are",
+        `chronolog: validation: --interval: ${new Date(Date.parse(latest) + 60_000).toISOString()} is not an interval of p/a/solo/ALL (0 * * * *, UTC); the nearest are`,
+      ],
+      [
+        ["retry", id("solo"), "--interval", new Date(Date.parse(latest) - 60_000).toISOString()],
+        2,
+        `is not an interval of p/a/solo/ALL (0 * * * *, UTC); the first after it is ${latest}`,
       ],
     ];
     for (const [args, code, message] of cases) {

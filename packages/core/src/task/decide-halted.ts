@@ -247,11 +247,16 @@ export function requireSlot(task: TaskState, date: string): void {
   const at = new Date(date);
   const slot = prevCronTime(task.spec.cron, task.spec.timezone, at);
   if (slot.getTime() === at.getTime()) return;
-  const next = firstSlotAtOrAfter(task.spec.cron, task.spec.timezone, at);
+  const next = firstSlotAtOrAfter(task.spec.cron, task.spec.timezone, at).toISOString();
+  // (One before the task's start date is none of its intervals.)
+  const nearest =
+    slot.getTime() >= Date.parse(task.spec.startDate)
+      ? `the nearest are ${slot.toISOString()} and ${next}`
+      : `the first after it is ${next}`;
   throw new ValidationError("--interval", [
     {
-      path: "--interval",
-      message: `${date} is not an interval of ${task.id} (${task.spec.cron}, ${task.spec.timezone}); the nearest are ${slot.toISOString()} and ${next.toISOString()}`,
+      path: "",
+      message: `${date} is not an interval of ${task.id} (${task.spec.cron}, ${task.spec.timezone}); ${nearest}`,
     },
   ]);
 }

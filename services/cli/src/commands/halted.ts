@@ -1,7 +1,7 @@
 import { describeHalted, type HaltedCommand, ValidationError } from "@chronolog/core";
-import { actOnInterval } from "@chronolog/scheduler";
+import { actOnInterval, requireTask } from "@chronolog/scheduler";
 import type { Command } from "commander";
-import { instantArg } from "../args.js";
+import { intervalArg } from "../args.js";
 import { type DataDirOptions, defaultActor } from "../data-dir.js";
 import { toJson } from "../edge.js";
 import { taskIdArg, withSession } from "../projection.js";
@@ -15,8 +15,8 @@ export function registerHaltedCommands(program: Command, globals: () => DataDirO
     json: boolean | undefined,
   ): Promise<void> => {
     const id = taskIdArg(key);
-    const date = interval === undefined ? undefined : instantArg(interval, "--interval");
     await withSession(globals(), "write", async ({ log, projection }) => {
+      const date = interval === undefined ? undefined : intervalArg(interval, requireTask(projection, id));
       const r = await actOnInterval(log, projection, id, date, command, { by: defaultActor("cli") });
       const message = describeHalted(r, command);
       if (json) {
@@ -32,7 +32,10 @@ export function registerHaltedCommands(program: Command, globals: () => DataDirO
       "run a halted interval (failed, abandoned, upstream_failed or cancelled) again: a new attempt with a fresh retry budget",
     )
     .argument("<task>", "project/account/name[/partition]")
-    .option("--interval <instant>", "the interval (default: the one the task stands at)")
+    .option(
+      "--interval <date>",
+      "the interval: its logical date, or a day (the interval that starts on it in the task's zone); default: the one the task stands at",
+    )
     .option("--reason <text>", "why, recorded in the event")
     .option("--json", "print JSON")
     .action(async (key: string, opts: { interval?: string; reason?: string; json?: boolean }) => {
@@ -50,7 +53,10 @@ export function registerHaltedCommands(program: Command, globals: () => DataDirO
       "mark an interval succeeded or skipped by hand, with a reason: it counts as done for its children",
     )
     .argument("<task>", "project/account/name[/partition]")
-    .option("--interval <instant>", "the interval (default: the one the task stands at)")
+    .option(
+      "--interval <date>",
+      "the interval: its logical date, or a day (the interval that starts on it in the task's zone); default: the one the task stands at",
+    )
     .option("--succeeded", "mark it succeeded")
     .option("--skipped", "mark it skipped")
     .option("--reason <text>", "why (required), recorded in the event")
