@@ -328,6 +328,20 @@ describe("decideReport: an attempt interrupted by a shutdown", () => {
       .thenMatches((events) => expect(retryAtOf(events)).toBe(iso(NOW)));
   });
 
+  it("of an interval reopened after the scheduler let go of its stream starts a fresh budget", () => {
+    // The projection keeps no ended interval the task has moved past: a backfill of it starts
+    // from its new attempt alone (attempt 4 here, after three that ran before).
+    const reopened = instance("t", intended("t", { idempotent: true, attempt: 4 }), started("t", 4));
+    reports({ retry: { ...NO_RETRY, maxAttempts: 2 } })
+      .given(reopened)
+      .when(failedReport(4))
+      .thenMatches((events) => expect(retryAtOf(events)).toBe(iso(NOW + 1000)));
+    reports()
+      .given(reopened)
+      .when(failedReport(4))
+      .thenMatches((events) => expect(retryAtOf(events)).toBeUndefined());
+  });
+
   it("is counted apart from the retry budget", () => {
     const interruptedEvent: DomainEvent = {
       type: "AttemptFailed",

@@ -204,9 +204,14 @@ export function evolveInstance(
       outputFile: null,
     };
     // A dispatch after the interval had ended (reopened by a retry, rerun or backfill) starts a
-    // fresh retry budget; a retry of the policy goes on with the budget it has.
-    const budgetFrom =
-      state && isTerminal(state) ? (state.attempts.at(-1)?.attempt ?? 0) : (state?.budgetFrom ?? 0);
+    // fresh retry budget; a retry of the policy goes on with the budget it has. An attempt past
+    // the first of a stream not held (the scheduler let go of its ended interval, the task having
+    // moved past it) is such a reopening too: its budget starts after the attempt before it.
+    const budgetFrom = !state
+      ? d.attempt - 1
+      : isTerminal(state)
+        ? (state.attempts.at(-1)?.attempt ?? 0)
+        : (state.budgetFrom ?? 0);
     return {
       stream: at.streamId,
       key: d.key,
