@@ -1,4 +1,4 @@
-import type { ChildProcess } from "node:child_process";
+import { type ChildProcess, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -50,7 +50,8 @@ beforeAll(() => {
       `      - { name: report, parents: [sum], operator: { type: shell, command: "true" } }`,
       "tasks:",
       task("solo", "retry: { maxAttempts: 2, initialDelayMs: 10 }, ", untilFile("solo")),
-      task("slow", "", `until [ -e ${dir}/ok-slow ]; do sleep 0.2; done`),
+      // (A long lease: its heartbeats, whose answers would stop it too, come minutes apart.)
+      task("slow", "leaseSeconds: 900, ", `until [ -e ${dir}/ok-slow ]; do sleep 0.2; done`),
       task("paused", "", "true"),
       `  - { project: p, account: a, name: daily, cron: "0 5 * * *", startDate: "${dailyAt}", endDate: "${new Date(Date.parse(dailyAt) + HOUR).toISOString()}", retry: { maxAttempts: 1 }, operator: { type: shell, command: "exit 3" } }`,
       "",
@@ -217,9 +218,21 @@ describe("the ways out of a halted interval, from the CLI", { timeout: 180_000 }
       `is running (attempt 1): wait for it, or abandon it first with chronolog attempt abandon ${id("slow")} --interval ${latest}`,
     );
     expect(head()).toBe(before);
+    // Its shell, found by its command line (it runs as another user: no pid file of its own).
+    const slowShells = () => {
+      const r = spawnSync("pgrep", ["-f", `${dir}/ok-slow ]`], { encoding: "utf8" });
+      return r.stdout.trim().split("\n").filter(Boolean);
+    };
+    expect(slowShells()).not.toEqual([]);
     const abandoned = chronolog(dir, ["attempt", "abandon", id("slow"), "--interval", latest]);
     expect(abandoned.code, abandoned.stderr).toBe(0);
-    writeFileSync(join(dir, "ok-slow"), ""); // (its shell, abandoned, ends; its report will not count)
+    // Abandoned, it is stopped where it runs: it will not finish its work after all.
+    await waitUntil(
+      "the abandoned attempt's shell to be killed",
+      () => (slowShells().length === 0 ? true : undefined),
+      30_000,
+    );
+    writeFileSync(join(dir, "ok-slow"), "");
     await waitUntil("slow to halt", () => condition("slow", "failed"));
     const succeed = why("slow").nextSteps.find((s) => s.action === "mark_succeeded");
     const marked = runPrinted(succeed?.command ?? "");

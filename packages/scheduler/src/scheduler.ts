@@ -240,8 +240,12 @@ export class Scheduler implements ReconciledScheduler {
   }
 
   private onEvent(e: RecordedEvent): void {
-    // A run failed fast, decided by whichever scheduler holds it: stop the attempt if it is ours.
+    // A run failed fast, decided by whichever scheduler holds it, or an attempt abandoned (by an
+    // operator, or as never confirmed; a worker frozen meanwhile may still hold it): stop it
+    // where it runs, if one of ours does, before it does its work after all.
     if (e.type === "AttemptCancelled") this.o.dispatcher.cancel(e.data.token, e.data.reason);
+    else if (e.type === "AttemptAbandoned")
+      this.o.dispatcher.cancel(e.data.token, `abandoned by ${e.data.by}: ${e.data.reason}`);
     const before = e.streamId.startsWith("instance-") ? this.projection.instances.get(e.streamId) : undefined;
     const touched = this.projection.apply(e);
     this.o.observer?.applied?.(e);
