@@ -104,6 +104,8 @@ describe("a restart loses no work", () => {
     );
     first.p.kill("SIGINT");
     expect(await first.exited).toBe(0);
+    // Stopped, and once running again: why says so.
+    expect(chronolog(dir, ["why", task]).stdout).toContain("a shutdown interrupted it");
     up(dir, "1");
     const why = await waitUntil("why to say it", () => {
       const r = chronolog(dir, ["why", task]);

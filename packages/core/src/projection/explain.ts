@@ -271,6 +271,7 @@ export function describeDecision(
         condition: d.event.data.state === "upstream_failed" ? "upstream_failed" : "failed",
         reasons: [
           `${at} ended ${d.event.data.state}: ${d.event.data.reason}`,
+          ...interruptedLines(d.event.data.reason),
           ...attemptLines(d.attempt, d.event.data.reason),
         ],
       };
@@ -281,11 +282,7 @@ export function describeDecision(
         reasons: [
           `blocked by its own ${f.state} interval ${shortInstant(f.logicalDate)} (a task never advances past an interval it did not complete: retry it, or mark it succeeded or skipped)`,
           `${shortInstant(f.logicalDate)} ended ${f.state}: ${f.reason}`,
-          ...(f.reason.startsWith("interrupted: ")
-            ? [
-                "a shutdown interrupted it after it started; the task is not idempotent, so it is not run again on its own (its side effect may have happened): retry it, or mark it, once you know",
-              ]
-            : []),
+          ...interruptedLines(f.reason),
           ...attemptLines(d.attempt, f.reason),
         ],
       };
@@ -405,6 +402,15 @@ export function describeHold(
       return never;
     }
   }
+}
+
+/** Why an interval a shutdown interrupted is not run again (only one that is not idempotent ends so). */
+function interruptedLines(reason: string): string[] {
+  return reason.startsWith("interrupted: ")
+    ? [
+        "a shutdown interrupted it after it started; the task is not idempotent, so it is not run again on its own (its side effect may have happened): retry it, or mark it, once you know",
+      ]
+    : [];
 }
 
 /** The attempt that ended an interval: how it ended (unless `said`), and the last line of its stderr. */
