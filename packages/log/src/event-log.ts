@@ -13,6 +13,7 @@ import type {
   ExpectedRevision,
   LogBackend,
   NewEvent,
+  PreparedWrite,
   ReadAllOptions,
   ReadStreamOptions,
   RecordedEvent,
@@ -64,6 +65,9 @@ export function decodeStoredEvent(stored: StoredEvent): RecordedEvent {
  * its own: a Kafka record holds about a megabyte, and 200 task declarations fit in it.
  */
 export const DEFAULT_STREAMS_PER_APPEND = 200;
+
+/** Writes checked whole by EventLog.prepare, to be appended (all, or slices) by appendPrepared. */
+export type PreparedWrites = readonly PreparedWrite[];
 
 export class EventLog {
   readonly actor: string;
@@ -139,7 +143,40 @@ export class EventLog {
     writes: readonly StreamWrite[],
     options: { readonly expectedHead?: bigint } = {},
   ): Promise<AppendResult[]> {
+    return this.appendPrepared(this.prepare(writes), options);
+  }
+
+  /**
+   * Every check appendMany makes of `writes` (the caller's limits, each stream's name and
+   * expected revision, each event's type, data and size), made now and nothing written: a
+   * write split into several appends is checked whole before its first is made. The result is
+   * appended with appendPrepared, in one append or in slices.
+   */
+  prepare(writes: readonly StreamWrite[]): PreparedWrites {
+    if (!Array.isArray(writes) || writes.length === 0)
+      throw new InvalidAppendError("appendMany needs at least one write");
+    this.admit?.(writes);
+    const seen = new Set<string>();
+    return writes.map((w) => {
+      checkStreamName(w.streamId);
+      if (seen.has(w.streamId)) throw new InvalidAppendError(`appendMany names stream ${w.streamId} twice`);
+      seen.add(w.streamId);
+      checkExpectedRevision(w.expectedRevision);
+      return {
+        streamId: w.streamId,
+        events: prepareEvents(w.events, { actor: this.actor, newId: this.newId }, w.streamId),
+        expected: w.expectedRevision,
+      };
+    });
+  }
+
+  /** Appends writes `prepare` checked (all of them, or a slice), as appendMany does. */
+  async appendPrepared(
+    prepared: PreparedWrites,
+    options: { readonly expectedHead?: bigint } = {},
+  ): Promise<AppendResult[]> {
     this.ensureOpen();
+    if (prepared.length === 0) throw new InvalidAppendError("appendMany needs at least one write");
     const { expectedHead } = options;
     if (expectedHead !== undefined) {
       if (!this.supportsExpectedHead)
@@ -151,21 +188,6 @@ export class EventLog {
           `invalid expected head ${String(expectedHead)}: expected a bigint of -1 or more`,
         );
     }
-    if (!Array.isArray(writes) || writes.length === 0)
-      throw new InvalidAppendError("appendMany needs at least one write");
-    this.admit?.(writes);
-    const seen = new Set<string>();
-    const prepared = writes.map((w) => {
-      checkStreamName(w.streamId);
-      if (seen.has(w.streamId)) throw new InvalidAppendError(`appendMany names stream ${w.streamId} twice`);
-      seen.add(w.streamId);
-      checkExpectedRevision(w.expectedRevision);
-      return {
-        streamId: w.streamId,
-        events: prepareEvents(w.events, { actor: this.actor, newId: this.newId }),
-        expected: w.expectedRevision,
-      };
-    });
     const appendMany = this.backend.appendMany.bind(this.backend);
     return this.timed(() => appendMany(prepared, options));
   }

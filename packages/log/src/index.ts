@@ -10,6 +10,8 @@ export * from "./types.js";
 export {
   checkExpectedRevision,
   checkStreamName,
+  checkWrites,
+  MAX_EVENT_BYTES,
   MAX_EVENTS_PER_APPEND,
   prepareEvents,
   revisionMatches,

@@ -44,7 +44,14 @@ export interface PrepareContext {
  * Validates a whole append before anything is written: every event's type, data and metadata.
  * One bad event rejects the append.
  */
-export function prepareEvents(events: readonly NewEvent[], ctx: PrepareContext): PreparedEvent[] {
+export function prepareEvents(
+  events: readonly NewEvent[],
+  ctx: PrepareContext,
+  /** The stream they go to, named in a refusal when given (one of several in a write). */
+  streamId?: string,
+): PreparedEvent[] {
+  const where = (index: number, type: string) =>
+    `${streamId !== undefined ? `${streamId}: ` : ""}events[${index}] (${type})`;
   if (!Array.isArray(events) || events.length === 0) {
     throw new InvalidAppendError("an append needs at least one event");
   }
@@ -64,7 +71,7 @@ export function prepareEvents(events: readonly NewEvent[], ctx: PrepareContext):
     } catch (error) {
       if (error instanceof ValidationError) {
         throw new ValidationError(
-          `events[${index}] (${event.type})`,
+          where(index, event.type),
           error.issues.map((i) => ({ path: i.path ? `data.${i.path}` : "data", message: i.message })),
         );
       }
@@ -77,7 +84,7 @@ export function prepareEvents(events: readonly NewEvent[], ctx: PrepareContext):
     const dataJson = JSON.stringify(data);
     if (dataJson.length > MAX_EVENT_BYTES) {
       throw new InvalidAppendError(
-        `events[${index}] (${event.type}): data is larger than ${MAX_EVENT_BYTES} bytes`,
+        `${where(index, event.type)}: data is larger than ${MAX_EVENT_BYTES} bytes (${dataJson.length})`,
       );
     }
     return {
@@ -124,4 +131,23 @@ function parseMetadata(
     );
   }
   return meta.data;
+}
+
+/**
+ * The checks EventLog.prepare makes of each write, for a caller with no log at hand (a
+ * declaration checked, not written): names, revisions, each event's type, data and size.
+ */
+export function checkWrites(
+  writes: ReadonlyArray<{
+    readonly streamId: string;
+    readonly events: readonly NewEvent[];
+    readonly expectedRevision: unknown;
+  }>,
+): void {
+  const ctx: PrepareContext = { actor: "check", newId: () => "check" };
+  for (const w of writes) {
+    checkStreamName(w.streamId);
+    checkExpectedRevision(w.expectedRevision);
+    prepareEvents(w.events, ctx, w.streamId);
+  }
 }

@@ -15,7 +15,13 @@ import {
   type TemplateIssue,
   validateDeclarations,
 } from "@chronolog/core";
-import type { AppendResult, EventLog, ExpectedRevision, StreamWrite } from "@chronolog/log";
+import {
+  type AppendResult,
+  checkWrites,
+  type EventLog,
+  type ExpectedRevision,
+  type StreamWrite,
+} from "@chronolog/log";
 import {
   type RenderContext,
   renderOperator,
@@ -283,9 +289,12 @@ async function appendInBatches(
 ): Promise<readonly AppendResult[]> {
   const batch = log.streamsPerAppend;
   if (writes.length <= batch) return log.appendMany(writes);
+  // Every event checked (its data, its size, the caller's limits) before the first append: a
+  // refusal writes none of it.
+  const prepared = log.prepare(writes);
   const results: AppendResult[] = [];
-  for (let i = 0; i < writes.length; i += batch)
-    results.push(...(await log.appendMany(writes.slice(i, i + batch))));
+  for (let i = 0; i < prepared.length; i += batch)
+    results.push(...(await log.appendPrepared(prepared.slice(i, i + batch))));
   return results;
 }
 
@@ -300,6 +309,9 @@ export function checkDeclaration(
   options: Pick<DeclareOptions, "revive"> = {},
 ): DeclareOutcome {
   const { decision, warnings } = decideOn(projection, sources, nowMs, options);
+  // The checks the log would make of what is written (each event's data and size): a check
+  // that passes is a declaration the log takes.
+  if (decision.writes.length > 0) checkWrites(decision.writes);
   const { tasks, connections, workflows } = decision;
   return { tasks, connections, workflows, warnings };
 }
