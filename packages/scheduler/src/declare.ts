@@ -346,6 +346,8 @@ function validate(state: SchedulerProjection, sources: readonly DeclarationSourc
         parents: t.parents,
         connection: t.spec.connection,
         operator: t.spec.operator,
+        workflow: t.spec.workflow,
+        retired: t.status === "retired",
       })),
       connections: state.connections.values(),
       workflows: state.workflows.values(),

@@ -113,6 +113,32 @@ export function checkRedeclaredConnections(
   }
 }
 
+/**
+ * A task of a workflow is moved out of it (into another workflow, or out of any) only by a
+ * set that declares that workflow too, without it: taken by a declaration of another workflow
+ * or a task alone, it would leave that workflow's declaration naming a task it no longer holds
+ * (empty, perhaps, and its runs waiting on it), changed by a producer that did not declare it,
+ * perhaps of another project.
+ */
+export function checkWorkflowMoves(
+  existing: ExistingDeclarations,
+  names: Names,
+  issues: IssueCollector,
+): void {
+  for (const t of existing.tasks ?? []) {
+    if (t.workflow === undefined || t.retired || names.declaredWorkflows.has(t.workflow)) continue;
+    const label = formatTaskKey(t.key);
+    const d = names.tasks.get(label);
+    if (!d || d.workflow?.spec.name === t.workflow) continue;
+    issues.error(
+      "workflow",
+      at(d, "name"),
+      `${label} is a task of workflow "${t.workflow}": to move it ${d.workflow ? `into workflow "${d.workflow.spec.name}"` : "out of it"}, declare "${t.workflow}" without it in the same declaration`,
+      label,
+    );
+  }
+}
+
 function at(item: Located, field: string): Located {
   return { file: item.file, path: `${item.path}.${field}` };
 }
