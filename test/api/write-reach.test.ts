@@ -27,6 +27,7 @@ let call: ReturnType<typeof client>;
 let admin: string;
 let books: string;
 let reader: string;
+let producer: string;
 const latest = new Date(Math.floor(Date.now() / HOUR) * HOUR - HOUR).toISOString();
 const BROKEN = "books/acme/broken/ALL";
 const AFTER = "shelf/acme/after/ALL";
@@ -64,6 +65,19 @@ tasks:
   ]);
   expect(r.code, r.stderr).toBe(0);
   reader = r.stdout.trim();
+  const p = chronolog(dir, [
+    "token",
+    "create",
+    "books-producer",
+    "--scope",
+    "declare",
+    "--project",
+    "books",
+    "--read-projects",
+    "books",
+  ]);
+  expect(p.code, p.stderr).toBe(0);
+  producer = p.stdout.trim();
   server = await startApi(left, dir, ["up", "--workers", "1"]);
   call = client(server);
 });
@@ -114,6 +128,34 @@ describe("a read about one project that would show another's", () => {
     const streams = new Set((log.body.events as Array<{ streamId: string }>).map((e) => e.streamId));
     expect([...streams].filter((s) => s.startsWith("run-") || s.includes("shelf/"))).toEqual([]);
     expect([...streams].some((s) => s.startsWith("task-books/"))).toBe(true);
+  });
+
+  it("suggests no task of another project for a misspelt parent", async () => {
+    const body = {
+      tasks: [
+        {
+          project: "books",
+          account: "acme",
+          name: "reads_shelf",
+          cron: "0 * * * *",
+          startDate: latest,
+          parents: ["shelf/acme/leak"],
+          operator: { type: "noop" },
+        },
+      ],
+    };
+    const missing = (token: string) =>
+      call("/declarations?dryRun=true", { token, body }).then(
+        (r) => (r.body.warnings as Array<{ code: string; message: string; suggestions?: string[] }>)[0],
+      );
+    expect(await missing(admin)).toMatchObject({
+      code: "parent_missing",
+      suggestions: ["shelf/acme/leaky/ALL"],
+    });
+    const told = await missing(producer);
+    expect(told?.code).toBe("parent_missing");
+    expect(told?.suggestions).toBeUndefined();
+    expect(told?.message).not.toContain("leaky");
   });
 
   it("names a deadline's root cause in another project without what it said", async () => {

@@ -131,6 +131,8 @@ export interface DeclareOptions {
   readonly revive?: boolean;
   /** Decide on the current state and say what would change, writing nothing. */
   readonly check?: boolean;
+  /** The projects a refusal or warning may name what is declared in (see ValidationOptions). */
+  readonly visible?: (project: string) => boolean;
 }
 
 /**
@@ -306,7 +308,7 @@ export function checkDeclaration(
   projection: SchedulerProjection,
   sources: readonly DeclarationSource[],
   nowMs: number,
-  options: Pick<DeclareOptions, "revive"> = {},
+  options: Pick<DeclareOptions, "revive" | "visible"> = {},
 ): DeclareOutcome {
   const { decision, warnings } = decideOn(projection, sources, nowMs, options);
   // The checks the log would make of what is written (each event's data and size): a check
@@ -320,9 +322,9 @@ function decideOn(
   state: SchedulerProjection,
   sources: readonly DeclarationSource[],
   nowMs: number,
-  options: Pick<DeclareOptions, "revive">,
+  options: Pick<DeclareOptions, "revive" | "visible">,
 ) {
-  const validated = validate(state, sources);
+  const validated = validate(state, sources, options.visible);
   const decision = decideDeclaration(state, {
     tasks: validated.tasks,
     connections: validated.connections,
@@ -337,7 +339,11 @@ function decideOn(
  * The files checked against `state`, templates included; refused (a ValidationError carrying
  * the warnings) if invalid.
  */
-function validate(state: SchedulerProjection, sources: readonly DeclarationSource[]) {
+function validate(
+  state: SchedulerProjection,
+  sources: readonly DeclarationSource[],
+  visible: ((project: string) => boolean) | undefined,
+) {
   const result = validateDeclarations(
     sources,
     {
@@ -352,7 +358,7 @@ function validate(state: SchedulerProjection, sources: readonly DeclarationSourc
       connections: state.connections.values(),
       workflows: state.workflows.values(),
     },
-    { checkTemplates },
+    visible ? { checkTemplates, visible } : { checkTemplates },
   );
   if (!result.ok) {
     const error = declarationValidationError(result.errors);

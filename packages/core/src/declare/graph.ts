@@ -30,6 +30,8 @@ export function checkGraph(
   existing: ExistingDeclarations,
   fallbackFile: string,
   issues: IssueCollector,
+  /** The projects whose task keys a missing parent's suggestions may name (default: all). */
+  visible?: (project: string) => boolean,
 ): void {
   // Every task numbered once (the known ones first), its parents as numbers: a catalogue of
   // many thousands of tasks is checked on arrays, where maps and sets of keys, entry by entry,
@@ -56,7 +58,7 @@ export function checkGraph(
     let i = 0;
     for (const k of ids.keys()) {
       if (i++ >= knownCount) return;
-      yield k;
+      if (visible === undefined || visible(k.slice(0, k.indexOf("/")))) yield k;
     }
   }
   const suggester = new TaskKeySuggester({ [Symbol.iterator]: knownKeys });
@@ -131,6 +133,8 @@ function reportCycles(
   existingTasks: ReadonlyArray<{ key: string; parents: string[] }>,
   fallbackFile: string,
   issues: IssueCollector,
+  /** The projects whose task keys a missing parent's suggestions may name (default: all). */
+  visible?: (project: string) => boolean,
 ): void {
   const edges = new Map<string, string[]>();
   const parentsOf = new Map<string, string[]>();

@@ -24,7 +24,12 @@ export interface Names {
   readonly tasks: ReadonlyMap<string, TaskDraft>;
 }
 
-export function checkNames(shapes: Shapes, existing: ExistingDeclarations, issues: IssueCollector): Names {
+export function checkNames(
+  shapes: Shapes,
+  existing: ExistingDeclarations,
+  issues: IssueCollector,
+  visible?: (project: string) => boolean,
+): Names {
   const connections = new Map<
     string,
     { operators: readonly OperatorType[]; secrets?: Secrets | undefined }
@@ -66,7 +71,9 @@ export function checkNames(shapes: Shapes, existing: ExistingDeclarations, issue
       issues.error(
         "workflow",
         at(w, "name"),
-        `workflow "${w.spec.name}" already belongs to ${old.project}/${old.account}; workflow names are unique`,
+        visible === undefined || visible(old.project)
+          ? `workflow "${w.spec.name}" already belongs to ${old.project}/${old.account}; workflow names are unique`
+          : `workflow "${w.spec.name}" already belongs to another project; workflow names are unique`,
       );
     }
   }

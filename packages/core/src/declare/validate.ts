@@ -56,6 +56,12 @@ export type TemplateCheck = (
 export interface ValidationOptions {
   /** Checks the templates of every task whose spec could be made, problems elsewhere or not. */
   readonly checkTemplates?: TemplateCheck;
+  /**
+   * The projects a problem may name what is declared in (default: all): a producer whose
+   * token may read only some is told of no task or owner in the others (a missing parent's
+   * suggestions, a workflow name's owner).
+   */
+  readonly visible?: (project: string) => boolean;
 }
 
 export type DeclarationResult =
@@ -91,13 +97,13 @@ export function validateDeclarations(
 ): DeclarationResult {
   const issues = new IssueCollector();
   const shapes = readShapes(docs, issues);
-  const names = checkNames(shapes, existing, issues);
+  const names = checkNames(shapes, existing, issues, options.visible);
   const resolved: ResolvedTask[] = [];
   for (const d of names.tasks.values()) resolved.push(resolveTask(d, names, issues));
   checkRedeclaredConnections(existing, names, new Set(names.tasks.keys()), issues);
   checkWorkflowMoves(existing, names, issues);
   const declared = [...names.tasks.keys(), ...shapes.broken];
-  checkGraph(resolved, declared, existing, docs[0]?.filename ?? "", issues);
+  checkGraph(resolved, declared, existing, docs[0]?.filename ?? "", issues, options.visible);
   if (options.checkTemplates) checkTemplates(resolved, options.checkTemplates, issues);
 
   if (issues.errorCount > 0) return { ok: false, errors: issues.errors, warnings: issues.warnings };

@@ -1,7 +1,7 @@
 import { parseDeclarationText } from "@chronolog/core";
 import { checkDeclaration, declare, retireWorkflow } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { type Caller, canRead, isProjectLimited, requireProjects } from "../auth.js";
+import { type Caller, canRead, isProjectLimited, readLimit, requireProjects } from "../auth.js";
 import { needsToken } from "../openapi.js";
 import { HttpProblem } from "../problem.js";
 import * as S from "../schemas.js";
@@ -98,7 +98,11 @@ export function declarationRoutes(d: RouteDeps): OpenAPIHono {
       const format = declarationFormat(c.req.header("content-type"));
       const text = await c.req.text();
       const source = parseDeclarationText(text, { filename: "<request>", format });
-      const options = revive === "true" ? { revive: true } : {};
+      // A token that reads only some projects is told of nothing declared in the others.
+      const options = {
+        ...(revive === "true" ? { revive: true } : {}),
+        ...(readLimit(caller) !== null ? { visible: (project: string) => canRead(caller, project) } : {}),
+      };
       // What the document names, and where: a token limited to projects declares only in them.
       const planned = checkDeclaration(state.projection, [source], d.now(), options);
       if (isProjectLimited(caller))
