@@ -42,6 +42,13 @@ describe("the CLI's arguments and exit codes", () => {
     expect(h.code).toBe(0);
     expect(h.stdout).toContain("Exit codes (every command):");
     expect(h.stdout).toContain("4  what was named does not exist");
+    expect(chronolog(dir, ["tasks", "--help"]).code).toBe(0);
+    // A usage error is invalid input (2), its message and the command's help printed.
+    for (const args of [["declare"], ["tasks", "--bogus"], ["nosuch"], ["why", "a", "b"]]) {
+      const r = chronolog(dir, args);
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr, args.join(" ")).toMatch(/^error: /);
+    }
   });
 
   it("runs from any directory of the checkout, never reaching for a package of that name elsewhere", () => {

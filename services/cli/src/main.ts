@@ -1,6 +1,6 @@
 import { randomInt } from "node:crypto";
 import { seedIdMaps } from "@chronolog/core";
-import { Command } from "commander";
+import { Command, CommanderError } from "commander";
 import { registerCommandsFor } from "./commands.js";
 import { type DataDirOptions, restrictUmask } from "./data-dir.js";
 import { EXIT_CODE_HELP, exitCodeOf, messageOf } from "./edge.js";
@@ -32,7 +32,10 @@ program
   )
   .option("--file <export>", "read the log from an export (log export), read-only, instead of the live log")
   .showHelpAfterError()
-  .configureOutput({ outputError: (text, write) => write(text) });
+  .configureOutput({ outputError: (text, write) => write(text) })
+  // A usage error (an unknown flag, a missing argument) is invalid input: exit 2, as the table
+  // says, not the parser's own 1 (its message and the command's help are already printed).
+  .exitOverride();
 
 const globals = (): DataDirOptions => program.opts<DataDirOptions>();
 // Only the modules of the command the line names are loaded (see commands.ts).
@@ -41,6 +44,10 @@ registerCommandsFor(program, globals, args)
   .then(() => program.parseAsync(process.argv))
 
   .catch((error: unknown) => {
+    if (error instanceof CommanderError) {
+      process.exitCode = error.exitCode === 0 ? 0 : 2;
+      return;
+    }
     process.stderr.write(`chronolog: ${messageOf(error)}\n`);
     process.exitCode = exitCodeOf(error);
   });
