@@ -159,6 +159,36 @@ describe("parseDeclarationText", () => {
     expect(() => parseDeclarationText(bad, { filename: "b.yml" })).toThrow(/b\.yml: line 3, column \d+: /);
   });
 
+  it("refuses values JSON cannot hold, naming where; takes -0 as 0", () => {
+    const refused = (value: string, format: "yaml" | "json" = "yaml") =>
+      format === "yaml"
+        ? () =>
+            parseDeclarationText(`tasks:\n  - name: x\n    config: { v: ${value} }\n`, { filename: "v.yaml" })
+        : () => parseDeclarationText(`{"tasks": [{"config": {"v": ${value}}}]}`, { filename: "v.json" });
+    for (const v of [".nan", ".inf", "-.inf", "1e400"])
+      expect(refused(v), v).toThrow(
+        /^v\.yaml: line 3, column 18: tasks\[0\]\.config\.v: -?(NaN|Infinity) is not a number a declaration can hold/,
+      );
+    expect(refused("1e400", "json")).toThrow(
+      /^v\.json: line 1, column \d+: tasks\[0\]\.config\.v: Infinity is not/,
+    );
+    for (const [v, what] of [
+      ["!!binary aGVsbG8=", "binary data"],
+      ["!!set {a, b}", "a set"],
+      ["!!omap [a: 1]", "an ordered map"],
+      ["!!timestamp 2026-12-01", "a timestamp"],
+    ])
+      expect(refused(v as string), v).toThrow(
+        `tasks[0].config.v: ${what} (a YAML tag) is not a value a declaration holds`,
+      );
+    const doc = parseDeclarationText("tasks:\n  - config: { v: -0, w: [1, -0] }\n", { filename: "z.yaml" })
+      .document as {
+      tasks: Array<{ config: { v: number; w: number[] } }>;
+    };
+    expect(Object.is(doc.tasks[0]?.config.v, 0)).toBe(true);
+    expect(Object.is(doc.tasks[0]?.config.w[1], 0)).toBe(true);
+  });
+
   it("names the file, line and column of malformed JSON, duplicate keys included", () => {
     const cases: Array<[string, number, number, RegExp]> = [
       ['{\n  "tasks": [\n    { "name": tru }\n  ]\n}', 3, 15, /unexpected "t"/],

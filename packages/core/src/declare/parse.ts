@@ -61,7 +61,81 @@ export function parseDeclarationText(
       `nesting is deeper than ${MAX_NESTING} levels, the most a declaration may have`,
     );
   const document = format === "json" ? parseJson(source, filename) : parseYaml(source, filename);
+  const odd = oddValue(document);
+  if (odd)
+    fail(source, filename, format, offsetOf(source, odd.path), `${pathText(odd.path)}: ${odd.problem}`);
   return { filename, format, document };
+}
+
+/**
+ * The first value in a parsed document that JSON cannot hold (the log records a declaration as
+ * JSON, and compares it as such): a number not finite (`.nan`, `.inf`, `1e400`), or a tagged
+ * value read as something else than a string, number, boolean, null, list or mapping
+ * (`!!binary`, `!!set`, `!!omap`, `!!timestamp`). Stored, each would be another value (`null`,
+ * `{}`), and the next declaration of the same file would record it as changed. A `-0` is made
+ * `0` on the way.
+ */
+function oddValue(value: unknown): { path: Array<string | number>; problem: string } | null {
+  if (typeof value === "number") {
+    return Number.isFinite(value)
+      ? null
+      : {
+          path: [],
+          problem: `${value} is not a number a declaration can hold (it is recorded as JSON): write a finite number, or a string`,
+        };
+  }
+  if (typeof value !== "object" || value === null) return null;
+  // (The path is made on the way back from a value found, not on the way down to each.)
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      if (Object.is(value[i], -0)) value[i] = 0;
+      const odd = oddValue(value[i]);
+      if (odd) {
+        odd.path.unshift(i);
+        return odd;
+      }
+    }
+    return null;
+  }
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) {
+    const what =
+      value instanceof Date
+        ? "a timestamp"
+        : value instanceof Uint8Array
+          ? "binary data"
+          : value instanceof Set
+            ? "a set"
+            : value instanceof Map
+              ? "an ordered map"
+              : "a tagged value";
+    return {
+      path: [],
+      problem: `${what} (a YAML tag) is not a value a declaration holds: write it as a string, a list or a mapping`,
+    };
+  }
+  const record = value as Record<string, unknown>;
+  for (const key in record) {
+    if (Object.is(record[key], -0)) record[key] = 0;
+    const odd = oddValue(record[key]);
+    if (odd) {
+      odd.path.unshift(key);
+      return odd;
+    }
+  }
+  return null;
+}
+
+const pathText = (path: ReadonlyArray<string | number>): string =>
+  path.reduce<string>((out, p) => (typeof p === "number" ? `${out}[${p}]` : out ? `${out}.${p}` : p), "") ||
+  "the document";
+
+/** Where the value at `path` starts in the text (read again as a YAML document: JSON is YAML too), or 0. */
+function offsetOf(text: string, path: ReadonlyArray<string | number>): number {
+  const node = parseDocument(text, { logLevel: "silent" }).getIn(path, true) as
+    | { range?: [number, number, number] }
+    | undefined;
+  return node?.range?.[0] ?? 0;
 }
 
 function fail(
