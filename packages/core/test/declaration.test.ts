@@ -5,6 +5,7 @@ import {
   type DeclarationInput,
   decideConnectionDeclaration,
   decideDeclaration,
+  decideIntervalCompleted,
   decideTaskDeclaration,
   decideWorkflowDeclaration,
   decideWorkflowRetirement,
@@ -17,7 +18,16 @@ import {
   workflowStream,
 } from "@chronolog/core";
 import { describe, expect, it } from "vitest";
-import { DAY, declaredTask, declaredWorkflow, idOf, keyOf, taskSpec } from "./support/events.js";
+import {
+  DAY,
+  declaredTask,
+  declaredWorkflow,
+  idOf,
+  instance,
+  intended,
+  keyOf,
+  taskSpec,
+} from "./support/events.js";
 import { type Given, on, projectionOf, specification } from "./support/specification.js";
 
 const NOW = Date.parse("2026-11-30T10:00:00.000Z");
@@ -242,6 +252,61 @@ describe("decideDeclaration: a whole declaration, one decision", () => {
           },
         ],
       });
+  });
+
+  it("a task given another schedule moves to its first interval, unless its current one is under way", () => {
+    const at5 = taskSpec("t", { cron: "0 5 * * *" });
+    const resets = (d: { writes: readonly { events: readonly { type: string; data: unknown }[] }[] }) =>
+      d.writes.flatMap((w) => w.events.filter((e) => e.type === "IntervalReset").map((e) => e.data));
+    spec
+      .given(declaredTask("t"))
+      .when({ workflows: [], connections: [], tasks: [at5] })
+      .thenMatches((d) =>
+        expect(resets(d)).toEqual([
+          {
+            key: keyOf("t"),
+            logicalDate: "2026-11-28T05:00:00.000Z",
+            nextRunDate: "2026-11-29T05:00:00.000Z",
+            prevIntervalStart: null,
+            reason: "schedule_changed",
+          },
+        ]),
+      );
+    // A start date after where it stands: the first interval on or after that date.
+    spec
+      .given(declaredTask("t"))
+      .when({
+        workflows: [],
+        connections: [],
+        tasks: [taskSpec("t", { startDate: "2026-12-02T00:00:00.000Z" })],
+      })
+      .thenMatches((d) => expect(resets(d)).toMatchObject([{ logicalDate: "2026-12-02T02:00:00.000Z" }]));
+    // Its current interval dispatched: it ends on the schedule it began on.
+    spec
+      .given(declaredTask("t"), instance("t", intended("t")))
+      .when({ workflows: [], connections: [], tasks: [at5] })
+      .thenMatches((d) => expect(resets(d)).toEqual([]));
+    // A workflow's task: its run may hold the interval it stands at.
+    spec
+      .given(etlDeclared, declaredTask("x", DAY, inEtl("x")))
+      .when({
+        workflows: [],
+        connections: [],
+        tasks: [taskSpec("x", { workflow: "etl", cron: "0 5 * * *" })],
+      })
+      .thenMatches((d) => expect(resets(d)).toEqual([]));
+  });
+
+  it("an interval that began before the schedule changed is followed by the new one's, never before its start", () => {
+    const task = {
+      ...projectionOf(declaredTask("t")).tasks.get(idOf("t")),
+      spec: { ...taskSpec("t", { cron: "0 5 * * *", startDate: "2026-12-02T00:00:00.000Z" }) },
+    } as Parameters<typeof decideIntervalCompleted>[0];
+    expect(decideIntervalCompleted(task).data).toMatchObject({
+      logicalDate: DAY,
+      nextLogicalDate: "2026-12-02T05:00:00.000Z",
+      nextRunDate: "2026-12-03T05:00:00.000Z",
+    });
   });
 
   it("plain tasks are never retired by a declaration that does not name them", () => {

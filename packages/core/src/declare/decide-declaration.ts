@@ -1,7 +1,8 @@
 import { ValidationError } from "../errors.js";
 import type { DomainEvent, DomainEventOf } from "../events/catalog.js";
 import { taskKeyText } from "../keys.js";
-import { initialPosition } from "../schedule/interval.js";
+import { firstSlotAtOrAfter, nextCronTime } from "../schedule/cron.js";
+import { initialPosition, toInstant } from "../schedule/interval.js";
 import type { ConnectionSpec, TaskSpec, WorkflowSpec } from "../spec.js";
 import { connectionStream, taskStream, workflowStream } from "../streams.js";
 import { declarationOf, type TaskState } from "../task/state.js";
@@ -91,6 +92,8 @@ export function decideWorkflowDeclaration(
 /** What a declaration is decided on: what is declared now, with each stream's revision. */
 export interface DeclarationState {
   readonly tasks: ReadonlyMap<string, TaskState>;
+  /** Whether the task's current interval has an attempt on record (see scheduleRealigned). */
+  inPlay?(task: TaskState): boolean;
   readonly connections: ReadonlyMap<string, ConnectionSpec>;
   readonly connectionRevisions: ReadonlyMap<string, bigint>;
   readonly workflows: ReadonlyMap<string, WorkflowSpec>;
@@ -185,10 +188,11 @@ export function decideDeclaration(state: DeclarationState, input: DeclarationInp
     }
     const decision = decideTaskDeclaration(before && declarationOf(before), spec, input.now);
     tasks.push({ task: id, outcome: decision.outcome, changes: decision.changes });
+    const realigned = before && scheduleRealigned(before, spec, decision.changes, state);
     if (decision.events.length > 0)
       writes.push({
         streamId: `task-${id}`,
-        events: decision.events,
+        events: realigned ? [...decision.events, realigned] : decision.events,
         expectedRevision: before ? before.revision : "no_stream",
       });
   }
@@ -221,4 +225,42 @@ export function decideDeclaration(state: DeclarationState, input: DeclarationInp
     });
   }
   return { writes, connections, workflows, tasks };
+}
+
+/** The declaration fields that say which intervals a task has. */
+const SCHEDULE_FIELDS = new Set(["cron", "timezone", "startDate"]);
+
+/**
+ * A task whose schedule changed (its cron, zone or start date) moves to the new schedule's first
+ * interval at or after where it stood (and at or after its start date), so that it never runs an
+ * interval the new schedule does not have: the intervals it finished stay finished. Not while
+ * its current interval has an attempt on record (running, halted, or done and not yet recorded):
+ * that interval ends as it began, and its completion moves the task on by the new schedule (see
+ * decideIntervalCompleted); nor during a backfill, which returns the task where it was; nor for
+ * a workflow's task, whose current interval its run may hold (it follows the new schedule after).
+ */
+function scheduleRealigned(
+  before: TaskState,
+  spec: TaskSpec,
+  changes: readonly TaskSpecChange[],
+  state: DeclarationState,
+): DomainEventOf<"IntervalReset"> | null {
+  if (!changes.some((c) => SCHEDULE_FIELDS.has(c.field)) || before.backfill !== null) return null;
+  if (before.failure !== null || state.inPlay?.(before)) return null;
+  // A workflow's task stands at an interval its workflow's run may hold already: it ends it.
+  if (spec.workflow !== undefined) return null;
+  const from = Math.max(Date.parse(before.logicalDate), Date.parse(spec.startDate));
+  const first = firstSlotAtOrAfter(spec.cron, spec.timezone, new Date(from));
+  const logicalDate = toInstant(first);
+  if (logicalDate === before.logicalDate) return null;
+  return {
+    type: "IntervalReset",
+    data: {
+      key: spec.key,
+      logicalDate,
+      nextRunDate: toInstant(nextCronTime(spec.cron, spec.timezone, first)),
+      prevIntervalStart: before.prevIntervalStart,
+      reason: "schedule_changed",
+    },
+  };
 }

@@ -80,7 +80,7 @@ export const IntervalReset = lazySchema(() =>
       logicalDate: instant,
       nextRunDate: instant,
       prevIntervalStart: instant.nullable(),
-      reason: z.enum(["backfill", "catchup_disabled", "operator"]),
+      reason: z.enum(["backfill", "catchup_disabled", "operator", "schedule_changed"]),
       /** Backfill range end: once the task has completed it, it returns to `resume`. */
       until: instant.optional(),
       /** The position the task had before a backfill, restored when the range is done. */

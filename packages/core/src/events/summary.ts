@@ -54,7 +54,9 @@ export function summarizeEvent(e: DomainEvent): string {
           ? `backfill${d.backfillId ? ` ${d.backfillId}` : ""}${d.until ? ` until ${shortInstant(d.until)}` : ""}${d.priority !== undefined ? ` at priority ${d.priority}` : ""}`
           : d.reason === "catchup_disabled"
             ? "catch-up is off: jumped to the latest interval"
-            : "by an operator";
+            : d.reason === "schedule_changed"
+              ? "its schedule changed: the first interval of the new one"
+              : "by an operator";
       return `${formatTaskKey(d.key)} set to ${shortInstant(d.logicalDate)} (${why})${d.prevIntervalStart ? `, finished ${shortInstant(d.prevIntervalStart)}` : ""}`;
     }
     case "IntervalCompleted":

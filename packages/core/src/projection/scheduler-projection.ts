@@ -252,6 +252,11 @@ export class SchedulerProjection {
     }
   }
 
+  /** Whether the task's current interval has an attempt on record (see DeclarationState). */
+  inPlay(task: TaskState): boolean {
+    return this.currentInstance(task) !== undefined;
+  }
+
   /** The instance of a task's current interval, if it is in play. */
   currentInstance(task: TaskState): InstanceState | undefined {
     const inst = this.instances.get(instanceStream(task.key, task.logicalDate));

@@ -1,6 +1,7 @@
 import type { DomainEventOf } from "../events/catalog.js";
 import { countsForTask, currentAttempt, type InstanceState } from "../instance/state.js";
-import { advanceOnSuccess } from "../schedule/interval.js";
+import { firstSlotAtOrAfter, nextCronTime } from "../schedule/cron.js";
+import { advanceOnSuccess, toInstant } from "../schedule/interval.js";
 import type { TaskState } from "./state.js";
 
 /**
@@ -25,6 +26,13 @@ export function decideIntervalCompleted(
   );
   let nextLogicalDate = next.logicalDate;
   let nextRunDate = next.nextRunDate;
+  // An interval that ran on a schedule since changed (its attempt was under way) is followed by
+  // the new schedule's first interval on or after its start date, never one before.
+  if (Date.parse(nextLogicalDate) < Date.parse(task.spec.startDate)) {
+    const first = firstSlotAtOrAfter(task.spec.cron, task.spec.timezone, new Date(task.spec.startDate));
+    nextLogicalDate = toInstant(first);
+    nextRunDate = toInstant(nextCronTime(task.spec.cron, task.spec.timezone, first));
+  }
   const backfill = task.backfill;
   if (backfill && Date.parse(task.logicalDate) >= Date.parse(backfill.until) && backfill.resume) {
     if (Date.parse(backfill.resume.logicalDate) > Date.parse(nextLogicalDate)) {

@@ -1452,7 +1452,7 @@ export interface components {
                 /** Format: date-time */
                 prevIntervalStart: string | null;
                 /** @enum {string} */
-                reason: "backfill" | "catchup_disabled" | "operator";
+                reason: "backfill" | "catchup_disabled" | "operator" | "schedule_changed";
                 /** Format: date-time */
                 until?: string;
                 resume?: {
