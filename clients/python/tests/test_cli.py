@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import unittest
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from chronolog import Client, ConflictError, Task, to_document
+from chronolog import Client, ConflictError, Task, ValidationError, to_document
 from tests import pipeline
 from tests.server import NODE, ROOT, Chronolog
 
@@ -39,9 +41,9 @@ def parse_like_the_server(text: str) -> object:
     return json.loads(r.stdout)
 
 
-def declare_cli(*args: str) -> subprocess.CompletedProcess[str]:
+def declare_cli(*args: str, path: str | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE / "src"), str(PACKAGE)])
+    env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE / "src"), str(PACKAGE), *([path] if path else [])])
     env.pop("CHRONOLOG_TOKEN", None)
     return subprocess.run(
         [sys.executable, "-m", "chronolog", "declare", *args],
@@ -124,6 +126,29 @@ class DeclareTest(unittest.TestCase):
         refused = declare_cli("tests.pipeline", "--url", self.url, "--token", self.reader)
         self.assertEqual(refused.returncode, 1)
         self.assertIn("forbidden", refused.stderr)
+
+    def test_a_module_that_fails_or_holds_what_json_cannot_carry_is_said_in_a_line(self) -> None:
+        modules = tempfile.mkdtemp(prefix="chronolog-cli-modules-")
+        self.addCleanup(shutil.rmtree, modules, True)
+        Path(modules, "typo_pipeline.py").write_text("def broken(:\n    pass\n")
+        Path(modules, "raising_pipeline.py").write_text("x = 1\nraise RuntimeError('no credentials here')\n")
+        Path(modules, "set_pipeline.py").write_text(
+            "from chronolog import Workflow\n"
+            "wf = Workflow('sets', project='p', account='a', cron='0 2 * * *', start_date='2026-12-01T00:00:00Z', config={'x': {1}})\n"
+            "wf.noop('t')\n"
+        )
+        for module, said in (
+            ("typo_pipeline", "typo_pipeline.py, line 1: "),
+            ("raising_pipeline", "raising_pipeline.py, line 2: RuntimeError: no credentials here"),
+            ("set_pipeline", "the declarations hold a value JSON cannot carry: Object of type set is not JSON serializable"),
+        ):
+            r = declare_cli(module, "--url", self.url, "--token", self.token, "--dry-run", path=modules)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(said, r.stderr)
+            self.assertNotIn("Traceback", r.stderr)
+        with self.assertRaises(ValidationError) as caught:
+            self.admin.declare({"tasks": [{"project": "p", "account": "a", "name": "n", "config": {"v": float("nan")}}]})
+        self.assertIn("JSON cannot carry", str(caught.exception))
 
 
     def test_409_when_writers_declare_one_task_at_once(self) -> None:

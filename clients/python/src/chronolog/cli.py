@@ -8,6 +8,7 @@ import json
 import os
 import pkgutil
 import sys
+import traceback
 from types import ModuleType
 from typing import Any, Sequence
 
@@ -69,10 +70,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:
         print(f"declare: {e}", file=sys.stderr)
         return 2
+    except SyntaxError as e:
+        print(f"declare: {e.filename}, line {e.lineno}: {e.msg}", file=sys.stderr)
+        return 2
+    except Exception as e:  # the module's own code failed as it was imported
+        print(f"declare: importing {', '.join(args.modules)} failed{_where(e)}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
     if not items:
         print(f"declare: {', '.join(args.modules)} declares no workflow, task or connection", file=sys.stderr)
         return 2
     document = to_document(*items)
+    try:
+        json.dumps(document, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        print(f"declare: the declarations hold a value JSON cannot carry: {e}", file=sys.stderr)
+        return 2
     if args.print:
         print(json.dumps(document, indent=2))
         return 0
@@ -106,3 +118,10 @@ def _print_error(e: ChronologError) -> None:
         for issue in e.issues:
             where = ": ".join(str(issue[k]) for k in ("file", "path") if issue.get(k))
             print(f"  {where}: {issue.get('message')}", file=sys.stderr)
+
+
+def _where(error: BaseException) -> str:
+    """`` at FILE, line N``: the innermost frame of the failure outside this package."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if not os.path.abspath(f.filename).startswith(here)]
+    return f" at {frames[-1].filename}, line {frames[-1].lineno}" if frames else ""

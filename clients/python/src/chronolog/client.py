@@ -7,7 +7,7 @@ import time
 from typing import Any, Iterable, Iterator, Mapping, Sequence, Union
 
 from .declarations import Declarable, to_document
-from .errors import RunFailedError, WaitTimeoutError
+from .errors import RunFailedError, ValidationError, WaitTimeoutError
 from .events import Follower
 from .transport import Transport, segment
 
@@ -68,7 +68,7 @@ class Client:
         else:
             if format not in (None, "json"):
                 raise ValueError("format names the format of text; a document is sent as JSON")
-            body = json.dumps(_document(source))
+            body = _json_body(_document(source))
             content_type = "application/json"
         query = {"dryRun": True if dry_run else None, "revive": True if revive else None}
         return self._t.json("POST", "/declarations", query=query, body=body, content_type=content_type)
@@ -284,3 +284,19 @@ def _document(source: Any) -> dict[str, Any]:
     if isinstance(source, Iterable) and not isinstance(source, (str, bytes)):
         return to_document(*source)
     return to_document(source)
+
+
+def _json_body(document: Any) -> str:
+    """The document as JSON, or a ValidationError naming what JSON cannot carry (a set, an
+    object, a number that is not finite), before anything is sent."""
+    try:
+        return json.dumps(document, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ValidationError(
+            {
+                "type": "urn:chronolog:problem:validation",
+                "title": "invalid input",
+                "status": 400,
+                "detail": f"the declaration holds a value JSON cannot carry: {e}",
+            }
+        ) from None
