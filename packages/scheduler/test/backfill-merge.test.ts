@@ -1,7 +1,15 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type EventDataOf, SchedulerProjection, type TaskState, taskStream } from "@chronolog/core";
+import {
+  countsForTask,
+  type EventDataOf,
+  type InstanceState,
+  instanceStream,
+  SchedulerProjection,
+  type TaskState,
+  taskStream,
+} from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import { openSqliteLog } from "@chronolog/log-sqlite";
 import { backfill, catchUp, declare } from "@chronolog/scheduler";
@@ -90,5 +98,55 @@ describe("two backfills decided on the same state", () => {
     const written = await resets(log);
     expect(written).toHaveLength(1);
     expect(written[0]).toMatchObject({ backfillId: first.backfillId, resume: positionOf(task) });
+  });
+});
+
+describe("a backfill joining one whose interval is under way", () => {
+  it("goes on where the walk stands: the attempt under way still counts for its interval", async () => {
+    const { log, a } = await twoReaders();
+    const task = a.tasks.get(TASK) as TaskState;
+    const now = Date.parse(task.logicalDate);
+    const h = (n: number) => new Date(now - n * HOUR).toISOString();
+    const first = await backfill(log, a, TASK, h(5), h(4), false);
+    await catchUp(log, a);
+    // The walk's first interval is dispatched (as the scheduler would), its attempt under way.
+    const key = { project: "p", account: "a", name: "hourly", partition: "ALL" };
+    await log.append(
+      instanceStream(key, h(5)),
+      [
+        {
+          type: "DispatchIntended",
+          data: {
+            key,
+            logicalDate: h(5),
+            attempt: 1,
+            token: "tok-under-way",
+            operator: { type: "noop" },
+            idempotent: true,
+            leaseSeconds: 30,
+          },
+        },
+      ],
+      { expectedRevision: "no_stream" },
+    );
+    await catchUp(log, a);
+    const before = a.tasks.get(TASK) as TaskState;
+    const second = await backfill(log, a, TASK, h(4), h(2), false);
+    expect(second.targets[0]).toMatchObject({
+      backfillId: first.backfillId,
+      merged: { from: h(5), until: h(2) },
+    });
+    expect((await resets(log)).at(-1)).toMatchObject({ logicalDate: h(5), until: h(2), continues: true });
+    await catchUp(log, a);
+    const after = a.tasks.get(TASK) as TaskState;
+    expect(after.movedAt).toBe(before.movedAt);
+    expect(after.backfill?.until).toBe(h(2));
+    // The attempt under way is the interval's: its success completes it.
+    expect(countsForTask(a.instances.get(instanceStream(key, h(5))) as InstanceState, after)).toBe(true);
+    // A range that would move the walk back, behind the attempt under way, still waits for it.
+    await expect(backfill(log, a, TASK, h(7), h(6), false)).rejects.toMatchObject({
+      type: "state",
+      message: expect.stringContaining("wait for the running intervals to finish first"),
+    });
   });
 });

@@ -99,6 +99,11 @@ export const IntervalReset = lazySchema(() =>
        * backfill's intervals come after every scheduled one.
        */
       priority: prioritySchema.optional(),
+      /**
+       * The walk goes on at the interval it stands at, whose attempt is under way: that attempt
+       * still counts for the interval (a range that joined a backfill pending there).
+       */
+      continues: z.boolean().optional(),
     })
     .strict(),
 );

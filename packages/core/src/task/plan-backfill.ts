@@ -1,5 +1,5 @@
 import type { DomainEvent } from "../events/catalog.js";
-import { isTerminal } from "../instance/state.js";
+import { countsForTask, isTerminal } from "../instance/state.js";
 import type { SchedulerProjection } from "../projection/scheduler-projection.js";
 import { firstSlotAtOrAfter, prevCronTime } from "../schedule/cron.js";
 import { type DateArg, rangeEnd, rangeStart } from "../schedule/day.js";
@@ -60,6 +60,7 @@ export function resetWrite(
   reason: "backfill" | "operator",
   backfillId: string | undefined,
   priority?: number,
+  continues = false,
 ): PlannedWrite {
   const { joins, from, until, resume, ...position } = reset;
   const at = priority ?? joins?.priority;
@@ -78,6 +79,7 @@ export function resetWrite(
           ...(backfillId ? { backfillId } : {}),
           ...(from !== position.logicalDate ? { from } : {}),
           ...(at !== undefined ? { priority: at } : {}),
+          ...(continues ? { continues } : {}),
         },
       },
     ],
@@ -154,6 +156,12 @@ export function unsettled(projection: SchedulerProjection, tasks: readonly TaskS
     }
   }
   return busy;
+}
+
+/** Whether the task's current interval has an attempt dispatched and not ended. */
+function underWay(projection: SchedulerProjection, task: TaskState): boolean {
+  const inst = projection.instances.get(instanceStream(task.key, task.logicalDate));
+  return inst !== undefined && !isTerminal(inst) && countsForTask(inst, task);
 }
 
 export function unsettledRefusal(busy: readonly string[]): PlanRefusal {
@@ -264,7 +272,11 @@ export function planBackfill(projection: SchedulerProjection, request: BackfillR
       refused.push(plan.reason);
       continue;
     }
-    reset.push(task);
+    // Joining a walk where it stands, its attempt under way there goes on and counts; any other
+    // move of a task with an attempt under way waits for it (see unsettled).
+    const continues =
+      plan.reset.joins !== null && plan.reset.logicalDate === task.logicalDate && underWay(projection, task);
+    if (!continues) reset.push(task);
     const windowId = plan.reset.joins?.backfillId ?? backfillId;
     const merged = joinedWindow(task, plan.reset);
     targets.push({
@@ -276,7 +288,7 @@ export function planBackfill(projection: SchedulerProjection, request: BackfillR
       ...(merged ? { merged } : {}),
       notes,
     });
-    writes.push(resetWrite(task, plan.reset, "backfill", windowId, request.priority));
+    writes.push(resetWrite(task, plan.reset, "backfill", windowId, request.priority, continues));
   }
   const busy = unsettled(projection, reset);
   if (busy.length > 0) return unsettledRefusal(busy);

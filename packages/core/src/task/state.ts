@@ -146,7 +146,8 @@ export function evolveTask(
             }
           : null,
         revision: at.revision,
-        movedAt: at.position,
+        // A walk that goes on where it stands keeps the attempt under way there its own.
+        movedAt: d.continues === true && d.logicalDate === state.logicalDate ? state.movedAt : at.position,
       };
     }
     case "IntervalCompleted": {

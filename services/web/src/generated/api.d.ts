@@ -1467,6 +1467,7 @@ export interface components {
                 /** Format: date-time */
                 from?: string;
                 priority?: number;
+                continues?: boolean;
             };
             metadata: components["schemas"]["EventMetadata"];
         } | {
