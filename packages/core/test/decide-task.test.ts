@@ -391,6 +391,17 @@ describe("describeDecision: the decision in words", () => {
     });
   });
 
+  it("a retry's time is shown to the second, never before it is due", () => {
+    const d: TaskDecision = { kind: "retry_at", at: "2026-11-28T03:15:29.929Z", attempt: null };
+    expect(describeDecision(d, projectionOf([]), DAY, DUE).reasons[0]).toContain(
+      "retry due 2026-11-28T03:15:30Z",
+    );
+    const exact: TaskDecision = { kind: "retry_at", at: "2026-11-28T03:15:29.000Z", attempt: null };
+    expect(describeDecision(exact, projectionOf([]), DAY, DUE).reasons[0]).toContain(
+      "retry due 2026-11-28T03:15:29Z",
+    );
+  });
+
   it("an upstream_failed interval shows as itself, never as failed", () => {
     const d: TaskDecision = {
       kind: "failed",

@@ -303,7 +303,7 @@ export function describeDecision(
       return {
         condition: "retry_wait",
         reasons: [
-          `attempt ${d.attempt?.attempt} for ${at} failed (${d.attempt?.endReason ?? "unknown"}); retry due ${toSecond(d.at)}`,
+          `attempt ${d.attempt?.attempt} for ${at} failed (${d.attempt?.endReason ?? "unknown"}); retry due ${toSecond(d.at, "up")}`,
         ],
       };
     case "retired":
@@ -424,8 +424,11 @@ function attemptLines(a: AttemptView | null, said: string): string[] {
 }
 
 /** An instant to the second: `2026-11-30T07:02:11Z`. */
-function toSecond(iso: string): string {
-  return new Date(Date.parse(iso)).toISOString().replace(/\.\d{3}Z$/, "Z");
+function toSecond(iso: string, round: "down" | "up" = "down"): string {
+  const ms = Date.parse(iso);
+  // A time still to come is never shown before it is (a retry due at .929 is due at the next second).
+  const at = round === "up" ? Math.ceil(ms / 1000) * 1000 : ms;
+  return new Date(at).toISOString().replace(/\.\d{3}Z$/, "Z");
 }
 
 /** `07:02:11Z` on the day of `nowMs`, the whole instant otherwise. */
