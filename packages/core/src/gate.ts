@@ -170,7 +170,7 @@ export function describeGateReason(reason: GateReason): string {
     case "parent_missing":
       return `parent ${parent} is not declared`;
     case "parent_failed":
-      return `waiting for ${parent} to finish ${shortInstant(reason.expected)}; its run for ${shortInstant(reason.logicalDate)} is ${reason.state}`;
+      return `waiting for ${parent} to finish ${shortInstant(reason.expected)}; its interval ${shortInstant(reason.logicalDate)} is ${reason.state}`;
     case "parent_behind":
       return `waiting for ${parent} to finish ${shortInstant(reason.expected)}; ${finishedText(reason.actual)}${reason.paused ? " (it is paused)" : ""}`;
     case "parent_retired":

@@ -438,7 +438,7 @@ describe("describeGateReason", () => {
         state: "failed",
         expected: "2026-11-28T02:00:00.000Z",
       },
-      "waiting for sales/acme/orders_raw/ALL to finish 2026-11-28T02:00Z; its run for 2026-11-28T02:00Z is failed",
+      "waiting for sales/acme/orders_raw/ALL to finish 2026-11-28T02:00Z; its interval 2026-11-28T02:00Z is failed",
     ],
     [
       {
