@@ -407,6 +407,23 @@ describe("nextStepsFor: the way out where a task stands", () => {
       ["mark_skipped", idOf("up")],
     ]);
   });
+
+  it("a child blocked by a paused parent names the parent's resume", () => {
+    const p = projectionOf([
+      ...declaredTask("up"),
+      ...on(taskStream(keyOf("up")), { type: "TaskPaused", data: { key: keyOf("up") } }),
+      ...declaredTask("t", DAY, taskSpec("t", { parents: [keyOf("up")] })),
+    ]);
+    const steps = nextStepsFor(
+      decideTask(p, p.tasks.get(idOf("t")) as never, RECORDED_MS),
+      idOf("t"),
+      DAY,
+      p.tasks,
+    );
+    expect(steps).toEqual([
+      { action: "resume", task: idOf("up"), interval: null, command: `chronolog resume ${idOf("up")}` },
+    ]);
+  });
 });
 
 describe("an old log", () => {

@@ -169,9 +169,14 @@ export function nextStepsFor(
           return outside
             ? upstreamFirst(formatTaskKey(r.parent), r.logicalDate, r.state, tasks)
             : haltedSteps(formatTaskKey(r.parent), r.logicalDate);
-        return parent && outside && r.kind === "parent_behind"
-          ? reportSteps(parent.id, parent.logicalDate)
-          : [];
+        if (parent && outside && r.kind === "parent_behind")
+          return reportSteps(parent.id, parent.logicalDate);
+        // A parent paused holds its children until it is resumed.
+        if (parent && r.kind === "parent_behind" && parent.status === "paused")
+          return [
+            { action: "resume", task: parent.id, interval: null, command: `chronolog resume ${parent.id}` },
+          ];
+        return [];
       });
     case "held":
       return d.hold.on === "outside_report" ? reportSteps(taskId, d.hold.logicalDate) : [];
