@@ -180,6 +180,47 @@ describe("deep documents", () => {
     expect(await headOf(server, t.admin as string)).toBe(before);
   });
 
+  it("a JSON body is refused as its YAML twin is: a syntax error at its line and column, every problem in one round", async () => {
+    const before = await headOf(server, t.admin as string);
+    const broken = await call("/declarations", {
+      token: t.admin,
+      type: "application/json",
+      body: '{\n  "tasks": [\n    {"project": "p",, "name": "x"}\n  ]\n}\n',
+    });
+    problem(broken, 400);
+    expect(broken.body.detail).toMatch(/^<request>: line 3, column \d+: /);
+    const doc = (format: "json" | "yaml") => {
+      const task = {
+        project: "p",
+        account: "acme",
+        name: "odd",
+        cron: "0 0 * * *",
+        startDate: dayAt(-2),
+        operator: { type: "noop" },
+        bogus: 1,
+      };
+      return format === "json"
+        ? JSON.stringify({ tasks: [task], extra: 1 })
+        : `tasks:\n  - ${JSON.stringify(task)}\nextra: 1\n`;
+    };
+    const asJson = await call("/declarations?dryRun=true", {
+      token: t.admin,
+      type: "application/json",
+      body: doc("json"),
+    });
+    const asYaml = await call("/declarations?dryRun=true", {
+      token: t.admin,
+      type: "application/yaml",
+      body: doc("yaml"),
+    });
+    problem(asJson, 400);
+    problem(asYaml, 400);
+    expect(asJson.body.detail).toContain('unknown field "extra"');
+    expect(asJson.body.detail).toContain('tasks[0].bogus: p/acme/odd/ALL: unknown field "bogus"');
+    expect(asJson.body.issues).toEqual(asYaml.body.issues);
+    expect(await headOf(server, t.admin as string)).toBe(before);
+  });
+
   it("a document nested within the limit is declared as before", async () => {
     const r = await call("/declarations?dryRun=true", {
       token: t.admin,

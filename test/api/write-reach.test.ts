@@ -156,6 +156,15 @@ describe("a read about one project that would show another's", () => {
     expect(told?.code).toBe("parent_missing");
     expect(told?.suggestions).toBeUndefined();
     expect(told?.message).not.toContain("leaky");
+    // Another project's task, declared by this token: refused alike whether it exists or not.
+    for (const name of ["leaky", "nothere"]) {
+      const r = await call("/declarations?dryRun=true", {
+        token: producer,
+        body: { tasks: [{ ...body.tasks[0], project: "shelf", name, parents: [] }] },
+      });
+      expect(r.status, r.text).toBe(403);
+      expect(r.body.detail).toContain("not declare tasks in project shelf");
+    }
   });
 
   it("names a deadline's root cause in another project without what it said", async () => {

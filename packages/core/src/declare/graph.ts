@@ -133,8 +133,6 @@ function reportCycles(
   existingTasks: ReadonlyArray<{ key: string; parents: string[] }>,
   fallbackFile: string,
   issues: IssueCollector,
-  /** The projects whose task keys a missing parent's suggestions may name (default: all). */
-  visible?: (project: string) => boolean,
 ): void {
   const edges = new Map<string, string[]>();
   const parentsOf = new Map<string, string[]>();

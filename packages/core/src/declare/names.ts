@@ -131,12 +131,21 @@ export function checkWorkflowMoves(
   existing: ExistingDeclarations,
   names: Names,
   issues: IssueCollector,
+  visible?: (project: string) => boolean,
 ): void {
+  let projectOf: Map<string, string> | undefined;
   for (const t of existing.tasks ?? []) {
     if (t.workflow === undefined || t.retired || names.declaredWorkflows.has(t.workflow)) continue;
     const label = formatTaskKey(t.key);
     const d = names.tasks.get(label);
     if (!d || d.workflow?.spec.name === t.workflow) continue;
+    projectOf ??= new Map([...(existing.workflows ?? [])].map((w) => [w.name, w.project]));
+    const owner = projectOf.get(t.workflow);
+    // (A workflow of a project the producer may not read is not named.)
+    if (visible !== undefined && (owner === undefined || !visible(owner))) {
+      issues.error("workflow", at(d, "name"), `${label} is a task of a workflow of another project`, label);
+      continue;
+    }
     issues.error(
       "workflow",
       at(d, "name"),

@@ -101,7 +101,7 @@ export function validateDeclarations(
   const resolved: ResolvedTask[] = [];
   for (const d of names.tasks.values()) resolved.push(resolveTask(d, names, issues));
   checkRedeclaredConnections(existing, names, new Set(names.tasks.keys()), issues);
-  checkWorkflowMoves(existing, names, issues);
+  checkWorkflowMoves(existing, names, issues, options.visible);
   const declared = [...names.tasks.keys(), ...shapes.broken];
   checkGraph(resolved, declared, existing, docs[0]?.filename ?? "", issues, options.visible);
   if (options.checkTemplates) checkTemplates(resolved, options.checkTemplates, issues);

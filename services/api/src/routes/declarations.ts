@@ -1,4 +1,4 @@
-import { parseDeclarationText } from "@chronolog/core";
+import { type ParsedDeclaration, parseDeclarationText, ValidationError } from "@chronolog/core";
 import { checkDeclaration, declare, retireWorkflow } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { type Caller, canRead, isProjectLimited, readLimit, requireProjects } from "../auth.js";
@@ -25,6 +25,33 @@ function declarationFormat(contentType: string | undefined): "yaml" | "json" {
  * Refuses, for a token limited to projects, a declaration that reaches outside them: tasks and
  * workflows in other projects, and any change to a connection (every project shares them).
  */
+/** Refuses a document naming a project outside the caller's, from its text alone. */
+function requireNamedProjects(caller: Caller, document: unknown): void {
+  const doc = (typeof document === "object" && document !== null ? document : {}) as {
+    tasks?: unknown;
+    workflows?: unknown;
+  };
+  const projects: string[] = [];
+  const projectOf = (item: unknown, fallback?: string) => {
+    const p = typeof item === "object" && item !== null ? (item as { project?: unknown }).project : undefined;
+    return typeof p === "string" ? p : fallback;
+  };
+  for (const t of Array.isArray(doc.tasks) ? doc.tasks : []) {
+    const p = projectOf(t);
+    if (p !== undefined) projects.push(p);
+  }
+  for (const w of Array.isArray(doc.workflows) ? doc.workflows : []) {
+    const wp = projectOf(w);
+    if (wp !== undefined) projects.push(wp);
+    const tasks = (w as { tasks?: unknown }).tasks;
+    for (const t of Array.isArray(tasks) ? tasks : []) {
+      const p = projectOf(t, wp);
+      if (p !== undefined) projects.push(p);
+    }
+  }
+  requireProjects(caller, projects, "declare tasks");
+}
+
 function requireDeclarable(
   caller: Caller,
   planned: ReturnType<typeof checkDeclaration>,
@@ -59,15 +86,39 @@ const DeclareQuery = z.object({
   revive: z.enum(["true", "false"]).optional(),
 });
 
+/** Each request's declaration, parsed once (by the first of the middleware, hook or handler to ask). */
+const parsed = new WeakMap<Request, Promise<ParsedDeclaration>>();
+
+function sourceOf(
+  request: Request,
+  text: () => Promise<string>,
+  format: "yaml" | "json",
+): Promise<ParsedDeclaration> {
+  let source = parsed.get(request);
+  if (!source) {
+    source = text().then((t) => parseDeclarationText(t, { filename: "<request>", format }));
+    parsed.set(request, source);
+  }
+  return source;
+}
+
 /** Declaring (`POST /declarations`), and what was declared: connections and workflows. */
 export function declarationRoutes(d: RouteDeps): OpenAPIHono {
   const { state } = d;
   const app = new OpenAPIHono();
   // A body's media type is checked before the body is validated, so a refusal names the type
   // that was sent (the validator's own 415 says only "Unsupported Media Type").
+  // A JSON body is read as a declaration file is (before the route's schema sees it): a syntax
+  // error names its line and column, and a value JSON cannot hold is refused, as in YAML.
   app.use("/declarations", async (c, next) => {
-    if (c.req.method === "POST") declarationFormat(c.req.header("content-type"));
+    if (c.req.method === "POST" && declarationFormat(c.req.header("content-type")) === "json")
+      await sourceOf(c.req.raw, () => c.req.text(), "json");
     await next();
+  });
+  /** Options of a declaration by `caller`: told of nothing declared in projects it may not read. */
+  const optionsFor = (caller: Caller, revive: boolean) => ({
+    ...(revive ? { revive: true } : {}),
+    ...(readLimit(caller) !== null ? { visible: (project: string) => canRead(caller, project) } : {}),
   });
   app.openapi(
     createRoute({
@@ -96,14 +147,13 @@ export function declarationRoutes(d: RouteDeps): OpenAPIHono {
       const check = dryRun === "true";
       const caller = await d.who(c, "declare");
       const format = declarationFormat(c.req.header("content-type"));
-      const text = await c.req.text();
-      const source = parseDeclarationText(text, { filename: "<request>", format });
+      const source = await sourceOf(c.req.raw, () => c.req.text(), format);
       // A token that reads only some projects is told of nothing declared in the others.
-      const options = {
-        ...(revive === "true" ? { revive: true } : {}),
-        ...(readLimit(caller) !== null ? { visible: (project: string) => canRead(caller, project) } : {}),
-      };
-      // What the document names, and where: a token limited to projects declares only in them.
+      const options = optionsFor(caller, revive === "true");
+      // A token limited to projects declares only in them: the projects the document names are
+      // checked first (a refusal of its contents would say what the others hold), then what the
+      // document reaches (the workflows its tasks are in).
+      if (isProjectLimited(caller)) requireNamedProjects(caller, source.document);
       const planned = checkDeclaration(state.projection, [source], d.now(), options);
       if (isProjectLimited(caller))
         requireDeclarable(
@@ -116,6 +166,22 @@ export function declarationRoutes(d: RouteDeps): OpenAPIHono {
         ? planned
         : await declare(d.writer(caller), await state.writeProjection(), [source], d.now(), options);
       return jsonText(c, toJson({ dryRun: check, ...outcome }));
+    },
+    // A JSON document the route's schema refuses is refused as its YAML twin would be: every
+    // problem in one round, in the validator's words (the schema's are the fallback).
+    (result, c) => {
+      if (result.success) return;
+      const refuse = async (): Promise<never> => {
+        const source = await sourceOf(c.req.raw, () => c.req.text(), "json");
+        const caller = await d.who(c, "declare");
+        if (isProjectLimited(caller)) requireNamedProjects(caller, source.document);
+        checkDeclaration(state.projection, [source], d.now(), optionsFor(caller, false));
+        throw new ValidationError(
+          "request",
+          result.error.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
+        );
+      };
+      return refuse();
     },
   );
   app.openapi(
