@@ -307,6 +307,21 @@ describe("decideDeclaration: a whole declaration, one decision", () => {
       nextLogicalDate: "2026-12-02T05:00:00.000Z",
       nextRunDate: "2026-12-03T05:00:00.000Z",
     });
+    // Its start date not in the way: the next interval of the new schedule, due when it ends
+    // (its run date stepped by the old one would make it due at its start, or a day late).
+    const hourly = {
+      ...task,
+      spec: { ...task.spec, cron: "0 * * * *", startDate: "2026-11-01T00:00:00.000Z" },
+    };
+    expect(decideIntervalCompleted(hourly).data).toMatchObject({
+      nextLogicalDate: "2026-11-28T03:00:00.000Z",
+      nextRunDate: "2026-11-28T04:00:00.000Z",
+    });
+    // A backfill walks its own range, before the start date with --force: never cut short.
+    const forced = { ...task, backfill: { from: DAY, until: "2026-11-29T02:00:00.000Z", backfillId: "b1" } };
+    expect(decideIntervalCompleted(forced as typeof task).data.nextLogicalDate).toBe(
+      "2026-11-28T05:00:00.000Z",
+    );
   });
 
   it("plain tasks are never retired by a declaration that does not name them", () => {

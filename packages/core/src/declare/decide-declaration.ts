@@ -182,6 +182,8 @@ export function decideDeclaration(state: DeclarationState, input: DeclarationInp
       ];
       if (changes.length > 0)
         events.push({ type: "TaskDeclarationChanged", data: { key: spec.key, spec, changes: [...changes] } });
+      const realigned = scheduleRealigned(before, spec, changes, state);
+      if (realigned) events.push(realigned);
       tasks.push({ task: id, outcome: "revived", changes });
       writes.push({ streamId: `task-${id}`, events, expectedRevision: before.revision });
       continue;

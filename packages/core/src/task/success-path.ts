@@ -26,12 +26,18 @@ export function decideIntervalCompleted(
   );
   let nextLogicalDate = next.logicalDate;
   let nextRunDate = next.nextRunDate;
-  // An interval that ran on a schedule since changed (its attempt was under way) is followed by
-  // the new schedule's first interval on or after its start date, never one before.
-  if (Date.parse(nextLogicalDate) < Date.parse(task.spec.startDate)) {
-    const first = firstSlotAtOrAfter(task.spec.cron, task.spec.timezone, new Date(task.spec.startDate));
-    nextLogicalDate = toInstant(first);
-    nextRunDate = toInstant(nextCronTime(task.spec.cron, task.spec.timezone, first));
+  const { cron, timezone, startDate } = task.spec;
+  // An interval that ran on a schedule since changed (its attempt was under way, or its run held
+  // it) is followed by the new schedule's first interval on or after its start date, never one
+  // before (a backfill, --force or not, walks its own range), and due when that one ends: its
+  // run date no longer steps with its logical date.
+  if (task.backfill === null) {
+    if (Date.parse(nextLogicalDate) < Date.parse(startDate)) {
+      const first = firstSlotAtOrAfter(cron, timezone, new Date(startDate));
+      nextLogicalDate = toInstant(first);
+      nextRunDate = toInstant(nextCronTime(cron, timezone, first));
+    } else if (task.nextRunDate !== toInstant(nextCronTime(cron, timezone, new Date(task.logicalDate))))
+      nextRunDate = toInstant(nextCronTime(cron, timezone, new Date(nextLogicalDate)));
   }
   const backfill = task.backfill;
   if (backfill && Date.parse(task.logicalDate) >= Date.parse(backfill.until) && backfill.resume) {
