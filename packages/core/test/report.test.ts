@@ -6,7 +6,7 @@ import {
   type RetryPolicy,
 } from "@chronolog/core";
 import { describe, expect, it } from "vitest";
-import { failed, instance, intended, started, succeeded, tokenOf } from "./support/events.js";
+import { DAY, failed, instance, intended, keyOf, started, succeeded, tokenOf } from "./support/events.js";
 import { instanceOf, specification } from "./support/specification.js";
 
 const NOW = Date.parse("2026-11-30T10:00:00.000Z");
@@ -340,6 +340,20 @@ describe("decideReport: an attempt interrupted by a shutdown", () => {
       .given(reopened)
       .when(failedReport(4))
       .thenMatches((events) => expect(retryAtOf(events)).toBeUndefined());
+  });
+
+  it("of an interval the scheduler took up again by its closing, then reopened, starts a fresh budget", () => {
+    // Let go once ended, the stream is taken up again by a closing (its parent failed), then a
+    // retry reopens it: attempt 3 is the first of a fresh budget, not the third.
+    const closed: DomainEvent = {
+      type: "InstanceUpstreamFailed",
+      data: { key: keyOf("t"), logicalDate: DAY, failedParent: keyOf("up"), reason: "p/a/up/ALL failed" },
+    };
+    const reopened = instance("t", closed, intended("t", { idempotent: true, attempt: 3 }), started("t", 3));
+    reports({ retry: { ...NO_RETRY, maxAttempts: 2 } })
+      .given(reopened)
+      .when(failedReport(3))
+      .thenMatches((events) => expect(retryAtOf(events)).toBe(iso(NOW + 1000)));
   });
 
   it("is counted apart from the retry budget", () => {

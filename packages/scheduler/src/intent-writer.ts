@@ -242,7 +242,10 @@ export class IntentCommand implements Command<IntentState, IntentOutcome | null>
   }
 
   read(fresh: boolean): IntentState | Promise<IntentState> {
-    if (fresh) return this.writer.readStream(this.task, this.stream);
+    // A stream held with no attempt may have had some before the projection let it go (taken up
+    // again by a skip, a closing or a mark): the log says which number comes next.
+    if (fresh || (this.known !== undefined && this.known.attempts.length === 0))
+      return this.writer.readStream(this.task, this.stream);
     return this.known ? { inst: this.known, revision: this.known.revision } : NO_STREAM;
   }
 

@@ -207,10 +207,12 @@ export function evolveInstance(
     // fresh retry budget; a retry of the policy goes on with the budget it has. An attempt past
     // the first of a stream not held (the scheduler let go of its ended interval, the task having
     // moved past it) is such a reopening too: its budget starts after the attempt before it.
+    // (A stream taken up again by an outcome with no attempt of it held, a skip, a closing or a
+    // mark, holds none: the attempt before this one is the last.)
     const budgetFrom = !state
       ? d.attempt - 1
       : isTerminal(state)
-        ? (state.attempts.at(-1)?.attempt ?? 0)
+        ? (state.attempts.at(-1)?.attempt ?? d.attempt - 1)
         : (state.budgetFrom ?? 0);
     return {
       stream: at.streamId,
