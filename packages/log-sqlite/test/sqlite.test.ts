@@ -516,3 +516,36 @@ describe("tamper evidence", () => {
     await log.close();
   });
 });
+
+describe("a write prepared whole, appended in slices", () => {
+  it("checks every write first, and appends only what this log prepared, through its limits", async () => {
+    const log = openSqliteLog({ path, actor: "test" });
+    try {
+      const write = (stream: string, text = "x") => ({
+        streamId: stream,
+        events: [note(text)],
+        expectedRevision: "no_stream" as const,
+      });
+      // One write the log refuses: nothing of the others is appended.
+      expect(() => log.prepare([write("note-a"), write("note-b", "y".repeat(70_000))])).toThrow(
+        "note-b: events[0] (Note): data.text: ",
+      );
+      const prepared = log.prepare([write("note-a"), write("note-b")]);
+      await log.appendPrepared(prepared.slice(0, 1));
+      await log.appendPrepared(prepared.slice(1));
+      expect((await log.readAll({ fromPosition: 0n })).map((e) => e.streamId)).toEqual(["note-a", "note-b"]);
+      // A view's limits: its prepare refuses, and writes made by hand are not taken.
+      const view = log.as("limited", (writes) => {
+        if (writes.some((w) => w.streamId === "note-secret")) throw new Error("not yours");
+      });
+      expect(() => view.prepare([write("note-secret")])).toThrow("not yours");
+      const forged = [
+        { streamId: "note-secret", events: prepared[0]?.events ?? [], expected: "no_stream" as const },
+      ];
+      await expect(view.appendPrepared(forged)).rejects.toThrow("was not made by this log's prepare");
+      await expect(view.appendPrepared(prepared)).rejects.toThrow("was not made by this log's prepare");
+    } finally {
+      await log.close();
+    }
+  });
+});

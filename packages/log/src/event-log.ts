@@ -162,13 +162,18 @@ export class EventLog {
       if (seen.has(w.streamId)) throw new InvalidAppendError(`appendMany names stream ${w.streamId} twice`);
       seen.add(w.streamId);
       checkExpectedRevision(w.expectedRevision);
-      return {
+      const prepared: PreparedWrite = {
         streamId: w.streamId,
         events: prepareEvents(w.events, { actor: this.actor, newId: this.newId }, w.streamId),
         expected: w.expectedRevision,
       };
+      this.prepared.add(prepared);
+      return prepared;
     });
   }
+
+  /** The writes this log's `prepare` made: appendPrepared takes no other (none escapes `admit`). */
+  private readonly prepared = new WeakSet<PreparedWrite>();
 
   /** Appends writes `prepare` checked (all of them, or a slice), as appendMany does. */
   async appendPrepared(
@@ -177,6 +182,9 @@ export class EventLog {
   ): Promise<AppendResult[]> {
     this.ensureOpen();
     if (prepared.length === 0) throw new InvalidAppendError("appendMany needs at least one write");
+    for (const w of prepared)
+      if (!this.prepared.has(w))
+        throw new InvalidAppendError(`the write to ${w.streamId} was not made by this log's prepare`);
     const { expectedHead } = options;
     if (expectedHead !== undefined) {
       if (!this.supportsExpectedHead)
