@@ -307,7 +307,7 @@ describe("the ways out of a halted interval, from the CLI", { timeout: 180_000 }
       [
         ["retry", id("solo"), "--interval", new Date(Date.parse(latest) - 60_000).toISOString()],
         2,
-        `is not an interval of p/a/solo/ALL (0 * * * *, UTC); the first after it is ${latest}`,
+        `is not an interval of p/a/solo/ALL (0 * * * *, UTC); it is before the task's start date ${latest}; its first interval is ${latest}`,
       ],
     ];
     for (const [args, code, message] of cases) {

@@ -96,7 +96,11 @@ describe("chronolog report", () => {
     const refused: Array<[string[], number, RegExp]> = [
       [["report", PRICES, "--interval", h3], 8, /has not ended yet/],
       [["report", PRICES, "--interval", h0, "--failed", " "], 2, /say why/],
-      [["report", PRICES, "--interval", "2000-01-01T00:30:00Z"], 2, /nearest/],
+      [
+        ["report", PRICES, "--interval", "2000-01-01T00:30:00Z"],
+        2,
+        /before the task's start date .*; its first interval is /,
+      ],
       [["report", "vendor/acme/nope", "--interval", h0], 4, /no task vendor\/acme\/nope\/ALL/],
       [["report", USES, "--interval", h0], 8, /is not an outside task \(its operator is shell\)/],
       [["report", "vendor/acme/gone", "--interval", h0], 8, /is retired/],

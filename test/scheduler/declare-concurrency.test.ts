@@ -146,11 +146,12 @@ describe("a declaration larger than one append", () => {
     // as this one is made to, so that 451 streams take three appends.
     expect(log.streamsPerAppend).toBe(5000);
     Object.defineProperty(log, "streamsPerAppend", { value: 200 });
+    // (Checked whole first, then appended in slices.)
     const appends: number[] = [];
-    const appendMany = log.appendMany.bind(log);
-    log.appendMany = (writes, options) => {
+    const appendPrepared = log.appendPrepared.bind(log);
+    log.appendPrepared = (writes, options) => {
       appends.push(writes.length);
-      return appendMany(writes, options);
+      return appendPrepared(writes, options);
     };
     try {
       const projection = new SchedulerProjection();

@@ -249,10 +249,11 @@ export function requireSlot(task: TaskState, date: string): void {
   if (slot.getTime() === at.getTime()) return;
   const next = firstSlotAtOrAfter(task.spec.cron, task.spec.timezone, at).toISOString();
   // (One before the task's start date is none of its intervals.)
+  const first = firstSlotAtOrAfter(task.spec.cron, task.spec.timezone, new Date(task.spec.startDate));
   const nearest =
-    slot.getTime() >= Date.parse(task.spec.startDate)
+    slot.getTime() >= first.getTime()
       ? `the nearest are ${slot.toISOString()} and ${next}`
-      : `the first after it is ${next}`;
+      : `it is before the task's start date ${task.spec.startDate}; its first interval is ${first.toISOString()}`;
   throw new ValidationError("--interval", [
     {
       path: "",
