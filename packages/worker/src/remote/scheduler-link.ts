@@ -392,7 +392,9 @@ export class SchedulerLink {
       bytes += text.length;
       taken += 1;
     }
-    const ends = endsLast ? out.filter(uploadsFirst) : [];
+    // A start is never held behind an upload (its attempt may wait on its answer): ends go
+    // back for it every time, for anything else once.
+    const ends = endsLast || out.some((r) => r.kind === "started") ? out.filter(uploadsFirst) : [];
     // One splice, not a shift a report: a thousand pending leave in linear time.
     this.pending.splice(0, taken, ...(ends.length < out.length ? ends : []));
     if (ends.length === 0 || ends.length === out.length)

@@ -404,6 +404,7 @@ class Worker:
                     return False
                 batch = self._next_batch(int(answer.get("maxReportBatch", 1000)))
                 ends = [r for r in batch if _uploads_first(r)]
+                # (A start goes on a lane of its own: nothing here waits on its answer.)
                 if ends and len(ends) < len(batch) and not ends_waited:
                     # What needs no upload goes first, not behind the output of attempts that
                     # ended. The ends follow in the next batch, in their order, whatever comes
