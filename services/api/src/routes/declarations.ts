@@ -154,7 +154,12 @@ export function declarationRoutes(d: RouteDeps): OpenAPIHono {
       // checked first (a refusal of its contents would say what the others hold), then what the
       // document reaches (the workflows its tasks are in).
       if (isProjectLimited(caller)) requireNamedProjects(caller, source.document);
-      const planned = checkDeclaration(state.projection, [source], d.now(), options);
+      // (A dry run is answered with it, and so makes the log's checks too; a declaration makes
+      // them as it is written.)
+      const planned = checkDeclaration(state.projection, [source], d.now(), {
+        ...options,
+        checkEvents: check,
+      });
       if (isProjectLimited(caller))
         requireDeclarable(
           caller,
