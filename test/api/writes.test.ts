@@ -159,9 +159,10 @@ describe("bad requests are refused with a problem document, and write nothing", 
     return r;
   }
 
-  it("malformed JSON: 400", async () => {
+  it("malformed JSON: 400, a declaration's with the line and column", async () => {
     const r = await refused("/declarations", { body: '{"tasks": [{"project": "sales",' }, 400);
-    expect(r.body.detail).toMatch(/JSON/i);
+    expect(r.body).toMatchObject({ format: "json", line: 1 });
+    expect(r.body.detail).toMatch(/^<request>: line 1, column \d+: /);
     for (const path of ["/tasks/sales%2Facme%2Fextract/pause", "/workflows/etl/runs", "/backfills"])
       await refused(path, { body: "{not json" }, 400);
   });
