@@ -154,7 +154,16 @@ describe("parseDeclarationText", () => {
 
   it("reports the exact line of a bad indentation / duplicate key in YAML", () => {
     const dup = "tasks: []\nworkflows: []\ntasks: []\n";
-    expect(() => parseDeclarationText(dup, { filename: "d.yaml" })).toThrow(/d\.yaml: line 3, column 1: /);
+    expect(() => parseDeclarationText(dup, { filename: "d.yaml" })).toThrow(
+      /d\.yaml: line 3, column 1: duplicate key "tasks"/,
+    );
+    // Named as JSON's refusal names it, in a block mapping or a flow one, quoted or not.
+    expect(() =>
+      parseDeclarationText("tasks:\n  - name: a\n    cron: x\n    name: b\n", { filename: "d.yaml" }),
+    ).toThrow('d.yaml: line 4, column 5: duplicate key "name"');
+    expect(() =>
+      parseDeclarationText('tasks:\n  - { name: a, "cron": x, "cron": b }\n', { filename: "d.yaml" }),
+    ).toThrow('duplicate key "cron"');
     const bad = "a: 1\nb: [1,\n c: d: e\n";
     expect(() => parseDeclarationText(bad, { filename: "b.yml" })).toThrow(/b\.yml: line 3, column \d+: /);
   });

@@ -423,7 +423,7 @@ describe("the plain YAML reader", () => {
     }
     expect(caught).toBeInstanceOf(DeclarationSyntaxError);
     expect([caught?.line, caught?.column]).toEqual([4, 5]);
-    expect(caught?.message).toMatch(/^teams\/a\.yaml: line 4, column 5: Map keys must be unique/);
+    expect(caught?.message).toMatch(/^teams\/a\.yaml: line 4, column 5: duplicate key "name"/);
     expect(() => parseDeclarationText("a: b: c\n", { filename: "b.yaml" })).toThrow(
       /b\.yaml: line 1, column 4: /,
     );

@@ -285,6 +285,11 @@ function parseYaml(text: string, filename: string): unknown {
     const line = text.slice(0, problem.pos[0]).split("\n").length;
     if (/alias/i.test(message) && /:\s*\*/.test(text.split(/\r?\n/)[line - 1] ?? ""))
       message += ': a value starting with * must be quoted, e.g. cron: "* * * * *"';
+    // The key a mapping holds twice, as JSON's refusal names it.
+    const key = /^Map keys must be unique/.test(message)
+      ? /^\s*(?:"([^"]*)"|'([^']*)'|([^:,{}[\]\s][^:,{}[\]]*?))\s*:/.exec(text.slice(problem.pos[0]))
+      : null;
+    if (key) message = `duplicate key "${key[1] ?? key[2] ?? key[3]}"`;
     fail(text, filename, "yaml", problem.pos[0], message);
   }
   try {
