@@ -21,7 +21,7 @@ import type {
   StreamRevision,
   StreamWrite,
 } from "./types.js";
-import { checkExpectedRevision, checkStreamName, prepareEvents } from "./validate.js";
+import { checkExpectedRevision, checkStreamName, prepareEvents, prepareWrites } from "./validate.js";
 
 export interface EventLogOptions {
   /** Default actor for events that name none, e.g. `cli:alice` or `scheduler:host:pid`. */
@@ -153,23 +153,10 @@ export class EventLog {
    * appended with appendPrepared, in one append or in slices.
    */
   prepare(writes: readonly StreamWrite[]): PreparedWrites {
-    if (!Array.isArray(writes) || writes.length === 0)
-      throw new InvalidAppendError("appendMany needs at least one write");
-    this.admit?.(writes);
-    const seen = new Set<string>();
-    return writes.map((w) => {
-      checkStreamName(w.streamId);
-      if (seen.has(w.streamId)) throw new InvalidAppendError(`appendMany names stream ${w.streamId} twice`);
-      seen.add(w.streamId);
-      checkExpectedRevision(w.expectedRevision);
-      const prepared: PreparedWrite = {
-        streamId: w.streamId,
-        events: prepareEvents(w.events, { actor: this.actor, newId: this.newId }, w.streamId),
-        expected: w.expectedRevision,
-      };
-      this.prepared.add(prepared);
-      return prepared;
-    });
+    if (Array.isArray(writes)) this.admit?.(writes);
+    const prepared = prepareWrites(writes, { actor: this.actor, newId: this.newId });
+    for (const w of prepared) this.prepared.add(w);
+    return prepared;
   }
 
   /** The writes this log's `prepare` made: appendPrepared takes no other (none escapes `admit`). */

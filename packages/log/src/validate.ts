@@ -10,7 +10,14 @@ import {
   zodIssues,
 } from "@chronolog/core";
 import { InvalidAppendError, InvalidExpectedRevisionError, InvalidStreamNameError } from "./errors.js";
-import type { ExpectedRevision, NewEvent, PreparedEvent, StreamRevision } from "./types.js";
+import type {
+  ExpectedRevision,
+  NewEvent,
+  PreparedEvent,
+  PreparedWrite,
+  StreamRevision,
+  StreamWrite,
+} from "./types.js";
 
 export const MAX_EVENTS_PER_APPEND = 10_000;
 export const MAX_EVENT_BYTES = 1_048_576;
@@ -134,20 +141,30 @@ function parseMetadata(
 }
 
 /**
- * The checks EventLog.prepare makes of each write, for a caller with no log at hand (a
- * declaration checked, not written): names, revisions, each event's type, data and size.
+ * Checks a multi-stream write whole and prepares its events: each stream's name (named once),
+ * its expected revision, each event's type, data and size. One bad write refuses them all.
  */
-export function checkWrites(
-  writes: ReadonlyArray<{
-    readonly streamId: string;
-    readonly events: readonly NewEvent[];
-    readonly expectedRevision: unknown;
-  }>,
-): void {
-  const ctx: PrepareContext = { actor: "check", newId: () => "check" };
-  for (const w of writes) {
+export function prepareWrites(writes: readonly StreamWrite[], ctx: PrepareContext): PreparedWrite[] {
+  if (!Array.isArray(writes) || writes.length === 0)
+    throw new InvalidAppendError("appendMany needs at least one write");
+  const seen = new Set<string>();
+  return writes.map((w) => {
     checkStreamName(w.streamId);
+    if (seen.has(w.streamId)) throw new InvalidAppendError(`appendMany names stream ${w.streamId} twice`);
+    seen.add(w.streamId);
     checkExpectedRevision(w.expectedRevision);
-    prepareEvents(w.events, ctx, w.streamId);
-  }
+    return {
+      streamId: w.streamId,
+      events: prepareEvents(w.events, ctx, w.streamId),
+      expected: w.expectedRevision,
+    };
+  });
+}
+
+/**
+ * The checks EventLog.prepare makes (prepareWrites), for a caller with no log at hand (a
+ * declaration checked, not written).
+ */
+export function checkWrites(writes: readonly StreamWrite[]): void {
+  prepareWrites(writes, { actor: "check", newId: () => "check" });
 }
