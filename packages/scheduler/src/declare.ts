@@ -350,14 +350,20 @@ function validate(
   const result = validateDeclarations(
     sources,
     {
-      tasks: [...state.tasks.values()].map((t) => ({
-        key: t.key,
-        parents: t.parents,
-        connection: t.spec.connection,
-        operator: t.spec.operator,
-        workflow: t.spec.workflow,
-        retired: t.status === "retired",
-      })),
+      // Made as each walk of them reads them, not held whole (a catalogue may hold a million).
+      tasks: {
+        *[Symbol.iterator]() {
+          for (const t of state.tasks.values())
+            yield {
+              key: t.key,
+              parents: t.parents,
+              connection: t.spec.connection,
+              operator: t.spec.operator,
+              workflow: t.spec.workflow,
+              retired: t.status === "retired",
+            };
+        },
+      },
       connections: state.connections.values(),
       workflows: state.workflows.values(),
     },

@@ -97,37 +97,17 @@ export function checkNames(
 }
 
 /**
- * A connection declared again here must still allow the operators of the tasks already
- * declared with it, unless this set declares those tasks again too (`redeclared`, by key).
+ * What a set may not do to the tasks already declared, unless it declares them again too,
+ * checked in one walk of them (a catalogue may hold a million):
+ *
+ * - A connection declared again must still allow the operators of its tasks.
+ * - A task of a workflow is moved out of it (into another workflow, or out of any) only by a
+ *   set that declares that workflow too, without it: taken by a declaration of another
+ *   workflow or a task alone, it would leave that workflow's declaration naming a task it no
+ *   longer holds (empty, perhaps, and its runs waiting on it), changed by a producer that did
+ *   not declare it, perhaps of another project.
  */
-export function checkRedeclaredConnections(
-  existing: ExistingDeclarations,
-  names: Names,
-  redeclared: ReadonlySet<string>,
-  issues: IssueCollector,
-): void {
-  for (const t of existing.tasks ?? []) {
-    if (!t.connection || !t.operator || redeclared.has(formatTaskKey(t.key))) continue;
-    const c = names.declaredConnections.get(t.connection);
-    const spec = names.connections.get(t.connection);
-    if (!c || !spec || spec.operators.length === 0 || spec.operators.includes(t.operator.type)) continue;
-    issues.error(
-      "connection_operator",
-      at(c, "operators"),
-      `connection "${t.connection}" would no longer allow operator ${t.operator.type}, used by this already declared task`,
-      formatTaskKey(t.key),
-    );
-  }
-}
-
-/**
- * A task of a workflow is moved out of it (into another workflow, or out of any) only by a
- * set that declares that workflow too, without it: taken by a declaration of another workflow
- * or a task alone, it would leave that workflow's declaration naming a task it no longer holds
- * (empty, perhaps, and its runs waiting on it), changed by a producer that did not declare it,
- * perhaps of another project.
- */
-export function checkWorkflowMoves(
+export function checkDeclaredTasks(
   existing: ExistingDeclarations,
   names: Names,
   issues: IssueCollector,
@@ -135,12 +115,29 @@ export function checkWorkflowMoves(
 ): void {
   let projectOf: Map<string, string> | undefined;
   for (const t of existing.tasks ?? []) {
-    if (t.workflow === undefined || t.retired || names.declaredWorkflows.has(t.workflow)) continue;
+    // A connection declared again that no longer allows the task's operator.
+    const operator = t.operator?.type;
+    const c = t.connection && operator ? names.declaredConnections.get(t.connection) : undefined;
+    const allowed = c ? names.connections.get(c.spec.name)?.operators : undefined;
+    const refused =
+      operator !== undefined && allowed !== undefined && allowed.length > 0 && !allowed.includes(operator);
+    const workflow =
+      t.workflow !== undefined && !t.retired && !names.declaredWorkflows.has(t.workflow)
+        ? t.workflow
+        : undefined;
+    if (!refused && workflow === undefined) continue;
     const label = formatTaskKey(t.key);
     const d = names.tasks.get(label);
-    if (!d || d.workflow?.spec.name === t.workflow) continue;
+    if (refused && c && !d)
+      issues.error(
+        "connection_operator",
+        at(c, "operators"),
+        `connection "${t.connection}" would no longer allow operator ${operator}, used by this already declared task`,
+        label,
+      );
+    if (workflow === undefined || !d || d.workflow?.spec.name === workflow) continue;
     projectOf ??= new Map([...(existing.workflows ?? [])].map((w) => [w.name, w.project]));
-    const owner = projectOf.get(t.workflow);
+    const owner = projectOf.get(workflow);
     // (A workflow of a project the producer may not read is not named.)
     if (visible !== undefined && (owner === undefined || !visible(owner))) {
       issues.error("workflow", at(d, "name"), `${label} is a task of a workflow of another project`, label);
@@ -149,7 +146,7 @@ export function checkWorkflowMoves(
     issues.error(
       "workflow",
       at(d, "name"),
-      `${label} is a task of workflow "${t.workflow}": to move it ${d.workflow ? `into workflow "${d.workflow.spec.name}"` : "out of it"}, declare "${t.workflow}" without it in the same declaration`,
+      `${label} is a task of workflow "${workflow}": to move it ${d.workflow ? `into workflow "${d.workflow.spec.name}"` : "out of it"}, declare "${workflow}" without it in the same declaration`,
       label,
     );
   }

@@ -2,7 +2,7 @@ import type { TaskKey } from "../keys.js";
 import type { ConnectionSpec, OperatorType, Secrets, TaskSpec, WorkflowSpec } from "../spec.js";
 import { checkGraph } from "./graph.js";
 import { type DeclarationIssue, IssueCollector } from "./issues.js";
-import { checkNames, checkRedeclaredConnections, checkWorkflowMoves } from "./names.js";
+import { checkDeclaredTasks, checkNames } from "./names.js";
 import type { DeclarationSource } from "./parse.js";
 import { type ResolvedTask, resolveTask } from "./resolve-task.js";
 import { readShapes } from "./shape.js";
@@ -15,7 +15,7 @@ export interface ExistingDeclarations {
     readonly parents: readonly TaskKey[];
     readonly connection?: string | undefined;
     readonly operator?: { readonly type: OperatorType };
-    /** The workflow it belongs to, if any (see checkWorkflowMoves). */
+    /** The workflow it belongs to, if any (see checkDeclaredTasks). */
     readonly workflow?: string | undefined;
     readonly retired?: boolean;
   }>;
@@ -100,8 +100,7 @@ export function validateDeclarations(
   const names = checkNames(shapes, existing, issues, options.visible);
   const resolved: ResolvedTask[] = [];
   for (const d of names.tasks.values()) resolved.push(resolveTask(d, names, issues));
-  checkRedeclaredConnections(existing, names, new Set(names.tasks.keys()), issues);
-  checkWorkflowMoves(existing, names, issues, options.visible);
+  checkDeclaredTasks(existing, names, issues, options.visible);
   const declared = [...names.tasks.keys(), ...shapes.broken];
   checkGraph(resolved, declared, existing, docs[0]?.filename ?? "", issues, options.visible);
   if (options.checkTemplates) checkTemplates(resolved, options.checkTemplates, issues);
