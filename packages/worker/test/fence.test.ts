@@ -1,48 +1,9 @@
 import { readFileSync } from "node:fs";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { ServerResponse } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { RemoteWorker } from "../src/remote/client.js";
-import { Link } from "../src/remote/link.js";
+import { answer, commands, handScheduler } from "./hand-scheduler.js";
 import { isAlive, readPid, registrationAnswer, runCmd, shell, sleep, tempDir, waitFor } from "./helpers.js";
-
-/**
- * A scheduler spoken by hand on a loopback port: it registers the worker, gives it one attempt
- * on its command stream, and answers its reports as the test says (or never).
- */
-function handScheduler(run: object) {
-  const reports: Array<{ body: string; answer: (status?: number) => void }> = [];
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    let body = "";
-    req.on("data", (c: Buffer) => {
-      body += c.toString("utf8");
-    });
-    req.on("end", () => {
-      if (req.method === "POST" && req.url === "/api/v1/workers") {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(registrationAnswer());
-      } else if (req.method === "GET" && req.url?.endsWith("/commands")) {
-        res.writeHead(200, { "content-type": "text/event-stream" });
-        res.write(`event: commands\ndata: ${JSON.stringify({ messages: [run] })}\n\n`);
-      } else if (req.method === "POST" && req.url?.endsWith("/reports")) {
-        reports.push({
-          body,
-          answer: (status = 200) => {
-            res.writeHead(status, { "content-type": "application/json" });
-            res.end(
-              JSON.stringify(status === 200 ? { accepted: 1, refused: [] } : { detail: "bad gateway" }),
-            );
-          },
-        });
-      } else {
-        res.writeHead(404);
-        res.end();
-      }
-    });
-  });
-  return { server, reports };
-}
 
 describe("a remote worker's fence", () => {
   const stops: Array<() => Promise<void> | void> = [];
@@ -56,33 +17,24 @@ describe("a remote worker's fence", () => {
     const pidFile = join(dir, "pid");
     // Lease 3 s: fenced two seconds after the last answered report was sent.
     const run = runCmd(shell(`echo $$ > ${pidFile}; exec sleep 30`), { token: "f1", leaseSeconds: 3 });
-    const { server, reports } = handScheduler(run);
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    stops.push(() => {
-      server.closeAllConnections();
-      return new Promise<void>((r) => server.close(() => r()));
-    });
-    const { port } = server.address() as AddressInfo;
+    // Its reports are answered as the test says (or never).
+    const reports: Array<{ body: string; answer: (status?: number) => void }> = [];
     // The worker's clock, moved by the test.
     let clock = 1_000_000;
-    const logs: string[] = [];
-    const worker = new RemoteWorker({
-      links: [new Link({ url: `http://127.0.0.1:${port}`, token: "t" })],
-      id: "w",
-      host: "h",
-      queues: ["q"],
-      capacity: 1,
-      version: "test",
-      runtime: {},
-      log: (m) => logs.push(m),
-      now: () => clock,
-    });
-    const running = worker.run();
-    stops.push(async () => {
-      await worker.stop(0);
-      await worker.stop(0);
-      await running.catch(() => {});
-    });
+    const { logs } = await handScheduler(
+      {
+        commands: (stream) => commands(stream, [run]),
+        reports: (body, res) => {
+          reports.push({
+            body,
+            answer: (status = 200) =>
+              answer(res, status === 200 ? { accepted: 1, refused: [] } : { detail: "bad gateway" }, status),
+          });
+        },
+      },
+      stops,
+      { now: () => clock },
+    );
     const pid = await waitFor(() => readPid(pidFile), 10_000);
     const at = (ms: number) => {
       clock = ms;
@@ -145,51 +97,24 @@ describe("a run command for an attempt this worker has finished", () => {
     const registrations: Array<{ running: string[] }> = [];
     const ends: string[] = [];
     let stream: ServerResponse | undefined;
-    const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-      let body = "";
-      req.on("data", (c: Buffer) => {
-        body += c.toString("utf8");
-      });
-      req.on("end", () => {
-        if (req.method === "POST" && req.url === "/api/v1/workers") {
+    await handScheduler(
+      {
+        register: (body) => {
           registrations.push(JSON.parse(body));
-          res.writeHead(200, { "content-type": "application/json" });
-          res.end(registrationAnswer());
-        } else if (req.method === "GET" && req.url?.endsWith("/commands")) {
-          res.writeHead(200, { "content-type": "text/event-stream" });
-          res.write(`event: commands\ndata: ${JSON.stringify({ messages: [run] })}\n\n`);
+          return registrationAnswer();
+        },
+        commands: (res) => {
+          commands(res, [run]);
           stream = res;
-        } else if (req.method === "POST" && req.url?.endsWith("/reports")) {
+        },
+        reports: (body, res) => {
           if (body.includes('"succeeded"')) ends.push(body);
-          res.writeHead(200, { "content-type": "application/json" });
-          res.end(JSON.stringify({ accepted: 1, refused: [] }));
-        } else {
-          res.writeHead(404);
-          res.end();
-        }
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    stops.push(() => {
-      server.closeAllConnections();
-      return new Promise<void>((r) => server.close(() => r()));
-    });
-    const { port } = server.address() as AddressInfo;
-    const worker = new RemoteWorker({
-      links: [new Link({ url: `http://127.0.0.1:${port}`, token: "t" })],
-      id: "w",
-      host: "h",
-      queues: ["q"],
-      capacity: 2,
-      version: "test",
-      runtime: {},
-      log: () => {},
-    });
-    const running = worker.run();
-    stops.push(async () => {
-      await worker.stop(0);
-      await running.catch(() => {});
-    });
+          answer(res, { accepted: 1, refused: [] });
+        },
+      },
+      stops,
+      { capacity: 2 },
+    );
     await waitFor(() => ends.length > 0, 10_000);
     // The stream ends twice: each reconnection re-sends the run, ignored by the runtime.
     for (const n of [2, 3]) {

@@ -1,11 +1,10 @@
 import { existsSync } from "node:fs";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { ServerResponse } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { lateRun, RemoteWorker } from "../src/remote/client.js";
-import { Link } from "../src/remote/link.js";
+import { lateRun } from "../src/remote/client.js";
 import { SchedulerClock } from "../src/remote/scheduler-clock.js";
+import { answer, commands, type HandRoutes, handScheduler } from "./hand-scheduler.js";
 import { readPid, registrationAnswer, runCmd, shell, sleep, tempDir, waitFor } from "./helpers.js";
 
 describe("the scheduler's clock as a remote worker knows it", () => {
@@ -65,12 +64,12 @@ describe("the scheduler's clock as a remote worker knows it", () => {
 });
 
 /**
- * A scheduler spoken by hand on a loopback port: its clock reads 5,000,000 in each answer; its
- * command stream carries the batches given, each stamped as the test says. A batch of reports
- * holding the start of `hold` is answered when the test says; the starts of `refuse` are refused,
+ * The routes of a scheduler spoken by hand: its clock reads 5,000,000 in each answer; its command
+ * stream carries the batches given, each stamped as the test says. A batch of reports holding the
+ * start of `hold` is answered when the test says (`release`); the starts of `refuse` are refused,
  * the first with its reason, the others with none said.
  */
-function handScheduler(
+function lateRoutes(
   batches: ReadonlyArray<{ at: number; run: object }>,
   hold: string,
   refuse: readonly string[],
@@ -80,46 +79,32 @@ function handScheduler(
   const released = new Promise<void>((r) => {
     release = r;
   });
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    let body = "";
-    req.on("data", (c: Buffer) => {
-      body += c.toString("utf8");
-    });
-    req.on("end", async () => {
-      if (req.method === "POST" && req.url === "/api/v1/workers") {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(registrationAnswer({ now: 5_000_000 }));
-      } else if (req.method === "GET" && req.url?.endsWith("/commands")) {
-        res.writeHead(200, { "content-type": "text/event-stream" });
-        for (const b of batches)
-          res.write(`event: commands\ndata: ${JSON.stringify({ messages: [b.run], at: b.at })}\n\n`);
-      } else if (req.method === "POST" && req.url?.endsWith("/reports")) {
-        posted.push(body);
-        const messages = (JSON.parse(body) as { messages: Array<{ kind: string; token: string }> }).messages;
-        const started = (token: string) => messages.some((m) => m.kind === "started" && m.token === token);
-        if (started(hold)) await released;
-        const refused = refuse
-          .filter(started)
-          .map((token) =>
-            token === refuse[0]
-              ? { kind: "started", token, reason: "attempt 1 of its instance already ended (abandoned)" }
-              : { kind: "started", token },
-          );
-        res.writeHead(refused.length > 0 ? 409 : 200, { "content-type": "application/json" });
-        res.end(
-          JSON.stringify({
-            accepted: messages.length - refused.length,
-            refused,
-            now: 5_000_000,
-          }),
+  const routes: HandRoutes = {
+    register: () => registrationAnswer({ now: 5_000_000 }),
+    commands: (stream) => {
+      for (const b of batches) commands(stream, [b.run], b.at);
+    },
+    reports: async (body, res) => {
+      posted.push(body);
+      const messages = (JSON.parse(body) as { messages: Array<{ kind: string; token: string }> }).messages;
+      const started = (token: string) => messages.some((m) => m.kind === "started" && m.token === token);
+      if (started(hold)) await released;
+      const refused = refuse
+        .filter(started)
+        .map((token) =>
+          token === refuse[0]
+            ? { kind: "started", token, reason: "attempt 1 of its instance already ended (abandoned)" }
+            : { kind: "started", token },
         );
-      } else {
-        res.writeHead(404);
-        res.end();
-      }
-    });
-  });
-  return { server, posted, release: () => release() };
+      answer(
+        res,
+        { accepted: messages.length - refused.length, refused, now: 5_000_000 },
+        refused.length > 0 ? 409 : 200,
+      );
+    },
+    release: () => release(),
+  };
+  return { routes, posted, release: () => release() };
 }
 
 describe("a remote worker given a run its stream delivered late", () => {
@@ -134,7 +119,7 @@ describe("a remote worker given a run its stream delivered late", () => {
     const run = (name: string) => runCmd(shell(`echo $$ > ${pidOf(name)}`), { token: name, leaseSeconds: 6 });
     // Two queued 2.5 s before the registration's answer (past a quarter of 6 s), then one queued as
     // it answered.
-    const { server, posted, release } = handScheduler(
+    const { routes, posted, release } = lateRoutes(
       [
         { at: 5_000_000 - 2_500, run: run("late") },
         { at: 5_000_000 - 2_500, run: run("given-up") },
@@ -144,32 +129,8 @@ describe("a remote worker given a run its stream delivered late", () => {
       "late",
       ["given-up", "unexplained"],
     );
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    stops.push(() => {
-      release();
-      server.closeAllConnections();
-      return new Promise<void>((r) => server.close(() => r()));
-    });
-    const { port } = server.address() as AddressInfo;
-    const logs: string[] = [];
-    const worker = new RemoteWorker({
-      links: [new Link({ url: `http://127.0.0.1:${port}`, token: "t" })],
-      id: "w",
-      host: "h",
-      queues: ["q"],
-      capacity: 4,
-      version: "test",
-      runtime: {},
-      log: (m) => logs.push(m),
-      // The worker's clock stands still: the commands are as late as their stamps say.
-      now: () => 1_000,
-    });
-    const running = worker.run();
-    stops.push(async () => {
-      await worker.stop(0);
-      await worker.stop(0);
-      await running.catch(() => {});
-    });
+    // The worker's clock stands still: the commands are as late as their stamps say.
+    const { logs } = await handScheduler(routes, stops, { capacity: 4, now: () => 1_000 });
     // The timely one runs at once; the late one has reported its start and waits for the answer.
     await waitFor(() => readPid(pidOf("timely")), 10_000);
     await waitFor(() => posted.some((b) => b.includes('"started"') && b.includes('"late"')), 10_000);
@@ -230,63 +191,33 @@ describe("a remote worker with an attempt's end waiting on its output's upload",
     const uploadsHeld = new Promise<void>((r) => {
       releaseUploads = r;
     });
-    const command = (run: object, at: number) =>
-      stream?.write(`event: commands\ndata: ${JSON.stringify({ messages: [run], at })}\n\n`);
-    const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-      const chunks: Buffer[] = [];
-      req.on("data", (c: Buffer) => chunks.push(c));
-      req.on("end", async () => {
-        const body = Buffer.concat(chunks);
-        if (req.method === "POST" && req.url === "/api/v1/workers") {
-          res.writeHead(200, { "content-type": "application/json" });
-          res.end(registrationAnswer({ now: 5_000_000, inlineOutputMax: 100 }));
-        } else if (req.method === "GET" && req.url?.endsWith("/commands")) {
-          res.writeHead(200, { "content-type": "text/event-stream" });
+    const command = (run: object, at: number) => commands(stream, [run], at);
+    await handScheduler(
+      {
+        register: () => registrationAnswer({ now: 5_000_000, inlineOutputMax: 100 }),
+        commands: (res) => {
           stream = res;
           command(big, 5_000_000);
-        } else if (req.method === "POST" && req.url?.endsWith("/reports")) {
-          const text = body.toString("utf8");
-          posted.push(text);
+        },
+        reports: async (body, res) => {
+          posted.push(body);
           // The first batch (big's start) is answered when the test says: what comes meanwhile queues.
           if (posted.length === 1) await reportsHeld;
-          res.writeHead(200, { "content-type": "application/json" });
-          res.end(JSON.stringify({ accepted: 1, refused: [], now: 5_000_000 }));
-        } else if (req.method === "PUT" && req.url?.includes("/output?offset=")) {
+          answer(res, { accepted: 1, refused: [], now: 5_000_000 });
+        },
+        output: async (offset, body, res) => {
           uploads += 1;
           await uploadsHeld;
-          const offset = Number(new URL(req.url, "http://x").searchParams.get("offset"));
-          res.writeHead(200, { "content-type": "application/json" });
-          res.end(JSON.stringify({ bytes: offset + body.length }));
-        } else {
-          res.writeHead(404);
-          res.end();
-        }
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    stops.push(() => {
-      releaseReports();
-      releaseUploads();
-      server.closeAllConnections();
-      return new Promise<void>((r) => server.close(() => r()));
-    });
-    const { port } = server.address() as AddressInfo;
-    const worker = new RemoteWorker({
-      links: [new Link({ url: `http://127.0.0.1:${port}`, token: "t" })],
-      id: "w",
-      host: "h",
-      queues: ["q"],
-      capacity: 4,
-      version: "test",
-      runtime: { outputRoot: dir },
-      log: () => {},
-      now: () => 1_000,
-    });
-    const running = worker.run();
-    stops.push(async () => {
-      await worker.stop(0);
-      await running.catch(() => {});
-    });
+          answer(res, { bytes: offset + body.length });
+        },
+        release: () => {
+          releaseReports();
+          releaseUploads();
+        },
+      },
+      stops,
+      { capacity: 4, runtime: { outputRoot: dir }, now: () => 1_000 },
+    );
     // big ran and ended while its start's batch was unanswered; late came meanwhile.
     await waitFor(() => readPid(pidOf("big")), 10_000);
     await sleep(300);
