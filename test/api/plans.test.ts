@@ -63,6 +63,9 @@ describe("dryRun", () => {
     expect(dry.status, dry.text).toBe(200);
     expect(await headOf(server, admin)).toBe(before);
     expect(dry.body.dryRun).toBe(true);
+    // It starts no backfill, so it names none (an id would be one GET /backfills/{id} never finds).
+    expect(dry.body.backfillId).toBeUndefined();
+    for (const t of dry.body.targets) expect(t.backfillId).toBeUndefined();
     expect(dry.body.targets).toEqual([
       expect.objectContaining({ task: EXTRACT, from: at330(-5), until: at330(-3), intervals: 3, notes: [] }),
       expect.objectContaining({
@@ -87,6 +90,15 @@ describe("dryRun", () => {
     const real = await call("/backfills", { token: admin, body });
     expect(real.status, real.text).toBe(200);
     expect(real.body.dryRun).toBeUndefined();
+    expect((await call(`/backfills/${real.body.backfillId}`, { token: admin })).status).toBe(200);
+    // A dry run that would join the pending backfill names it.
+    const again = await call("/backfills", { token: admin, body: { ...body, dryRun: true } });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.backfillId).toBeUndefined();
+    expect(again.body.targets.map((t: { backfillId?: string }) => t.backfillId)).toEqual([
+      real.body.backfillId,
+      real.body.backfillId,
+    ]);
     const strip = (ts: Array<Record<string, unknown>>) => ts.map(({ backfillId: _, ...t }) => t);
     expect(strip(real.body.targets)).toEqual(strip(dry.body.targets));
     expect(await headOf(server, admin)).not.toBe(before);

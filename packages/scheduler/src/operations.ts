@@ -141,10 +141,12 @@ export async function retireWorkflow(
 }
 
 export interface BackfillPlan {
-  readonly backfillId: string;
+  /** The backfill started; absent from a dry run, which starts none. */
+  readonly backfillId?: string;
   /** Log position of the last reset written: progress counts only once the projection is past it. */
   readonly writtenUpTo: bigint;
-  readonly targets: readonly BackfillTarget[];
+  /** In a dry run, a target's `backfillId` is only that of a pending backfill it would join. */
+  readonly targets: ReadonlyArray<Omit<BackfillTarget, "backfillId"> & { readonly backfillId?: string }>;
   readonly skipped: ReadonlyArray<BackfillSkip>;
   /** A dry run: the plan as it would be carried out, and nothing written. */
   readonly dryRun?: boolean;
@@ -208,7 +210,11 @@ export async function backfill(
   if (options.dryRun) {
     await catchUp(log, projection);
     const { targets, skipped } = decide(projection);
-    return { backfillId: request.backfillId, writtenUpTo: -1n, targets, skipped, dryRun: true, ...ranked };
+    // No backfill is started: a target names one only if it would join it.
+    const shown = targets.map(({ backfillId, ...t }) =>
+      backfillId === request.backfillId ? t : { ...t, backfillId },
+    );
+    return { writtenUpTo: -1n, targets: shown, skipped, dryRun: true, ...ranked };
   }
   const outcome = await handleCommand(log, {
     name: `backfill ${id}`,

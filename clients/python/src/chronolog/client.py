@@ -220,8 +220,9 @@ class Client:
         dry_run: bool = False,
     ) -> dict[str, Any]:
         """Runs a range of a task's intervals again (``downstream``: and its subtree), from
-        ``start`` to ``end`` (each a day or an instant). Answers the plan: ``backfillId``,
-        every task reset (``targets``) or ``skipped``."""
+        ``start`` to ``end`` (each a day or an instant). Answers the plan: ``backfillId``
+        (none in a dry run, which starts no backfill), every task reset (``targets``) or
+        ``skipped``."""
         body: dict[str, Any] = {"task": task, "from": start, "to": end}
         for name, on in (("downstream", downstream), ("force", force), ("dryRun", dry_run)):
             if on:
