@@ -81,6 +81,32 @@ export const secretSourceSchema = lazySchema(() =>
 );
 export type SecretSource = z.output<typeof secretSourceSchema>;
 
+/**
+ * What is wrong with a URL an http operator or alert sink would fetch, if anything: it must be an
+ * absolute http or https URL. A template (`{{ ... }}`, `{% ... %}`) is rendered when it runs, so
+ * only the text before its first tag is judged here (a scheme there must be http or https); the
+ * whole is judged again once rendered.
+ */
+export function httpUrlProblem(url: string): string | undefined {
+  const tag = url.search(/\{\{|\{%/);
+  const literal = tag < 0 ? url : url.slice(0, tag);
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(literal)?.[1]?.toLowerCase();
+  if (scheme === "http" || scheme === "https") {
+    if (tag >= 0 || URL.canParse(url)) return undefined;
+  } else if (scheme === undefined && tag === 0) return undefined;
+  const shown = url.length > 80 ? `${url.slice(0, 80)}...` : url;
+  return `${JSON.stringify(shown)} is not an http or https URL (https://host/path)`;
+}
+
+const httpUrl = () =>
+  z
+    .string()
+    .min(1)
+    .superRefine((url, ctx) => {
+      const problem = httpUrlProblem(url);
+      if (problem) ctx.addIssue({ code: "custom", message: problem });
+    });
+
 /** `{ NAME: source }`: the secrets a connection, workflow or task declares. */
 export const secretsSchema = lazySchema(() =>
   z.record(z.string(), secretSourceSchema).superRefine((secrets, ctx) => {
@@ -131,7 +157,7 @@ export const operatorSchema = lazySchema(() =>
       .object({
         type: z.literal("http"),
         method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]).default("GET"),
-        url: z.string().min(1),
+        url: httpUrl(),
         headers: z.record(z.string(), z.string()).default({}),
         body: z.string().optional(),
         timeoutMs: z.number().int().positive().optional(),
@@ -206,7 +232,7 @@ export const alertSinkSchema = lazySchema(() =>
       command: z.string().min(1).optional(),
       http: z
         .object({
-          url: z.string().min(1),
+          url: httpUrl(),
           method: z.enum(["POST", "PUT", "GET"]).default("POST"),
           headers: z.record(z.string(), z.string()).default({}),
           body: z.string().optional(),

@@ -270,6 +270,34 @@ describe("parseDeclarationText", () => {
     expect(errors).toMatchObject([{ file: "empty.yaml", message: "the file is empty: it declares nothing" }]);
   });
 
+  it("refuses an http operator's or alert sink's URL that is not http or https, at its field", () => {
+    const task = (url: string, extra = "") =>
+      `tasks:\n  - { project: p, account: a, name: t, cron: "0 2 * * *", startDate: "2026-11-01T00:00:00Z", operator: { type: http, url: ${JSON.stringify(url)} }${extra} }\n`;
+    for (const url of [
+      "file:///etc/passwd",
+      "ftp://h/x",
+      "localhost:8080/x",
+      "/run",
+      "reports.internal/{{ ds }}",
+      "http://",
+    ]) {
+      const errors = errorsOf(validate([parseDeclarationText(task(url), { filename: "u.yaml" })]));
+      expect(errors, url).toMatchObject([
+        {
+          path: "tasks[0].operator.url",
+          message: `p/a/t/ALL: url: ${JSON.stringify(url)} is not an http or https URL (https://host/path)`,
+        },
+      ]);
+    }
+    for (const url of ["https://h/run?day={{ ds }}", "{{ params.base }}/run", "HTTP://127.0.0.1:8080/x"])
+      expect(validate([parseDeclarationText(task(url), { filename: "u.yaml" })]).ok, url).toBe(true);
+    const sink = (url: string) => `, alerts: [{ http: { url: ${JSON.stringify(url)} } }]`;
+    const errors = errorsOf(
+      validate([parseDeclarationText(task("https://h/", sink("file:///tmp/x")), { filename: "u.yaml" })]),
+    );
+    expect(errors).toMatchObject([{ path: "tasks[0].alerts[0].http.url" }]);
+  });
+
   it("keeps a __proto__ key as plain data (no prototype change) and rejects it in config", () => {
     const doc = parseDeclarationText(
       '{"tasks":[{"project":"p","account":"a","name":"t","cron":"0 2 * * *","startDate":"2026-11-01T00:00:00Z","operator":{"type":"noop"},"config":{"__proto__":{"polluted":1}}}]}',

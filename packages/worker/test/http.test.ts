@@ -94,4 +94,14 @@ describe("http operator", () => {
     );
     expect(refused.error?.kind).toBe("exception");
   });
+
+  it("refuses a URL, as rendered, that is not http or https, sending nothing", async () => {
+    const before = seen.length;
+    for (const url of ["file:///etc/passwd", "data:text/plain,hi", `${base.replace("http://", "")}/ok`]) {
+      const o = await runHttp({ ...op("/ok"), url }, ctxFor());
+      expect(o.error?.kind).toBe("exception");
+      expect(o.error?.message).toBe(`GET ${url} refused: not an http or https URL`);
+    }
+    expect(seen.length).toBe(before);
+  });
 });

@@ -16,6 +16,10 @@ export async function runHttp(spec: HttpOperator, ctx: OperatorContext): Promise
   if (spec.timeoutMs !== undefined) signals.push(AbortSignal.timeout(spec.timeoutMs));
   const signal = AbortSignal.any(signals);
   const what = `${spec.method} ${spec.url}`;
+  // Its URL as rendered (a template's was judged only in part when declared).
+  const protocol = URL.canParse(spec.url) ? new URL(spec.url).protocol : undefined;
+  if (protocol !== "http:" && protocol !== "https:")
+    return failure("exception", `${what} refused: not an http or https URL`, elapsed());
   const body = new TailBuffer();
   let status: number | undefined;
   try {
