@@ -298,6 +298,46 @@ describe("parseDeclarationText", () => {
     expect(errors).toMatchObject([{ path: "tasks[0].alerts[0].http.url" }]);
   });
 
+  it("refuses a startDate whose first interval ends past the year 9999; warns of an endDate before the first interval", () => {
+    const task = (dates: string) =>
+      `tasks:\n  - { project: p, account: a, name: t, cron: "0 2 * * *", ${dates}, operator: { type: noop } }\n`;
+    const late = errorsOf(
+      validate([parseDeclarationText(task('startDate: "9999-12-31T22:30:00Z"'), { filename: "d.yaml" })]),
+    );
+    expect(late).toMatchObject([
+      {
+        path: "tasks[0].startDate",
+        message:
+          "p/a/t/ALL: startDate 9999-12-31T22:30:00.000Z: its first slot is after the year 9999, past the last date the log can hold",
+      },
+    ]);
+    const lastDay = errorsOf(
+      validate([parseDeclarationText(task('startDate: "9999-12-31T01:00:00Z"'), { filename: "d.yaml" })]),
+    );
+    expect(lastDay[0]?.message).toContain(
+      "its first interval, from 9999-12-31T02:00:00.000Z, ends after the year 9999",
+    );
+    const never = validate([
+      parseDeclarationText(task('startDate: "2026-01-01T00:00:00Z", endDate: "2026-01-01T01:00:00Z"'), {
+        filename: "d.yaml",
+      }),
+    ]);
+    expect(never.ok).toBe(true);
+    expect(never.warnings).toMatchObject([
+      {
+        path: "tasks[0].endDate",
+        message:
+          "p/a/t/ALL: endDate 2026-01-01T01:00:00.000Z is before the schedule's first interval, 2026-01-01T02:00:00.000Z (its first slot at or after startDate): the task never runs",
+      },
+    ]);
+    const once = validate([
+      parseDeclarationText(task('startDate: "2026-01-01T00:00:00Z", endDate: "2026-01-01T02:00:00Z"'), {
+        filename: "d.yaml",
+      }),
+    ]);
+    expect(once.warnings).toEqual([]);
+  });
+
   it("keeps a __proto__ key as plain data (no prototype change) and rejects it in config", () => {
     const doc = parseDeclarationText(
       '{"tasks":[{"project":"p","account":"a","name":"t","cron":"0 2 * * *","startDate":"2026-11-01T00:00:00Z","operator":{"type":"noop"},"config":{"__proto__":{"polluted":1}}}]}',

@@ -1,5 +1,6 @@
 import { compiled } from "../compiled.js";
 import { noteParsedSpec } from "../events/catalog.js";
+import { firstSlotAtOrAfter, nextCronTime } from "../schedule/cron.js";
 import { type Secrets, type TaskSpec, type TaskSpecInput, taskSpecSchema } from "../spec.js";
 import { checkLiteralCredentials } from "./credentials.js";
 import type { IssueCollector, Located } from "./issues.js";
@@ -183,7 +184,40 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
     if (clean) issues.schema(d, spec.error.issues, label);
     return { draft: d, spec: undefined, parents };
   }
+  // Dates that leave the schedule no interval it can run.
+  const first = firstInterval(spec.data);
+  if (first.endsAfter9999 && startDate)
+    issues.error(
+      "date",
+      startDate.at,
+      first.start
+        ? `startDate ${start}: its first interval, from ${first.start}, ends after the year 9999, past the last date the log can hold`
+        : `startDate ${start}: its first slot is after the year 9999, past the last date the log can hold`,
+      label,
+    );
+  else if (end && first.start && Date.parse(first.start) > Date.parse(end))
+    issues.warning(
+      "date",
+      endDate?.at ?? at("endDate"),
+      `endDate ${end} is before the schedule's first interval, ${first.start} (its first slot at or after startDate): the task never runs`,
+      label,
+    );
+  if (issues.errorCount > errorsBefore) return { draft: d, spec: undefined, parents };
   // The event that declares the task takes the spec as is, not parsed again (see validateEventData).
   noteParsedSpec(spec.data);
   return { draft: d, spec: spec.data, parents };
+}
+
+/** The last instant the log's dates can name (an ISO 8601 instant has four digits of year). */
+const LAST_INSTANT = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+/**
+ * A schedule's first interval: its start (the first slot at or after startDate; undefined past the
+ * year 9999), and whether it ends past the year 9999.
+ */
+function firstInterval(spec: TaskSpec): { start: string | undefined; endsAfter9999: boolean } {
+  const first = firstSlotAtOrAfter(spec.cron, spec.timezone, new Date(spec.startDate));
+  if (first.getTime() > LAST_INSTANT) return { start: undefined, endsAfter9999: true };
+  const ends = nextCronTime(spec.cron, spec.timezone, first);
+  return { start: first.toISOString(), endsAfter9999: ends.getTime() > LAST_INSTANT };
 }
