@@ -1,9 +1,9 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { chronolog, Leftovers, tempDataDir } from "../support/cli.js";
+import { CLI, chronolog, cliEnv, Leftovers, tempDataDir } from "../support/cli.js";
 
 /** The CLI accepts what it prints, says where a read stopped, and exits with one table of codes. */
 const left = new Leftovers();
@@ -241,5 +241,35 @@ describe("backfill guards", () => {
     expect(r.stdout).toMatch(
       /waiting: p\/a\/extract\/ALL ready: 2026-11-02T00:00Z is due and its parents are done/,
     );
+  });
+});
+
+describe("output whose reader goes away (chronolog tasks | head)", () => {
+  /** Runs the CLI with its output's reader closed before it writes; its exit code and stderr. */
+  function readerGone(dir: string, args: string[]): Promise<{ code: number | null; stderr: string }> {
+    const child = spawn(process.execPath, [CLI, "--data-dir", dir, ...args], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: cliEnv(),
+    });
+    child.stdout.destroy();
+    let stderr = "";
+    child.stderr.on("data", (c: Buffer) => {
+      stderr += c.toString();
+    });
+    return new Promise((resolve) => child.once("close", (code) => resolve({ code, stderr })));
+  }
+
+  it("ends the command quietly and successfully, and what it wrote stands whole", async () => {
+    const dir = tempDataDir("epipe");
+    left.dirs.push(dir);
+    const file = join(dir, "many.yaml");
+    const task = (i: number) =>
+      `  - { project: p, account: a, name: t${i}, cron: "0 2 * * *", startDate: "2026-11-01T00:00:00Z", operator: { type: noop } }`;
+    writeFileSync(file, `tasks:\n${Array.from({ length: 2000 }, (_, i) => task(i)).join("\n")}\n`);
+    for (const args of [["--help"], ["declare", file], ["tasks"]]) {
+      const r = await readerGone(dir, args);
+      expect(r, args.join(" ")).toEqual({ code: 0, stderr: "" });
+    }
+    expect(chronolog(dir, ["tasks", "--json"]).stdout).toContain('"p/a/t1999/ALL"');
   });
 });

@@ -90,12 +90,16 @@ const VERSION_FLAGS = new Set(["-V", "--version"]);
 const HELP_FLAGS = new Set(["-h", "--help"]);
 
 /**
- * The modules a command line needs (arguments after node and the script): the one registering
- * the command it names; none for a bare `--version`; every one for the help, for a command no
- * module registers (commander then says so and suggests one) and for a line naming none.
+ * How a command line (arguments after node and the script) reads: the command it names, if any,
+ * and whether the program's help or version is asked before it.
  */
-export function modulesFor(args: readonly string[]): readonly CommandModule[] {
-  let versionAsked = false;
+export function readCommandLine(args: readonly string[]): {
+  readonly command: string | undefined;
+  readonly help: boolean;
+  readonly version: boolean;
+} {
+  let help = false;
+  let version = false;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
     if (arg === "--") break;
@@ -104,15 +108,27 @@ export function modulesFor(args: readonly string[]): readonly CommandModule[] {
       continue;
     }
     if (arg.startsWith("-")) {
-      // The program's help, asked before any command: it lists every command.
-      if (HELP_FLAGS.has(arg)) return COMMAND_MODULES;
-      if (VERSION_FLAGS.has(arg)) versionAsked = true;
+      if (HELP_FLAGS.has(arg)) help = true;
+      if (VERSION_FLAGS.has(arg)) version = true;
       continue;
     }
-    const found = COMMAND_MODULES.find((m) => m.names.includes(arg));
-    return found ? [found] : COMMAND_MODULES;
+    return { command: arg, help, version };
   }
-  return versionAsked ? [] : COMMAND_MODULES;
+  return { command: undefined, help, version };
+}
+
+/**
+ * The modules a command line needs: the one registering the command it names; none for a bare
+ * `--version`; every one for the help asked before any command (it lists every command), for a
+ * command no module registers (commander then says so and suggests one) and for a line naming none.
+ */
+export function modulesFor(args: readonly string[]): readonly CommandModule[] {
+  const line = readCommandLine(args);
+  if (line.help) return COMMAND_MODULES;
+  const { command } = line;
+  if (command === undefined) return line.version ? [] : COMMAND_MODULES;
+  const found = COMMAND_MODULES.find((m) => m.names.includes(command));
+  return found ? [found] : COMMAND_MODULES;
 }
 
 /** Registers on the program the commands a command line needs, loading only their modules. */

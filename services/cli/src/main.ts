@@ -1,7 +1,7 @@
 import { randomInt } from "node:crypto";
 import { seedIdMaps } from "@chronolog/core";
 import { Command, CommanderError } from "commander";
-import { registerCommandsFor } from "./commands.js";
+import { readCommandLine, registerCommandsFor } from "./commands.js";
 import { type DataDirOptions, restrictUmask } from "./data-dir.js";
 import { EXIT_CODE_HELP, exitCodeOf, messageOf } from "./edge.js";
 import { cliVersion } from "./package-files.js";
@@ -40,6 +40,15 @@ program
 const globals = (): DataDirOptions => program.opts<DataDirOptions>();
 // Only the modules of the command the line names are loaded (see commands.ts).
 const args = process.argv.slice(2);
+
+// A reader of the output that goes away (`chronolog tasks | head`) has what it wanted: a command
+// ends there, quietly and successfully, as a tool killed by SIGPIPE would; a service (`up`,
+// `serve`, a remote `worker`) writes its lines into nothing and goes on.
+const SERVICES = new Set(["up", "serve", "worker"]);
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code !== "EPIPE") throw error;
+  if (!SERVICES.has(readCommandLine(args).command ?? "")) process.exit(0);
+});
 registerCommandsFor(program, globals, args)
   .then(() => program.parseAsync(process.argv))
 
