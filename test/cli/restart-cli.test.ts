@@ -117,6 +117,29 @@ describe("a restart loses no work", () => {
     expect(attempts(dir, task)).toHaveLength(1);
   }, 90_000);
 
+  it("a scheduler killed: why says that none runs, and that the attempt shown running stands so in the log only", async () => {
+    const { dir, task } = setUp("restart-killed", true);
+    const first = up(dir, "1");
+    await waitUntil("the attempt to run", () =>
+      attempts(dir, task)[0]?.status === "running" ? true : undefined,
+    );
+    const running = chronolog(dir, ["why", task]).stdout;
+    expect(running).toContain(": running\n");
+    expect(running).not.toContain("no scheduler is running");
+    first.p.kill("SIGKILL");
+    await first.exited;
+    const why = chronolog(dir, ["why", task]);
+    expect(why.stdout).toContain(": running\n");
+    expect(why.stdout).toContain(
+      "  no scheduler is running on this data directory: the attempt stands so in the log only; once chronolog up starts, one whose worker is gone runs again, or waits for an operator if its task may not run twice\n",
+    );
+    expect(JSON.parse(chronolog(dir, ["why", task, "--json"]).stdout).scheduler).toMatch(
+      /^no scheduler is running/,
+    );
+    // The past is read as it was: nothing said of schedulers then.
+    expect(chronolog(dir, ["why", task, "--at", "0"]).stdout).not.toContain("no scheduler");
+  }, 90_000);
+
   it("a second Ctrl-C stops at once instead of waiting out the grace", async () => {
     const { dir, task } = setUp("restart-now", true);
     const first = up(dir, "60");

@@ -14,22 +14,19 @@
  * it (pid, host, since, and the process's start time, which tells a recycled pid apart when it
  * is read); it is written once the lock is held, atomically, and is never what decides.
  */
-import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { renameSync, rmSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { StateError } from "@chronolog/scheduler";
 import Database from "better-sqlite3";
+import {
+  HOLDER_FILE,
+  holderAlive,
+  type LockHolder,
+  processStartTime,
+  readHolder,
+} from "./scheduler-holder.js";
 import { sleepSync } from "./sleep-sync.js";
-
-/** Who holds the lock, as its holder recorded it. */
-export interface LockHolder {
-  readonly pid: number;
-  readonly host: string;
-  /** ISO instant the holder took the lock. */
-  readonly since: string;
-  /** The holder's start time in clock ticks after boot (/proc/PID/stat), null where unknown. */
-  readonly startTime: string | null;
-}
 
 export interface SchedulerLock {
   readonly holder: LockHolder;
@@ -45,38 +42,6 @@ const held = new Set<Database.Database>();
 
 /** How long a starter waits on a lock being taken or let go at that very moment. */
 const CONTENTION_MS = 250;
-
-/** A process's start time from /proc/PID/stat (field 22), or null off Linux or if it is gone. */
-export function processStartTime(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // The command name (field 2) may hold spaces and parentheses: count from its closing one.
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null;
-  } catch {
-    return null;
-  }
-}
-
-/** Whether the recorded holder is (still) the live process it names, as far as this host can tell. */
-function holderAlive(h: LockHolder): boolean {
-  if (h.host !== hostname()) return true;
-  if (h.startTime !== null) return processStartTime(h.pid) === h.startTime;
-  try {
-    process.kill(h.pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-function readHolder(path: string): LockHolder | null {
-  try {
-    const h = JSON.parse(readFileSync(path, "utf8")) as LockHolder;
-    return typeof h.pid === "number" && typeof h.host === "string" && typeof h.since === "string" ? h : null;
-  } catch {
-    return null;
-  }
-}
 
 function sameHolder(a: LockHolder | null, b: LockHolder): boolean {
   return a !== null && a.pid === b.pid && a.host === b.host && a.startTime === b.startTime;
@@ -98,7 +63,7 @@ function recordedHolder(path: string): LockHolder | null {
  */
 export function acquireSchedulerLock(dataDir: string): SchedulerLock {
   const lockPath = join(dataDir, "scheduler.lock");
-  const holderPath = join(dataDir, "scheduler.lock.json");
+  const holderPath = join(dataDir, HOLDER_FILE);
   // The busy timeout covers two starters meeting half-way; a lock that stays held fails fast.
   const db = new Database(lockPath, { timeout: CONTENTION_MS });
   try {

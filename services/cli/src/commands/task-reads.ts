@@ -26,10 +26,11 @@ import {
   taskReports,
 } from "@chronolog/scheduler";
 import type { Command } from "commander";
-import type { DataDirOptions } from "../data-dir.js";
+import { type DataDirOptions, dataDirOf, logUrlOf, parseLogUrl } from "../data-dir.js";
 import { CliError, toJson } from "../edge.js";
 import { listing, short } from "../format.js";
 import { type AsOfFlags, addAsOfOptions, taskIdArg, withReadAnswer, withReadSession } from "../projection.js";
+import { schedulerHolder } from "../scheduler-holder.js";
 
 /** A task's deadline standing in lines: the current interval's, its estimate, the last met late. */
 function deadlineLines(d: ReturnType<typeof taskDeadline>, now: number): string[] {
@@ -204,10 +205,15 @@ export function registerTaskReadCommands(program: Command, globals: () => DataDi
         const task = projection.tasks.get(id);
         return { why, deadline: task ? taskDeadline(projection, task, now) : null, now };
       });
-      if (opts.json) console.log(toJson({ ...why, deadline }));
+      const unscheduled = SETTLED.has(why.condition)
+        ? undefined
+        : unscheduledReason(globals(), opts, why.condition);
+      if (opts.json)
+        console.log(toJson({ ...why, deadline, ...(unscheduled ? { scheduler: unscheduled } : {}) }));
       else {
         console.log(`${id}: ${why.condition}`);
         for (const r of why.reasons) console.log(`  ${r}`);
+        if (unscheduled) console.log(`  ${unscheduled}`);
         for (const line of deadlineLines(deadline, now)) console.log(`  deadline: ${line}`);
         if (why.nextSteps.length > 0) {
           console.log("next steps:");
@@ -216,4 +222,22 @@ export function registerTaskReadCommands(program: Command, globals: () => DataDi
       }
       if (why.condition === "unknown") process.exitCode = 4;
     });
+}
+
+/** Where a task stands for good: no scheduler is needed to say so. */
+const SETTLED = new Set(["unknown", "retired", "ended"]);
+
+/**
+ * Said by `why` on an embedded log that no scheduler runs (no `chronolog up` holds its data
+ * directory, or the one that did was killed): nothing is started, run or settled until one does,
+ * and an attempt shown running stands so only in the log. Nothing for a read of the past or of an
+ * export, or of a shared log, whose schedulers run elsewhere.
+ */
+function unscheduledReason(options: DataDirOptions, asOf: AsOfFlags, condition: string): string | undefined {
+  if (asOf.at !== undefined || asOf.asOf !== undefined || options.file !== undefined) return undefined;
+  if (parseLogUrl(logUrlOf(options)) !== null || schedulerHolder(dataDirOf(options)) !== null)
+    return undefined;
+  return condition === "running" || condition === "queued"
+    ? "no scheduler is running on this data directory: the attempt stands so in the log only; once chronolog up starts, one whose worker is gone runs again, or waits for an operator if its task may not run twice"
+    : "no scheduler is running on this data directory: nothing is started until chronolog up starts";
 }
