@@ -3,7 +3,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { CLI, chronolog, cliEnv, Leftovers, tempDataDir } from "../support/cli.js";
+import { CLI, chronolog, chronologSpawn, cliEnv, Leftovers, tempDataDir } from "../support/cli.js";
+import { waitUntil } from "../support/wait.js";
 
 /** The CLI accepts what it prints, says where a read stopped, and exits with one table of codes. */
 const left = new Leftovers();
@@ -272,4 +273,43 @@ describe("output whose reader goes away (chronolog tasks | head)", () => {
     }
     expect(chronolog(dir, ["tasks", "--json"]).stdout).toContain('"p/a/t1999/ALL"');
   });
+});
+
+describe("a terminal's control characters in what the CLI prints", () => {
+  it("are shown escaped: in a refused name, and in a failed task's stderr that why quotes", async () => {
+    const dir = tempDataDir("controls");
+    left.dirs.push(dir);
+    const bad = join(dir, "bad.yaml");
+    writeFileSync(
+      bad,
+      'tasks:\n  - { project: p, account: a, name: "x\\e[31mred\\u0007", cron: "0 2 * * *", startDate: "2026-11-01T00:00:00Z", operator: { type: noop } }\n',
+    );
+    const refused = chronolog(dir, ["declare", bad]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("p/a/x\\u001b[31mred\\u0007/ALL");
+    expect(refused.stderr.includes("\u001b") || refused.stderr.includes("\u0007")).toBe(false);
+
+    // A task's own stderr, quoted by why: the title, the screen's clearing and the bell escaped.
+    const hour = 3_600_000;
+    const start = new Date(Math.floor(Date.now() / hour) * hour - hour).toISOString();
+    const end = new Date(Date.parse(start) + hour / 2).toISOString();
+    const file = join(dir, "t.yaml");
+    writeFileSync(
+      file,
+      `tasks:\n  - { project: p, account: a, name: loud, cron: "0 * * * *", startDate: "${start}", endDate: "${end}", retry: { maxAttempts: 1 }, operator: { type: shell, command: "printf '\\\\033]0;pwned\\\\007\\\\033[2Jboom\\\\n' >&2; exit 3" } }\n`,
+    );
+    expect(chronolog(dir, ["declare", file]).code).toBe(0);
+    const up = chronologSpawn(dir, ["up", "--workers", "1"]);
+    left.processes.push(up);
+    const why = await waitUntil("the task to fail", () => {
+      const r = chronolog(dir, ["why", "p/a/loud"]);
+      return r.stdout.includes(": failed") ? r.stdout : undefined;
+    });
+    expect(why).toContain("\\u001b]0;pwned\\u0007\\u001b[2Jboom");
+    expect(why.includes("\u001b") || why.includes("\u0007")).toBe(false);
+    // JSON carries the text as it was, escaped as JSON escapes it.
+    expect(
+      JSON.stringify(JSON.parse(chronolog(dir, ["why", "p/a/loud", "--json"]).stdout).reasons),
+    ).toContain("\\u001b]0;pwned\\u0007\\u001b[2Jboom");
+  }, 60_000);
 });

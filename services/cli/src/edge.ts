@@ -1,3 +1,4 @@
+import { format } from "node:util";
 import { ChronologError, type ChronologErrorType, jsonWithBigints } from "@chronolog/core";
 
 /** An error meant for the person at the terminal: printed as is, with an exit code. */
@@ -68,3 +69,31 @@ export function messageOf(error: unknown): string {
 
 /** JSON with bigints as strings. */
 export const toJson = jsonWithBigints;
+
+/**
+ * A terminal's control characters: C0 but tab and newline, DEL and C1. In what the CLI prints
+ * of names, messages and the output of others' tasks (a failed attempt's last line of stderr),
+ * they would move the cursor, recolour or retitle the operator's terminal.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters shown escaped
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+const CONTROLS = new RegExp(CONTROL.source, "g");
+
+/** `text` with each control character shown as its escape (`\u001b`). */
+export function printable(text: string): string {
+  return CONTROL.test(text)
+    ? text.replace(CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+    : text;
+}
+
+/**
+ * Makes console.log, .error, .warn and .info print what `printable` makes of their text: every
+ * command's lines go through them. What `logs` prints, a task's output as it wrote it, goes
+ * straight to the standard output, whole.
+ */
+export function printableConsole(): void {
+  for (const name of ["log", "error", "warn", "info"] as const) {
+    const write = console[name].bind(console);
+    console[name] = (...args: unknown[]) => write(printable(format(...args)));
+  }
+}

@@ -3,13 +3,16 @@ import { seedIdMaps } from "@chronolog/core";
 import { Command, CommanderError } from "commander";
 import { readCommandLine, registerCommandsFor } from "./commands.js";
 import { type DataDirOptions, restrictUmask } from "./data-dir.js";
-import { EXIT_CODE_HELP, exitCodeOf, messageOf } from "./edge.js";
+import { EXIT_CODE_HELP, exitCodeOf, messageOf, printable, printableConsole } from "./edge.js";
 import { cliVersion } from "./package-files.js";
 
 // The projection's maps are keyed by ids that producers choose: a seed of this process's own,
 // set before any map is made, keeps a set of ids chosen in advance from colliding in them (and
 // slowing every look-up).
 seedIdMaps(randomInt(0x7fff_ffff));
+
+// Names, messages and others' output are printed without a terminal's control characters.
+printableConsole();
 
 // What this process creates (the log, checkpoints, output files) is its own user's alone.
 restrictUmask();
@@ -32,7 +35,7 @@ program
   )
   .option("--file <export>", "read the log from an export (log export), read-only, instead of the live log")
   .showHelpAfterError()
-  .configureOutput({ outputError: (text, write) => write(text) })
+  .configureOutput({ outputError: (text, write) => write(printable(text)) })
   // A usage error (an unknown flag, a missing argument) is invalid input: exit 2, as the table
   // says, not the parser's own 1 (its message and the command's help are already printed).
   .exitOverride();
@@ -57,6 +60,6 @@ registerCommandsFor(program, globals, args)
       process.exitCode = error.exitCode === 0 ? 0 : 2;
       return;
     }
-    process.stderr.write(`chronolog: ${messageOf(error)}\n`);
+    process.stderr.write(`chronolog: ${printable(messageOf(error))}\n`);
     process.exitCode = exitCodeOf(error);
   });
