@@ -186,7 +186,7 @@ export async function findings(dir: string, tasks: readonly SoakTask[] = TASKS):
   }
   const rows = JSON.parse(chronolog(dir, ["tasks", "--json"]).stdout) as TaskRow[];
   const lostWorker = (r: TaskRow) =>
-    (r.condition === "failed" && r.reasons.some((x) => x.includes("ended failed: lost: worker"))) ||
+    (r.condition === "failed" && r.reasons.some((x) => /ended failed: (lost|interrupted): worker/.test(x))) ||
     waitsForOperator(r);
   // An idempotent task runs again after a lost worker, within bounds: one whose workers were
   // killed that often halts, saying so; any other reason to stop short is a fault.

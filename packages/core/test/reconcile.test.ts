@@ -508,9 +508,9 @@ describe("lost worker: what to do once the workers answered", () => {
   });
   const running = instance("t", intended(), started("t", 1, "sched-old-3"));
 
-  it("an attempt no worker knows is reported lost, naming its worker", () => {
+  it("an attempt no worker knows is reported interrupted (its worker gone with its process), naming its worker", () => {
     spec.given(running).when(false).then({
-      kind: "report_lost",
+      kind: "report_interrupted",
       reason: "worker sched-old-3 belonged to an earlier scheduler process and is gone",
     });
   });

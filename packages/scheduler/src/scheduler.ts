@@ -348,8 +348,11 @@ export class Scheduler implements ReconciledScheduler {
     this.markDirty(id);
   }
 
-  /** Records an attempt as lost, exactly as a worker supervisor's report would. */
-  reportLost(inst: InstanceState, reason: string): void {
+  /**
+   * Records an attempt interrupted by the end of the scheduler process whose worker ran it, as
+   * a worker's report of a shutdown would: not the task's failure, so apart from its budget.
+   */
+  reportInterrupted(inst: InstanceState, reason: string): void {
     const a = inst.attempts.at(-1);
     if (!a) return;
     this.commits.submit({
@@ -361,7 +364,7 @@ export class Scheduler implements ReconciledScheduler {
       at: new Date(this.now()).toISOString(),
       durationMs: 0,
       exitCode: null,
-      error: { kind: "lost", message: reason },
+      error: { kind: "interrupted", message: reason },
       stdoutTail: "",
       stderrTail: "",
     });

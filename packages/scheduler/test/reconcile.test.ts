@@ -212,7 +212,7 @@ describe("reconcile: a running attempt whose lease expired", () => {
     expect(h.effects("once")).toBe(1);
   });
 
-  it("a worker of an earlier scheduler process is gone: its attempt is lost, retried only if idempotent", async () => {
+  it("a worker of an earlier scheduler process is gone: its attempt is interrupted, run again only if idempotent", async () => {
     h = await harness([
       { name: "idem2", idempotent: true },
       { name: "nonidem2", idempotent: false },
@@ -241,7 +241,7 @@ describe("reconcile: a running attempt whose lease expired", () => {
     expect(h.effects("idem2")).toBe(1);
     expect(h.effects("nonidem2")).toBe(0);
     const failure = h.projection.tasks.get("p/a/nonidem2/ALL")?.failure;
-    expect(failure?.reason).toMatch(/lost: worker wOLD-1 belonged to an earlier scheduler process/);
+    expect(failure?.reason).toMatch(/interrupted: worker wOLD-1 belonged to an earlier scheduler process/);
   });
 });
 
@@ -251,7 +251,7 @@ describe("reconcile: settling at start-up what an earlier process left in flight
     data: { attempt: 1, token, workerId, leaseExpiresAt: new Date(Date.now() + 60_000).toISOString() },
   });
 
-  it("reports its running attempts lost and abandons its intents, with no pass", async () => {
+  it("reports its running attempts interrupted and abandons its intents, with no pass", async () => {
     h = await harness([
       { name: "idem3", idempotent: true },
       { name: "once3", idempotent: false },

@@ -409,13 +409,18 @@ export function describeHold(
   }
 }
 
-/** Why an interval a shutdown interrupted is not run again (only one that is not idempotent ends so). */
+/**
+ * Why an interval a shutdown, or the end of its scheduler process, interrupted is not run again
+ * (only one that is not idempotent ends so).
+ */
 function interruptedLines(reason: string): string[] {
-  return reason.startsWith("interrupted: ")
-    ? [
-        "a shutdown interrupted it after it started; the task is not idempotent, so it is not run again on its own (its side effect may have happened): retry it, or mark it, once you know",
-      ]
-    : [];
+  if (!reason.startsWith("interrupted: ")) return [];
+  const what = reason.includes("belonged to an earlier scheduler process")
+    ? "its scheduler process ended (killed or crashed) while it ran"
+    : "a shutdown interrupted it after it started";
+  return [
+    `${what}; the task is not idempotent, so it is not run again on its own (its side effect may have happened): retry it, or mark it, once you know`,
+  ];
 }
 
 /** The attempt that ended an interval: how it ended (unless `said`), and the last line of its stderr. */

@@ -38,18 +38,21 @@ export function checkLostWorker(inst: InstanceState, facts: WorkerFacts): LostWo
 
 /**
  * What to do with an attempt on a lost worker once the workers were asked: a worker that still
- * knows the attempt will report it, so it is left alone; otherwise it is reported lost, the
- * same path as a supervisor's report of a dead worker.
+ * knows the attempt will report it, so it is left alone; otherwise it is reported interrupted.
+ * Its worker went with the scheduler process that forked it (killed, crashed, or gone from the
+ * group), as a shutdown's workers do, not through the task: as after a shutdown, an idempotent
+ * task runs again apart from its retry budget, and a started one that is not idempotent is left
+ * for the operator.
  */
 export type LostWorkerDecision =
-  | { readonly kind: "report_lost"; readonly reason: string }
+  | { readonly kind: "report_interrupted"; readonly reason: string }
   | { readonly kind: "leave" };
 
 export function decideLostWorker(inst: InstanceState, knownToAWorker: boolean): LostWorkerDecision {
   const a = currentAttempt(inst);
   if (!a || knownToAWorker) return { kind: "leave" };
   return {
-    kind: "report_lost",
+    kind: "report_interrupted",
     reason: `worker ${a.workerId} belonged to an earlier scheduler process and is gone`,
   };
 }

@@ -66,8 +66,8 @@ export interface ReconciledScheduler {
   wake(taskId: string): void;
   /** Decide the run again: it is left running with every task terminal. */
   wakeRun(runId: string): void;
-  /** Record an attempt as lost (the same path as a supervisor's report of a dead worker). */
-  reportLost(inst: InstanceState, reason: string): void;
+  /** Record an attempt as interrupted by the end of its scheduler process (the path of a worker's report). */
+  reportInterrupted(inst: InstanceState, reason: string): void;
   /**
    * Whether a report for the instance's attempt waits to be written: a worker that finished
    * it no longer knows the attempt, but it was confirmed all the same.
@@ -190,15 +190,15 @@ export class Reconciler {
 
   /**
    * Settles, at start-up, the attempts an earlier process left in flight, without waiting for a
-   * pass: one running (or lease-expired) on a worker `isWorkerGone` names is reported lost, as
-   * its supervisor would have; an intent that was never confirmed is abandoned, to be tried
+   * pass: one running (or lease-expired) on a worker `isWorkerGone` names is reported
+   * interrupted, its worker gone with that process (see decideLostWorker); an intent that was never confirmed is abandoned, to be tried
    * again. Call it only where nothing of the earlier process can still run or dispatch (one
    * scheduler per embedded log, under the data directory's lock: its workers died with it), and
    * before this process has handed any attempt to a worker, so that every queued intent in the
    * projection is that process's. The workers are not asked: none of this process's has an
    * attempt yet. Intents of tasks on a queue are left to the passes: a remote worker outlives
    * the process that gave it an attempt, and reconnects here to say it holds it.
-   * Returns the tokens of the attempts reported lost (they never run again: a retry is a new
+   * Returns the tokens of the attempts reported so (`lost`: they never run again: a retry is a new
    * attempt with a new token) and how many intents were abandoned.
    */
   async settleAtStart(): Promise<{ readonly lost: readonly string[]; readonly abandoned: number }> {
@@ -224,7 +224,7 @@ export class Reconciler {
     }
     for (const inst of lost) {
       const decision = decideLostWorker(inst, false);
-      if (decision.kind === "report_lost") this.o.scheduler?.reportLost(inst, decision.reason);
+      if (decision.kind === "report_interrupted") this.o.scheduler?.reportInterrupted(inst, decision.reason);
     }
     const writes = unconfirmed.map((inst) =>
       this.write(inst, decideUnconfirmedIntent(inst, false, this.o.actor), "intent of an earlier process"),
@@ -372,8 +372,8 @@ export class Reconciler {
     for (const inst of lost) {
       const decision = decideLostWorker(inst, known.has(currentAttempt(inst)?.token as string));
       switch (decision.kind) {
-        case "report_lost":
-          this.o.scheduler?.reportLost(inst, decision.reason);
+        case "report_interrupted":
+          this.o.scheduler?.reportInterrupted(inst, decision.reason);
           break;
         case "leave":
           break;
