@@ -186,7 +186,7 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
   }
   // Dates that leave the schedule no interval it can run.
   const first = firstInterval(spec.data);
-  if (first.endsAfter9999 && startDate)
+  if (first.endsAfter9999 && startDate) {
     issues.error(
       "date",
       startDate.at,
@@ -195,14 +195,15 @@ export function resolveTask(d: TaskDraft, names: Names, issues: IssueCollector):
         : `startDate ${start}: its first slot is after the year 9999, past the last date the log can hold`,
       label,
     );
-  else if (end && first.start && Date.parse(first.start) > Date.parse(end))
+    return { draft: d, spec: undefined, parents };
+  }
+  if (end && end > start && first.start && Date.parse(first.start) > Date.parse(end))
     issues.warning(
       "date",
       endDate?.at ?? at("endDate"),
       `endDate ${end} is before the schedule's first interval, ${first.start} (its first slot at or after startDate): the task never runs`,
       label,
     );
-  if (issues.errorCount > errorsBefore) return { draft: d, spec: undefined, parents };
   // The event that declares the task takes the spec as is, not parsed again (see validateEventData).
   noteParsedSpec(spec.data);
   return { draft: d, spec: spec.data, parents };
