@@ -322,6 +322,31 @@ describe("decideDeclaration: a whole declaration, one decision", () => {
     expect(decideIntervalCompleted(forced as typeof task).data.nextLogicalDate).toBe(
       "2026-11-28T05:00:00.000Z",
     );
+    // A backfill's end returns the task where it stood, on the schedule it has now.
+    const resume = {
+      logicalDate: "2026-11-30T02:00:00.000Z",
+      prevIntervalStart: "2026-11-29T02:00:00.000Z",
+      nextRunDate: "2026-12-01T02:00:00.000Z",
+    };
+    const ending = (spec: Partial<TaskSpec>) =>
+      ({
+        ...task,
+        spec: { ...task.spec, startDate: "2026-11-01T00:00:00.000Z", ...spec },
+        backfill: { from: DAY, until: DAY, backfillId: "b2", resume },
+      }) as typeof task;
+    expect(decideIntervalCompleted(ending({})).data).toMatchObject({
+      nextLogicalDate: "2026-11-30T05:00:00.000Z",
+      nextRunDate: "2026-12-01T05:00:00.000Z",
+    });
+    expect(decideIntervalCompleted(ending({ startDate: "2026-12-03T00:00:00.000Z" })).data).toMatchObject({
+      nextLogicalDate: "2026-12-03T05:00:00.000Z",
+      nextRunDate: "2026-12-04T05:00:00.000Z",
+    });
+    // Its schedule unchanged: the resume point as it was.
+    expect(decideIntervalCompleted(ending({ cron: "0 2 * * *" })).data).toMatchObject({
+      nextLogicalDate: resume.logicalDate,
+      nextRunDate: resume.nextRunDate,
+    });
   });
 
   it("plain tasks are never retired by a declaration that does not name them", () => {

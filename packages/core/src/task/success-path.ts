@@ -41,9 +41,15 @@ export function decideIntervalCompleted(
   }
   const backfill = task.backfill;
   if (backfill && Date.parse(task.logicalDate) >= Date.parse(backfill.until) && backfill.resume) {
-    if (Date.parse(backfill.resume.logicalDate) > Date.parse(nextLogicalDate)) {
-      nextLogicalDate = backfill.resume.logicalDate;
-      nextRunDate = backfill.resume.nextRunDate;
+    const { resume } = backfill;
+    if (Date.parse(resume.logicalDate) > Date.parse(nextLogicalDate)) {
+      // Where it stood, on the schedule it has now: a schedule changed during the backfill
+      // moves it to the new one's first interval at or after there (and its start date).
+      const from = Math.max(Date.parse(resume.logicalDate), Date.parse(startDate));
+      const first = firstSlotAtOrAfter(cron, timezone, new Date(from));
+      const onSchedule = toInstant(first) === resume.logicalDate;
+      nextLogicalDate = onSchedule ? resume.logicalDate : toInstant(first);
+      nextRunDate = onSchedule ? resume.nextRunDate : toInstant(nextCronTime(cron, timezone, first));
     }
   }
   return {
