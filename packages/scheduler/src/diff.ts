@@ -1,5 +1,7 @@
 import {
+  type AlertState,
   declarationOf,
+  evolveAlert,
   foldInstance,
   type InstanceState,
   jsonWithBigints,
@@ -20,7 +22,7 @@ export interface FieldChange {
 
 /** Something whose state changed between two positions, and the events that changed it. */
 export interface StateChange {
-  readonly kind: "task" | "instance" | "run" | "connection" | "workflow" | "other";
+  readonly kind: "task" | "instance" | "run" | "connection" | "workflow" | "alert" | "other";
   /** The task id, `task@logicalDate` for an instance, the run id, or the stream. */
   readonly id: string;
   readonly stream: string;
@@ -57,6 +59,24 @@ function fields(
 
 const TASK_FIELDS = ["status", "logicalDate", "prevIntervalStart", "nextRunDate", "failure", "backfill"];
 const RUN_FIELDS = ["status", "try", "trigger", "outcomes", "finishedAt"];
+
+/** An alert as a diff shows it: its kind, and how its sinks' deliveries stand. */
+function alertSummary(events: readonly RecordedEvent[]): Record<string, unknown> | undefined {
+  let state: AlertState | undefined;
+  for (const e of events)
+    state = evolveAlert(state, e, {
+      revision: e.revision,
+      recordedAt: e.metadata.recordedAt,
+      streamId: e.streamId,
+    });
+  if (!state) return undefined;
+  return {
+    kind: state.raised.kind,
+    delivered: state.sinks.filter((s) => s.delivered).length,
+    pending: state.sinks.filter((s) => !s.delivered && s.retryAt !== null).length,
+    "given up": state.sinks.filter((s) => !s.delivered && s.retryAt === null && s.attempts > 0).length,
+  };
+}
 
 function instanceSummary(inst: InstanceState | undefined): Record<string, unknown> | undefined {
   if (!inst) return undefined;
@@ -135,6 +155,13 @@ export async function diffPositions(
       changed = fields({ spec: a.projection.connections.get(id) }, { spec: after.connections.get(id) }, [
         "spec",
       ]);
+    } else if (category === "alert") {
+      kind = "alert";
+      changed = fields(
+        alertSummary(await fromView.readStream(stream)),
+        alertSummary(await toView.readStream(stream)),
+        ["kind", "delivered", "pending", "given up"],
+      );
     } else if (category === "workflow") {
       kind = "workflow";
       changed = fields({ spec: a.projection.workflows.get(id) }, { spec: after.workflows.get(id) }, ["spec"]);
