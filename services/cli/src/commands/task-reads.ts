@@ -205,9 +205,9 @@ export function registerTaskReadCommands(program: Command, globals: () => DataDi
         const task = projection.tasks.get(id);
         return { why, deadline: task ? taskDeadline(projection, task, now) : null, now };
       });
-      const unscheduled = SETTLED.has(why.condition)
-        ? undefined
-        : unscheduledReason(globals(), opts, why.condition);
+      const unscheduled = MOVING.has(why.condition)
+        ? unscheduledReason(globals(), opts, why.condition)
+        : undefined;
       if (opts.json)
         console.log(toJson({ ...why, deadline, ...(unscheduled ? { scheduler: unscheduled } : {}) }));
       else {
@@ -224,8 +224,8 @@ export function registerTaskReadCommands(program: Command, globals: () => DataDi
     });
 }
 
-/** Where a task stands for good: no scheduler is needed to say so. */
-const SETTLED = new Set(["unknown", "retired", "ended"]);
+/** Where a task stands only while a scheduler moves it: an attempt out, or one due now. */
+const MOVING = new Set(["running", "queued", "ready", "retry_wait"]);
 
 /**
  * Said by `why` on an embedded log that no scheduler runs (no `chronolog up` holds its data
@@ -239,5 +239,5 @@ function unscheduledReason(options: DataDirOptions, asOf: AsOfFlags, condition: 
     return undefined;
   return condition === "running" || condition === "queued"
     ? "no scheduler is running on this data directory: the attempt stands so in the log only; once chronolog up starts, one whose worker is gone runs again, or waits for an operator if its task may not run twice"
-    : "no scheduler is running on this data directory: nothing is started until chronolog up starts";
+    : "no scheduler is running on this data directory: nothing starts until chronolog up does";
 }
