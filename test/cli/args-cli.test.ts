@@ -32,6 +32,15 @@ function declared(): string {
   return dir;
 }
 
+/** A data directory of its own, and `chronolog declare` of `text` (as t.yaml) in it. */
+function declareIn(label: string, text: string): { dir: string; r: ReturnType<typeof chronolog> } {
+  const dir = tempDataDir(label);
+  left.dirs.push(dir);
+  const file = join(dir, "t.yaml");
+  writeFileSync(file, text);
+  return { dir, r: chronolog(dir, ["declare", file]) };
+}
+
 describe("the CLI's arguments and exit codes", () => {
   it("--version prints the version; --help lists the exit codes", () => {
     const dir = tempDataDir("args-v");
@@ -141,27 +150,19 @@ describe("the CLI's arguments and exit codes", () => {
 
 describe("declaration errors a person can act on", () => {
   it("an unknown field suggests the known one it resembles", () => {
-    const dir = tempDataDir("args-field");
-    left.dirs.push(dir);
-    const file = join(dir, "t.yaml");
-    writeFileSync(
-      file,
+    const { r } = declareIn(
+      "args-field",
       `tasks:\n  - { project: p, account: a, name: t, cron: "0 0 * * *", startDate: "2026-11-01T00:00:00Z", operator: { type: shell, command: "true", timeoutMS: 5 } }\n`,
     );
-    const r = chronolog(dir, ["declare", file]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('unknown field "timeoutMS" (did you mean "timeoutMs"?)');
   });
 
   it("an unquoted cron says to quote it", () => {
-    const dir = tempDataDir("args-cron");
-    left.dirs.push(dir);
-    const file = join(dir, "t.yaml");
-    writeFileSync(
-      file,
+    const { r } = declareIn(
+      "args-cron",
       "tasks:\n  - project: p\n    account: a\n    name: t\n    cron: * * * * *\n    startDate: 2026-11-01T00:00:00Z\n    operator: { type: noop }\n",
     );
-    const r = chronolog(dir, ["declare", file]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('a value starting with * must be quoted, e.g. cron: "* * * * *"');
     expect(r.stderr).toContain("line 5");
@@ -277,14 +278,10 @@ describe("output whose reader goes away (chronolog tasks | head)", () => {
 
 describe("a terminal's control characters in what the CLI prints", () => {
   it("are shown escaped: in a refused name, and in a failed task's stderr that why quotes", async () => {
-    const dir = tempDataDir("controls");
-    left.dirs.push(dir);
-    const bad = join(dir, "bad.yaml");
-    writeFileSync(
-      bad,
+    const { dir, r: refused } = declareIn(
+      "controls",
       'tasks:\n  - { project: p, account: a, name: "x\\e[31mred\\u0007", cron: "0 2 * * *", startDate: "2026-11-01T00:00:00Z", operator: { type: noop } }\n',
     );
-    const refused = chronolog(dir, ["declare", bad]);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain("p/a/x\\u001b[31mred\\u0007/ALL");
     expect(refused.stderr.includes("\u001b") || refused.stderr.includes("\u0007")).toBe(false);
