@@ -265,30 +265,6 @@ describe("parseDeclarationText", () => {
     });
   });
 
-  it("reads a block scalar's lines as text, however deep they are indented; what follows it is nesting again", () => {
-    const deepText = Array.from({ length: 100 }, (_, i) => `${" ".repeat(8 + 2 * i)}echo ${i}`).join("\n");
-    for (const header of ["|", ">-", "|2+", "| # a comment"]) {
-      const text = `tasks:\n  - name: t\n    operator:\n      command: ${header}\n        echo start\n${deepText}\n\n      type: shell\n`;
-      const doc = parseDeclarationText(text, { filename: "b.yaml" }).document as {
-        tasks: Array<{ operator: { command: string; type: string } }>;
-      };
-      expect(doc.tasks[0]?.operator.type, header).toBe("shell");
-      expect(doc.tasks[0]?.operator.command, header).toContain("echo 99");
-    }
-    // A dash's block scalar too.
-    expect(parseDeclarationText(`a:\n  - |\n${deepText}\n`, { filename: "d.yaml" }).document).toBeTruthy();
-    // Nesting hidden beside a block scalar, or after it, is still counted.
-    const deepList = (indent: number) => `${" ".repeat(indent)}${"- ".repeat(100)}x`;
-    for (const text of [
-      `tasks:\n  - command: |\n      echo\n    nested:\n${deepList(6)}\n`,
-      `a: |\n  text\nb:\n${deepList(2)}\n`,
-      `a: |\n  text\nb: ${"[".repeat(100)}${"]".repeat(100)}\n`,
-    ])
-      expect(() => parseDeclarationText(text, { filename: "n.yaml" }), text).toThrow(
-        /nesting is deeper than 64/,
-      );
-  });
-
   it("refuses an empty file: it declares nothing (a file cut short, or the wrong one)", () => {
     const errors = errorsOf(validate([parseDeclarationText("", { filename: "empty.yaml" })]));
     expect(errors).toMatchObject([{ file: "empty.yaml", message: "the file is empty: it declares nothing" }]);

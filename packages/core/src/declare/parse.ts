@@ -177,21 +177,15 @@ function jsonTooDeep(text: string): number {
   return -1;
 }
 
-/** A block scalar's header, the rest of its line: `|` or `>`, its indicators, a comment. */
-const BLOCK_HEADER = /^[|>](?:[1-9][+-]?|[+-][1-9]?)?[ \t]*(?:#.*)?\r?$/;
-
 /**
  * The offset where a YAML text nests past MAX_NESTING, or -1: a line's depth is the block
  * levels it is indented under, plus the `- ` and `key: ` it opens on the line, plus the flow
- * collections (`[`, `{`) open there. A block scalar's lines (after `key: |` or `- >`, those
- * indented past the key or dash) are text, not nesting. It may count more than the parser
- * would, never less.
+ * collections (`[`, `{`) open there. It may count more than the parser would (a block
+ * scalar's indented lines), never less.
  */
 function yamlTooDeep(text: string): number {
   const indents: number[] = [];
   let flow = 0;
-  // The column of the key or dash whose block scalar is being read, or -1.
-  let block = -1;
   // Line by line, without splitting the whole text at once (a catalogue has millions of lines).
   for (let next = 0; next <= text.length; ) {
     const lineStart = next;
@@ -201,10 +195,6 @@ function yamlTooDeep(text: string): number {
     next = lineEnd + 1;
     let i = 0;
     while (line[i] === " ") i++;
-    if (block >= 0) {
-      if (i === line.length || line[i] === "\r" || i > block) continue;
-      block = -1;
-    }
     if (flow === 0) {
       if (i === line.length || line[i] === "#" || line[i] === "\r") continue;
       while (indents.length > 0 && (indents.at(-1) as number) >= i) indents.pop();
@@ -212,17 +202,9 @@ function yamlTooDeep(text: string): number {
     }
     let depth = indents.length;
     let valueStart = true;
-    // Where the node a value belongs to starts: its key, or its dash.
-    let node = i;
-    let token = i;
     for (let j = i; j < line.length; j++) {
       const c = line[j];
       if (c === "#" && (j === 0 || line[j - 1] === " ")) break;
-      if (valueStart && c !== " " && c !== "\t") token = j;
-      if ((c === "|" || c === ">") && valueStart && flow === 0 && BLOCK_HEADER.test(line.slice(j))) {
-        block = node;
-        break;
-      }
       if ((c === "'" || c === '"') && (valueStart || flow > 0)) {
         // A quoted scalar: on past its closing quote ('' and \" escape one).
         let k = j + 1;
@@ -246,13 +228,11 @@ function yamlTooDeep(text: string): number {
         continue;
       }
       if (c === "-" && valueStart && flow === 0 && (line[j + 1] === " " || j + 1 === line.length)) {
-        node = j;
         depth++;
         if (depth + flow > MAX_NESTING) return lineStart + j;
         continue;
       }
       if (c === ":" && (line[j + 1] === " " || j + 1 === line.length) && flow === 0) {
-        node = token;
         depth++;
         if (depth > MAX_NESTING) return lineStart + j;
         valueStart = true;
