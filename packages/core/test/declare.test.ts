@@ -265,6 +265,31 @@ describe("parseDeclarationText", () => {
     });
   });
 
+  it("counts nesting after a quote that starts no scalar, a tag, an anchor or a complex key", () => {
+    const deep = `${"[".repeat(300)}${"]".repeat(300)}`;
+    const cases = [
+      `a: [x', ${deep}]\n`,
+      `a: [x", ${deep}]\n`,
+      `a: {k: x', b: ${deep}}\n`,
+      `a: [!!str 'x, [', ${deep}, 'y']\n`,
+      `a: [&k 'x', ${deep}]\n`,
+      `? 'k'\n: ${deep}\n`,
+      // A quoted scalar over two lines: what follows its end is nesting, found once parsed.
+      `a: ['x\n   ' , ${deep} ]\n`,
+      `a: ['x\n   ' , ${"[".repeat(20_000)}${"]".repeat(20_000)} ]\n`,
+    ];
+    for (const text of cases)
+      expect(() => parseDeclarationText(text, { filename: "n.yaml" }), text.slice(0, 30)).toThrow(
+        `nesting is deeper than ${MAX_NESTING} levels, the most a declaration may have`,
+      );
+    // Brackets in quoted scalars after tags and anchors, and quotes inside words, are text.
+    expect(
+      parseDeclarationText(`a: [!!str '[[[[', &x "{{{{", 'it''s [', don't]\nb: {k: 'x[[', j: "y{{"}\n`, {
+        filename: "ok.yaml",
+      }).document,
+    ).toEqual({ a: ["[[[[", "{{{{", "it's [", "don't"], b: { k: "x[[", j: "y{{" } });
+  });
+
   it("refuses an empty file: it declares nothing (a file cut short, or the wrong one)", () => {
     const errors = errorsOf(validate([parseDeclarationText("", { filename: "empty.yaml" })]));
     expect(errors).toMatchObject([{ file: "empty.yaml", message: "the file is empty: it declares nothing" }]);

@@ -52,18 +52,17 @@ export function parseDeclarationText(
   const source = text.startsWith("\uFEFF") ? text.slice(1) : text;
   // Before either parser sees it: a document nested thousands deep costs them seconds.
   const deep = format === "json" ? jsonTooDeep(source) : yamlTooDeep(source);
-  if (deep >= 0)
+  if (deep >= 0) fail(source, filename, format, deep, TOO_DEEP);
+  const document = format === "json" ? parseJson(source, filename) : parseYaml(source, filename);
+  const odd = oddValue(document);
+  if (odd)
     fail(
       source,
       filename,
       format,
-      deep,
-      `nesting is deeper than ${MAX_NESTING} levels, the most a declaration may have`,
+      offsetOf(source, odd.path),
+      odd.problem === TOO_DEEP ? TOO_DEEP : `${pathText(odd.path)}: ${odd.problem}`,
     );
-  const document = format === "json" ? parseJson(source, filename) : parseYaml(source, filename);
-  const odd = oddValue(document);
-  if (odd)
-    fail(source, filename, format, offsetOf(source, odd.path), `${pathText(odd.path)}: ${odd.problem}`);
   return { filename, format, document };
 }
 
@@ -75,7 +74,7 @@ export function parseDeclarationText(
  * `{}`), and the next declaration of the same file would record it as changed. A `-0` is made
  * `0` on the way.
  */
-function oddValue(value: unknown): { path: Array<string | number>; problem: string } | null {
+function oddValue(value: unknown, depth = 0): { path: Array<string | number>; problem: string } | null {
   if (typeof value === "number") {
     return Number.isFinite(value)
       ? null
@@ -85,11 +84,13 @@ function oddValue(value: unknown): { path: Array<string | number>; problem: stri
         };
   }
   if (typeof value !== "object" || value === null) return null;
+  // Nesting the check before parsing did not see (it reads lines, not the whole grammar).
+  if (depth >= MAX_NESTING) return { path: [], problem: TOO_DEEP };
   // (The path is made on the way back from a value found, not on the way down to each.)
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       if (Object.is(value[i], -0)) value[i] = 0;
-      const odd = oddValue(value[i]);
+      const odd = oddValue(value[i], depth + 1);
       if (odd) {
         odd.path.unshift(i);
         return odd;
@@ -117,7 +118,7 @@ function oddValue(value: unknown): { path: Array<string | number>; problem: stri
   const record = value as Record<string, unknown>;
   for (const key in record) {
     if (Object.is(record[key], -0)) record[key] = 0;
-    const odd = oddValue(record[key]);
+    const odd = oddValue(record[key], depth + 1);
     if (odd) {
       odd.path.unshift(key);
       return odd;
@@ -145,6 +146,8 @@ function fail(
   offset: number,
   problem: string,
 ): never {
+  // A parser that ran out of stack met nesting the check before parsing did not see.
+  if (problem.includes("Maximum call stack size exceeded")) problem = TOO_DEEP;
   const { line, column } = lineColumn(text, offset);
   const lineText = text.split(/\r?\n/)[line - 1] ?? "";
   // A window of the line around the column: a line may be the whole (minified) document.
@@ -162,6 +165,8 @@ const EXCERPT_SIDE = 80;
 /** How deep a declaration may nest (mappings, sequences, flow collections): refused past it. */
 export const MAX_NESTING = 64;
 
+const TOO_DEEP = `nesting is deeper than ${MAX_NESTING} levels, the most a declaration may have`;
+
 /** The offset where a JSON text nests past MAX_NESTING (brackets outside strings), or -1. */
 function jsonTooDeep(text: string): number {
   let depth = 0;
@@ -176,6 +181,11 @@ function jsonTooDeep(text: string): number {
   }
   return -1;
 }
+
+/** What ends a tag or an anchor: a space, or a flow collection's punctuation. */
+const NODE_END = new Set([" ", "\t", ",", "[", "]", "{", "}"]);
+/** What may follow the `:` of a flow mapping's key. */
+const FLOW_VALUE = new Set([" ", "\t", ",", "[", "]", "{", "}"]);
 
 /**
  * The offset where a YAML text nests past MAX_NESTING, or -1: a line's depth is the block
@@ -205,7 +215,20 @@ function yamlTooDeep(text: string): number {
     for (let j = i; j < line.length; j++) {
       const c = line[j];
       if (c === "#" && (j === 0 || line[j - 1] === " ")) break;
-      if ((c === "'" || c === '"') && (valueStart || flow > 0)) {
+      // A tag or an anchor before a node (`!!str 'x'`, `&a [`): the node starts after it.
+      if ((c === "!" || c === "&") && valueStart) {
+        while (j + 1 < line.length && !NODE_END.has(line[j + 1] as string)) j++;
+        continue;
+      }
+      // A complex key (`? `) opens an entry, as `- ` does.
+      if (c === "?" && valueStart && (line[j + 1] === " " || j + 1 === line.length)) {
+        depth++;
+        if (depth + flow > MAX_NESTING) return lineStart + j;
+        continue;
+      }
+      // A quote starts a quoted scalar only where a node starts: in a plain scalar (`x'`) it is
+      // a character, and taking it for one would skip what follows it.
+      if ((c === "'" || c === '"') && valueStart) {
         // A quoted scalar: on past its closing quote ('' and \" escape one).
         let k = j + 1;
         while (k < line.length) {
@@ -221,6 +244,7 @@ function yamlTooDeep(text: string): number {
       if ((c === "[" || c === "{") && (valueStart || flow > 0)) {
         flow++;
         if (depth + flow > MAX_NESTING) return lineStart + j;
+        valueStart = true;
         continue;
       }
       if ((c === "]" || c === "}") && flow > 0) {
@@ -235,6 +259,11 @@ function yamlTooDeep(text: string): number {
       if (c === ":" && (line[j + 1] === " " || j + 1 === line.length) && flow === 0) {
         depth++;
         if (depth > MAX_NESTING) return lineStart + j;
+        valueStart = true;
+        continue;
+      }
+      // A flow mapping's value (`{a: 'x'}`, `[a: "y"]`) starts a node too.
+      if (c === ":" && flow > 0 && (j + 1 === line.length || FLOW_VALUE.has(line[j + 1] as string))) {
         valueStart = true;
         continue;
       }
