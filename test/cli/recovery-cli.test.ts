@@ -140,7 +140,9 @@ describe("recovery after a crash of chronolog up", () => {
     expect(effects(dir, "once")).toBe(1);
     const why = chronolog(dir, ["why", "p/a/once/ALL"]).stdout;
     expect(why).toContain(": failed");
-    expect(why).toContain("its scheduler process ended (killed or crashed) while it ran; the task is not idempotent");
+    expect(why).toContain(
+      "its scheduler process ended (killed or crashed) while it ran; the task is not idempotent",
+    );
   }, 90_000);
 
   it("tries again at start-up an intent the killed process never handed to a worker", async () => {
