@@ -153,6 +153,9 @@ describe("a halted workflow and its alerts", () => {
         http:
           url: "http://127.0.0.1:${port}/hook/{{ alert.kind }}"
           headers: { Authorization: "Bearer s3cret" }
+      # Declared (it starts with a tag), refused once rendered: needs_operator://... is no http URL.
+      - on: [needs_operator]
+        http: { url: "{{ alert.kind }}://127.0.0.1:${port}/other" }
     operator: { type: shell, command: "echo $CHRONOLOG_WORKER_PID > ${pidFile}; sleep 60" }
 `,
     );
@@ -177,6 +180,11 @@ describe("a halted workflow and its alerts", () => {
         const body = JSON.parse(got[2]?.body ?? "{}");
         expect(body).toMatchObject({ kind: "needs_operator", task: "p/a/slow/ALL" });
         expect(body.message).toContain("needs an operator");
+        expect(alert.sinks[1]?.delivered).toBe(false);
+        expect(alert.sinks[1]?.lastError).toBe(
+          `POST needs_operator://127.0.0.1:${port}/other refused: not an http or https URL`,
+        );
+        expect(got.every((g) => !g.body.includes("/other"))).toBe(true);
       } finally {
         signalProcess(pid, "SIGCONT");
       }

@@ -10,6 +10,7 @@ import {
   type TaskSpec,
   taskSpecSchema,
   ValidationError,
+  validateEventData,
 } from "../src/index.js";
 
 import {
@@ -305,12 +306,13 @@ describe("parseDeclarationText", () => {
       "/run",
       "reports.internal/{{ ds }}",
       "http://",
+      "http:{{ ds }}",
     ]) {
       const errors = errorsOf(validate([parseDeclarationText(task(url), { filename: "u.yaml" })]));
       expect(errors, url).toMatchObject([
         {
           path: "tasks[0].operator.url",
-          message: `p/a/t/ALL: url: ${JSON.stringify(url)} is not an http or https URL (https://host/path)`,
+          message: `p/a/t/ALL: ${JSON.stringify(url)} is not an http or https URL (https://host/path)`,
         },
       ]);
     }
@@ -321,6 +323,15 @@ describe("parseDeclarationText", () => {
       validate([parseDeclarationText(task("https://h/", sink("file:///tmp/x")), { filename: "u.yaml" })]),
     );
     expect(errors).toMatchObject([{ path: "tasks[0].alerts[0].http.url" }]);
+    // What an earlier version declared and stored is written still: an alert raised with such a sink.
+    expect(() =>
+      validateEventData("AlertRaised", {
+        alertId: "task_failed:p/a/t/ALL@2026-11-28T02:00:00.000Z",
+        kind: "task_failed",
+        reason: "exit code 1",
+        sinks: [{ http: { url: "hooks.internal/x" } }],
+      }),
+    ).not.toThrow();
   });
 
   it("refuses a startDate whose first interval ends past the year 9999; warns of an endDate before the first interval", () => {

@@ -218,6 +218,10 @@ async function send(
   }
   const http = sink.http as NonNullable<AlertSink["http"]>;
   const url = renderTemplateWith(http.url, variables, "alerts.http.url", { escaping: "url" });
+  // Its URL as rendered (a template's was judged only in part when declared).
+  const protocol = URL.canParse(url) ? new URL(url).protocol : undefined;
+  if (protocol !== "http:" && protocol !== "https:")
+    return { ok: false, error: `${http.method} ${url} refused: not an http or https URL` };
   const headers = Object.fromEntries(
     Object.entries(http.headers).map(([k, v]) => [
       k,

@@ -4,6 +4,7 @@ import {
   type AlertSink,
   alertSinkSchema,
   type ConnectionSpec,
+  httpUrlProblem,
   type OperatorSpec,
   operatorSchema,
   paramEnvName,
@@ -254,6 +255,11 @@ export function checkOperator(
     const parsed = compiled(operatorSchema).safeParse(fields);
     if (parsed.success) operator = parsed.data;
     else issues.schema(at, parsed.error.issues, label);
+    const problem = operator?.type === "http" ? httpUrlProblem(operator.url) : undefined;
+    if (problem) {
+      issues.error("operator", { file: at.file, path: `${at.path}.url` }, problem, label);
+      operator = undefined;
+    }
   }
   return { operator, inline };
 }
@@ -268,8 +274,11 @@ export function parseSinks(
   const out: AlertSink[] = [];
   (raw ?? []).forEach((sink, k) => {
     const parsed = compiled(alertSinkSchema).safeParse(sink);
-    if (parsed.success) out.push(parsed.data);
-    else issues.schema({ file: at.file, path: `${at.path}.alerts[${k}]` }, parsed.error.issues, task);
+    const where = `${at.path}.alerts[${k}]`;
+    const problem = parsed.success && parsed.data.http ? httpUrlProblem(parsed.data.http.url) : undefined;
+    if (problem) issues.error("schema", { file: at.file, path: `${where}.http.url` }, problem, task);
+    else if (parsed.success) out.push(parsed.data);
+    else issues.schema({ file: at.file, path: where }, parsed.error.issues, task);
   });
   return out;
 }
