@@ -17,6 +17,8 @@ export interface HandRoutes {
   readonly reports?: (body: string, res: ServerResponse) => void | Promise<void>;
   /** A chunk of an attempt's output (`PUT .../output?offset=N`). */
   readonly output?: (offset: number, body: Buffer, res: ServerResponse) => void | Promise<void>;
+  /** The worker's goodbye (`DELETE /api/v1/workers/ID`). */
+  readonly goodbye?: () => void;
   /** Run first when the test ends, before the server closes (to let go of answers held). */
   readonly release?: () => void;
 }
@@ -58,6 +60,9 @@ export async function handScheduler(
       } else if (req.method === "POST" && req.url?.endsWith("/reports")) {
         if (routes.reports) await routes.reports(body.toString("utf8"), res);
         else answer(res, { accepted: 1, refused: [] });
+      } else if (req.method === "DELETE" && req.url?.startsWith("/api/v1/workers/")) {
+        routes.goodbye?.();
+        answer(res, {});
       } else if (req.method === "PUT" && req.url?.includes("/output?offset=") && routes.output) {
         const offset = Number(new URL(req.url, "http://x").searchParams.get("offset"));
         await routes.output(offset, body, res);

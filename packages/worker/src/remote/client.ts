@@ -139,12 +139,22 @@ export class RemoteWorker implements LinkHub {
    * Stops taking work: running attempts get `graceMs` to finish (then are stopped), their
    * reports are delivered, and the worker says goodbye to each scheduler.
    */
-  async stop(graceMs: number): Promise<void> {
+  stop(graceMs: number): Promise<void> {
+    // Asked again (a second Ctrl-C): what runs is stopped now, and the first stop's reports
+    // and goodbyes are still what it waits for.
     if (this.stopping) {
       this.runtime?.killAll("worker stopped at once", true);
-      return;
+      return this.stopped ?? Promise.resolve();
     }
     this.stopping = true;
+    this.stopped = this.stopGracefully(graceMs);
+    return this.stopped;
+  }
+
+  /** The first stop, whole: see stop. */
+  private stopped: Promise<void> | undefined;
+
+  private async stopGracefully(graceMs: number): Promise<void> {
     if (this.runtime) await this.runtime.shutdown(graceMs);
     for (let i = 0; i < 20 && this.links.some((l) => l.pending.length > 0); i++) {
       await Promise.all(this.links.map((l) => l.deliver(false).catch(() => {})));
