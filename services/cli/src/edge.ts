@@ -52,7 +52,8 @@ Exit codes (every command):
   5  a hash does not match: the log's chain, an expected event or anchor, an export (log verify), or an output file (logs)
   6  a backfill stopped: an interval of it failed
   7  a backfill did not finish within its --timeout
-  8  refused for where its subject stands (pausing a paused task, rerunning a running run)`;
+  8  refused for where its subject stands (pausing a paused task, rerunning a running run)
+  141  the output's reader went away (chronolog tasks | head), as SIGPIPE ends a tool`;
 
 export function exitCodeOf(error: unknown): number {
   if (error instanceof CliError) return error.exitCode;

@@ -1,4 +1,5 @@
 import { randomInt } from "node:crypto";
+import { constants } from "node:os";
 import { seedIdMaps } from "@chronolog/core";
 import { Command, CommanderError } from "commander";
 import { readCommandLine, registerCommandsFor } from "./commands.js";
@@ -44,13 +45,14 @@ const globals = (): DataDirOptions => program.opts<DataDirOptions>();
 // Only the modules of the command the line names are loaded (see commands.ts).
 const args = process.argv.slice(2);
 
-// A reader of the output that goes away (`chronolog tasks | head`) has what it wanted: a command
-// ends there, quietly and successfully, as a tool killed by SIGPIPE would; a service (`up`,
-// `serve`, a remote `worker`) writes its lines into nothing and goes on.
-const SERVICES = new Set(["up", "serve", "worker"]);
+// A reader of the output that goes away (`chronolog tasks | head`): a command ends there,
+// quietly, with 141 (128 + SIGPIPE), as a tool the signal ends does (Node ignores the signal,
+// and its write fails instead); a service (`up`, `scheduler`, `serve`, a remote `worker`) writes
+// its lines into nothing and goes on.
+const SERVICES = new Set(["up", "scheduler", "serve", "worker"]);
 process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   if (error.code !== "EPIPE") throw error;
-  if (!SERVICES.has(readCommandLine(args).command ?? "")) process.exit(0);
+  if (!SERVICES.has(readCommandLine(args).command ?? "")) process.exit(128 + constants.signals.SIGPIPE);
 });
 registerCommandsFor(program, globals, args)
   .then(() => program.parseAsync(process.argv))
