@@ -356,6 +356,48 @@ describe("decideReport: an attempt interrupted by a shutdown", () => {
       .thenMatches((events) => expect(retryAtOf(events)).toBe(iso(NOW + 1000)));
   });
 
+  it("by the end of its scheduler process runs again, until three such ends in a row halt it", () => {
+    const ended = "worker w1 belonged to an earlier scheduler process and is gone";
+    const endedEvent = (attempt: number): DomainEvent => ({
+      type: "AttemptFailed",
+      data: {
+        attempt,
+        token: tokenOf("t", attempt),
+        error: { kind: "interrupted", message: ended },
+        exitCode: null,
+        retryAt: iso(NOW - 1000),
+      },
+    });
+    const after = (ends: number) =>
+      instance(
+        "t",
+        ...Array.from({ length: ends }, (_, i) => [
+          intended("t", { idempotent: true, attempt: i + 1 }),
+          started("t", i + 1),
+          endedEvent(i + 1),
+        ]).flat(),
+        intended("t", { idempotent: true, attempt: ends + 1 }),
+        started("t", ends + 1),
+      );
+    const report = (attempt: number): AttemptReportInput => ({
+      ...interrupted(attempt),
+      error: { kind: "interrupted", message: ended },
+    });
+    reports()
+      .given(after(2))
+      .when(report(3))
+      .thenMatches((events) => expect(retryAtOf(events)).toBe(iso(NOW)));
+    reports()
+      .given(after(3))
+      .when(report(4))
+      .thenMatches((events) => expect(retryAtOf(events)).toBeUndefined());
+    // Shutdowns are no cause for that: a fourth is run again all the same.
+    reports()
+      .given(after(3))
+      .when(interrupted(4))
+      .thenMatches((events) => expect(retryAtOf(events)).toBe(iso(NOW)));
+  });
+
   it("is counted apart from the retry budget", () => {
     const interruptedEvent: DomainEvent = {
       type: "AttemptFailed",

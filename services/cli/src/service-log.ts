@@ -1,4 +1,11 @@
-import { alertMessage, counted, formatTaskKey, lastLineOf, shortInstant } from "@chronolog/core";
+import {
+  alertMessage,
+  counted,
+  formatTaskKey,
+  lastLineOf,
+  PROCESS_ENDED,
+  shortInstant,
+} from "@chronolog/core";
 import type { RecordedEvent } from "@chronolog/log";
 import type { Logger } from "./logger.js";
 
@@ -53,17 +60,22 @@ export function progressLogger(logger: Logger) {
         return;
       case "AttemptFailed": {
         if (e.data.error.kind === "interrupted") {
-          // Stopped by a shutdown: not a failure of the task.
+          // Stopped by a shutdown, or gone with its scheduler process: not a failure of the task.
+          const ended = e.data.error.message.includes(PROCESS_ENDED);
           logger.info(
             {
               stream: e.streamId,
               attempt: e.data.attempt,
               reason: e.data.error.message,
               next: e.data.retryAt
-                ? "runs again at once after the restart"
-                : "not run again on its own: the task is not idempotent (see why)",
+                ? ended
+                  ? "runs again at once"
+                  : "runs again at once after the restart"
+                : "not run again on its own (see why)",
             },
-            "attempt interrupted by the shutdown",
+            ended
+              ? "attempt interrupted: its scheduler process ended"
+              : "attempt interrupted by the shutdown",
           );
           return;
         }

@@ -1,4 +1,5 @@
 import type { DomainEvent, EventDataOf } from "../events/catalog.js";
+import { PROCESS_ENDED } from "../reconcile/lost-worker.js";
 import type { RetryPolicy } from "../spec.js";
 import { budgetPlace } from "./budget.js";
 import { canRetry, retryDelayMs } from "./retry.js";
@@ -57,14 +58,19 @@ export function retryAfterFailure(
   wasStarted: boolean,
   errorKind: string,
   ctx: ReportContext,
+  errorMessage = "",
 ): string | undefined {
   const at = (delay: number) => iso(ctx.now + delay);
   if (errorKind === "interrupted") {
     // Stopped by a shutdown, not by the task: run again at once after the restart, apart from
     // the retry budget, if it is safe to; a started task that is not idempotent may have had
-    // its side effect, and is left for the operator, as a lost one is.
-    if (!wasStarted || state.idempotent) return at(0);
-    return undefined;
+    // its side effect, and is left for the operator, as a lost one is. Its worker gone with its
+    // scheduler process (killed, crashed) is such an interruption too, but one the task itself
+    // may cause (its run taking the whole service down): past LOST_WORKER_RETRIES of them in a
+    // row, the interval halts, as a lost worker's does.
+    if (wasStarted && !state.idempotent) return undefined;
+    if (errorMessage.includes(PROCESS_ENDED) && processEnds(state) >= LOST_WORKER_RETRIES) return undefined;
+    return at(0);
   }
   // Interrupted attempts are counted apart from the policy's budget, and so are the attempts
   // before the interval was reopened (a retry, rerun or backfill starts a fresh budget).
@@ -79,6 +85,17 @@ export function retryAfterFailure(
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/** The attempts of the instance interrupted, one after another up to now, by their scheduler process's end. */
+function processEnds(state: InstanceState): number {
+  let n = 0;
+  for (let i = state.attempts.length - 1; i >= 0; i--) {
+    const a = state.attempts[i];
+    if (a?.status === "interrupted" && a.endReason?.includes(PROCESS_ENDED)) n++;
+    else if (a?.status !== "queued" && a?.status !== "running" && a?.status !== "lease_expired") break;
+  }
+  return n;
+}
 
 function reject(
   report: AttemptReportInput,
@@ -167,7 +184,14 @@ export function decideReport(
         },
       ];
     case "failed": {
-      const retryAt = retryAfterFailure(state, attempt, current.status !== "queued", report.error.kind, ctx);
+      const retryAt = retryAfterFailure(
+        state,
+        attempt,
+        current.status !== "queued",
+        report.error.kind,
+        ctx,
+        report.error.message,
+      );
       // A worker lost before the start was recorded: the attempt did not start (a task that
       // is not idempotent waits for that record, its start permission, before running), so no start is claimed for it.
       const claimStart = current.status === "queued" && report.error.kind !== "lost";

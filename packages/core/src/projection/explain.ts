@@ -1,6 +1,7 @@
 import { describeGateReason, type GateReason } from "../gate.js";
 import { type AttemptView, lastLineOf } from "../instance/state.js";
 import { formatTaskKey } from "../keys.js";
+import { PROCESS_ENDED } from "../reconcile/lost-worker.js";
 import { runBlockers } from "../run/blockers.js";
 import type { RunState } from "../run/state.js";
 import { shortInstant } from "../schedule/interval.js";
@@ -415,7 +416,7 @@ export function describeHold(
  */
 function interruptedLines(reason: string): string[] {
   if (!reason.startsWith("interrupted: ")) return [];
-  const what = reason.includes("belonged to an earlier scheduler process")
+  const what = reason.includes(PROCESS_ENDED)
     ? "its scheduler process ended (killed or crashed) while it ran"
     : "a shutdown interrupted it after it started";
   return [

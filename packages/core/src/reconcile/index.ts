@@ -4,6 +4,7 @@ export {
   decideLostWorker,
   type LostWorkerCheck,
   type LostWorkerDecision,
+  PROCESS_ENDED,
   type WorkerFacts,
 } from "./lost-worker.js";
 export { runNeedsRepair } from "./run-needs-repair.js";

@@ -48,11 +48,14 @@ export type LostWorkerDecision =
   | { readonly kind: "report_interrupted"; readonly reason: string }
   | { readonly kind: "leave" };
 
+/** What the reason of an attempt whose worker went with its scheduler process says. */
+export const PROCESS_ENDED = "belonged to an earlier scheduler process";
+
 export function decideLostWorker(inst: InstanceState, knownToAWorker: boolean): LostWorkerDecision {
   const a = currentAttempt(inst);
   if (!a || knownToAWorker) return { kind: "leave" };
   return {
     kind: "report_interrupted",
-    reason: `worker ${a.workerId} belonged to an earlier scheduler process and is gone`,
+    reason: `worker ${a.workerId} ${PROCESS_ENDED} and is gone`,
   };
 }
