@@ -141,7 +141,7 @@ describe("recovery after a crash of chronolog up", () => {
     const why = chronolog(dir, ["why", "p/a/once/ALL"]).stdout;
     expect(why).toContain(": failed");
     expect(why).toContain(
-      "its scheduler process ended (killed or crashed) while it ran; the task is not idempotent",
+      "its scheduler process ended (killed or crashed) while it ran; it is not run again on its own, as the task is not idempotent",
     );
   }, 90_000);
 

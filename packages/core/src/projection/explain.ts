@@ -416,11 +416,10 @@ export function describeHold(
  */
 function interruptedLines(reason: string): string[] {
   if (!reason.startsWith("interrupted: ")) return [];
-  const what = reason.includes(PROCESS_ENDED)
-    ? "its scheduler process ended (killed or crashed) while it ran"
-    : "a shutdown interrupted it after it started";
   return [
-    `${what}; the task is not idempotent, so it is not run again on its own (its side effect may have happened): retry it, or mark it, once you know`,
+    reason.includes(PROCESS_ENDED)
+      ? "its scheduler process ended (killed or crashed) while it ran; it is not run again on its own, as the task is not idempotent (its side effect may have happened) or its scheduler ended so four times in a row (its run may be what ends it): retry it, or mark it, once you know"
+      : "a shutdown interrupted it after it started; the task is not idempotent, so it is not run again on its own (its side effect may have happened): retry it, or mark it, once you know",
   ];
 }
 
