@@ -272,6 +272,15 @@ describe("decideDeclaration: a whole declaration, one decision", () => {
           },
         ]),
       );
+    // Where it stands is a slot of the new schedule too, whose interval ends sooner: due then.
+    spec
+      .given(declaredTask("t"))
+      .when({ workflows: [], connections: [], tasks: [taskSpec("t", { cron: "0 2,14 * * *" })] })
+      .thenMatches((d) =>
+        expect(resets(d)).toMatchObject([
+          { logicalDate: "2026-11-28T02:00:00.000Z", nextRunDate: "2026-11-28T14:00:00.000Z" },
+        ]),
+      );
     // A start date after where it stands: the first interval on or after that date.
     spec
       .given(declaredTask("t"))
@@ -341,6 +350,25 @@ describe("decideDeclaration: a whole declaration, one decision", () => {
     expect(decideIntervalCompleted(ending({ startDate: "2026-12-03T00:00:00.000Z" })).data).toMatchObject({
       nextLogicalDate: "2026-12-03T05:00:00.000Z",
       nextRunDate: "2026-12-04T05:00:00.000Z",
+    });
+    // A resume point that is a slot of both schedules is due when its new interval ends: every
+    // 30 minutes, then hourly, 03:00 runs at 04:00, not half-way through its hour.
+    const halfHourly = {
+      ...ending({ cron: "0 * * * *" }),
+      backfill: {
+        from: DAY,
+        until: DAY,
+        backfillId: "b3",
+        resume: {
+          logicalDate: "2026-11-30T03:00:00.000Z",
+          prevIntervalStart: "2026-11-30T02:30:00.000Z",
+          nextRunDate: "2026-11-30T03:30:00.000Z",
+        },
+      },
+    } as typeof task;
+    expect(decideIntervalCompleted(halfHourly).data).toMatchObject({
+      nextLogicalDate: "2026-11-30T03:00:00.000Z",
+      nextRunDate: "2026-11-30T04:00:00.000Z",
     });
     // Its schedule unchanged: the resume point as it was.
     expect(decideIntervalCompleted(ending({ cron: "0 2 * * *" })).data).toMatchObject({

@@ -254,13 +254,15 @@ function scheduleRealigned(
   const from = Math.max(Date.parse(before.logicalDate), Date.parse(spec.startDate));
   const first = firstSlotAtOrAfter(spec.cron, spec.timezone, new Date(from));
   const logicalDate = toInstant(first);
-  if (logicalDate === before.logicalDate) return null;
+  // (Where it stands may be a slot of both schedules, whose interval ends elsewhere now.)
+  const nextRunDate = toInstant(nextCronTime(spec.cron, spec.timezone, first));
+  if (logicalDate === before.logicalDate && nextRunDate === before.nextRunDate) return null;
   return {
     type: "IntervalReset",
     data: {
       key: spec.key,
       logicalDate,
-      nextRunDate: toInstant(nextCronTime(spec.cron, spec.timezone, first)),
+      nextRunDate,
       prevIntervalStart: before.prevIntervalStart,
       reason: "schedule_changed",
     },

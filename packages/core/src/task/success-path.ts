@@ -44,12 +44,12 @@ export function decideIntervalCompleted(
     const { resume } = backfill;
     if (Date.parse(resume.logicalDate) > Date.parse(nextLogicalDate)) {
       // Where it stood, on the schedule it has now: a schedule changed during the backfill
-      // moves it to the new one's first interval at or after there (and its start date).
+      // moves it to the new one's first interval at or after there (and its start date), due
+      // when that interval ends (a resume point that is a slot of both may end elsewhere now).
       const from = Math.max(Date.parse(resume.logicalDate), Date.parse(startDate));
       const first = firstSlotAtOrAfter(cron, timezone, new Date(from));
-      const onSchedule = toInstant(first) === resume.logicalDate;
-      nextLogicalDate = onSchedule ? resume.logicalDate : toInstant(first);
-      nextRunDate = onSchedule ? resume.nextRunDate : toInstant(nextCronTime(cron, timezone, first));
+      nextLogicalDate = toInstant(first);
+      nextRunDate = toInstant(nextCronTime(cron, timezone, first));
     }
   }
   return {
