@@ -364,8 +364,9 @@ function validate(
             };
         },
       },
-      connections: state.connections.values(),
-      workflows: state.workflows.values(),
+      // Each walked more than once: iterables, not one-pass iterators.
+      connections: { [Symbol.iterator]: () => state.connections.values() },
+      workflows: { [Symbol.iterator]: () => state.workflows.values() },
     },
     visible ? { checkTemplates, visible } : { checkTemplates },
   );

@@ -29,10 +29,10 @@ const s1 = { name: "s1", operator: { type: "noop" } };
 const s2 = { name: "s2", project: "ingest", operator: { type: "noop" } };
 const file = (document: object) => [{ filename: "f.json", document }];
 
-async function refusal(document: object): Promise<string> {
+async function refusal(document: object, visible?: (project: string) => boolean): Promise<string> {
   await catchUp(log, projection);
   const head = projection.position;
-  const error = await declare(log, projection, file(document), NOW).then(
+  const error = await declare(log, projection, file(document), NOW, visible ? { visible } : {}).then(
     () => undefined,
     (e: unknown) => e,
   );
@@ -73,6 +73,20 @@ describe("a task of a workflow declared elsewhere", () => {
     };
     expect(await refusal({ tasks: [alone] })).toContain(
       'ingest/acme/s2/ALL is a task of workflow "sw": to move it out of it, declare "sw" without it in the same declaration',
+    );
+  });
+
+  it("is named with its workflow to a producer that reads the workflow's project", async () => {
+    const alone = {
+      project: "sales",
+      account: "acme",
+      name: "s1",
+      cron: "0 2 * * *",
+      startDate: "2026-11-01T00:00:00Z",
+      operator: { type: "noop" },
+    };
+    expect(await refusal({ tasks: [alone] }, (p) => p === "sales")).toContain(
+      'sales/acme/s1/ALL is a task of workflow "sw": to move it out of it, declare "sw" without it in the same declaration',
     );
   });
 
