@@ -304,6 +304,10 @@ describe("a terminal's control characters in what the CLI prints", () => {
     });
     expect(why).toContain("\\u001b]0;pwned\\u0007\\u001b[2Jboom");
     expect(why.includes("\u001b") || why.includes("\u0007")).toBe(false);
+    // attempts --output quotes its tails among the CLI's lines: escaped too.
+    const output = chronolog(dir, ["attempts", "p/a/loud", "--output"]).stdout;
+    expect(output).toContain("\\u001b]0;pwned\\u0007\\u001b[2Jboom");
+    expect(output.includes("\u001b") || output.includes("\u0007")).toBe(false);
     // JSON carries the text as it was, escaped as JSON escapes it.
     expect(
       JSON.stringify(JSON.parse(chronolog(dir, ["why", "p/a/loud", "--json"]).stdout).reasons),

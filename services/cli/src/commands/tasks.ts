@@ -27,7 +27,7 @@ import cliProgress from "cli-progress";
 import type { Command } from "commander";
 import { priorityArg } from "../args.js";
 import { type DataDirOptions, logFileOf, logUrlOf, parseLogUrl } from "../data-dir.js";
-import { CliError, toJson } from "../edge.js";
+import { CliError, printable, toJson } from "../edge.js";
 import { eventLine } from "../event-line.js";
 import { listing, short } from "../format.js";
 import { backfillLines } from "../plans.js";
@@ -267,13 +267,15 @@ export function registerTaskHistoryCommands(program: Command, globals: () => Dat
               console.log(
                 `output file ${file.path} (${counted(file.bytes, "byte")}, ${file.cutBytes} cut, sha256 ${file.sha256})${file.error ? `: stops short: ${file.error}` : ""}; chronolog logs prints it`,
               );
+            // The tails quoted among the CLI's lines, their control characters escaped
+            // (`chronolog logs` prints the output as it was written).
             if (r.stdoutTail)
               process.stdout.write(
-                `stdout:\n${r.stdoutTail}${String(r.stdoutTail).endsWith("\n") ? "" : "\n"}`,
+                printable(`stdout:\n${r.stdoutTail}${String(r.stdoutTail).endsWith("\n") ? "" : "\n"}`),
               );
             if (r.stderrTail)
               process.stdout.write(
-                `stderr:\n${r.stderrTail}${String(r.stderrTail).endsWith("\n") ? "" : "\n"}`,
+                printable(`stderr:\n${r.stderrTail}${String(r.stderrTail).endsWith("\n") ? "" : "\n"}`),
               );
           }
         }
