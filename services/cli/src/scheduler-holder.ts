@@ -34,7 +34,9 @@ export function processStartTime(pid: number): string | null {
 /** Whether the recorded holder is (still) the live process it names, as far as this host can tell. */
 export function holderAlive(h: LockHolder): boolean {
   if (h.host !== hostname()) return true;
-  if (h.startTime !== null) return processStartTime(h.pid) === h.startTime;
+  // (A start time this process may not read, /proc hiding others' processes, says nothing.)
+  const started = h.startTime !== null ? processStartTime(h.pid) : null;
+  if (started !== null) return started === h.startTime;
   try {
     process.kill(h.pid, 0);
     return true;

@@ -224,8 +224,11 @@ export function registerTaskReadCommands(program: Command, globals: () => DataDi
     });
 }
 
-/** Where a task stands only while a scheduler moves it: an attempt out, or one due now. */
-const MOVING = new Set(["running", "queued", "ready", "retry_wait"]);
+/**
+ * Where a task stands only while a scheduler moves it: an attempt out, one due now, an interval
+ * ended whose completion the scheduler writes, a jump it makes.
+ */
+const MOVING = new Set(["running", "queued", "ready", "retry_wait", "succeeded", "skipped", "catching_up"]);
 
 /**
  * Said by `why` on an embedded log that no scheduler runs (no `chronolog up` holds its data
@@ -239,5 +242,5 @@ function unscheduledReason(options: DataDirOptions, asOf: AsOfFlags, condition: 
     return undefined;
   return condition === "running" || condition === "queued"
     ? "no scheduler is running on this data directory: the attempt stands so in the log only; once chronolog up starts, one whose worker is gone runs again, or waits for an operator if its task may not run twice"
-    : "no scheduler is running on this data directory: nothing starts until chronolog up does";
+    : "no scheduler is running on this data directory: nothing starts or moves on until chronolog up does";
 }
