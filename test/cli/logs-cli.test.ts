@@ -101,9 +101,11 @@ describe("chronolog logs", () => {
           'echo "out $CHRONOLOG_ATTEMPT"; sleep 0.2; echo "err $CHRONOLOG_ATTEMPT" >&2; sleep 0.2; echo done; [ "$CHRONOLOG_ATTEMPT" = 2 ]',
         retries: 2,
       },
+      quiet: { command: "true" },
     });
     const p = up(dir);
     const rows = await settled(dir, "p/a/flaky", 2);
+    const [quiet] = await settled(dir, "p/a/quiet", 1);
     await stop(p);
     expect(rows.map((r) => r.status)).toEqual(["failed", "success"]);
     expect(chronolog(dir, ["logs", "p/a/flaky"]).stdout).toBe("out 2\nerr 2\ndone\n");
@@ -142,6 +144,11 @@ describe("chronolog logs", () => {
       `its output file ${rows[1]?.outputFile?.path} is not here (kept on the host of worker ${rows[1]?.workerId}, never written because the attempt ended before it ran, or removed); the last lines the log holds:`,
     );
     expect(gone.stdout).toBe("--- stdout\nout 2\ndone\n--- stderr\nerr 2\n");
+    // An attempt that wrote nothing, its file kept elsewhere (a remote worker's host): nothing to
+    // print, as when the empty file is here.
+    expect(quiet?.outputFile?.bytes).toBe(0);
+    rmSync(quiet?.outputFile?.path as string);
+    expect(chronolog(dir, ["logs", "p/a/quiet"])).toMatchObject({ code: 0, stdout: "", stderr: "" });
   });
 
   it("--follow prints a running attempt's output as it comes, then its retry, and ends with the interval", async () => {

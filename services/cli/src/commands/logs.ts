@@ -103,6 +103,8 @@ function printEnded(reader: FileReader | undefined, a: AttemptView, what: string
 
 /** No file to print: the last 4 KiB of each stream that the attempt's end recorded, if any. */
 function printTails(a: AttemptView, what: string, dataDir: string): void {
+  // Its end recorded an output of nothing: there is nothing to print, wherever its file is.
+  if (a.outputFile && a.outputFile.bytes === 0 && !a.outputFile.error) return;
   const recorded = a.outputFile?.path ?? a.outputPath;
   const found = locateOutput(a, dataDir);
   const where = recorded
