@@ -47,6 +47,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # Functions run as this process's user, unlike `chronolog worker`'s tasks (see --run-as there).
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        _log(
+            "warning: running as root, so every function it runs does, with its files and environment "
+            "(its token included): run it as a user of its own"
+        )
     if not args.token:
         _log("--token (or $CHRONOLOG_TOKEN) is required: a work token for the queues it serves")
         return 2
