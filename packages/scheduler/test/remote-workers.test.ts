@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { SchedulerProjection } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import { openSqliteLog } from "@chronolog/log-sqlite";
-import { type CommandSink, LeaseBook, RemoteWorkers } from "@chronolog/scheduler";
+import { type CommandSink, catchUp, LeaseBook, RemoteWorkers } from "@chronolog/scheduler";
 import type { CommandsEvent, RunCommand } from "@chronolog/worker";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { silent } from "./harness.js";
@@ -93,6 +93,63 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
     await workers?.close();
     await log.close();
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("given attempts a worker never started, when it says goodbye, then each ends interrupted, to run again at once", async () => {
+    const projection = new SchedulerProjection();
+    workers = new RemoteWorkers(options({ projection }));
+    const key = { project: "p", account: "a", name: "t", partition: "ALL" };
+    const day = (d: number) => `2026-12-0${d}T00:00:00.000Z`;
+    const command = (token: string, d: number): RunCommand => ({
+      ...run(token, "gpu"),
+      instanceStream: `instance-p/a/t/ALL@${day(d)}`,
+      logicalDate: day(d),
+    });
+    for (const [token, d] of [
+      ["unstarted-1", 1],
+      ["started-2", 2],
+    ] as const)
+      await log.append(
+        `instance-p/a/t/ALL@${day(d)}`,
+        [
+          {
+            type: "DispatchIntended",
+            data: {
+              key,
+              logicalDate: day(d),
+              attempt: 1,
+              token,
+              operator: { type: "noop" },
+              idempotent: false,
+              leaseSeconds: 30,
+            },
+          },
+        ],
+        { expectedRevision: "no_stream" },
+      );
+    await log.append(
+      `instance-p/a/t/ALL@${day(2)}`,
+      [
+        {
+          type: "AttemptStarted",
+          data: { attempt: 1, token: "started-2", workerId: "a", leaseExpiresAt: day(3) },
+        },
+      ],
+      { expectedRevision: 0n },
+    );
+    await catchUp(log, projection);
+    const a = await workers.register(register("a", ["gpu"]), { tokenName: "t", queues: null });
+    const conn = workers.connection("a", a.session);
+    workers.attach(conn, sink());
+    workers.dispatch([command("unstarted-1", 1), command("started-2", 2)]);
+    await tick();
+    const ends: string[] = [];
+    workers.onReport((r) => {
+      if (r.kind === "failed") ends.push(`${r.token} ${r.error.kind}: ${r.error.message}`);
+    });
+    await workers.goodbye(conn);
+    // The one it started is its own to report (it did, before its goodbye, or its lease says).
+    expect(ends).toEqual(["unstarted-1 interrupted: worker a stopped before starting it"]);
   });
 
   it("given workers of a queue, when attempts come, then the least loaded takes each, and the rest wait for a slot", async () => {

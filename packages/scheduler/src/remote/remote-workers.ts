@@ -49,6 +49,7 @@ import {
   pruneEnded,
   settleReport,
   staleReport,
+  unstartedEnds,
 } from "./worker-records.js";
 
 export interface RemoteWorkersOptions {
@@ -256,9 +257,11 @@ export class RemoteWorkers implements Dispatcher, QueueRooms {
       if (c.tokenName === name) void this.drop(c, `its token ${name} was revoked`);
   }
 
-  /** The worker said goodbye. */
+  /** The worker said goodbye: what it never started runs again at once (see unstartedEnds). */
   async goodbye(conn: RemoteConnection): Promise<void> {
+    const ends = unstartedEnds(this.o.projection, conn, this.now());
     await this.drop(conn, "goodbye: the worker stopped");
+    await Promise.all(ends.flatMap((r) => this.emit(r)));
   }
 
   // ---- reports and output --------------------------------------------------------------

@@ -116,6 +116,39 @@ export function isCurrent(inst: InstanceState): boolean {
   return s === "queued" || s === "running" || s === "lease_expired";
 }
 
+/**
+ * The ends of what a worker saying goodbye was given and never started (no start on record): it
+ * starts nothing more, so each ends now, interrupted, to run again at once elsewhere (not after a
+ * lease). Safe however it stands with the worker: a task that is not idempotent starts only once
+ * its start is recorded, and an idempotent one may run twice.
+ */
+export function unstartedEnds(
+  projection: SchedulerProjection,
+  conn: Pick<RemoteConnection, "id" | "given">,
+  now: number,
+): FailedReport[] {
+  const out: FailedReport[] = [];
+  for (const cmd of conn.given.values()) {
+    const inst = cmd ? projection.instances.get(cmd.instanceStream) : undefined;
+    const a = inst ? currentAttempt(inst) : undefined;
+    if (!cmd || a?.token !== cmd.token || a.status !== "queued") continue;
+    out.push({
+      kind: "failed",
+      token: cmd.token,
+      attempt: cmd.attempt,
+      instanceStream: cmd.instanceStream,
+      workerId: conn.id,
+      at: new Date(now).toISOString(),
+      durationMs: 0,
+      exitCode: null,
+      stdoutTail: "",
+      stderrTail: "",
+      error: { kind: "interrupted", message: `worker ${conn.id} stopped before starting it` },
+    });
+  }
+  return out;
+}
+
 /** The failed report of an attempt cancelled before any worker had it. */
 export function cancelled(cmd: RunCommand, reason: string, now: number): FailedReport {
   return {
