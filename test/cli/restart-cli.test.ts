@@ -158,6 +158,9 @@ describe("a restart loses no work", () => {
     expect(await first.exited).toBe(0);
     expect(Date.now() - t0).toBeLessThan(20_000);
     expect(first.stderr()).toContain("stopping now: the running attempts are interrupted");
+    // Its stderr, a pipe here (a log collector's, say), is JSON lines, these two included.
+    for (const line of first.stderr().split("\n").filter(Boolean))
+      expect(() => JSON.parse(line), line).not.toThrow();
     expect(attempts(dir, task)[0]?.endReason).toMatch(/^interrupted: /);
   }, 90_000);
 });

@@ -458,7 +458,8 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   const stop = async (signal: string) => {
     if (stopping) {
       // A second signal: what still runs is stopped now, and recorded as interrupted.
-      process.stderr.write("stopping now: the running attempts are interrupted\n");
+      // (Lines of the service log, as every other: JSON where stderr is a file or a collector's pipe.)
+      logger.warn({ signal }, "stopping now: the running attempts are interrupted");
       pool.stopNow();
       return;
     }
@@ -472,8 +473,9 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
         (!membership || isOwnWorker(i.attempts.at(-1)?.workerId ?? "")),
     ).length;
     if (running > 0)
-      process.stderr.write(
-        `waiting for ${counted(running, "running attempt")} (up to ${graceMs / 1000} s; Ctrl-C again to stop now)\n`,
+      logger.info(
+        { running, graceSeconds: graceMs / 1000 },
+        `waiting for ${counted(running, "running attempt")} (up to ${graceMs / 1000} s; Ctrl-C again to stop now)`,
       );
     clearInterval(timer);
     clearInterval(goneTimer);
