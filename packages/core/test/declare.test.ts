@@ -278,8 +278,14 @@ describe("parseDeclarationText", () => {
       // A quoted scalar over two lines: what follows its end is nesting, found once parsed.
       `a: ['x\n   ' , ${deep} ]\n`,
       `a: ['x\n   ' , ${"[".repeat(20_000)}${"]".repeat(20_000)} ]\n`,
+      // Read on the parser's own tokens before it parses: a document marker, a plain scalar or a
+      // quoted key over two lines.
+      `--- ${"[".repeat(3000)}${"]".repeat(3000)}\n`,
+      `a: [a\n 'b, ${"[".repeat(3000)}]\n`,
+      `{'a\n': ${"[".repeat(3000)}${"]".repeat(3000)}}\n`,
     ];
-    for (const text of cases)
+    // Twice each: the parser never runs out of stack (which it cannot always say as an error).
+    for (const text of [...cases, ...cases])
       expect(() => parseDeclarationText(text, { filename: "n.yaml" }), text.slice(0, 30)).toThrow(
         `nesting is deeper than ${MAX_NESTING} levels, the most a declaration may have`,
       );

@@ -1,4 +1,4 @@
-import { parseDocument } from "yaml";
+import { Lexer, parseDocument } from "yaml";
 import { ValidationError } from "../errors.js";
 import { NOT_PLAIN, readPlainYaml } from "./plain-yaml.js";
 
@@ -278,6 +278,55 @@ function yamlTooDeep(text: string): number {
   return -1;
 }
 
+/**
+ * The offset where a YAML text nests past MAX_NESTING, or -1, read on the tokens of the `yaml`
+ * library's lexer (linear, and no recursion however deep the text): each line's depth is the
+ * block levels it is indented under, plus the `- `, `? ` and `: ` indicators on it, plus the flow
+ * collections open. Quoted and block scalars, comments and document markers are its tokens, not
+ * guesses. Used before the library parses a text the plain reader declined.
+ */
+function lexedTooDeep(text: string): number {
+  const indents: number[] = [];
+  let flow = 0;
+  let depth = 0;
+  let offset = 0;
+  let lineStart = true;
+  let indent = 0;
+  for (const token of new Lexer().lex(text)) {
+    const at = offset;
+    // The lexer's marks (a document's or a scalar's start, one control character) are not text.
+    if (token.length === 1 && token < " " && token !== "\n" && token !== "\t" && token !== "\r") continue;
+    offset += token.length;
+    if (token === "\n" || token === "\r\n") {
+      if (flow === 0) lineStart = true;
+      indent = 0;
+      continue;
+    }
+    if (lineStart && flow === 0) {
+      // A line's indentation, then its first token: a comment's line is no line of the document.
+      if (/^[ \t]+$/.test(token)) {
+        indent = token.length;
+        continue;
+      }
+      if (token.startsWith("#")) continue;
+      while (indents.length > 0 && (indents.at(-1) as number) >= indent) indents.pop();
+      indents.push(indent);
+      depth = indents.length;
+      lineStart = false;
+    }
+    if (token === "[" || token === "{") flow++;
+    else if (token === "]" || token === "}") flow = Math.max(0, flow - 1);
+    else if (token === "-" || token === "?" || token === ":") depth++;
+    // A scalar of several lines (a block scalar's text) ends its last line.
+    else if (token.endsWith("\n") && flow === 0) {
+      lineStart = true;
+      indent = 0;
+    }
+    if (depth + flow > MAX_NESTING) return at;
+  }
+  return -1;
+}
+
 function lineColumn(text: string, offset: number): { line: number; column: number } {
   let line = 1;
   let lineStart = 0;
@@ -301,6 +350,10 @@ function lineColumn(text: string, offset: number): { line: number; column: numbe
 function parseYaml(text: string, filename: string): unknown {
   const plain = readPlainYaml(text);
   if (plain !== NOT_PLAIN) return plain;
+  // The library's parser nests as the document does, and its stack running out is not always
+  // an error it can throw: what the line check missed is measured on the library's own tokens.
+  const deep = lexedTooDeep(text);
+  if (deep >= 0) fail(text, filename, "yaml", deep, TOO_DEEP);
   const doc = parseDocument(text, {
     prettyErrors: false,
     uniqueKeys: true,
