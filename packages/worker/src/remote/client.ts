@@ -125,9 +125,12 @@ export class RemoteWorker implements LinkHub {
     try {
       await Promise.all(this.links.map((l) => l.run()));
     } catch (error) {
-      // One scheduler refusing this worker for good stops it: its flags are wrong for all.
+      // One scheduler refusing this worker for good stops it: its flags are wrong for all. It
+      // takes nothing more, stops what runs, and delivers what it can before its goodbye, which
+      // ends what it was given and never started (see the scheduler's goodbye).
       this.stopping = true;
-      this.runtime?.killAll("the worker was refused", true);
+      if (this.runtime) await this.runtime.shutdown(0);
+      await Promise.all(this.links.map((l) => l.deliver(false).catch(() => {})));
       await Promise.all(this.links.map((l) => l.goodbye()));
       throw error;
     } finally {

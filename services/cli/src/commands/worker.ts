@@ -117,6 +117,8 @@ async function work(opts: WorkerOptions): Promise<void> {
   let signals = 0;
   const stop = (signal: string) => {
     signals += 1;
+    // A third: out now, what is not delivered left to the scheduler's lease.
+    if (signals >= 3) process.exit(130);
     if (signals === 1)
       logger.info({ signal, graceSeconds: graceMs / 1000 }, "stopping: running attempts may finish");
     void worker.stop(signals === 1 ? graceMs : 0).then(() => process.exit(0));
