@@ -356,7 +356,7 @@ describe("decideReport: an attempt interrupted by a shutdown", () => {
       .thenMatches((events) => expect(retryAtOf(events)).toBe(iso(NOW + 1000)));
   });
 
-  it("by the end of its scheduler process runs again, until three such ends in a row halt it", () => {
+  it("by the end of its scheduler process runs again, until a fourth such end in a row halts it", () => {
     const ended = "worker w1 belonged to an earlier scheduler process and is gone";
     const endedEvent = (attempt: number): DomainEvent => ({
       type: "AttemptFailed",
