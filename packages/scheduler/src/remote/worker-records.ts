@@ -132,38 +132,43 @@ export function unstartedEnds(
     const inst = cmd ? projection.instances.get(cmd.instanceStream) : undefined;
     const a = inst ? currentAttempt(inst) : undefined;
     if (!cmd || a?.token !== cmd.token || a.status !== "queued") continue;
-    out.push({
-      kind: "failed",
-      token: cmd.token,
-      attempt: cmd.attempt,
-      instanceStream: cmd.instanceStream,
-      workerId: conn.id,
-      at: new Date(now).toISOString(),
-      durationMs: 0,
-      exitCode: null,
-      stdoutTail: "",
-      stderrTail: "",
-      error: { kind: "interrupted", message: `worker ${conn.id} stopped before starting it` },
-    });
+    out.push(
+      unstartedEnd(
+        cmd,
+        conn.id,
+        { kind: "interrupted", message: `worker ${conn.id} stopped before starting it` },
+        now,
+      ),
+    );
   }
   return out;
 }
 
-/** The failed report of an attempt cancelled before any worker had it. */
-export function cancelled(cmd: RunCommand, reason: string, now: number): FailedReport {
+/** The failed report of an attempt that never started: in no worker's hands, or never begun by one. */
+function unstartedEnd(
+  cmd: RunCommand,
+  workerId: string,
+  error: FailedReport["error"],
+  now: number,
+): FailedReport {
   return {
     kind: "failed",
     token: cmd.token,
     attempt: cmd.attempt,
     instanceStream: cmd.instanceStream,
-    workerId: `queue:${cmd.queue}`,
+    workerId,
     at: new Date(now).toISOString(),
     durationMs: 0,
     exitCode: null,
     stdoutTail: "",
     stderrTail: "",
-    error: { kind: "exception", message: `cancelled: ${reason}` },
+    error,
   };
+}
+
+/** The failed report of an attempt cancelled before any worker had it. */
+export function cancelled(cmd: RunCommand, reason: string, now: number): FailedReport {
+  return unstartedEnd(cmd, `queue:${cmd.queue}`, { kind: "exception", message: `cancelled: ${reason}` }, now);
 }
 
 /** Why a report of a worker that holds its attempt is refused (not current), or undefined. */
