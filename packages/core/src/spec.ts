@@ -85,8 +85,9 @@ export type SecretSource = z.output<typeof secretSourceSchema>;
  * What is wrong with a URL an http operator or alert sink would fetch, if anything: it must be an
  * absolute http or https URL. A template (`{{ ... }}`, `{% ... %}`) is rendered when it runs, so
  * one that starts with a tag is judged only then, and one with text before its first tag must
- * start with `http://` or `https://`; the whole is judged again once rendered. A declaration is held to it; the schemas are not, so that
- * what an older version stored (an alert raised with a sink declared then) is still written.
+ * start with `http://` or `https://`; the whole is judged again once rendered. A declaration is
+ * held to it; the schemas are not, so that what an older version stored (an alert raised with a
+ * sink declared then) is still written.
  */
 export function httpUrlProblem(url: string): string | undefined {
   const tag = url.search(/\{\{|\{%/);

@@ -182,10 +182,11 @@ function jsonTooDeep(text: string): number {
   return -1;
 }
 
-/** What ends a tag or an anchor: a space, or a flow collection's punctuation. */
-const NODE_END = new Set([" ", "\t", ",", "[", "]", "{", "}"]);
-/** What may follow the `:` of a flow mapping's key. */
-const FLOW_VALUE = new Set([" ", "\t", ",", "[", "]", "{", "}"]);
+/**
+ * A space or a flow collection's punctuation: what ends a tag or an anchor, and what may follow
+ * the `:` of a flow mapping's key.
+ */
+const BREAKS = new Set([" ", "\t", ",", "[", "]", "{", "}"]);
 
 /**
  * The offset where a YAML text nests past MAX_NESTING, or -1: a line's depth is the block
@@ -217,7 +218,7 @@ function yamlTooDeep(text: string): number {
       if (c === "#" && (j === 0 || line[j - 1] === " ")) break;
       // A tag or an anchor before a node (`!!str 'x'`, `&a [`): the node starts after it.
       if ((c === "!" || c === "&") && valueStart) {
-        while (j + 1 < line.length && !NODE_END.has(line[j + 1] as string)) j++;
+        while (j + 1 < line.length && !BREAKS.has(line[j + 1] as string)) j++;
         continue;
       }
       // A complex key (`? `) opens an entry, as `- ` does.
@@ -263,7 +264,7 @@ function yamlTooDeep(text: string): number {
         continue;
       }
       // A flow mapping's value (`{a: 'x'}`, `[a: "y"]`) starts a node too.
-      if (c === ":" && flow > 0 && (j + 1 === line.length || FLOW_VALUE.has(line[j + 1] as string))) {
+      if (c === ":" && flow > 0 && (j + 1 === line.length || BREAKS.has(line[j + 1] as string))) {
         valueStart = true;
         continue;
       }
