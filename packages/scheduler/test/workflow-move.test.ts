@@ -28,6 +28,15 @@ const workflow = (name: string, project: string, tasks: object[]) => ({
 const s1 = { name: "s1", operator: { type: "noop" } };
 const s2 = { name: "s2", project: "ingest", operator: { type: "noop" } };
 const file = (document: object) => [{ filename: "f.json", document }];
+/** A task of the workflow declared alone, outside any workflow. */
+const alone = (project: string, name: string) => ({
+  project,
+  account: "acme",
+  name,
+  cron: "0 2 * * *",
+  startDate: "2026-11-01T00:00:00Z",
+  operator: { type: "noop" },
+});
 
 async function refusal(document: object, visible?: (project: string) => boolean): Promise<string> {
   await catchUp(log, projection);
@@ -63,29 +72,13 @@ describe("a task of a workflow declared elsewhere", () => {
   });
 
   it("is refused declared alone", async () => {
-    const alone = {
-      project: "ingest",
-      account: "acme",
-      name: "s2",
-      cron: "0 2 * * *",
-      startDate: "2026-11-01T00:00:00Z",
-      operator: { type: "noop" },
-    };
-    expect(await refusal({ tasks: [alone] })).toContain(
+    expect(await refusal({ tasks: [alone("ingest", "s2")] })).toContain(
       'ingest/acme/s2/ALL is a task of workflow "sw": to move it out of it, declare "sw" without it in the same declaration',
     );
   });
 
   it("is named with its workflow to a producer that reads the workflow's project", async () => {
-    const alone = {
-      project: "sales",
-      account: "acme",
-      name: "s1",
-      cron: "0 2 * * *",
-      startDate: "2026-11-01T00:00:00Z",
-      operator: { type: "noop" },
-    };
-    expect(await refusal({ tasks: [alone] }, (p) => p === "sales")).toContain(
+    expect(await refusal({ tasks: [alone("sales", "s1")] }, (p) => p === "sales")).toContain(
       'sales/acme/s1/ALL is a task of workflow "sw": to move it out of it, declare "sw" without it in the same declaration',
     );
   });
