@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import unittest
 
 from chronolog import Client, TransportError
@@ -37,8 +38,31 @@ class HttpsTest(unittest.TestCase):
             self.assertIn("CERTIFICATE_VERIFY_FAILED", refused.exception.detail)
             with self.assertRaisesRegex(ValueError, "ca_file is for an https"):
                 Client(url.replace("https:", "http:"), token, ca_file=cert)
+            # `python -m chronolog declare` takes the CA as the workers do (--ca), and by its
+            # first name (--ca-file); without it, the certificate is refused there too.
+            writer = server.token("writer", "declare")
+            tests = os.path.dirname(os.path.abspath(__file__))
+            for flag in ("--ca", "--ca-file"):
+                ran = self._declare(tests, url, writer, flag, cert)
+                self.assertEqual(ran.returncode, 0, ran.stderr)
+                self.assertIn("task ", ran.stdout)
+            refused_cli = self._declare(tests, url, writer)
+            self.assertEqual(refused_cli.returncode, 1, refused_cli.stdout)
+            self.assertIn("CERTIFICATE_VERIFY_FAILED", refused_cli.stderr)
         finally:
             server.stop()
+
+    @staticmethod
+    def _declare(tests: str, url: str, token: str, *ca: str) -> subprocess.CompletedProcess[str]:
+        src = os.path.join(os.path.dirname(tests), "src")
+        return subprocess.run(
+            [sys.executable, "-m", "chronolog", "declare", "pipeline", "--url", url, "--dry-run", *ca],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tests,
+            env={**os.environ, "PYTHONPATH": src, "CHRONOLOG_TOKEN": token},
+        )
 
 
 if __name__ == "__main__":

@@ -54,7 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("modules", nargs="+", metavar="MODULE", help="a module or package to import (mypipeline)")
     d.add_argument("--url", default=os.environ.get("CHRONOLOG_URL", "http://127.0.0.1:8080"))
     d.add_argument("--token", default=os.environ.get("CHRONOLOG_TOKEN"), help="default: $CHRONOLOG_TOKEN")
-    d.add_argument("--ca-file", default=None, help="CA bundle of an https server's certificate")
+    # --ca as the workers take it; --ca-file, its first name, still works.
+    d.add_argument(
+        "--ca", "--ca-file", dest="ca_file", metavar="FILE", default=None,
+        help="the CA that signed an https server's certificate",
+    )
     d.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
     d.add_argument("--print", action="store_true", help="print the document instead of declaring it")
     d.add_argument("--json", action="store_true", help="print the server's answer as JSON")
