@@ -56,6 +56,22 @@ describe("remote workers: output", () => {
     const gone = (await readLog(dir)).filter((e) => e.streamId === "worker-wo-1").at(-1);
     expect(gone?.type).toBe("WorkerDisconnected");
     expect((gone?.data as { reason: string } | undefined)?.reason).toBe("goodbye: the worker stopped");
+
+    // A worker stopped with no grace while an attempt runs: interrupted, to run again at once on
+    // a worker of its queue, and the service, which goes on, says so (not "after the restart").
+    declareTasks(dir, [{ name: "tz", queue: "o", command: "sleep 30" }]);
+    const w2 = startWorker(left, s.url, token, ["o"], "wo-2", ["--grace", "0"]);
+    await waitUntil("the long attempt started", async () =>
+      of(await readLog(dir), "tz").some((e) => e.type === "AttemptStarted") ? true : undefined,
+    );
+    w2.child.kill("SIGTERM");
+    expect(await w2.exited).toBe(0);
+    const said = await waitUntil("the service to log the interruption", () =>
+      s.output.split("\n").find((l) => l.includes("attempt interrupted")),
+    );
+    expect(said).toContain("attempt interrupted: its worker stopped");
+    expect(said).toContain("runs again at once");
+    expect(said).not.toContain("after the restart");
   }, 120_000);
 
   it("takes the rest of an attempt's output inline with its end: after an upload, overlapping it, or not at all past a gap", async () => {

@@ -16,7 +16,7 @@ import type { Logger } from "./logger.js";
  * resumes, retirements, backfills), each with its actor. Declarations are summed up per actor,
  * one line for all that one declare changed.
  */
-export function progressLogger(logger: Logger) {
+export function progressLogger(logger: Logger, stopping: () => boolean = () => false) {
   const declared = new Map<string, Map<string, number>>();
   let flushing = false;
   const flushDeclared = () => {
@@ -60,22 +60,26 @@ export function progressLogger(logger: Logger) {
         return;
       case "AttemptFailed": {
         if (e.data.error.kind === "interrupted") {
-          // Stopped by a shutdown, or gone with its scheduler process: not a failure of the task.
+          // Stopped by a shutdown (this service's, or a remote worker's while this one goes on),
+          // or gone with its scheduler process: not a failure of the task.
           const ended = e.data.error.message.includes(PROCESS_ENDED);
+          const ours = !ended && stopping();
           logger.info(
             {
               stream: e.streamId,
               attempt: e.data.attempt,
               reason: e.data.error.message,
               next: e.data.retryAt
-                ? ended
-                  ? "runs again at once"
-                  : "runs again at once after the restart"
+                ? ours
+                  ? "runs again at once after the restart"
+                  : "runs again at once"
                 : "not run again on its own (see why)",
             },
             ended
               ? "attempt interrupted: its scheduler process ended"
-              : "attempt interrupted by the shutdown",
+              : ours
+                ? "attempt interrupted by the shutdown"
+                : "attempt interrupted: its worker stopped",
           );
           return;
         }

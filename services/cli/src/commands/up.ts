@@ -302,7 +302,9 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
     ...(lock ? { stateFile: join(dir, "remote-workers.json") } : {}),
   });
   const dispatcher = new RoutingDispatcher(pool, remote);
-  const progress = progressLogger(logger);
+  /** Set by the first SIGTERM or SIGINT (see stop below). */
+  let stopping = false;
+  const progress = progressLogger(logger, () => stopping);
   // The HTTP API reads the scheduler's projection, and hears each event as it applies it.
   const appliedListeners = new Set<(e: RecordedEvent) => void>();
   const scheduler = new Scheduler({
@@ -454,7 +456,6 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   goneTimer?.unref();
   reconciler.start();
   alerts.start();
-  let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) {
       // A second signal: what still runs is stopped now, and recorded as interrupted.
