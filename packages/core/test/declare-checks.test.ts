@@ -235,17 +235,51 @@ describe("validateDeclarations: each check names the task and the field", () => 
   it("rejects a connection declared nowhere, naming where it was written", () => {
     const e = single(errorsOf(validate([standalone({ connection: "nowhere" })])));
     expect(e).toMatchObject({ code: "connection_unknown", path: "tasks[0].connection", task: "p/a/t/ALL" });
-    // Inherited from the workflow: the workflow's field, and the task named.
+    // Inherited from the workflow: the workflow's field, said once, with the tasks it concerns.
     const doc = yamlDoc(
       ORDERS_YAML.replace("    failurePolicy:", "    connection: lake\n    failurePolicy:").replace(
         "        connection: warehouse\n",
         "",
       ),
     );
-    const errors = errorsOf(validate([doc]));
-    expect(errors.map((i) => [i.path, i.task])).toEqual([
-      ["workflows[0].connection", "sales/acme/orders_enriched/ALL"],
-      ["workflows[0].connection", "sales/acme/orders_daily_report/ALL"],
+    const e2 = single(errorsOf(validate([doc])));
+    expect(e2).toMatchObject({
+      code: "connection_unknown",
+      path: "workflows[0].connection",
+      task: "sales/acme/orders_enriched/ALL",
+      message:
+        'sales/acme/orders_enriched/ALL and 1 more task of its workflow: connection "lake" is not declared (neither in these files nor already)',
+    });
+  });
+
+  it("says a workflow's bad dates once, however many tasks inherit them, and a task's own apart", () => {
+    const doc = (third: string) =>
+      yamlDoc(`workflows:
+  - name: w
+    project: p
+    account: a
+    cron: "0 0 * * *"
+    startDate: "2026-11-01T00:00:00Z"
+    endDate: "2026-10-01T00:00:00Z"
+    tasks:
+      - { name: t1, operator: { type: noop } }
+      - { name: t2, operator: { type: noop } }
+      - { name: t3, ${third}operator: { type: noop } }
+      - { name: t4, operator: { type: noop } }
+`);
+    const e = single(errorsOf(validate([doc("")])));
+    expect(e).toMatchObject({ code: "date", path: "workflows[0].endDate", task: "p/a/t1/ALL" });
+    expect(e.message).toBe(
+      "p/a/t1/ALL and 3 more tasks of its workflow: endDate 2026-10-01T00:00:00.000Z is not after startDate 2026-11-01T00:00:00.000Z",
+    );
+    // A task with dates of its own is wrong in its own way, said at its own field; the
+    // workflow's is still said once, for the other three.
+    const errors = errorsOf(
+      validate([doc('startDate: "2026-09-01T00:00:00Z", endDate: "2026-08-01T00:00:00Z", ')]),
+    );
+    expect(errors.map((i) => [i.path, i.message.split(":")[0]])).toEqual([
+      ["workflows[0].endDate", "p/a/t1/ALL and 2 more tasks of its workflow"],
+      ["workflows[0].tasks[2].endDate", "p/a/t3/ALL"],
     ]);
   });
 

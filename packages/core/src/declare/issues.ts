@@ -81,12 +81,22 @@ export interface ZodIssueLike {
 export class IssueCollector {
   readonly errors: DeclarationIssue[] = [];
   readonly warnings: DeclarationIssue[] = [];
+  /**
+   * A workflow's own field found wrong for one of its tasks, which all inherit it (an endDate
+   * before its startDate, an unknown connection): where it stands in `errors`, and for how many
+   * tasks, by code, place and message.
+   */
+  private readonly inherited = new Map<string, { index: number; task: string; tasks: number }>();
 
   get errorCount(): number {
     return this.errors.length;
   }
 
-  /** An error; `task` (the key of the task concerned) also starts the message. */
+  /**
+   * An error; `task` (the key of the task concerned) also starts the message. The same error at
+   * a workflow's own field for each of its tasks is said once, naming the first task and how many
+   * more it concerns.
+   */
   error(
     code: DeclarationIssueCode,
     at: Located,
@@ -94,6 +104,21 @@ export class IssueCollector {
     task?: string,
     position?: TextPosition,
   ): void {
+    if (task !== undefined && WORKFLOW_FIELD.test(at.path)) {
+      const key = `${code}\n${at.file}\n${at.path}\n${message}`;
+      const seen = this.inherited.get(key);
+      if (seen) {
+        seen.tasks += 1;
+        const more = seen.tasks - 1;
+        const first = this.errors[seen.index] as DeclarationIssue;
+        this.errors[seen.index] = {
+          ...first,
+          message: `${seen.task} and ${more} more ${more === 1 ? "task" : "tasks"} of its workflow: ${message}`,
+        };
+        return;
+      }
+      this.inherited.set(key, { index: this.errors.length, task, tasks: 1 });
+    }
     this.errors.push(issue("error", code, at, message, task, position));
   }
 
@@ -117,6 +142,9 @@ export class IssueCollector {
     }
   }
 }
+
+/** A path to a workflow's own field (`workflows[0].endDate`), not to one of its tasks'. */
+const WORKFLOW_FIELD = /^workflows\[\d+\]\.(?!tasks\[)/;
 
 function issue(
   severity: "error" | "warning",
