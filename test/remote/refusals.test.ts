@@ -171,6 +171,8 @@ describe("remote workers: reports that are refused", () => {
       error: { kind: "interrupted", message: "worker flood-1 stopped before starting it" },
       retryAt: expect.any(String),
     });
+    // (No worker is named as having started it.)
+    expect(attempt[1]?.data).not.toHaveProperty("workerId");
     // Every refusal counted in the metrics, however the log keeps it.
     const metrics = await (await fetch(`${s.url}/metrics`)).text();
     expect(metrics).toContain('chronolog_worker_reports_refused_total{recorded="each"} 20');

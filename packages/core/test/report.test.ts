@@ -328,6 +328,23 @@ describe("decideReport: an attempt interrupted by a shutdown", () => {
       .thenMatches((events) => expect(retryAtOf(events)).toBe(iso(NOW)));
   });
 
+  it("ended by the scheduler before any worker began it, names no worker as its starter", () => {
+    // A worker's end of an attempt whose start was not recorded claims the start (it ran, and
+    // ended before its start was written); the scheduler's own end of one never begun does not.
+    const queued = instance("t", intended("t", { idempotent: false }));
+    reports()
+      .given(queued)
+      .when(interrupted())
+      .thenMatches((events) => expect(events[0]?.data).toMatchObject({ workerId: "w-1" }));
+    reports()
+      .given(queued)
+      .when({ ...interrupted(), neverStarted: true })
+      .thenMatches((events) => {
+        expect(events[0]?.data).not.toHaveProperty("workerId");
+        expect(retryAtOf(events)).toBe(iso(NOW));
+      });
+  });
+
   it("of an interval reopened after the scheduler let go of its stream starts a fresh budget", () => {
     // The projection keeps no ended interval the task has moved past: a backfill of it starts
     // from its new attempt alone (attempt 4 here, after three that ran before).

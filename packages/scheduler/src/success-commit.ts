@@ -478,6 +478,7 @@ function toInput(r: AttemptReport): AttemptReportInput {
         stderrTail: r.stderrTail,
         error: r.error,
         ...(r.outputFile ? { outputFile: r.outputFile } : {}),
+        ...(r.neverStarted ? { neverStarted: true } : {}),
       };
     default: {
       const never: never = r;

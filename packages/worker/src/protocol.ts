@@ -135,6 +135,12 @@ export interface FailedReport extends ReportBase, OutputTail {
   readonly durationMs: number;
   readonly exitCode: number | null;
   readonly error: { readonly kind: FailureKind; readonly message: string };
+  /**
+   * The scheduler's own end of an attempt no worker began (cancelled before any worker had it,
+   * or given to a worker that said goodbye first): no worker is recorded as having started it.
+   * Never taken from a worker's report.
+   */
+  readonly neverStarted?: true;
 }
 
 export type AttemptReport = StartedReport | HeartbeatReport | SucceededReport | FailedReport;

@@ -33,6 +33,8 @@ export type AttemptReportInput =
       readonly stderrTail: string;
       readonly outputFile?: OutputFileRecord;
       readonly error: { readonly kind: AttemptFailureKind; readonly message: string };
+      /** Ended by the scheduler before any worker began it: no worker started it. */
+      readonly neverStarted?: boolean;
     });
 
 export interface ReportContext {
@@ -193,8 +195,9 @@ export function decideReport(
         report.error.message,
       );
       // A worker lost before the start was recorded: the attempt did not start (a task that
-      // is not idempotent waits for that record, its start permission, before running), so no start is claimed for it.
-      const claimStart = current.status === "queued" && report.error.kind !== "lost";
+      // is not idempotent waits for that record, its start permission, before running), so no
+      // start is claimed for it; nor for one the scheduler ends that no worker began.
+      const claimStart = current.status === "queued" && report.error.kind !== "lost" && !report.neverStarted;
       return [
         {
           type: "AttemptFailed",

@@ -157,6 +157,7 @@ function unstartedEnd(
     attempt: cmd.attempt,
     instanceStream: cmd.instanceStream,
     workerId,
+    neverStarted: true,
     at: new Date(now).toISOString(),
     durationMs: 0,
     exitCode: null,
