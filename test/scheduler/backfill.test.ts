@@ -63,6 +63,9 @@ describe.each(["sqlite", "kafka", "eventstore"] as const)("on the %s log", (back
       process.env.CHRONOLOG_LOG = eventstore.logUrl("backfill");
     } else delete process.env.CHRONOLOG_LOG;
     const start = new Date(latest.getTime() - 200 * DAY).toISOString();
+    // The first runs a shell (its output is checked below); the two after it are no-ops, which
+    // run in the scheduler's workers without a process each: the order and the counts are the
+    // same, for a third of the processes.
     const task = (project: string, name: string, parents: string[]) => `
   - project: ${project}
     account: acme
@@ -71,7 +74,7 @@ describe.each(["sqlite", "kafka", "eventstore"] as const)("on the %s log", (back
     startDate: ${start}
     catchup: false
     idempotent: true
-    operator: { type: shell, command: "echo ${name} {{ ds }}" }
+    operator: ${parents.length === 0 ? `{ type: shell, command: "echo ${name} {{ ds }}" }` : "{ type: noop }"}
     parents: [${parents.map((p) => `"${p}"`).join(", ")}]`;
     const file = join(dir, "orders.yaml");
     writeFileSync(
