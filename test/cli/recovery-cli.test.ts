@@ -166,7 +166,35 @@ describe("recovery after a crash of chronolog up", () => {
     );
     const all = attempts(dir, "once");
     expect(all.map((a) => a.status)).toEqual(["abandoned", "success"]);
+    expect(all[0]?.endReason).toContain(
+      "dispatch never confirmed by a worker: it belonged to an earlier scheduler process",
+    );
     expect(effects(dir, "once")).toBe(1);
+  }, 90_000);
+
+  it("leaves for an operator an intent whose scheduler ended before its dispatch four times in a row", async () => {
+    const dir = tempDataDir("recover-intent-cap");
+    left.dirs.push(dir);
+    declareTasks(dir, [{ name: "fatal", idempotent: true, command: "true" }]);
+    // Every process dies once its intent is durable, before the dispatch (as a task that took
+    // the service down before its start was recorded would make it): four intents, four ends.
+    for (let i = 0; i < 4; i++) await up(dir, [], { CHRONOLOG_SCHEDULER_FAULT: "exit-after-intent" }).exited;
+    expect(attempts(dir, "fatal").map((a) => a.status)).toEqual([
+      "abandoned",
+      "abandoned",
+      "abandoned",
+      "queued",
+    ]);
+    // The fifth abandons the fourth and runs it no more.
+    const fifth = up(dir, []);
+    await waitUntil("the fifth process to be up", () => upLine(fifth));
+    const all = attempts(dir, "fatal");
+    expect(all.map((a) => a.status)).toEqual(["abandoned", "abandoned", "abandoned", "abandoned"]);
+    expect(all[3]?.endReason).toContain("the 4th such end in a row: not run again on its own");
+    expect(effects(dir, "fatal")).toBe(0);
+    const why = chronolog(dir, ["why", "p/a/fatal/ALL"]).stdout;
+    expect(why).toContain("the 4th such end in a row");
+    expect(why).toContain("chronolog retry p/a/fatal/ALL");
   }, 90_000);
 
   it("a stopped worker does not hold up dispatch to the other one", async () => {

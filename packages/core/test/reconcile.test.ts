@@ -9,6 +9,7 @@ import {
   intentGrace,
   isUnconfirmed,
   needsScheduler,
+  PROCESS_ENDED,
   runNeedsRepair,
   type SchedulerProjection,
   type TaskState,
@@ -169,6 +170,74 @@ describe("unconfirmed intent: what to write once the workers answered", () => {
 
   it("an intent a worker knows is left alone: the worker will report", () => {
     spec.given(instance("t", intended())).when(true).then([]);
+  });
+
+  it("an earlier process's intent is abandoned and run again, until the fourth such end in a row", () => {
+    const ended = (attempt: number): DomainEvent[] => [
+      intended("t", { attempt }),
+      {
+        type: "AttemptAbandoned",
+        data: {
+          attempt,
+          token: tokenOf("t", attempt),
+          reason: `dispatch never confirmed by a worker: it ${PROCESS_ENDED}`,
+          by: BY,
+          retry: true,
+        },
+      },
+    ];
+    // Interrupted as it ran, its worker gone with its process: an end of the same kind.
+    const interrupted: DomainEvent[] = [
+      intended("t", { attempt: 3 }),
+      started("t", 3),
+      {
+        type: "AttemptFailed",
+        data: {
+          attempt: 3,
+          token: tokenOf("t", 3),
+          error: { kind: "interrupted", message: `worker w-1 ${PROCESS_ENDED} and is gone` },
+          exitCode: null,
+          retryAt: DAY,
+        },
+      },
+    ];
+    const settle = specification({
+      fold: instanceOf,
+      decide: (inst, _: null) => decideUnconfirmedIntent(must(inst), false, BY, true),
+    });
+    const retryOf = (events: readonly DomainEvent[]) =>
+      (events[0]?.data as { retry?: boolean } | undefined)?.retry;
+    settle
+      .given(instance("t", intended()))
+      .when(null)
+      .thenMatches((events) => {
+        expect(events[0]?.data).toMatchObject({
+          reason: "dispatch never confirmed by a worker: it belonged to an earlier scheduler process",
+          retry: true,
+        });
+      });
+    settle
+      .given(instance("t", ...ended(1), ...ended(2), intended("t", { attempt: 3 })))
+      .when(null)
+      .thenMatches((events) => expect(retryOf(events)).toBe(true));
+    settle
+      .given(instance("t", ...ended(1), ...ended(2), ...interrupted, intended("t", { attempt: 4 })))
+      .when(null)
+      .thenMatches((events) => {
+        expect(retryOf(events)).toBe(false);
+        expect((events[0]?.data as { reason?: string } | undefined)?.reason).toContain(
+          "the 4th such end in a row: not run again on its own",
+        );
+      });
+    // An end of another kind between them starts the count again; so does a live pass's abandon.
+    settle
+      .given(instance("t", ...ended(1), failed("t", 2, DAY), ...ended(3), intended("t", { attempt: 4 })))
+      .when(null)
+      .thenMatches((events) => expect(retryOf(events)).toBe(true));
+    spec
+      .given(instance("t", ...ended(1), ...ended(2), ...ended(3), intended("t", { attempt: 4 })))
+      .when(false)
+      .thenMatches((events) => expect(retryOf(events)).toBe(true));
   });
 
   it("only the current attempt is abandoned", () => {

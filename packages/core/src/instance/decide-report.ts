@@ -88,12 +88,16 @@ export function retryAfterFailure(
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** The attempts of the instance interrupted, one after another up to now, by their scheduler process's end. */
-function processEnds(state: InstanceState): number {
+/**
+ * The attempts of the instance ended, one after another up to now, by their scheduler process's
+ * end: interrupted as they ran, or abandoned as intents its workers never confirmed.
+ */
+export function processEnds(state: InstanceState): number {
   let n = 0;
   for (let i = state.attempts.length - 1; i >= 0; i--) {
     const a = state.attempts[i];
-    if (a?.status === "interrupted" && a.endReason?.includes(PROCESS_ENDED)) n++;
+    if ((a?.status === "interrupted" || a?.status === "abandoned") && a.endReason?.includes(PROCESS_ENDED))
+      n++;
     else if (a?.status !== "queued" && a?.status !== "running" && a?.status !== "lease_expired") break;
   }
   return n;

@@ -1,5 +1,7 @@
 import type { DomainEvent } from "../events/catalog.js";
+import { LOST_WORKER_RETRIES, processEnds } from "../instance/decide-report.js";
 import { currentAttempt, type InstanceState } from "../instance/state.js";
+import { PROCESS_ENDED } from "./lost-worker.js";
 
 /**
  * Reconcile check: an intent recorded but never confirmed by a worker. The dispatch may have
@@ -60,24 +62,26 @@ export function intentGrace(
   };
 }
 
-/** The events that close an unconfirmed intent, or none while a worker knows the attempt. */
+/**
+ * The events that close an unconfirmed intent, or none while a worker knows the attempt. It is
+ * tried again with a new attempt; but an intent left by a scheduler process that ended (killed,
+ * crashed: `processEnded`) is one such end, as an attempt interrupted by it is, and the fourth
+ * in a row is left for an operator: the task itself may be what ends the service, before its
+ * start is even recorded.
+ */
 export function decideUnconfirmedIntent(
   inst: InstanceState,
   knownToAWorker: boolean,
   by: string,
+  processEnded = false,
 ): DomainEvent[] {
   const a = currentAttempt(inst);
   if (!a || knownToAWorker) return [];
+  const halt = processEnded && processEnds(inst) >= LOST_WORKER_RETRIES;
+  const reason = processEnded
+    ? `dispatch never confirmed by a worker: it ${PROCESS_ENDED}${halt ? `, the ${LOST_WORKER_RETRIES + 1}th such end in a row: not run again on its own (the task may be what ends its scheduler)` : ""}`
+    : "dispatch never confirmed by a worker";
   return [
-    {
-      type: "AttemptAbandoned",
-      data: {
-        attempt: a.attempt,
-        token: a.token,
-        reason: "dispatch never confirmed by a worker",
-        by,
-        retry: true,
-      },
-    },
+    { type: "AttemptAbandoned", data: { attempt: a.attempt, token: a.token, reason, by, retry: !halt } },
   ];
 }

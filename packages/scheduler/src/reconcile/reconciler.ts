@@ -227,7 +227,11 @@ export class Reconciler {
       if (decision.kind === "report_interrupted") this.o.scheduler?.reportInterrupted(inst, decision.reason);
     }
     const writes = unconfirmed.map((inst) =>
-      this.write(inst, decideUnconfirmedIntent(inst, false, this.o.actor), "intent of an earlier process"),
+      this.write(
+        inst,
+        decideUnconfirmedIntent(inst, false, this.o.actor, true),
+        "intent of an earlier process",
+      ),
     );
     const written = (await Promise.all(writes)).filter(Boolean).length;
     this.totals.written += written;
