@@ -538,7 +538,7 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
     expect(workers.holds("y")).toBe(true);
   });
 
-  it("given attempts announced at reconnection, when their start is durable, then they are adopted and told to proceed", async () => {
+  it("given attempts announced at reconnection, when their start is durable, then they are adopted and told to proceed; the one never started ends at the goodbye", async () => {
     // The projection as the restarted scheduler has it: "started" recorded, "waiting" not yet.
     const projection = new SchedulerProjection();
     const instance = (token: string, status: string) =>
@@ -568,6 +568,17 @@ describe("RemoteWorkers: the scheduler's side of remote workers", () => {
     await tick();
     // Without it, a non-idempotent attempt would wait for a proceed sent by the earlier process.
     expect(s.batches.flatMap((b) => b.messages)).toEqual([{ kind: "proceed", token: "started" }]);
+    // Its goodbye ends the adopted attempt it never started, as one given here, to run again at
+    // once rather than a lease later; the started one is its own to report.
+    const ends: string[] = [];
+    workers.onReport((r) => {
+      if (r.kind === "failed")
+        ends.push(`${r.token} ${r.instanceStream} ${r.error.kind}: ${r.error.message}`);
+    });
+    await workers.goodbye(workers.connection("a", a.session));
+    expect(ends).toEqual([
+      "waiting instance-p/a/waiting/ALL@d interrupted: worker a stopped before starting it",
+    ]);
   });
   it("given an attempt the log has ended, when its worker's heartbeat comes, then it is refused and the worker told to stop it", async () => {
     const projection = new SchedulerProjection();

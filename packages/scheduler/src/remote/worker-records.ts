@@ -117,10 +117,11 @@ export function isCurrent(inst: InstanceState): boolean {
 }
 
 /**
- * The ends of what a worker saying goodbye was given and never started (no start on record): it
- * starts nothing more, so each ends now, interrupted, to run again at once elsewhere (not after a
- * lease). Safe however it stands with the worker: a task that is not idempotent starts only once
- * its start is recorded, and an idempotent one may run twice.
+ * The ends of what a worker saying goodbye was given (or adopted from an earlier process) and
+ * never started (no start on record): it starts nothing more, so each ends now, interrupted, to
+ * run again at once elsewhere (not after a lease). Safe however it stands with the worker: a task
+ * that is not idempotent starts only once its start is recorded, and an idempotent one may run
+ * twice.
  */
 export function unstartedEnds(
   projection: SchedulerProjection,
@@ -128,13 +129,15 @@ export function unstartedEnds(
   now: number,
 ): FailedReport[] {
   const out: FailedReport[] = [];
-  for (const cmd of conn.given.values()) {
-    const inst = cmd ? projection.instances.get(cmd.instanceStream) : undefined;
+  for (const [token, cmd] of conn.given) {
+    // Given by this process (its command), or adopted from an earlier one (its stream followed).
+    const stream = cmd?.instanceStream ?? projection.workers.attempt(token)?.stream;
+    const inst = stream === undefined ? undefined : projection.instances.get(stream);
     const a = inst ? currentAttempt(inst) : undefined;
-    if (!cmd || a?.token !== cmd.token || a.status !== "queued") continue;
+    if (!inst || a?.token !== token || a.status !== "queued") continue;
     out.push(
       unstartedEnd(
-        cmd,
+        { token, attempt: a.attempt, instanceStream: inst.stream },
         conn.id,
         { kind: "interrupted", message: `worker ${conn.id} stopped before starting it` },
         now,
@@ -146,7 +149,7 @@ export function unstartedEnds(
 
 /** The failed report of an attempt that never started: in no worker's hands, or never begun by one. */
 function unstartedEnd(
-  cmd: RunCommand,
+  cmd: Pick<RunCommand, "token" | "attempt" | "instanceStream">,
   workerId: string,
   error: FailedReport["error"],
   now: number,
