@@ -106,6 +106,23 @@ describe("one scheduler per embedded log", () => {
       ),
     );
 
+    // Another data directory given this one's task directory: refused too, before it clears
+    // the staging there (the first's attempt may be staging in it), naming the holder's data
+    // directory.
+    const other = tempDataDir("lock-other");
+    left.dirs.push(other);
+    const third = chronologSpawn(other, ["up", "--workers", "1", "--task-dir", `${dir}-tasks`]);
+    left.processes.push(third);
+    const shared = await exitOf(third, 15_000);
+    expect(shared.code, shared.stderr).toBe(8);
+    expect(shared.stderr).toContain(
+      `chronolog: state: the task directory ${dir}-tasks is in use by pid ${first.pid} on host ${hostname()} since `,
+    );
+    expect(shared.stderr).toContain(
+      `(data directory ${dir}): each data directory needs a task directory of its own (--task-dir)`,
+    );
+    expect(existsSync(join(other, "log.db"))).toBe(false);
+
     await waitUntil("the four intervals to run", () => {
       const r = chronolog(dir, ["tasks", "--json"]);
       const [t] = JSON.parse(r.stdout) as Array<{ prevIntervalStart: string | null }>;

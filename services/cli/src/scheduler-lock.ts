@@ -14,7 +14,7 @@
  * it (pid, host, since, and the process's start time, which tells a recycled pid apart when it
  * is read); it is written once the lock is held, atomically, and is never what decides.
  */
-import { renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { StateError } from "@chronolog/scheduler";
@@ -62,8 +62,57 @@ function recordedHolder(path: string): LockHolder | null {
  * that holds it.
  */
 export function acquireSchedulerLock(dataDir: string): SchedulerLock {
-  const lockPath = join(dataDir, "scheduler.lock");
-  const holderPath = join(dataDir, HOLDER_FILE);
+  return acquireLock(
+    dataDir,
+    {},
+    (who) => `the data directory ${dataDir} is being scheduled by ${who}; stop it first`,
+  );
+}
+
+/**
+ * Takes the task directory's lock for the scheduler of `dataDir`, or throws a StateError naming
+ * the live process (and its data directory) that holds it. Each start removes what killed
+ * attempts left in the task directory's staging: a second scheduler sharing it, of another data
+ * directory, would remove the first one's attempts' staging as they run.
+ */
+export function acquireTaskDirLock(taskDir: string, dataDir: string): SchedulerLock {
+  mkdirSync(taskDir, { recursive: true, mode: 0o711 });
+  return acquireLock(taskDir, { dataDir }, (who, holder) => {
+    const of = holder?.dataDir ? ` (data directory ${holder.dataDir})` : "";
+    return `the task directory ${taskDir} is in use by ${who}${of}: each data directory needs a task directory of its own (--task-dir)`;
+  });
+}
+
+/**
+ * A scheduler's locks on the embedded log: its data directory's, then its task directory's
+ * (released together, the task directory's first).
+ */
+export function acquireSchedulerLocks(dataDir: string, taskDir: string): SchedulerLock {
+  const data = acquireSchedulerLock(dataDir);
+  let tasks: SchedulerLock;
+  try {
+    tasks = acquireTaskDirLock(taskDir, dataDir);
+  } catch (error) {
+    data.release();
+    throw error;
+  }
+  return {
+    holder: data.holder,
+    release() {
+      tasks.release();
+      data.release();
+    },
+  };
+}
+
+/** The lock of `dir` (see above), the holder's record carrying `extra`. */
+function acquireLock(
+  dir: string,
+  extra: { readonly dataDir?: string },
+  refusal: (who: string, holder: LockHolder | null) => string,
+): SchedulerLock {
+  const lockPath = join(dir, "scheduler.lock");
+  const holderPath = join(dir, HOLDER_FILE);
   // The busy timeout covers two starters meeting half-way; a lock that stays held fails fast.
   const db = new Database(lockPath, { timeout: CONTENTION_MS });
   try {
@@ -72,17 +121,19 @@ export function acquireSchedulerLock(dataDir: string): SchedulerLock {
     db.close();
     if ((error as { code?: string }).code !== "SQLITE_BUSY") throw error;
     const h = recordedHolder(holderPath);
-    const who = h && holderAlive(h) ? `pid ${h.pid} on host ${h.host} since ${h.since}` : "another process";
-    throw new StateError(`the data directory ${dataDir} is being scheduled by ${who}; stop it first`);
+    const alive = h && holderAlive(h) ? h : null;
+    const who = alive ? `pid ${alive.pid} on host ${alive.host} since ${alive.since}` : "another process";
+    throw new StateError(refusal(who, alive));
   }
   const holder: LockHolder = {
     pid: process.pid,
     host: hostname(),
     since: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
     startTime: processStartTime(process.pid),
+    ...extra,
   };
   const tmp = `${holderPath}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(holder)}\n`);
+  writeFileSync(tmp, `${JSON.stringify(holder)}\n`, { mode: 0o600 });
   renameSync(tmp, holderPath);
   held.add(db);
   return {

@@ -46,7 +46,7 @@ import { CliError } from "../edge.js";
 import { isolationNotice, resolveIsolation } from "../isolation.js";
 import { createLogger, type Logger } from "../logger.js";
 import { cliFile } from "../package-files.js";
-import { acquireSchedulerLock } from "../scheduler-lock.js";
+import { acquireSchedulerLocks } from "../scheduler-lock.js";
 import { progressLogger } from "../service-log.js";
 import { addHttpOptions, checkHttpOptions, type HttpOptions, startHttp } from "./serve.js";
 
@@ -183,9 +183,11 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   const tightened = secureDataDir(dir);
   if (tightened > 0)
     logger.info({ dataDir: dir, entries: tightened }, "took others' permissions off the data directory");
-  // One scheduler per embedded or EventStoreDB log (held by the data directory's lock);
-  // schedulers sharing a Kafka log coordinate through a group.
-  const lock = parseLogUrl(logUrlOf(globals))?.kind === "kafka" ? null : acquireSchedulerLock(dir);
+  // One scheduler per embedded or EventStoreDB log (held by the data directory's lock), and per
+  // task directory (whose staging it clears as it starts); schedulers sharing a Kafka log
+  // coordinate through a group.
+  const lock =
+    parseLogUrl(logUrlOf(globals))?.kind === "kafka" ? null : acquireSchedulerLocks(dir, isolation.taskDir);
   // Said once this process is the one that schedules (a second one is refused above).
   const notice = isolationNotice(isolation);
   logger[notice.level](notice.fields, notice.message);
