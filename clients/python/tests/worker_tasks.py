@@ -145,3 +145,17 @@ def loud(ctx: Context, lines: int) -> None:
 def execs(ctx: Context, marker: str) -> None:
     """Becomes a shell (exec) that writes ``marker`` after a moment: the attempt is that program."""
     os.execv("/bin/sh", ["sh", "-c", f"sleep 0.3; echo done > {marker}"])
+
+
+def reach(ctx: Context, worker: int) -> None:
+    """Prints what it can reach of the worker: the token in its own environment, whether it may
+    be dumped, and the worker's environment as it started (pid ``worker``)."""
+    import ctypes
+
+    print("token", os.environ.get("CHRONOLOG_TOKEN"))
+    print("dumpable", ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))  # PR_GET_DUMPABLE
+    try:
+        with open(f"/proc/{worker}/environ", "rb") as f:
+            print("environ", b"CHRONOLOG_TOKEN=" in f.read())
+    except OSError as error:
+        print("environ", type(error).__name__)

@@ -95,10 +95,28 @@ class Forked:
                 self.sentinel = -1
 
 
+def keep_from_same_user() -> bool:
+    """Makes this process not dumpable (Linux's ``PR_SET_DUMPABLE`` 0), as its children forked
+    from now on are: another process of the same user, a function of another attempt say, can
+    no longer read its memory or its ``/proc`` entries (its environment as it started, its
+    command line) or attach to it; nor can it dump core. Says whether it could (not on other
+    systems)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE
+    except (OSError, AttributeError):
+        return False
+
+
 class ForkServer:
     def __init__(self, imports: list[str]) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         env = dict(os.environ)
+        # The worker's token is not its functions': none of them finds it in its environment.
+        env.pop("CHRONOLOG_TOKEN", None)
         # The server's interpreter finds what this one finds (the working directory and
         # PYTHONPATH the worker was started with, and what it added).
         env["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
@@ -189,6 +207,8 @@ def serve() -> None:
 
         sock.sendall(b"E" + traceback.format_exc().encode("utf-8", "replace"))
         sys.exit(1)
+    # Its children, each an attempt's function with its secrets, cannot read one another.
+    keep_from_same_user()
     # What the imports made stays for the server's life: kept out of the collector's sight, a
     # child's first collections do not walk it (and copy each page they touch).
     gc.collect()

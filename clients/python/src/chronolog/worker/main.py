@@ -14,7 +14,7 @@ import time
 import traceback
 from typing import Any
 
-from .forks import ForkServer
+from .forks import ForkServer, keep_from_same_user
 from .link import Link
 from .remote import FatalRefusal, Worker
 
@@ -47,6 +47,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # The token is the worker's alone: not in the environment of the fork server, of the
+    # functions, or of the commands that resolve their secrets; and the process is kept from the
+    # functions (they run as its user), which could otherwise read it from its memory.
+    os.environ.pop("CHRONOLOG_TOKEN", None)
+    keep_from_same_user()
     # Functions run as this process's user, unlike `chronolog worker`'s tasks (see --run-as there).
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         _log(
