@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { IssueCollector } from "../src/declare/issues.js";
 import {
   type DeclarationIssue,
   declarationValidationError,
@@ -250,6 +251,16 @@ describe("validateDeclarations: each check names the task and the field", () => 
       message:
         'sales/acme/orders_enriched/ALL and 1 more task of its workflow: connection "lake" is not declared (neither in these files nor already)',
     });
+  });
+
+  it("counts an error said once for many tasks each time, as a check asks whether it added one", () => {
+    const issues = new IssueCollector();
+    const at = { file: "w.yaml", path: "workflows[0].endDate" };
+    issues.error("date", at, "endDate is not after startDate", "p/a/t1/ALL");
+    const before = issues.errorCount;
+    issues.error("date", at, "endDate is not after startDate", "p/a/t2/ALL");
+    expect(issues.errorCount).toBe(before + 1);
+    expect(issues.errors).toHaveLength(1);
   });
 
   it("says a workflow's bad dates once, however many tasks inherit them, and a task's own apart", () => {

@@ -87,9 +87,12 @@ export class IssueCollector {
    * tasks, by code, place and message.
    */
   private readonly inherited = new Map<string, { index: number; task: string; tasks: number }>();
+  /** Every error reported, those said once for many tasks counted each time. */
+  private reported = 0;
 
+  /** The errors reported so far, each counted (a check asks whether it added any). */
   get errorCount(): number {
-    return this.errors.length;
+    return this.reported;
   }
 
   /**
@@ -104,6 +107,7 @@ export class IssueCollector {
     task?: string,
     position?: TextPosition,
   ): void {
+    this.reported += 1;
     if (task !== undefined && WORKFLOW_FIELD.test(at.path)) {
       const key = `${code}\n${at.file}\n${at.path}\n${message}`;
       const seen = this.inherited.get(key);
