@@ -229,9 +229,37 @@ describe("unconfirmed intent: what to write once the workers answered", () => {
           "the 4th such end in a row: not run again on its own",
         );
       });
-    // An end of another kind between them starts the count again; so does a live pass's abandon.
+    // An end of another kind between them starts the count again (four ends here, two since);
+    // so does an operator's retry of the halted interval; a live pass's abandon is not counted.
     settle
-      .given(instance("t", ...ended(1), failed("t", 2, DAY), ...ended(3), intended("t", { attempt: 4 })))
+      .given(
+        instance(
+          "t",
+          ...ended(1),
+          ...ended(2),
+          intended("t", { attempt: 3 }),
+          failed("t", 3, DAY),
+          ...ended(4),
+          ...ended(5),
+          intended("t", { attempt: 6 }),
+        ),
+      )
+      .when(null)
+      .thenMatches((events) => expect(retryOf(events)).toBe(true));
+    const halted: DomainEvent = {
+      type: "AttemptAbandoned",
+      data: {
+        attempt: 4,
+        token: tokenOf("t", 4),
+        reason: `dispatch never confirmed by a worker: it ${PROCESS_ENDED}, the 4th such end in a row`,
+        by: BY,
+        retry: false,
+      },
+    };
+    const fourth = [...ended(1), ...ended(2), ...ended(3), intended("t", { attempt: 4 }), halted];
+    expect(instanceOf(instance("t", ...fourth))?.status).toBe("abandoned");
+    settle
+      .given(instance("t", ...fourth, intended("t", { attempt: 5 })))
       .when(null)
       .thenMatches((events) => expect(retryOf(events)).toBe(true));
     spec

@@ -90,15 +90,17 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 /**
  * The attempts of the instance ended, one after another up to now, by their scheduler process's
- * end: interrupted as they ran, or abandoned as intents its workers never confirmed.
+ * end: interrupted as they ran, or abandoned as intents its workers never confirmed. Counted in
+ * the interval's budget alone: an operator's retry, which reopens it, starts the count again.
  */
 export function processEnds(state: InstanceState): number {
   let n = 0;
+  const from = state.budgetFrom ?? 0;
   for (let i = state.attempts.length - 1; i >= 0; i--) {
     const a = state.attempts[i];
-    if ((a?.status === "interrupted" || a?.status === "abandoned") && a.endReason?.includes(PROCESS_ENDED))
-      n++;
-    else if (a?.status !== "queued" && a?.status !== "running" && a?.status !== "lease_expired") break;
+    if (a === undefined || a.attempt <= from) break;
+    if ((a.status === "interrupted" || a.status === "abandoned") && a.endReason?.includes(PROCESS_ENDED)) n++;
+    else if (a.status !== "queued" && a.status !== "running" && a.status !== "lease_expired") break;
   }
   return n;
 }

@@ -77,9 +77,10 @@ export function decideUnconfirmedIntent(
 ): DomainEvent[] {
   const a = currentAttempt(inst);
   if (!a || knownToAWorker) return [];
-  const halt = processEnded && processEnds(inst) >= LOST_WORKER_RETRIES;
+  const before = processEnded ? processEnds(inst) : 0;
+  const halt = before >= LOST_WORKER_RETRIES;
   const reason = processEnded
-    ? `dispatch never confirmed by a worker: it ${PROCESS_ENDED}${halt ? `, the ${LOST_WORKER_RETRIES + 1}th such end in a row: not run again on its own (the task may be what ends its scheduler)` : ""}`
+    ? `dispatch never confirmed by a worker: it ${PROCESS_ENDED}${halt ? `, the ${before + 1}th such end in a row: not run again on its own (the task may be what ends its scheduler)` : ""}`
     : "dispatch never confirmed by a worker";
   return [
     { type: "AttemptAbandoned", data: { attempt: a.attempt, token: a.token, reason, by, retry: !halt } },
