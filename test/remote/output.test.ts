@@ -74,21 +74,21 @@ describe("remote workers: output", () => {
     expect(said).not.toContain("after the restart");
   }, 120_000);
 
-  it("takes the rest of an attempt's output inline with its end: after an upload, overlapping it, or not at all past a gap", async () => {
+  it("takes the rest of an attempt's output inline with its end: after an upload, overlapping it, or not at all past a gap; an end never begun names no starter", async () => {
     const dir = tempDataDir("remote-output-inline");
     left.dirs.push(dir, `${dir}-tasks`);
     declareTasks(
       dir,
-      ["ia", "ib", "ic"].map((name) => ({ name, queue: "i", command: "true" })),
+      ["ia", "ib", "ic", "iz"].map((name) => ({ name, queue: "i", command: "true" })),
     );
     const token = workToken(dir, "wi", ["i"]);
     const s = await startScheduler(left, dir, await freePort());
     const w = new HandWorker(s.url, token, "box-i");
     const registered = await w.register(["i"]);
     expect(registered.body.inlineOutputMax).toBe(16 * 1024);
-    const runs = await waitUntil("three attempts", () => {
+    const runs = await waitUntil("four attempts", () => {
       const r = w.commands.filter((c) => c.kind === "run");
-      return r.length === 3 ? r : undefined;
+      return r.length === 4 ? r : undefined;
     });
     const whole = "first\nsecond\n";
     const b64 = (text: string) => Buffer.from(text).toString("base64");
@@ -149,6 +149,32 @@ describe("remote workers: output", () => {
     expect(recorded("ic").error).toBe("0 of the worker's 13 bytes of output reached the scheduler");
     // The inline bytes are not in the event: only the file's size and hash are.
     expect(JSON.stringify(events.map((e) => e.data))).not.toContain(b64("second\n"));
+
+    // An end the worker reports of an attempt it dropped from its queue, never begun: it is not
+    // recorded as the worker's start (it runs again at once, as a shutdown's does).
+    const iz = byName.get("iz") as { token: string };
+    const dropped = await w.report([
+      {
+        kind: "failed",
+        token: iz.token,
+        attempt: 1,
+        instanceStream: streamOf("iz"),
+        workerId: "box-i",
+        at: at(),
+        durationMs: 0,
+        exitCode: null,
+        stdoutTail: "",
+        stderrTail: "",
+        error: { kind: "interrupted", message: "worker shutdown" },
+        neverStarted: true,
+      },
+    ]);
+    expect(dropped.status, dropped.text).toBe(200);
+    const failed = await waitUntil("the dropped attempt's end", async () =>
+      of(await readLog(dir), "iz").find((e) => e.type === "AttemptFailed"),
+    );
+    expect(failed.data).toMatchObject({ error: { kind: "interrupted" }, retryAt: expect.any(String) });
+    expect(failed.data).not.toHaveProperty("workerId");
     w.close();
   }, 120_000);
 });

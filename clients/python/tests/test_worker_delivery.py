@@ -369,6 +369,7 @@ class WorkerDeliveryTest(unittest.TestCase):
         self.assertEqual(end["kind"], "failed", end)
         self.assertEqual(end["error"]["kind"], "interrupted", end)
         self.assertIn("worker shutdown", end["error"]["message"])
+        self.assertNotIn("neverStarted", end)
         self.assertFalse(starts.exists(), "held, then stopping: never ran")
         self.assertEqual(self.worker.wait(20), 0)
 
@@ -404,10 +405,14 @@ class WorkerDeliveryTest(unittest.TestCase):
         self.worker.terminate()
         end = self.end_of("queued")
         self.assertEqual((end["kind"], end["error"]["kind"]), ("failed", "interrupted"), end)
+        # Said so: no start is claimed for it (nor for those that ran, nor for one held for its
+        # start's answer, below).
+        self.assertIs(end.get("neverStarted"), True, end)
         self.assertFalse(any(r["kind"] == "started" and r["token"] == "queued" for r in self.fake.reports()))
         self.assertFalse(Path(self.dir, "queued-starts").exists())
         for token in busy:
             self.assertEqual(self.end_of(token)["kind"], "succeeded")
+            self.assertNotIn("neverStarted", self.end_of(token))
         self.assertEqual(self.worker.wait(20), 0)
 
 

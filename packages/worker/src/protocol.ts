@@ -136,9 +136,10 @@ export interface FailedReport extends ReportBase, OutputTail {
   readonly exitCode: number | null;
   readonly error: { readonly kind: FailureKind; readonly message: string };
   /**
-   * The scheduler's own end of an attempt no worker began (cancelled before any worker had it,
-   * or given to a worker that said goodbye first): no worker is recorded as having started it.
-   * Never taken from a worker's report.
+   * An end of an attempt never begun: by the worker that held it queued for a slot (cancelled,
+   * or its worker stopping), or by the scheduler (cancelled before any worker had it, or given
+   * to a worker that said goodbye first). No worker is recorded as having started it; nothing
+   * else depends on it (whether the attempt started is the log's: its start recorded or not).
    */
   readonly neverStarted?: true;
 }

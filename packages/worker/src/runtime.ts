@@ -201,7 +201,7 @@ export class WorkerRuntime {
     if (a.state === "queued") {
       a.state = "removed";
       this.attempts.delete(token);
-      this.finish(a.cmd, failure("exception", `cancelled: ${reason}`, 0));
+      this.finish(a.cmd, failure("exception", `cancelled: ${reason}`, 0), undefined, true);
       this.notifyIdle();
     } else {
       this.stop(a, new AttemptAbort(reason, killGraceMs));
@@ -235,7 +235,8 @@ export class WorkerRuntime {
       if (a.state !== "queued") continue;
       a.state = "removed";
       this.attempts.delete(a.cmd.token);
-      if (this.reportQueuedAtShutdown) this.finish(a.cmd, failure("interrupted", "worker shutdown", 0));
+      if (this.reportQueuedAtShutdown)
+        this.finish(a.cmd, failure("interrupted", "worker shutdown", 0), undefined, true);
     }
     for (const a of this.attempts.values()) {
       if (a.release) this.stop(a, new AttemptAbort("worker shutdown", 0, true));
@@ -478,7 +479,13 @@ export class WorkerRuntime {
     if (leftOver !== undefined) void removeIfEmpty(leftOver);
   }
 
-  private finish(cmd: RunCommand, outcome: OperatorOutcome, outputFile?: OutputFileInfo): void {
+  /** Reports the attempt's end; `neverStarted` when it ended still queued here, never begun. */
+  private finish(
+    cmd: RunCommand,
+    outcome: OperatorOutcome,
+    outputFile?: OutputFileInfo,
+    neverStarted = false,
+  ): void {
     const { token, attempt, instanceStream } = cmd;
     // A success in the batch of its own start says it all (it names the worker, and the start is
     // its end less its duration): the start is left out, half the messages of a quick task. Not
@@ -526,6 +533,7 @@ export class WorkerRuntime {
           stderrTail,
           error: outcome.error ?? { kind: "unknown", message: "failed without an error" },
           ...(outputFile ? { outputFile } : {}),
+          ...(neverStarted ? { neverStarted: true as const } : {}),
         };
     this.batcher.push(report);
     if (this.faults?.duplicateFinalReports) {

@@ -135,6 +135,9 @@ describe("WorkerRuntime", () => {
     expect(r1.error).toEqual({ kind: "exception", message: "cancelled: fail-fast run" });
     const r2 = (await finished("c2")) as FailedReport;
     expect(r2.error).toEqual({ kind: "exception", message: "cancelled: not needed" });
+    // Cancelled in the queue, it never began (so no start is claimed for it); the other had.
+    expect(r2.neverStarted).toBe(true);
+    expect(r1).not.toHaveProperty("neverStarted");
     expect(ofToken("c2").map((r) => r.kind)).toEqual(["failed"]);
     expect(runtime.cancel("unknown", "x")).toBe(false);
   });
@@ -207,7 +210,11 @@ describe("WorkerRuntime", () => {
     await runtime.shutdown(5000);
     expect(ofToken("q1").map((r) => r.kind)).toEqual(["started", "succeeded"]);
     expect(ofToken("q2")).toEqual([
-      expect.objectContaining({ kind: "failed", error: { kind: "interrupted", message: "worker shutdown" } }),
+      expect.objectContaining({
+        kind: "failed",
+        error: { kind: "interrupted", message: "worker shutdown" },
+        neverStarted: true,
+      }),
     ]);
   });
 

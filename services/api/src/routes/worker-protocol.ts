@@ -111,6 +111,8 @@ const Report = z
         kind: EventSchemas.AttemptFailed.shape.error.shape.kind,
         message: z.string().max(4000),
       }),
+      // Ended while queued on the worker, never begun: no start is claimed for it.
+      neverStarted: z.literal(true).optional(),
     }),
     z.object({
       kind: z.literal("known"),

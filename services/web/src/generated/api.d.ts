@@ -2557,6 +2557,8 @@ export interface components {
                 kind: "exit_code" | "signal" | "timeout" | "exception" | "http_status" | "lost" | "interrupted" | "unknown";
                 message: string;
             };
+            /** @enum {boolean} */
+            neverStarted?: true;
         } | {
             /** @enum {string} */
             kind: "known";

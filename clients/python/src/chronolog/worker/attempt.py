@@ -300,7 +300,11 @@ class Attempt:
             self.proceeded.wait()
         op = self.cmd.get("operator") or {}
         if self.abort is not None:
-            return self._failed(*self._abort_error(), None)
+            r = self._failed(*self._abort_error(), None)
+            if not self.reported_start:
+                # Stopped before it left the queue: never begun, so no start is claimed for it.
+                r["neverStarted"] = True
+            return r
         if op.get("type") != "python":
             self._report_started()
         if op.get("type") != "python":
