@@ -119,7 +119,7 @@ describe("one scheduler per embedded log", () => {
       `chronolog: state: the task directory ${dir}-tasks is in use by pid ${first.pid} on host ${hostname()} since `,
     );
     expect(shared.stderr).toContain(
-      `(data directory ${dir}): each data directory needs a task directory of its own (--task-dir)`,
+      `(data directory ${dir}): each data or worker directory needs a task directory of its own (--task-dir)`,
     );
     expect(existsSync(join(other, "log.db"))).toBe(false);
 

@@ -1,7 +1,8 @@
-import { rmSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { chronolog, tempDataDir } from "../support/cli.js";
+import { chronolog, chronologSpawn, tempDataDir } from "../support/cli.js";
+import { waitUntil } from "../support/wait.js";
 
 /** `chronolog worker` refuses flags that cannot work before it connects anywhere, saying why. */
 const dir = tempDataDir("worker-flags");
@@ -31,3 +32,50 @@ it("needs a scheduler, each once, and a capacity of at least one attempt per sch
   expect(offLoopback.code).toBe(2);
   expect(offLoopback.stderr).toMatch(/192\.0\.2\.1/);
 });
+
+it("is refused a task directory another worker holds, naming it", async () => {
+  // The first runs on, trying to reach a scheduler that is not there; the second, given the same
+  // directory (and so the same task directory), is refused at once.
+  const first = chronologSpawn(dir, [
+    "worker",
+    "--token",
+    "chl.x.y",
+    "--queue",
+    "a",
+    "--connect",
+    "http://127.0.0.1:9",
+    "--dir",
+    join(dir, "shared"),
+  ]);
+  first.stdout?.resume();
+  let said = "";
+  first.stderr?.on("data", (c: Buffer) => {
+    said += c.toString();
+  });
+  try {
+    await waitUntil("the first worker to hold its task directory", () =>
+      existsSync(join(`${join(dir, "shared")}-tasks`, "scheduler.lock.json")) ? true : undefined,
+    );
+    const second = chronolog(dir, [
+      "worker",
+      "--token",
+      "chl.x.y",
+      "--queue",
+      "a",
+      "--connect",
+      "http://127.0.0.1:9",
+      "--dir",
+      join(dir, "shared"),
+    ]);
+    expect(second.code, `${second.stderr}\n${said}`).toBe(8);
+    expect(second.stderr).toContain(
+      `the task directory ${join(dir, "shared")}-tasks is in use by pid ${first.pid} on host `,
+    );
+    expect(second.stderr).toContain(`(worker directory ${join(dir, "shared")})`);
+    expect(first.exitCode).toBeNull();
+  } finally {
+    first.kill("SIGKILL");
+    await new Promise((r) => first.once("exit", r));
+    rmSync(`${join(dir, "shared")}-tasks`, { recursive: true, force: true });
+  }
+}, 30_000);

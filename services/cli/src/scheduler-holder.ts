@@ -18,8 +18,8 @@ export interface LockHolder {
   readonly since: string;
   /** The holder's start time in clock ticks after boot (/proc/PID/stat), null where unknown. */
   readonly startTime: string | null;
-  /** A task directory's holder: the data directory it schedules. */
-  readonly dataDir?: string;
+  /** A task directory's holder: its own directory, in words ("data directory /srv/chronolog"). */
+  readonly owner?: string;
 }
 
 /** A process's start time from /proc/PID/stat (field 22), or null off Linux or if it is gone. */

@@ -14,7 +14,7 @@
  * it (pid, host, since, and the process's start time, which tells a recycled pid apart when it
  * is read); it is written once the lock is held, atomically, and is never what decides.
  */
-import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { renameSync, rmSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { StateError } from "@chronolog/scheduler";
@@ -70,16 +70,16 @@ export function acquireSchedulerLock(dataDir: string): SchedulerLock {
 }
 
 /**
- * Takes the task directory's lock for the scheduler of `dataDir`, or throws a StateError naming
- * the live process (and its data directory) that holds it. Each start removes what killed
- * attempts left in the task directory's staging: a second scheduler sharing it, of another data
- * directory, would remove the first one's attempts' staging as they run.
+ * Takes the task directory's lock for the process whose directory `owner` names ("data directory
+ * /srv/chronolog", "worker directory /srv/worker"), or throws a StateError naming the live
+ * process (and its directory) that holds it. Each start of a scheduler or a worker removes what
+ * killed attempts left in the task directory's staging: a second one sharing it would remove the
+ * first one's attempts' staging as they run.
  */
-export function acquireTaskDirLock(taskDir: string, dataDir: string): SchedulerLock {
-  mkdirSync(taskDir, { recursive: true, mode: 0o711 });
-  return acquireLock(taskDir, { dataDir }, (who, holder) => {
-    const of = holder?.dataDir ? ` (data directory ${holder.dataDir})` : "";
-    return `the task directory ${taskDir} is in use by ${who}${of}: each data directory needs a task directory of its own (--task-dir)`;
+export function acquireTaskDirLock(taskDir: string, owner: string): SchedulerLock {
+  return acquireLock(taskDir, { owner }, (who, holder) => {
+    const of = holder?.owner ? ` (${holder.owner})` : "";
+    return `the task directory ${taskDir} is in use by ${who}${of}: each data or worker directory needs a task directory of its own (--task-dir)`;
   });
 }
 
@@ -91,7 +91,7 @@ export function acquireSchedulerLocks(dataDir: string, taskDir: string): Schedul
   const data = acquireSchedulerLock(dataDir);
   let tasks: SchedulerLock;
   try {
-    tasks = acquireTaskDirLock(taskDir, dataDir);
+    tasks = acquireTaskDirLock(taskDir, `data directory ${dataDir}`);
   } catch (error) {
     data.release();
     throw error;
@@ -108,13 +108,23 @@ export function acquireSchedulerLocks(dataDir: string, taskDir: string): Schedul
 /** The lock of `dir` (see above), the holder's record carrying `extra`. */
 function acquireLock(
   dir: string,
-  extra: { readonly dataDir?: string },
+  extra: { readonly owner?: string },
   refusal: (who: string, holder: LockHolder | null) => string,
 ): SchedulerLock {
   const lockPath = join(dir, "scheduler.lock");
   const holderPath = join(dir, HOLDER_FILE);
   // The busy timeout covers two starters meeting half-way; a lock that stays held fails fast.
-  const db = new Database(lockPath, { timeout: CONTENTION_MS });
+  let db: Database.Database;
+  try {
+    db = new Database(lockPath, { timeout: CONTENTION_MS });
+  } catch (error) {
+    throw new StateError(`cannot take the lock ${lockPath}: ${(error as Error).message}`);
+  }
+  // A file it may not write is opened read-only, where a lock excludes no one: refused.
+  if (db.readonly) {
+    db.close();
+    throw new StateError(`cannot take the lock ${lockPath}: this user may not write it`);
+  }
   try {
     db.exec("BEGIN EXCLUSIVE");
   } catch (error) {

@@ -16,6 +16,7 @@ import { CliError } from "../edge.js";
 import { isolationNotice, resolveIsolation } from "../isolation.js";
 import { createLogger } from "../logger.js";
 import { cliVersion } from "../package-files.js";
+import { acquireTaskDirLock } from "../scheduler-lock.js";
 
 interface WorkerOptions {
   connect: string[];
@@ -96,6 +97,9 @@ async function work(opts: WorkerOptions): Promise<void> {
   const notice = isolationNotice(isolation);
   logger[notice.level](notice.fields, notice.message);
   const stagingRoot = join(isolation.taskDir, "staging");
+  // Its task directory is its own (it clears what killed attempts left there): held for its life,
+  // let go by the kernel whenever it ends.
+  acquireTaskDirLock(isolation.taskDir, `worker directory ${dir}`);
   removeEmptyStagingDirs(stagingRoot);
   configureTasks({
     ...(isolation.runAs ? { identity: { uid: isolation.runAs.uid, gid: isolation.runAs.gid } } : {}),
