@@ -96,11 +96,12 @@ class Forked:
 
 
 def keep_from_same_user() -> bool:
-    """Makes this process not dumpable (Linux's ``PR_SET_DUMPABLE`` 0), as its children forked
-    from now on are: another process of the same user, a function of another attempt say, can
-    no longer read its memory or its ``/proc`` entries (its environment as it started, its
-    command line) or attach to it; nor can it dump core. Says whether it could (not on other
-    systems)."""
+    """Makes this process not dumpable (Linux's ``PR_SET_DUMPABLE`` 0), as are the children it
+    forks from now on (until one runs another program, which is dumpable again): another process
+    of the same user, a function of another attempt say, can no longer read its memory or its
+    environment as it started, or attach to it (a debugger or a profiler cannot either); nor can
+    it dump core. Its command line stays readable by anyone, as every process's is. Says whether
+    it could (not on other systems)."""
     if not sys.platform.startswith("linux"):
         return False
     try:

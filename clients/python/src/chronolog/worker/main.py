@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     # functions, or of the commands that resolve their secrets; and the process is kept from the
     # functions (they run as its user), which could otherwise read it from its memory.
     os.environ.pop("CHRONOLOG_TOKEN", None)
-    keep_from_same_user()
+    if not keep_from_same_user() and sys.platform.startswith("linux"):
+        _log("warning: could not keep this process from the functions it runs (prctl PR_SET_DUMPABLE)")
     # Functions run as this process's user, unlike `chronolog worker`'s tasks (see --run-as there).
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         _log(
