@@ -85,9 +85,38 @@ describe("dates as people type them", () => {
     expect(weekly.stderr).toContain(
       "no interval of p/a/weekly/ALL starts on 2026-12-01 in its zone (0 6 * * 1 (UTC)); the next starts 2026-12-07T06:00Z",
     );
+    // A range reaching past where a task stands (its next interval, the weekly one's 2026-11-30
+    // here: declared with catchup off, nothing run yet) stops there; one wholly after it is
+    // refused: the schedule runs those intervals on its own, and moving the task past them
+    // would leave them never run.
+    expect(plan("p/a/weekly", "2026-11-23", "2026-12-14")).toContain(
+      `reset ${WEEKLY}: 2 intervals 2026-11-23T06:00Z .. 2026-11-30T06:00Z`,
+    );
+    expect(plan("p/a/weekly", "2026-11-23", "2026-12-14")).toContain(
+      "until its next interval 2026-11-30T06:00Z: those after it, its schedule runs on its own (not reset)",
+    );
+    const ahead = chronolog(dir, ["backfill", "p/a/weekly", "--from", "2026-12-01", "--to", "2026-12-14"]);
+    expect(ahead.code, ahead.stdout).toBe(2);
+    expect(ahead.stderr).toContain(
+      `--from: 2026-12-01 is after ${WEEKLY}'s next interval 2026-11-30T06:00Z: a backfill runs again the intervals up to where the task stands`,
+    );
+    // --from a day that holds the task's first interval starts there (not at a midnight before
+    // its startDate, refused as such).
+    const late = join(dir, "late.yaml");
+    writeFileSync(
+      late,
+      `tasks:\n  - { project: p, account: a, name: late, cron: "0 * * * *", startDate: "2026-11-20T10:00:00Z", catchup: false, operator: { type: noop } }\n`,
+    );
+    expect(chronolog(dir, ["declare", late]).code).toBe(0);
+    expect(plan("p/a/late", "2026-11-20", "2026-11-20")).toContain(
+      "reset p/a/late/ALL: 14 intervals 2026-11-20T10:00Z .. 2026-11-20T23:00Z",
+    );
+    const before2 = log();
     const bad = chronolog(dir, ["backfill", "p/a/daily", "--from", "2026-11-31", "--to", "2026-12-02"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('"2026-11-31" is not a day of the calendar');
-    expect(log()).toBe(before);
+    expect(log()).toBe(before2);
+    // Nothing but the one declaration was written by all of the above.
+    expect(before2.startsWith(before)).toBe(true);
   }, 120_000);
 });

@@ -217,11 +217,16 @@ export function planBackfill(projection: SchedulerProjection, request: BackfillR
     const notes: string[] = [];
     let first = toInstant(firstSlotAtOrAfter(cron, timezone, rangeStart(from, timezone)));
     let last = toInstant(prevCronTime(cron, timezone, rangeEnd(to, timezone)));
+    const firstDeclared = toInstant(firstSlotAtOrAfter(cron, timezone, new Date(startDate)));
+    // A day given to --from that holds the task's first interval starts there: "from the first
+    // interval that starts on that day", not from a midnight before the task began.
+    const dayHoldsStart =
+      from.day !== undefined && Date.parse(firstDeclared) <= rangeEnd(from, timezone).getTime();
+    if (Date.parse(first) < Date.parse(firstDeclared) && dayHoldsStart && !force) first = firstDeclared;
     if (Date.parse(first) > Date.parse(last)) {
       skipped.push({ task: taskId, reason: "no interval of its schedule falls in the range" });
       continue;
     }
-    const firstDeclared = toInstant(firstSlotAtOrAfter(cron, timezone, new Date(startDate)));
     if (Date.parse(first) < Date.parse(firstDeclared)) {
       if (taskId === id && !force)
         return refusal(
@@ -265,6 +270,30 @@ export function planBackfill(projection: SchedulerProjection, request: BackfillR
         `until its endDate ${shortInstant(endDate)}: intervals after ${shortInstant(lastDeclared)} never run and are not reset`,
       );
       last = lastDeclared;
+    }
+    // The task's front: the interval its schedule runs next (where a pending backfill returns
+    // to). A backfill runs again what the task has passed, and the interval it stands at (a failed
+    // one, say); after that, its schedule runs each interval on its own, and a range reaching
+    // further would move the task past intervals it never ran.
+    const front = task.backfill?.resume?.logicalDate ?? task.logicalDate;
+    if (Date.parse(last) > Date.parse(front)) {
+      if (Date.parse(first) > Date.parse(front)) {
+        if (taskId === id)
+          return refusal(
+            "validation",
+            `${from.text} is after ${id}'s next interval ${shortInstant(front)}: a backfill runs again the intervals up to where the task stands; its schedule runs those after on its own`,
+            "--from",
+          );
+        skipped.push({
+          task: taskId,
+          reason: `the range is after its next interval ${shortInstant(front)}: its schedule runs it on its own`,
+        });
+        continue;
+      }
+      notes.push(
+        `until its next interval ${shortInstant(front)}: those after it, its schedule runs on its own (not reset)`,
+      );
+      last = front;
     }
     if (task.status === "paused") notes.push(`paused: its intervals wait for \`chronolog resume ${taskId}\``);
     const plan = planWindow(task, first, last);
