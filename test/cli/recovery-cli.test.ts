@@ -1,5 +1,5 @@
 import type { ChildProcess } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { chronolog, chronologSpawn, Leftovers, tempDataDir } from "../support/cli.js";
@@ -95,9 +95,10 @@ describe("recovery after a crash of chronolog up", () => {
   it("settles the killed process's running attempts at start-up, with no reconcile pass", async () => {
     const dir = tempDataDir("recover-running");
     left.dirs.push(dir);
-    // The first run of each sleeps; a later one finds its mark and ends at once.
+    // The first run of each leaves a file in its working directory and sleeps; a later one finds
+    // its mark and ends at once.
     const sleepOnce = (name: string) =>
-      `[ -e ${dir}/ran-${name} ] && exit 0; touch ${dir}/ran-${name}; sleep 60`;
+      `[ -e ${dir}/ran-${name} ] && exit 0; touch ${dir}/ran-${name}; echo scratch > scratch.txt; sleep 60`;
     declareTasks(dir, [
       { name: "idem", idempotent: true, command: sleepOnce("idem") },
       { name: "once", idempotent: false, command: sleepOnce("once") },
@@ -108,8 +109,19 @@ describe("recovery after a crash of chronolog up", () => {
         ? true
         : undefined,
     );
+    // Its worker processes killed with it (as by an out-of-memory kill of the group), no one is
+    // left to remove the attempts' working directories: they stay until the restart.
+    const pool = workerPids(first.p.pid as number);
     first.p.kill("SIGKILL");
+    for (const pid of pool) signalProcess(pid, "SIGKILL");
     await first.exited;
+    const work = `${dir}-tasks/work`;
+    left.dirs.push(`${dir}-tasks`);
+    await waitUntil("the killed attempts' files", () =>
+      readdirSync(work).filter((d) => existsSync(join(work, d, "scratch.txt"))).length === 2
+        ? true
+        : undefined,
+    );
 
     const again = up(dir, []);
     await waitUntil("the restart", () => upLine(again), 30_000, 50);
@@ -126,6 +138,9 @@ describe("recovery after a crash of chronolog up", () => {
     ]);
     expect(idem[0]?.endReason).toContain("belonged to an earlier scheduler process and is gone");
     expect(effects(dir, "idem")).toBe(2);
+    // The restart removed them (the second attempt's own went as it ended).
+    expect(again.stderr()).toContain('"workDirs":2');
+    await waitUntil("no working directory left", () => (readdirSync(work).length === 0 ? true : undefined));
     // The one that is not idempotent may have had its side effect: it is failed, not run again.
     const once = await waitUntil(
       "the other task's attempt to be settled",

@@ -1,4 +1,4 @@
-import { existsSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { chronolog, chronologSpawn, tempDataDir } from "../support/cli.js";
@@ -33,9 +33,13 @@ it("needs a scheduler, each once, and a capacity of at least one attempt per sch
   expect(offLoopback.stderr).toMatch(/192\.0\.2\.1/);
 });
 
-it("is refused a task directory another worker holds, naming it", async () => {
+it("clears what killed attempts left in its task directory, and is refused one another worker holds", async () => {
   // The first runs on, trying to reach a scheduler that is not there; the second, given the same
   // directory (and so the same task directory), is refused at once.
+  // What a killed worker's attempt left in its working directory goes as the next one starts.
+  const leftover = join(`${join(dir, "shared")}-tasks`, "work", "killed-attempt");
+  mkdirSync(leftover, { recursive: true });
+  writeFileSync(join(leftover, "scratch.txt"), "left behind");
   const first = chronologSpawn(dir, [
     "worker",
     "--token",
@@ -56,6 +60,8 @@ it("is refused a task directory another worker holds, naming it", async () => {
     await waitUntil("the first worker to hold its task directory", () =>
       existsSync(join(`${join(dir, "shared")}-tasks`, "scheduler.lock.json")) ? true : undefined,
     );
+    await waitUntil("the leftover working directory to go", () => (existsSync(leftover) ? undefined : true));
+    expect(said).toContain('"workDirs":1');
     const second = chronolog(dir, [
       "worker",
       "--token",

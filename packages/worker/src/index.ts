@@ -33,6 +33,7 @@ export { WorkerRuntime, type WorkerRuntimeOptions } from "./runtime.js";
 export {
   configureTasks,
   isEnvName,
+  removeWorkDirs,
   type TaskSandbox,
   taskBaseEnv,
   taskSandbox,

@@ -1,3 +1,4 @@
+import { readdirSync, rmSync } from "node:fs";
 import { chmod, chown, mkdir, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 
@@ -82,6 +83,33 @@ export async function handOver(dir: string): Promise<void> {
 export async function makeRoot(dir: string): Promise<void> {
   await mkdir(dir, { recursive: true, mode: 0o711 });
   await chmod(dir, 0o711);
+}
+
+/**
+ * Removes every attempt's working directory under `workRoot`, with what its task left in it:
+ * called as a scheduler or worker starts, holding its task directory's lock, when no attempt of
+ * an earlier process can still run there (an attempt's own is removed as it ends; a process
+ * killed leaves its attempts' behind). Returns how many went, and how many could not (a task
+ * that took its own directory's permissions away, on a scheduler that does not run as root).
+ */
+export function removeWorkDirs(workRoot: string): { removed: number; kept: number } {
+  let names: string[];
+  try {
+    names = readdirSync(workRoot);
+  } catch {
+    return { removed: 0, kept: 0 };
+  }
+  let removed = 0;
+  let kept = 0;
+  for (const name of names) {
+    try {
+      rmSync(join(workRoot, name), { recursive: true, force: true });
+      removed += 1;
+    } catch {
+      kept += 1;
+    }
+  }
+  return { removed, kept };
 }
 
 /** `<workRoot>/<token>`, the token made safe as one path segment. */

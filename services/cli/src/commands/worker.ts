@@ -8,6 +8,7 @@ import {
   Link,
   RemoteWorker,
   removeEmptyStagingDirs,
+  removeWorkDirs,
   setWarmShells,
 } from "@chronolog/worker";
 import type { Command } from "commander";
@@ -101,6 +102,14 @@ async function work(opts: WorkerOptions): Promise<void> {
   // let go by the kernel whenever it ends.
   acquireTaskDirLock(isolation.taskDir, `worker directory ${dir}`);
   removeEmptyStagingDirs(stagingRoot);
+  const work = removeWorkDirs(join(isolation.taskDir, "work"));
+  if (work.removed > 0)
+    logger.info({ workDirs: work.removed }, "removed the working directories killed attempts left behind");
+  if (work.kept > 0)
+    logger.warn(
+      { workDirs: work.kept, under: join(isolation.taskDir, "work") },
+      "could not remove working directories killed attempts left behind",
+    );
   configureTasks({
     ...(isolation.runAs ? { identity: { uid: isolation.runAs.uid, gid: isolation.runAs.gid } } : {}),
     workRoot: join(isolation.taskDir, "work"),
