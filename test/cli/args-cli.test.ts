@@ -22,6 +22,9 @@ function declared(): string {
     account: a
     cron: "0 0 * * *"
     startDate: "2026-11-01T00:00:00Z"
+    # Standing at its latest day, not at November's first: a backfill of November runs again
+    # what it has passed (one further on than where a task stands is refused).
+    catchup: false
     tasks:
       - { name: extract, idempotent: true, operator: { type: noop } }
       - { name: load, parents: [extract], idempotent: true, operator: { type: noop } }
@@ -128,7 +131,9 @@ describe("the CLI's arguments and exit codes", () => {
     expect(chronolog(dir, ["pause", "p/a/extract"]).code).toBe(0);
     const again = chronolog(dir, ["pause", "p/a/extract"]);
     expect(again.code).toBe(8);
-    expect(again.stderr).toContain("state: task p/a/extract/ALL is paused, not active");
+    expect(again.stderr).toContain(
+      "state: task p/a/extract/ALL is paused, not active: it is paused already (chronolog resume p/a/extract/ALL resumes it)",
+    );
   });
 
   it("log read says where it stopped at its limit", () => {

@@ -76,14 +76,26 @@ async function taskCommand(
 
 export function pauseTask(log: EventLog, projection: SchedulerProjection, id: string, reason?: string) {
   return taskCommand(log, projection, id, "pause", (task) => {
-    if (task.status !== "active") throw new StateError(`task ${id} is ${task.status}, not active`);
+    if (task.status !== "active")
+      throw new StateError(
+        `task ${id} is ${task.status}, not active: ${
+          task.status === "paused"
+            ? `it is paused already (chronolog resume ${id} resumes it)`
+            : "a retired task is scheduled no more"
+        }`,
+      );
     return [{ type: "TaskPaused", data: { key: task.key, ...(reason ? { reason } : {}) } }];
   });
 }
 
 export function resumeTask(log: EventLog, projection: SchedulerProjection, id: string) {
   return taskCommand(log, projection, id, "resume", (task) => {
-    if (task.status !== "paused") throw new StateError(`task ${id} is ${task.status}, not paused`);
+    if (task.status !== "paused")
+      throw new StateError(
+        `task ${id} is ${task.status}, not paused: ${
+          task.status === "active" ? "it is scheduled already" : "a retired task is scheduled no more"
+        }`,
+      );
     return [{ type: "TaskResumed", data: { key: task.key } }];
   });
 }

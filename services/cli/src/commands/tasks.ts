@@ -124,6 +124,8 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
       // A line per connection, workflow and task, written in blocks: a catalogue of 100,000
       // tasks prints 100,000 lines, which one write each made a cost of their own.
       const out = new LineBlocks();
+      // Said first, where the lines go: a log of standard output alone reads as a check.
+      if (opts.check) out.line("check, nothing written: a declare would record");
       for (const c of outcome.connections) out.line(`connection ${c.name}: ${c.outcome}`);
       for (const w of outcome.workflows) out.line(`workflow ${w.name}: ${w.outcome}`);
       for (const t of outcome.tasks) {
@@ -131,7 +133,6 @@ export function registerTaskCommands(program: Command, globals: () => DataDirOpt
         for (const c of t.changes) out.line(`  ${c.field}: ${toJson(c.from)} -> ${toJson(c.to)}`);
       }
       out.end();
-      if (opts.check) process.stderr.write("check: nothing written\n");
     });
 
   for (const [name, verb] of [
