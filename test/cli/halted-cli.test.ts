@@ -234,6 +234,9 @@ describe("the ways out of a halted interval, from the CLI", { timeout: 180_000 }
     );
     writeFileSync(join(dir, "ok-slow"), "");
     await waitUntil("slow to halt", () => condition("slow", "failed"));
+    // How it ended, its state said once (not "ended abandoned: abandoned: abandoned by ...").
+    const said = why("slow").reasons.find((r) => r.includes(" ended abandoned"));
+    expect(said).toMatch(/ ended abandoned: abandoned by an operator$/);
     const succeed = why("slow").nextSteps.find((s) => s.action === "mark_succeeded");
     const marked = runPrinted(succeed?.command ?? "");
     expect(marked.code, marked.stderr).toBe(0);

@@ -276,7 +276,7 @@ export function describeDecision(
       return {
         condition: d.event.data.state === "upstream_failed" ? "upstream_failed" : "failed",
         reasons: [
-          `${at} ended ${d.event.data.state}: ${d.event.data.reason}`,
+          endedLine(at, d.event.data.state, d.event.data.reason),
           ...interruptedLines(d.event.data.reason),
           ...attemptLines(d.attempt, d.event.data.reason),
         ],
@@ -287,7 +287,7 @@ export function describeDecision(
         condition: f.state === "upstream_failed" ? "upstream_failed" : "failed",
         reasons: [
           `blocked by its own ${f.state} interval ${shortInstant(f.logicalDate)} (a task never advances past an interval it did not complete: retry it, or mark it succeeded or skipped)`,
-          `${shortInstant(f.logicalDate)} ended ${f.state}: ${f.reason}`,
+          endedLine(shortInstant(f.logicalDate), f.state, f.reason),
           ...interruptedLines(f.reason),
           ...attemptLines(d.attempt, f.reason),
         ],
@@ -408,6 +408,11 @@ export function describeHold(
       return never;
     }
   }
+}
+
+/** "`at` ended `state`: `reason`", the reason's own "`state`: " said once ("abandoned: abandoned: ..."). */
+function endedLine(at: string, state: string, reason: string): string {
+  return `${at} ended ${state}: ${reason.startsWith(`${state}: `) ? reason.slice(state.length + 2) : reason}`;
 }
 
 /**
