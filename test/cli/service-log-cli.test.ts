@@ -59,6 +59,21 @@ describe("chronolog up's service log", () => {
     await waitUntil("the failure to be logged", () => (log.includes("interval failed") ? true : undefined));
     expect(chronolog(dir, ["pause", "p/a/later", "--reason", "maintenance"]).code).toBe(0);
     await waitUntil("the pause to be logged", () => (log.includes("task paused") ? true : undefined));
+    // An operator's retry and mark of the failed interval are said too, with who did them.
+    expect(chronolog(dir, ["retry", "p/a/bad", "--interval", latest]).code).toBe(0);
+    await waitUntil("the retry to be logged", () => (log.includes("interval retried") ? true : undefined));
+    await waitUntil("the retry to fail", () => (log.split("interval failed").length > 2 ? true : undefined));
+    const mark = chronolog(dir, [
+      "mark",
+      "p/a/bad",
+      "--interval",
+      latest,
+      "--skipped",
+      "--reason",
+      "no orders today",
+    ]);
+    expect(mark.code, mark.stderr).toBe(0);
+    await waitUntil("the mark to be logged", () => (log.includes("interval marked") ? true : undefined));
     const lines = log.split("\n").filter((l) => l.trim() !== "");
     // Every line is one event: a time first, never a field continued on a line of its own.
     for (const l of lines) expect(l, l).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] /);
@@ -67,9 +82,11 @@ describe("chronolog up's service log", () => {
     expect(line("attempt failed")).toContain("no such table: orders");
     expect(line("interval completed")).toContain("p/a/ok/ALL");
     expect(line("task paused")).toMatch(/p\/a\/later\/ALL.*maintenance.*cli:/);
+    expect(line("interval retried")).toMatch(/p\/a\/bad\/ALL.*cli:/);
+    expect(line("interval marked")).toMatch(/p\/a\/bad\/ALL.*skipped.*no orders today.*cli:/);
     // attempts says it too, without --output.
     const attempts = chronolog(dir, ["attempts", "p/a/bad"]);
-    expect(attempts.stdout).toMatch(/attempt 1, last line of stderr: no such table: orders\n$/);
+    expect(attempts.stdout).toMatch(/attempt 2, last line of stderr: no such table: orders\n$/);
   }, 60_000);
 
   it("writes JSON lines whole, the last ones before the process exits", async () => {

@@ -13,7 +13,7 @@ import type { Logger } from "./logger.js";
  * The service log: one line per thing that happened, whoever did it. Intervals completed and
  * failed, attempts failed (with the last line of their stderr) and abandoned, runs started and
  * finished, and what operators and producers did from other processes (declarations, pauses,
- * resumes, retirements, backfills), each with its actor. Declarations are summed up per actor,
+ * resumes, retirements, retries, marks, backfills), each with its actor. Declarations are summed up per actor,
  * one line for all that one declare changed.
  */
 export function progressLogger(logger: Logger, stopping: () => boolean = () => false) {
@@ -136,6 +136,30 @@ export function progressLogger(logger: Logger, stopping: () => boolean = () => f
         logger.info(
           { task: formatTaskKey(e.data.key), ...(e.data.reason ? { reason: e.data.reason } : {}), actor },
           "task retired",
+        );
+        return;
+      case "IntervalRetried":
+        logger.info(
+          {
+            task: formatTaskKey(e.data.key),
+            interval: shortInstant(e.data.logicalDate),
+            ...(e.data.reason ? { reason: e.data.reason } : {}),
+            ...(e.data.parent ? { parent: formatTaskKey(e.data.parent) } : {}),
+            actor: e.data.by,
+          },
+          "interval retried",
+        );
+        return;
+      case "IntervalMarked":
+        logger.info(
+          {
+            task: formatTaskKey(e.data.key),
+            interval: shortInstant(e.data.logicalDate),
+            outcome: e.data.outcome,
+            reason: e.data.reason,
+            actor: e.data.by,
+          },
+          "interval marked",
         );
         return;
       case "IntervalReset":
