@@ -10,6 +10,7 @@ import {
   type HaltedInput,
   instanceStream,
   nextStepsFor,
+  PROCESS_ENDED,
   retryAfterFailure,
   runStream,
   type SchedulerProjection,
@@ -33,6 +34,7 @@ import {
   streamOf,
   succeeded,
   taskSpec,
+  tokenOf,
 } from "./support/events.js";
 import {
   type Given,
@@ -219,6 +221,31 @@ describe("decideHalted: mark an interval", () => {
     expect(explainTask(p, idOf("t"), RECORDED_MS).reasons).toEqual([
       `2026-11-28T02:00Z was skipped (marked by hand by ${BY}: no data that day); advancing the schedule`,
     ]);
+  });
+
+  it("given an interval halted by its scheduler process's end, then why says which rule halted it", () => {
+    const ended = (why: string): DomainEvent => ({
+      type: "AttemptFailed",
+      data: {
+        attempt: 1,
+        token: tokenOf("t", 1),
+        error: { kind: "interrupted", message: `worker w1 ${PROCESS_ENDED} and is gone${why}` },
+        exitCode: null,
+      },
+    });
+    const reasonsAfter = (why: string) => {
+      const p = projectionOf([
+        ...declaredTask("t"),
+        ...instance("t", intended("t"), started("t"), ended(why)),
+      ]);
+      return explainTask(p, idOf("t"), RECORDED_MS).reasons.join("\n");
+    };
+    expect(reasonsAfter(", the 4th such end in a row")).toContain(
+      "its scheduler process ended (killed or crashed) while it ran, the 4th time in a row; it is not run again on its own, as its run may be what ends it",
+    );
+    expect(reasonsAfter("")).toContain(
+      "its scheduler process ended (killed or crashed) while it ran; it is not run again on its own, as the task is not idempotent",
+    );
   });
 
   it("given an interval that never ran (blocked), when marked succeeded, then its stream starts with the mark", () => {

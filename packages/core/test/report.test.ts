@@ -400,14 +400,23 @@ describe("decideReport: an attempt interrupted by a shutdown", () => {
       ...interrupted(attempt),
       error: { kind: "interrupted", message: ended },
     });
+    const messageOf = (events: readonly DomainEvent[]) =>
+      (events[0]?.data as { error?: { message?: string } } | undefined)?.error?.message;
     reports()
       .given(after(2))
       .when(report(3))
-      .thenMatches((events) => expect(retryAtOf(events)).toBe(iso(NOW)));
+      .thenMatches((events) => {
+        expect(retryAtOf(events)).toBe(iso(NOW));
+        expect(messageOf(events)).toBe(ended);
+      });
+    // Halted, it says why in its error (which `why` reads), not for being not idempotent.
     reports()
       .given(after(3))
       .when(report(4))
-      .thenMatches((events) => expect(retryAtOf(events)).toBeUndefined());
+      .thenMatches((events) => {
+        expect(retryAtOf(events)).toBeUndefined();
+        expect(messageOf(events)).toBe(`${ended}, the 4th such end in a row`);
+      });
     // Shutdowns are no cause for that: a fourth is run again all the same.
     reports()
       .given(after(3))

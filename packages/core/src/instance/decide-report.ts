@@ -49,6 +49,12 @@ export interface ReportContext {
 export const LOST_WORKER_RETRIES = 3;
 
 /**
+ * How an end of a scheduler process that halts an interval says so ("the 4th such end in a
+ * row"): in the attempt's error, or its abandon's reason, where `why` finds it.
+ */
+export const SUCH_ENDS_IN_A_ROW = (n: number) => `the ${n}th such end in a row`;
+
+/**
  * When a failed attempt is tried again. A worker lost (killed, out of memory) says nothing about
  * the task: an idempotent task is retried even past its policy (up to LOST_WORKER_RETRIES); a
  * task that is not idempotent is never retried once it started, since its side effect may
@@ -204,13 +210,26 @@ export function decideReport(
       // is not idempotent waits for that record, its start permission, before running), so no
       // start is claimed for it; nor for one the scheduler ends that no worker began.
       const claimStart = current.status === "queued" && report.error.kind !== "lost" && !report.neverStarted;
+      // Ended by its scheduler process's end once too often in a row (not for being a started
+      // task that is not idempotent): said in its error, which `why` then reads.
+      const capped =
+        retryAt === undefined &&
+        report.error.kind === "interrupted" &&
+        report.error.message.includes(PROCESS_ENDED) &&
+        (current.status === "queued" || state.idempotent);
+      const error = capped
+        ? {
+            ...report.error,
+            message: `${report.error.message}, ${SUCH_ENDS_IN_A_ROW(processEnds(state) + 1)}`,
+          }
+        : report.error;
       return [
         {
           type: "AttemptFailed",
           data: {
             attempt,
             token,
-            error: report.error,
+            error,
             exitCode: report.exitCode,
             durationMs: report.durationMs,
             output: outputOf(report),

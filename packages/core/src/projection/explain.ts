@@ -421,10 +421,15 @@ function endedLine(at: string, state: string, reason: string): string {
  */
 function interruptedLines(reason: string): string[] {
   if (!reason.startsWith("interrupted: ")) return [];
+  if (!reason.includes(PROCESS_ENDED))
+    return [
+      "a shutdown interrupted it after it started; the task is not idempotent, so it is not run again on its own (its side effect may have happened): retry it, or mark it, once you know",
+    ];
+  const inARow = / the (\d+)th such end in a row/.exec(reason);
   return [
-    reason.includes(PROCESS_ENDED)
-      ? "its scheduler process ended (killed or crashed) while it ran; it is not run again on its own, as the task is not idempotent (its side effect may have happened) or its scheduler ended so four times in a row (its run may be what ends it): retry it, or mark it, once you know"
-      : "a shutdown interrupted it after it started; the task is not idempotent, so it is not run again on its own (its side effect may have happened): retry it, or mark it, once you know",
+    inARow
+      ? `its scheduler process ended (killed or crashed) while it ran, the ${inARow[1]}th time in a row; it is not run again on its own, as its run may be what ends it: retry it, or mark it, once you know`
+      : "its scheduler process ended (killed or crashed) while it ran; it is not run again on its own, as the task is not idempotent (its side effect may have happened): retry it, or mark it, once you know",
   ];
 }
 

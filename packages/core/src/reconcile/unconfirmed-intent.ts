@@ -1,5 +1,5 @@
 import type { DomainEvent } from "../events/catalog.js";
-import { LOST_WORKER_RETRIES, processEnds } from "../instance/decide-report.js";
+import { LOST_WORKER_RETRIES, processEnds, SUCH_ENDS_IN_A_ROW } from "../instance/decide-report.js";
 import { currentAttempt, type InstanceState } from "../instance/state.js";
 import { PROCESS_ENDED } from "./lost-worker.js";
 
@@ -80,7 +80,7 @@ export function decideUnconfirmedIntent(
   const before = processEnded ? processEnds(inst) : 0;
   const halt = before >= LOST_WORKER_RETRIES;
   const reason = processEnded
-    ? `dispatch never confirmed by a worker: it ${PROCESS_ENDED}${halt ? `, the ${before + 1}th such end in a row: not run again on its own (the task may be what ends its scheduler)` : ""}`
+    ? `dispatch never confirmed by a worker: it ${PROCESS_ENDED}${halt ? `, ${SUCH_ENDS_IN_A_ROW(before + 1)}: not run again on its own (the task may be what ends its scheduler)` : ""}`
     : "dispatch never confirmed by a worker";
   return [
     { type: "AttemptAbandoned", data: { attempt: a.attempt, token: a.token, reason, by, retry: !halt } },
