@@ -103,8 +103,25 @@ describe("intervalOn", () => {
         ),
       ),
     ).toBe(
-      "2026-12-01 holds 24 intervals of h (0 * * * * (UTC)), 2026-12-01T00:00Z .. 2026-12-01T23:00Z: name one with its time, e.g. 2026-12-01T23:00Z",
+      "2026-12-01 holds 24 intervals of h (0 * * * * (UTC)), 2026-12-01T00:00Z .. 2026-12-01T23:00Z: name one with its time, e.g. 2026-12-01T00:00Z",
     );
+    // A task's own: none before its first interval (it started at 10:00 that day).
+    const started = { cron: "0 * * * *", timezone: "UTC", startDate: "2026-12-01T09:30:00Z" };
+    expect(refusal(() => intervalOn(dateArg("2026-12-01", "--interval"), started, "--interval", "h"))).toBe(
+      "2026-12-01 holds 14 intervals of h (0 * * * * (UTC)), 2026-12-01T10:00Z .. 2026-12-01T23:00Z: name one with its time, e.g. 2026-12-01T10:00Z",
+    );
+    expect(refusal(() => intervalOn(dateArg("2026-11-30", "--interval"), started, "--interval", "h"))).toBe(
+      "no interval of h starts on 2026-11-30 in its zone (0 * * * * (UTC)); the next starts 2026-12-01T10:00Z",
+    );
+    // A task that starts late on the day: its one interval there is the one named.
+    expect(
+      intervalOn(
+        dateArg("2026-12-01", "--interval"),
+        { cron: "0 * * * *", timezone: "UTC", startDate: "2026-12-01T23:00:00Z" },
+        "--interval",
+        "h",
+      ),
+    ).toBe("2026-12-01T23:00:00.000Z");
     expect(
       refusal(() =>
         intervalOn(

@@ -117,18 +117,25 @@ export function slotsOnDay(cron: string, timezone: string, day: string): string[
  */
 export function intervalOn(
   arg: DateArg,
-  schedule: { readonly cron: string; readonly timezone: string },
+  schedule: { readonly cron: string; readonly timezone: string; readonly startDate?: string },
   field: string,
   what: string,
 ): string {
   if (arg.day === undefined) return arg.instant;
-  const { cron, timezone } = schedule;
-  const slots = slotsOnDay(cron, timezone, arg.day);
+  const { cron, timezone, startDate } = schedule;
+  // A task's intervals start at its first (on the day it starts, those before are none of its).
+  const first =
+    startDate === undefined ? undefined : firstSlotAtOrAfter(cron, timezone, new Date(startDate)).getTime();
+  const slots = slotsOnDay(cron, timezone, arg.day).filter(
+    (s) => first === undefined || Date.parse(s) >= first,
+  );
   if (slots.length === 1) return slots[0] as string;
   const zone = `${cron} (${timezone})`;
   if (slots.length === 0) {
     const { start } = dayBounds(arg.day, timezone);
-    const next = toInstant(firstSlotAtOrAfter(cron, timezone, start));
+    const next = toInstant(
+      new Date(Math.max(firstSlotAtOrAfter(cron, timezone, start).getTime(), first ?? 0)),
+    );
     throw new ValidationError(field, [
       {
         path: "",
@@ -139,7 +146,7 @@ export function intervalOn(
   throw new ValidationError(field, [
     {
       path: "",
-      message: `${arg.day} holds ${slots.length} intervals of ${what} (${zone}), ${shortInstant(slots[0] as string)} .. ${shortInstant(slots.at(-1) as string)}: name one with its time, e.g. ${shortInstant(slots.at(-1) as string)}`,
+      message: `${arg.day} holds ${slots.length} intervals of ${what} (${zone}), ${shortInstant(slots[0] as string)} .. ${shortInstant(slots.at(-1) as string)}: name one with its time, e.g. ${shortInstant(slots[0] as string)}`,
     },
   ]);
 }
