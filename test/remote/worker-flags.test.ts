@@ -34,13 +34,14 @@ it("needs a scheduler, each once, and a capacity of at least one attempt per sch
 });
 
 it("clears what killed attempts left in its task directory, and is refused one another worker holds", async () => {
-  // The first runs on, trying to reach a scheduler that is not there; the second, given the same
-  // directory (and so the same task directory), is refused at once.
   // What a killed worker's attempt left in its working directory goes as the next one starts.
-  const leftover = join(`${join(dir, "shared")}-tasks`, "work", "killed-attempt");
+  const shared = join(dir, "shared");
+  const leftover = join(`${shared}-tasks`, "work", "killed-attempt");
   mkdirSync(leftover, { recursive: true });
   writeFileSync(join(leftover, "scratch.txt"), "left behind");
-  const first = chronologSpawn(dir, [
+  // The first runs on, trying to reach a scheduler that is not there; the second, given the same
+  // directory (and so the same task directory), is refused at once.
+  const args = [
     "worker",
     "--token",
     "chl.x.y",
@@ -49,8 +50,9 @@ it("clears what killed attempts left in its task directory, and is refused one a
     "--connect",
     "http://127.0.0.1:9",
     "--dir",
-    join(dir, "shared"),
-  ]);
+    shared,
+  ];
+  const first = chronologSpawn(dir, args);
   first.stdout?.resume();
   let said = "";
   first.stderr?.on("data", (c: Buffer) => {
@@ -58,30 +60,20 @@ it("clears what killed attempts left in its task directory, and is refused one a
   });
   try {
     await waitUntil("the first worker to hold its task directory", () =>
-      existsSync(join(`${join(dir, "shared")}-tasks`, "scheduler.lock.json")) ? true : undefined,
+      existsSync(join(`${shared}-tasks`, "scheduler.lock.json")) ? true : undefined,
     );
     await waitUntil("the leftover working directory to go", () => (existsSync(leftover) ? undefined : true));
-    expect(said).toContain('"workDirs":1');
-    const second = chronolog(dir, [
-      "worker",
-      "--token",
-      "chl.x.y",
-      "--queue",
-      "a",
-      "--connect",
-      "http://127.0.0.1:9",
-      "--dir",
-      join(dir, "shared"),
-    ]);
+    await waitUntil("the worker to say so", () => (said.includes('"workDirs":1') ? true : undefined));
+    const second = chronolog(dir, args);
     expect(second.code, `${second.stderr}\n${said}`).toBe(8);
     expect(second.stderr).toContain(
-      `the task directory ${join(dir, "shared")}-tasks is in use by pid ${first.pid} on host `,
+      `the task directory ${shared}-tasks is in use by pid ${first.pid} on host `,
     );
-    expect(second.stderr).toContain(`(worker directory ${join(dir, "shared")})`);
+    expect(second.stderr).toContain(`(worker directory ${shared})`);
     expect(first.exitCode).toBeNull();
   } finally {
     first.kill("SIGKILL");
     await new Promise((r) => first.once("exit", r));
-    rmSync(`${join(dir, "shared")}-tasks`, { recursive: true, force: true });
+    rmSync(`${shared}-tasks`, { recursive: true, force: true });
   }
 }, 30_000);
