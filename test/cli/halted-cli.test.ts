@@ -275,10 +275,14 @@ describe("the ways out of a halted interval, from the CLI", { timeout: 180_000 }
     ]);
     expect(marked.code, marked.stderr).toBe(0);
     expect(marked.stdout).toContain(dailyAt);
-    // A day holding many intervals of an hourly task: name one of them.
-    const many = chronolog(dir, ["retry", id("solo"), "--interval", latest.slice(0, 10)]);
-    expect(many.code).toBe(2);
-    expect(many.stderr).toContain(`holds 24 intervals of ${id("solo")}`);
+    // A day before an hourly task began holds none of its intervals: it says its first. (A day
+    // holding several needs the time: see dates-cli.)
+    const before = new Date(Date.parse(latest) - 24 * HOUR).toISOString().slice(0, 10);
+    const none = chronolog(dir, ["retry", id("solo"), "--interval", before]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain(
+      `no interval of ${id("solo")} starts on ${before} in its zone (0 * * * * (UTC)); the next starts ${latest.replace(":00.000Z", "Z")}`,
+    );
   });
 
   it("refuses what cannot be done, specifically, and writes nothing", () => {
