@@ -139,7 +139,9 @@ export async function readLog() {
         ? rows
         : undefined;
     });
-    expect(up.log).toContain("tasks run as nobody");
+    // (Waited for: every task may have ended by the first look, a CLI read that holds this
+    // thread, before the output `up` wrote meanwhile has been read.)
+    await waitUntil("the start-up line", () => (up.log.includes("tasks run as nobody") ? true : undefined));
     const alertFailed = await waitUntil("the alert sink to have run", async () =>
       (await readLog(dir)).find((e) => e.type === "AlertDeliveryFailed"),
     );
