@@ -126,6 +126,8 @@ describe("a restart loses no work", () => {
     const running = chronolog(dir, ["why", task]).stdout;
     expect(running).toContain(": running\n");
     expect(running).not.toContain("no scheduler is running");
+    expect(chronolog(dir, ["tasks"]).stderr).not.toContain("no scheduler is running");
+    expect(chronolog(dir, ["task", task]).stdout).not.toContain("no scheduler is running");
     first.p.kill("SIGKILL");
     await first.exited;
     const why = chronolog(dir, ["why", task]);
@@ -136,8 +138,21 @@ describe("a restart loses no work", () => {
     expect(JSON.parse(chronolog(dir, ["why", task, "--json"]).stdout).scheduler).toMatch(
       /^no scheduler is running/,
     );
+    // `tasks` says it beside its listing (stdout stays the listing), `task` as a line of its own.
+    const listed = chronolog(dir, ["tasks"]);
+    expect(listed.stdout).toMatch(/running/);
+    expect(listed.stderr).toBe(
+      "no scheduler is running on this data directory: 1 task listed stands where only a scheduler moves it (an attempt running or queued stands so in the log only); nothing starts or moves on until chronolog up does\n",
+    );
+    expect(chronolog(dir, ["task", task]).stdout).toContain(
+      "\nscheduler   no scheduler is running on this data directory: the attempt stands so in the log only;",
+    );
+    expect(JSON.parse(chronolog(dir, ["task", task, "--json"]).stdout).scheduler).toMatch(
+      /^no scheduler is running/,
+    );
     // The past is read as it was: nothing said of schedulers then.
     expect(chronolog(dir, ["why", task, "--at", "0"]).stdout).not.toContain("no scheduler");
+    expect(chronolog(dir, ["tasks", "--at", "0"]).stderr).not.toContain("no scheduler");
   }, 90_000);
 
   it("a second Ctrl-C stops at once instead of waiting out the grace", async () => {

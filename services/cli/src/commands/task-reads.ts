@@ -6,6 +6,7 @@
 import {
   budgetPlace,
   budgetText,
+  counted,
   currentAttempt,
   describeDeadline,
   describePriority,
@@ -92,6 +93,9 @@ export function registerTaskReadCommands(program: Command, globals: () => DataDi
       const last = rows.at(-1);
       if (more && last)
         process.stderr.write(`more tasks follow: chronolog tasks --limit ${limit} --after ${last.task}\n`);
+      const standing = rows.filter((r) => MOVING.has(r.condition)).length;
+      const unscheduled = standing > 0 ? unscheduledListing(globals(), opts, standing) : undefined;
+      if (unscheduled) process.stderr.write(`${unscheduled}\n`);
       if (opts.json) {
         console.log(toJson(rows));
         return;
@@ -132,6 +136,9 @@ export function registerTaskReadCommands(program: Command, globals: () => DataDi
         };
       });
       const { task, why, instance, reports, deadline, priority, marked, now } = shown;
+      const unscheduled = MOVING.has(why.condition)
+        ? unscheduledReason(globals(), opts, why.condition)
+        : undefined;
       if (opts.json) {
         console.log(
           toJson(
@@ -144,6 +151,7 @@ export function registerTaskReadCommands(program: Command, globals: () => DataDi
               instance,
               ...(isExternal(task.spec) ? { reports } : {}),
               deadline,
+              ...(unscheduled ? { scheduler: unscheduled } : {}),
             },
             2,
           ),
@@ -169,6 +177,7 @@ export function registerTaskReadCommands(program: Command, globals: () => DataDi
           `backfill    ${task.backfill.from ? `${short(task.backfill.from)} .. ` : "until "}${short(task.backfill.until)}${task.backfill.backfillId ? ` (${task.backfill.backfillId})` : ""}`,
         );
       console.log(`now         ${why.condition}: ${why.reasons.join("; ")}`);
+      if (unscheduled) console.log(`scheduler   ${unscheduled}`);
       if (instance) {
         const a = currentAttempt(instance);
         const place = a
@@ -237,10 +246,20 @@ const MOVING = new Set(["running", "queued", "ready", "retry_wait", "succeeded",
  * export, or of a shared log, whose schedulers run elsewhere.
  */
 function unscheduledReason(options: DataDirOptions, asOf: AsOfFlags, condition: string): string | undefined {
-  if (asOf.at !== undefined || asOf.asOf !== undefined || options.file !== undefined) return undefined;
-  if (parseLogUrl(logUrlOf(options)) !== null || schedulerHolder(dataDirOf(options)) !== null)
-    return undefined;
+  if (!unscheduled(options, asOf)) return undefined;
   return condition === "running" || condition === "queued"
     ? "no scheduler is running on this data directory: the attempt stands so in the log only; once chronolog up starts, one whose worker is gone runs again, or waits for an operator if its task may not run twice"
     : "no scheduler is running on this data directory: nothing starts or moves on until chronolog up does";
+}
+
+/** Whether a read is of the live embedded log of a data directory that no scheduler holds. */
+function unscheduled(options: DataDirOptions, asOf: AsOfFlags): boolean {
+  if (asOf.at !== undefined || asOf.asOf !== undefined || options.file !== undefined) return false;
+  return parseLogUrl(logUrlOf(options)) === null && schedulerHolder(dataDirOf(options)) === null;
+}
+
+/** Said by `tasks` (on stderr) when `count` of the tasks listed stand where only a scheduler moves them. */
+function unscheduledListing(options: DataDirOptions, asOf: AsOfFlags, count: number): string | undefined {
+  if (!unscheduled(options, asOf)) return undefined;
+  return `no scheduler is running on this data directory: ${counted(count, "task")} listed ${count === 1 ? "stands" : "stand"} where only a scheduler moves ${count === 1 ? "it" : "them"} (an attempt running or queued stands so in the log only); nothing starts or moves on until chronolog up does`;
 }
