@@ -2,6 +2,7 @@ import {
   type AttemptReportInput,
   type DomainEvent,
   decideReport,
+  endsInARow,
   type ReportContext,
   type RetryPolicy,
 } from "@chronolog/core";
@@ -416,6 +417,9 @@ describe("decideReport: an attempt interrupted by a shutdown", () => {
       .thenMatches((events) => {
         expect(retryAtOf(events)).toBeUndefined();
         expect(messageOf(events)).toBe(`${ended}, the 4th such end in a row`);
+        // As `why` reads it back.
+        expect(endsInARow(messageOf(events))).toBe(4);
+        expect(endsInARow(ended)).toBeUndefined();
       });
     // Shutdowns are no cause for that: a fourth is run again all the same.
     reports()

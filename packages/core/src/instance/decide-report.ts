@@ -50,9 +50,25 @@ export const LOST_WORKER_RETRIES = 3;
 
 /**
  * How an end of a scheduler process that halts an interval says so ("the 4th such end in a
- * row"): in the attempt's error, or its abandon's reason, where `why` finds it.
+ * row"): in the attempt's error, or its abandon's reason, where `why` finds it (`endsInARow`).
  */
 export const SUCH_ENDS_IN_A_ROW = (n: number) => `the ${n}th such end in a row`;
+
+/** The N of SUCH_ENDS_IN_A_ROW in an error or reason, if it says one. */
+export function endsInARow(text: string): number | undefined {
+  const m = / the (\d+)th such end in a row/.exec(text);
+  return m ? Number(m[1]) : undefined;
+}
+
+/**
+ * Whether one more end of the instance's attempt by its scheduler process's end halts the
+ * interval: the ordinal of that end in the row (past LOST_WORKER_RETRIES), or undefined while it
+ * may be tried again. The one rule for an attempt interrupted so and an intent left so.
+ */
+export function haltingProcessEnd(state: InstanceState): number | undefined {
+  const before = processEnds(state);
+  return before >= LOST_WORKER_RETRIES ? before + 1 : undefined;
+}
 
 /**
  * When a failed attempt is tried again. A worker lost (killed, out of memory) says nothing about
@@ -77,7 +93,7 @@ export function retryAfterFailure(
     // may cause (its run taking the whole service down): past LOST_WORKER_RETRIES of them in a
     // row, the interval halts, as a lost worker's does.
     if (wasStarted && !state.idempotent) return undefined;
-    if (errorMessage.includes(PROCESS_ENDED) && processEnds(state) >= LOST_WORKER_RETRIES) return undefined;
+    if (errorMessage.includes(PROCESS_ENDED) && haltingProcessEnd(state) !== undefined) return undefined;
     return at(0);
   }
   // Interrupted attempts are counted apart from the policy's budget, and so are the attempts
@@ -212,17 +228,16 @@ export function decideReport(
       const claimStart = current.status === "queued" && report.error.kind !== "lost" && !report.neverStarted;
       // Ended by its scheduler process's end once too often in a row (not for being a started
       // task that is not idempotent): said in its error, which `why` then reads.
-      const capped =
-        retryAt === undefined &&
+      const nth =
         report.error.kind === "interrupted" &&
         report.error.message.includes(PROCESS_ENDED) &&
-        (current.status === "queued" || state.idempotent);
-      const error = capped
-        ? {
-            ...report.error,
-            message: `${report.error.message}, ${SUCH_ENDS_IN_A_ROW(processEnds(state) + 1)}`,
-          }
-        : report.error;
+        (current.status === "queued" || state.idempotent)
+          ? haltingProcessEnd(state)
+          : undefined;
+      const error =
+        nth !== undefined
+          ? { ...report.error, message: `${report.error.message}, ${SUCH_ENDS_IN_A_ROW(nth)}` }
+          : report.error;
       return [
         {
           type: "AttemptFailed",

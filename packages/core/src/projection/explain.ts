@@ -1,4 +1,5 @@
 import { describeGateReason, type GateReason } from "../gate.js";
+import { endsInARow } from "../instance/decide-report.js";
 import { type AttemptView, lastLineOf } from "../instance/state.js";
 import { formatTaskKey } from "../keys.js";
 import { PROCESS_ENDED } from "../reconcile/lost-worker.js";
@@ -425,10 +426,10 @@ function interruptedLines(reason: string): string[] {
     return [
       "a shutdown interrupted it after it started; the task is not idempotent, so it is not run again on its own (its side effect may have happened): retry it, or mark it, once you know",
     ];
-  const inARow = / the (\d+)th such end in a row/.exec(reason);
+  const inARow = endsInARow(reason);
   return [
-    inARow
-      ? `its scheduler process ended (killed or crashed) while it ran, the ${inARow[1]}th time in a row; it is not run again on its own, as its run may be what ends it: retry it, or mark it, once you know`
+    inARow !== undefined
+      ? `its scheduler process ended (killed or crashed) while it ran, the ${inARow}th time in a row; it is not run again on its own, as its run may be what ends it: retry it, or mark it, once you know`
       : "its scheduler process ended (killed or crashed) while it ran; it is not run again on its own, as the task is not idempotent (its side effect may have happened): retry it, or mark it, once you know",
   ];
 }

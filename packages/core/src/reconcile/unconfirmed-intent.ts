@@ -1,5 +1,5 @@
 import type { DomainEvent } from "../events/catalog.js";
-import { LOST_WORKER_RETRIES, processEnds, SUCH_ENDS_IN_A_ROW } from "../instance/decide-report.js";
+import { haltingProcessEnd, SUCH_ENDS_IN_A_ROW } from "../instance/decide-report.js";
 import { currentAttempt, type InstanceState } from "../instance/state.js";
 import { PROCESS_ENDED } from "./lost-worker.js";
 
@@ -77,12 +77,14 @@ export function decideUnconfirmedIntent(
 ): DomainEvent[] {
   const a = currentAttempt(inst);
   if (!a || knownToAWorker) return [];
-  const before = processEnded ? processEnds(inst) : 0;
-  const halt = before >= LOST_WORKER_RETRIES;
+  const nth = processEnded ? haltingProcessEnd(inst) : undefined;
   const reason = processEnded
-    ? `dispatch never confirmed by a worker: it ${PROCESS_ENDED}${halt ? `, ${SUCH_ENDS_IN_A_ROW(before + 1)}: not run again on its own (the task may be what ends its scheduler)` : ""}`
+    ? `dispatch never confirmed by a worker: it ${PROCESS_ENDED}${nth !== undefined ? `, ${SUCH_ENDS_IN_A_ROW(nth)}: not run again on its own (the task may be what ends its scheduler)` : ""}`
     : "dispatch never confirmed by a worker";
   return [
-    { type: "AttemptAbandoned", data: { attempt: a.attempt, token: a.token, reason, by, retry: !halt } },
+    {
+      type: "AttemptAbandoned",
+      data: { attempt: a.attempt, token: a.token, reason, by, retry: nth === undefined },
+    },
   ];
 }
