@@ -2,8 +2,9 @@ import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, existsSync, lstatSync, mkdirSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
-import { isEnvName } from "@chronolog/worker";
+import { isEnvName, removeWorkDirs } from "@chronolog/worker";
 import { CliError } from "./edge.js";
+import type { Logger } from "./logger.js";
 
 /** How the local workers run tasks (see `up --run-as`, `--pass-env`, `--task-dir`). */
 export interface TaskIsolation {
@@ -228,4 +229,20 @@ export function isolationNotice(iso: TaskIsolation): {
     message: `tasks run as ${iso.ownUser}, the scheduler's own user: they get a clean environment and directories of their own, but can read and write the data directory and reach the scheduler's processes; start the scheduler as root with --run-as USER to keep them out`,
     fields,
   };
+}
+
+/**
+ * Removes the working directories that attempts killed with their worker processes left under
+ * the task directory (`up` and `chronolog worker`, as they start), warning of any it could not:
+ * how many it removed.
+ */
+export function removeLeftWorkDirs(iso: TaskIsolation, logger: Logger): number {
+  const under = join(iso.taskDir, "work");
+  const work = removeWorkDirs(under);
+  if (work.kept > 0)
+    logger.warn(
+      { workDirs: work.kept, under },
+      "could not remove working directories killed attempts left behind",
+    );
+  return work.removed;
 }

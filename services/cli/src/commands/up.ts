@@ -24,7 +24,6 @@ import {
   configureTasks,
   discardStaged,
   removeEmptyStagingDirs,
-  removeWorkDirs,
   stagingDirFor,
   taskBaseEnv,
   WorkerPool,
@@ -44,7 +43,7 @@ import {
   secureDataDir,
 } from "../data-dir.js";
 import { CliError } from "../edge.js";
-import { isolationNotice, resolveIsolation } from "../isolation.js";
+import { isolationNotice, removeLeftWorkDirs, resolveIsolation } from "../isolation.js";
 import { createLogger, type Logger } from "../logger.js";
 import { cliFile } from "../package-files.js";
 import { acquireSchedulerLocks } from "../scheduler-lock.js";
@@ -196,19 +195,13 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   if (lock) {
     // Under the lock no attempt or checkpoint of an earlier process is under way, and this
     // process's workers have not started: what killed ones left half-done goes.
-    const work = removeWorkDirs(join(isolation.taskDir, "work"));
     const leftovers = {
       stagingDirs: removeEmptyStagingDirs(stagingRoot),
-      workDirs: work.removed,
+      workDirs: removeLeftWorkDirs(isolation, logger),
       checkpointFiles: removeSnapshotLeftovers(dir),
     };
     if (leftovers.stagingDirs + leftovers.workDirs + leftovers.checkpointFiles > 0)
       logger.info(leftovers, "removed what killed attempts and checkpoints left behind");
-    if (work.kept > 0)
-      logger.warn(
-        { workDirs: work.kept, under: join(isolation.taskDir, "work") },
-        "could not remove working directories killed attempts left behind",
-      );
   }
   const newPool = (idPrefix: string) =>
     new WorkerPool({

@@ -8,13 +8,12 @@ import {
   Link,
   RemoteWorker,
   removeEmptyStagingDirs,
-  removeWorkDirs,
   setWarmShells,
 } from "@chronolog/worker";
 import type { Command } from "commander";
 import { originalUmask, secureDataDir } from "../data-dir.js";
 import { CliError } from "../edge.js";
-import { isolationNotice, resolveIsolation } from "../isolation.js";
+import { isolationNotice, removeLeftWorkDirs, resolveIsolation } from "../isolation.js";
 import { createLogger } from "../logger.js";
 import { cliVersion } from "../package-files.js";
 import { acquireTaskDirLock } from "../scheduler-lock.js";
@@ -102,14 +101,8 @@ async function work(opts: WorkerOptions): Promise<void> {
   // let go by the kernel whenever it ends.
   acquireTaskDirLock(isolation.taskDir, `worker directory ${dir}`);
   removeEmptyStagingDirs(stagingRoot);
-  const work = removeWorkDirs(join(isolation.taskDir, "work"));
-  if (work.removed > 0)
-    logger.info({ workDirs: work.removed }, "removed the working directories killed attempts left behind");
-  if (work.kept > 0)
-    logger.warn(
-      { workDirs: work.kept, under: join(isolation.taskDir, "work") },
-      "could not remove working directories killed attempts left behind",
-    );
+  const workDirs = removeLeftWorkDirs(isolation, logger);
+  if (workDirs > 0) logger.info({ workDirs }, "removed the working directories killed attempts left behind");
   configureTasks({
     ...(isolation.runAs ? { identity: { uid: isolation.runAs.uid, gid: isolation.runAs.gid } } : {}),
     workRoot: join(isolation.taskDir, "work"),
