@@ -237,6 +237,8 @@ describe("the ways out of a halted interval, from the CLI", { timeout: 180_000 }
     // How it ended, its state said once (not "ended abandoned: abandoned: abandoned by ...").
     const said = why("slow").reasons.find((r) => r.includes(" ended abandoned"));
     expect(said).toMatch(/ ended abandoned: abandoned by an operator$/);
+    // Who abandoned it is named as the log names the command's other writes.
+    expect(chronolog(dir, ["history", id("slow")]).stdout).toMatch(/attempt \d+ abandoned by cli:\S+@/);
     const succeed = why("slow").nextSteps.find((s) => s.action === "mark_succeeded");
     const marked = runPrinted(succeed?.command ?? "");
     expect(marked.code, marked.stderr).toBe(0);

@@ -25,7 +25,7 @@ export function registerAttemptCommands(program: Command, globals: () => DataDir
           ...(opts.interval ? { interval: intervalArg(opts.interval, requireTask(projection, id)) } : {}),
           retry: !!opts.retry,
           reason: opts.reason,
-          by: defaultActor("operator"),
+          by: defaultActor("cli"),
         });
         console.log(
           `${id} ${r.logicalDate}: attempt ${r.attempt} abandoned${opts.retry ? "; a new attempt will be dispatched" : ""}`,
