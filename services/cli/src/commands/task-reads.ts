@@ -93,11 +93,12 @@ export function registerTaskReadCommands(program: Command, globals: () => DataDi
       const last = rows.at(-1);
       if (more && last)
         process.stderr.write(`more tasks follow: chronolog tasks --limit ${limit} --after ${last.task}\n`);
+      // Said after the listing (on stderr): the last line a person reads.
       const standing = rows.filter((r) => MOVING.has(r.condition)).length;
       const unscheduled = standing > 0 ? unscheduledListing(globals(), opts, standing) : undefined;
-      if (unscheduled) process.stderr.write(`${unscheduled}\n`);
       if (opts.json) {
         console.log(toJson(rows));
+        if (unscheduled) afterOutput(`${unscheduled}\n`);
         return;
       }
       console.log(
@@ -114,6 +115,7 @@ export function registerTaskReadCommands(program: Command, globals: () => DataDi
           "no tasks are declared",
         ),
       );
+      if (unscheduled) afterOutput(`${unscheduled}\n`);
     });
 
   addAsOfOptions(program.command("task"))
@@ -262,4 +264,14 @@ function unscheduled(options: DataDirOptions, asOf: AsOfFlags): boolean {
 function unscheduledListing(options: DataDirOptions, asOf: AsOfFlags, count: number): string | undefined {
   if (!unscheduled(options, asOf)) return undefined;
   return `no scheduler is running on this data directory: ${counted(count, "task")} listed ${count === 1 ? "stands" : "stand"} where only a scheduler moves ${count === 1 ? "it" : "them"} (an attempt running or queued stands so in the log only); nothing starts or moves on until chronolog up does`;
+}
+
+/**
+ * Writes `note` on stderr once what went to stdout before it is written: not at all when its
+ * reader went away (`tasks | head`), which ends the command quietly.
+ */
+function afterOutput(note: string): void {
+  process.stdout.write("", (error) => {
+    if (!error) process.stderr.write(note);
+  });
 }
