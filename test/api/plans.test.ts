@@ -133,6 +133,39 @@ describe("dryRun", () => {
     expect(bad.status).toBe(400);
     expect(bad.body.detail).toContain("is not a day of the calendar");
   });
+  it("POST /backfills/{id}/cancel: what it would do, nothing written; scoped; then done, and GET says so", async () => {
+    const task = await call(`/tasks/${encodeURIComponent(EXTRACT)}`, { token: admin });
+    const id = task.body.task.backfill.backfillId as string;
+    const path = `/backfills/${id}/cancel`;
+    const before = await headOf(server, admin);
+    // A reader, an operator of another project, and a body that is not JSON are refused.
+    expect((await call(path, { token: reader, body: {} })).status).toBe(403);
+    expect((await call(path, { token: otherProject, body: {} })).status).toBe(403);
+    expect((await call(path, { token: admin, body: { reason: 7 } })).status).toBe(400);
+    expect((await call("/backfills/nope/cancel", { token: admin, body: {} })).status).toBe(404);
+    const dry = await call(path, { token: admin, body: { dryRun: true, reason: "wrong days" } });
+    expect(dry.status, dry.text).toBe(200);
+    expect(await headOf(server, admin)).toBe(before);
+    expect(dry.body).toMatchObject({ backfillId: id, dryRun: true, runTasks: [] });
+    expect(dry.body.targets.map((t: { task: string }) => t.task)).toEqual([EXTRACT, REPORT]);
+    const real = await call(path, { token: admin, body: { reason: "wrong days" } });
+    expect(real.status, real.text).toBe(200);
+    const { dryRun: _, ...plan } = dry.body;
+    expect(real.body).toMatchObject({ ...plan, writtenUpTo: expect.any(String) });
+    const shown = await call(`/backfills/${id}`, { token: admin });
+    expect(shown.status, shown.text).toBe(200);
+    expect(shown.body.cancelled).toMatchObject({
+      reason: "wrong days",
+      by: expect.stringMatching(/^api:admin/),
+    });
+    expect(shown.body.progress).toMatchObject({ cancelled: true, finished: false });
+    // Its tasks hold no window now: nothing left to cancel.
+    const after = await call(`/tasks/${encodeURIComponent(EXTRACT)}`, { token: admin });
+    expect(after.body.task.backfill).toBeNull();
+    const again = await call(path, { token: admin, body: {} });
+    expect(again.status).toBe(404);
+    expect(again.body.detail).toContain(`no task walks backfill ${id}`);
+  });
 });
 
 describe("dryRun of a trigger and a rerun with nothing in the way", () => {

@@ -93,6 +93,7 @@ const ROUTES = [
   "POST /api/v1/runs/{id}/rerun",
   "POST /api/v1/backfills",
   "GET /api/v1/backfills/{id}",
+  "POST /api/v1/backfills/{id}/cancel",
   "GET /api/v1/log",
   "GET /api/v1/log/head",
   "POST /api/v1/log/verify",

@@ -162,6 +162,43 @@ describe("the web UI", () => {
     await page.close();
   });
 
+  it("task page: a pending backfill's Cancel backfill button takes it back, with the reason", async () => {
+    // The orphan never runs (its parent is not declared): its backfill stays pending.
+    const ORPHAN = "ops/acme/orphan/ALL";
+    const started = await call("/backfills", {
+      token: ops,
+      body: { task: ORPHAN, from: dayAt(-1), to: dayAt(-1) },
+    });
+    expect(started.status, started.text).toBe(200);
+    const id = started.body.backfillId as string;
+    const page = await loggedIn(b, p.url, ops);
+    await open(page, p.url, `#/task/${encodeURIComponent(ORPHAN)}`, "where");
+    const button = page.locator('button[data-action="Cancel backfill"]');
+    await button.waitFor();
+    await button.click();
+    const dialog = page.getByTestId("confirm");
+    await dialog.waitFor();
+    expect(await dialog.textContent()).toContain(`This cancels backfill ${id}`);
+    await dialog.locator("input[name=reason]").fill("asked for the wrong task");
+    await page.getByTestId("confirm-ok").click();
+    await dialog.waitFor({ state: "detached" });
+    await expect
+      .poll(
+        async () => (await call(`/tasks/${encodeURIComponent(ORPHAN)}`, { token: ops })).body.task.backfill,
+      )
+      .toBeNull();
+    // The page follows it live: the cancel's reset in the history, and the button gone.
+    await expect
+      .poll(() => page.locator('[data-testid=history] li[data-type="IntervalReset"]').count())
+      .toBe(2);
+    await expect.poll(() => button.count()).toBe(0);
+    expect((await call(`/backfills/${id}`, { token: ops })).body.cancelled).toMatchObject({
+      by: "api:ops",
+      reason: "asked for the wrong task",
+    });
+    await page.close();
+  });
+
   it("run page: graph by instance state, a Gantt with the critical path, the run's sets", async () => {
     const page = await loggedIn(b, p.url, ops);
     const runs = (await call("/runs?workflow=nightly", { token: ops })).body;

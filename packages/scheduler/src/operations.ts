@@ -2,6 +2,8 @@ import { randomUUID } from "node:crypto";
 import {
   type BackfillSkip,
   type BackfillTarget,
+  type CancelledRunTask,
+  type CancelledTarget,
   currentAttempt,
   type DomainEvent,
   dateArg,
@@ -13,6 +15,7 @@ import {
   type PlanRefusal,
   parseInstant,
   planBackfill,
+  planCancelBackfill,
   prioritySchema,
   resetTo,
   retryCommand,
@@ -164,6 +167,8 @@ export interface BackfillPlan {
   readonly dryRun?: boolean;
   /** The priority its intervals compete with (absent: below every scheduled interval). */
   readonly priority?: number;
+  /** Cancelled (`backfill --cancel`): by whom, when, and why if said. */
+  readonly cancelled?: { readonly by: string; readonly at: string; readonly reason?: string };
 }
 
 /**
@@ -248,8 +253,19 @@ export async function backfill(
   return { backfillId: request.backfillId, writtenUpTo, targets, skipped, ...ranked };
 }
 
-/** How far a backfill has come: intervals done per target, from the projection. */
-export function backfillProgress(projection: SchedulerProjection, plan: BackfillPlan) {
+/**
+ * How far a backfill has come: intervals done per target, from the projection. A cancelled one
+ * says so and counts no intervals done (its tasks are back where they stood, which says nothing
+ * of how far each had come).
+ */
+export function backfillProgress(
+  projection: SchedulerProjection,
+  plan: BackfillPlan,
+): { done: number; total: number; failed: string[]; finished: boolean; cancelled?: true } {
+  if (plan.cancelled) {
+    const total = plan.targets.reduce((n, t) => n + t.intervals, 0);
+    return { done: 0, total, failed: [], finished: false, cancelled: true };
+  }
   let done = 0;
   let total = 0;
   const failed: string[] = [];
@@ -275,6 +291,87 @@ export function backfillProgress(projection: SchedulerProjection, plan: Backfill
     done += n;
   }
   return { done, total, failed, finished: done >= total };
+}
+
+/** What a backfill's cancel did: the tasks it returned (or cut short), and the runs' intervals closed. */
+export interface BackfillCancel {
+  readonly backfillId: string;
+  readonly targets: readonly CancelledTarget[];
+  readonly runTasks: ReadonlyArray<{
+    readonly runId: string;
+    readonly task: string;
+    readonly logicalDate: string;
+  }>;
+  /** Log position of the last event written (-1 in a dry run). */
+  readonly writtenUpTo: bigint;
+  /** A dry run: what it would do, decided on the log as it is, and nothing written. */
+  readonly dryRun?: boolean;
+}
+
+/**
+ * Cancels a pending backfill (planCancelBackfill's decision): each task its window walks returns
+ * to where it stood before, one finishing an interval under way after it; the intervals of its
+ * runs that will not run now are closed as cancelled. One atomic write, each stream at the
+ * revision decided on; on a conflict (the scheduler moved a task meanwhile) it is decided again
+ * on the log as it is now. `permit` sees the tasks and runs' tasks it touches, to refuse it.
+ */
+export async function cancelBackfill(
+  log: EventLog,
+  projection: SchedulerProjection,
+  backfillId: string,
+  options: {
+    readonly reason?: string;
+    readonly dryRun?: boolean;
+    readonly permit?: (tasks: readonly string[]) => void;
+  } = {},
+): Promise<BackfillCancel> {
+  const request = { backfillId, ...(options.reason ? { reason: options.reason } : {}) };
+  const shown = (d: { targets: CancelledTarget[]; runTasks: readonly CancelledRunTask[] }) => ({
+    targets: d.targets,
+    runTasks: d.runTasks.map(({ runId, task, logicalDate }) => ({ runId, task, logicalDate })),
+  });
+  if (options.dryRun) {
+    await catchUp(log, projection);
+    const decided = planCancelBackfill(projection, request);
+    if (decided.kind === "refused") throw refusalError("backfill cancel", decided);
+    options.permit?.([...decided.targets.map((t) => t.task), ...decided.runTasks.map((r) => r.task)]);
+    return { backfillId, ...shown(decided), writtenUpTo: -1n, dryRun: true };
+  }
+  const outcome = await handleCommand(log, {
+    name: `cancel backfill ${backfillId}`,
+    read: async (fresh) => {
+      if (fresh) await catchUp(log, projection);
+      const decided = planCancelBackfill(projection, request);
+      if (decided.kind === "refused") throw refusalError("backfill cancel", decided);
+      options.permit?.([...decided.targets.map((t) => t.task), ...decided.runTasks.map((r) => r.task)]);
+      // A run's interval may be one the projection no longer holds (an old date): its revision
+      // is read from the log.
+      const revisions = await Promise.all(
+        decided.runTasks.map(async (r) => {
+          const inst = projection.instances.get(r.streamId);
+          return inst ? inst.revision : await log.streamRevision(r.streamId);
+        }),
+      );
+      return { decided, revisions };
+    },
+    decide: ({ decided, revisions }) => ({
+      writes: [
+        ...decided.writes,
+        ...decided.runTasks.map((r, i) => ({
+          streamId: r.streamId,
+          events: [r.event],
+          expectedRevision: revisions[i] as bigint | "no_stream",
+        })),
+      ],
+      result: decided,
+    }),
+    onConflict: () => "retry",
+  });
+  if (outcome.kind === "conflict") throw outcome.error;
+  const positions = outcome.kind === "written" ? outcome.results.map((r) => r.position) : [];
+  // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max does not take
+  const writtenUpTo = positions.reduce((a, b) => (b > a ? b : a), -1n);
+  return { backfillId, ...shown(outcome.result), writtenUpTo };
 }
 
 /**

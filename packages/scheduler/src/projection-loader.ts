@@ -1,7 +1,7 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { SchedulerProjection } from "@chronolog/core";
-import type { EventLog } from "@chronolog/log";
+import type { EventLog, RecordedEvent } from "@chronolog/log";
 import { LADDER_DIR, LADDER_SPACING, type LadderOptions } from "./snapshot/ladder.js";
 import { readSnapshot, saveSnapshot } from "./snapshot/store.js";
 
@@ -68,12 +68,20 @@ export async function loadProjection(
 }
 
 /** Applies every event after the projection's position; returns how many. */
-export async function catchUp(log: EventLog, projection: SchedulerProjection): Promise<number> {
+export async function catchUp(
+  log: EventLog,
+  projection: SchedulerProjection,
+  /** Hears each event as it is applied (a command watching for one). */
+  onEvent?: (e: RecordedEvent) => void,
+): Promise<number> {
   let count = 0;
   for (;;) {
     const page = await log.readAll({ fromPosition: projection.position + 1n, maxCount: FOLD_PAGE });
     if (page.length === 0) return count;
-    for (const e of page) projection.apply(e);
+    for (const e of page) {
+      projection.apply(e);
+      onEvent?.(e);
+    }
     count += page.length;
   }
 }

@@ -296,8 +296,17 @@ export class ApiState {
     if (!resets || resets.length === 0) return undefined;
     const targets = [];
     let priority: number | undefined;
+    let cancelled: BackfillPlan["cancelled"];
     for (const e of resets) {
       if (e.type !== "IntervalReset") continue;
+      if (e.data.reason === "backfill_cancelled") {
+        cancelled ??= {
+          by: e.metadata.actor,
+          at: e.metadata.recordedAt,
+          ...(e.data.note ? { reason: e.data.note } : {}),
+        };
+        continue;
+      }
       priority ??= e.data.priority;
       const taskId = formatTaskKey(e.data.key);
       const task = this.projection.tasks.get(taskId);
@@ -318,6 +327,7 @@ export class ApiState {
       targets,
       skipped: [],
       ...(priority !== undefined ? { priority } : {}),
+      ...(cancelled ? { cancelled } : {}),
     };
   }
 

@@ -50,7 +50,7 @@ Exit codes (every command):
   3  a compare-and-set conflict: another writer changed the stream first; nothing was written
   4  what was named does not exist (task, run, workflow), or stored data this version cannot read
   5  a hash does not match: the log's chain, an expected event or anchor, an export (log verify), or an output file (logs)
-  6  a backfill stopped: an interval of it failed
+  6  a backfill stopped: an interval of it failed, or it was cancelled
   7  a backfill did not finish within its --timeout
   8  refused for where its subject stands (pausing a paused task, rerunning a running run)
   141  the output's reader went away (chronolog tasks | head), as SIGPIPE ends a tool`;

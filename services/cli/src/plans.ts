@@ -1,4 +1,5 @@
-import type { BackfillPlan, RunOperation } from "@chronolog/scheduler";
+import { describeCancelled } from "@chronolog/core";
+import type { BackfillCancel, BackfillPlan, RunOperation } from "@chronolog/scheduler";
 import { short } from "./format.js";
 
 /** How a dry run starts: nothing was written, and what follows is what would be. */
@@ -33,6 +34,19 @@ export function backfillLines(plan: BackfillPlan): string[] {
   if (!plan.dryRun)
     for (const backfillId of new Set(plan.targets.map((t) => t.backfillId)))
       lines.push(`backfill ${backfillId}`);
+  return lines;
+}
+
+/**
+ * A backfill's cancel in lines, the same before (a dry run) and after: each task with where it
+ * stood and where it returns to (or the interval it finishes first), and each run's interval
+ * closed as cancelled.
+ */
+export function cancelLines(c: BackfillCancel): string[] {
+  const head = `backfill ${c.backfillId} ${c.dryRun ? "would be cancelled" : "cancelled"}:`;
+  const lines = [c.dryRun ? `${DRY} ${head}` : head];
+  for (const t of c.targets) lines.push(`  ${describeCancelled(t)}`);
+  for (const r of c.runTasks) lines.push(`  run ${r.runId}: ${r.task} cancelled`);
   return lines;
 }
 

@@ -173,6 +173,20 @@ export function progressLogger(logger: Logger, stopping: () => boolean = () => f
             },
             "backfill",
           );
+        else if (e.data.reason === "backfill_cancelled")
+          logger.info(
+            {
+              task: formatTaskKey(e.data.key),
+              backfill: e.data.backfillId,
+              // Cut short: it finishes the interval under way first; else back where it stood.
+              ...(e.data.until
+                ? { finishing: shortInstant(e.data.until) }
+                : { returnsTo: shortInstant(e.data.logicalDate) }),
+              ...(e.data.note ? { reason: e.data.note } : {}),
+              actor,
+            },
+            "backfill cancelled",
+          );
         return;
       case "TaskDeclared":
         countDeclared(actor, "new task");

@@ -22,6 +22,8 @@ export type TaskDetail = S["TaskDetail"] & {
     logicalDate: string;
     nextRunDate: string | null;
     prevIntervalStart: string | null;
+    /** The backfill (or rerun) window it walks, if any. */
+    backfill?: { backfillId?: string; from?: string; until: string } | null;
   };
 };
 

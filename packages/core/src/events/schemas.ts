@@ -80,7 +80,9 @@ export const IntervalReset = lazySchema(() =>
       logicalDate: instant,
       nextRunDate: instant,
       prevIntervalStart: instant.nullable(),
-      reason: z.enum(["backfill", "catchup_disabled", "operator", "schedule_changed"]),
+      reason: z.enum(["backfill", "catchup_disabled", "operator", "schedule_changed", "backfill_cancelled"]),
+      /** Why, in an operator's words (a backfill's cancel). */
+      note: reason.optional(),
       /** Backfill range end: once the task has completed it, it returns to `resume`. */
       until: instant.optional(),
       /** The position the task had before a backfill, restored when the range is done. */

@@ -56,7 +56,9 @@ export function summarizeEvent(e: DomainEvent): string {
             ? "catch-up is off: jumped to the latest interval"
             : d.reason === "schedule_changed"
               ? "its schedule changed: the first interval of the new one"
-              : "by an operator";
+              : d.reason === "backfill_cancelled"
+                ? `backfill ${d.backfillId ?? ""} cancelled${d.until ? `: it ends after ${shortInstant(d.until)}, under way` : ""}${d.note ? `: ${d.note}` : ""}`
+                : "by an operator";
       return `${formatTaskKey(d.key)} set to ${shortInstant(d.logicalDate)} (${why})${d.prevIntervalStart ? `, finished ${shortInstant(d.prevIntervalStart)}` : ""}`;
     }
     case "IntervalCompleted":

@@ -1,4 +1,5 @@
 export * from "./backfill-window.js";
+export * from "./cancel-backfill.js";
 export * from "./decide-halted.js";
 export * from "./decide-outside-report.js";
 export * from "./decide-success-commit.js";

@@ -1,5 +1,5 @@
 import { dateArg } from "@chronolog/core";
-import { backfill, backfillProgress, NotFoundError } from "@chronolog/scheduler";
+import { backfill, backfillProgress, cancelBackfill, NotFoundError } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { requireProjects, requireReadable } from "../auth.js";
 import { needsToken } from "../openapi.js";
@@ -21,6 +21,13 @@ const BackfillBody = z.object({
    */
   priority: z.number().optional(),
   /** Decide and return the plan, writing nothing. */
+  dryRun: z.boolean().optional(),
+});
+
+const CancelBody = z.object({
+  /** Why, written with the cancel. */
+  reason: z.string().min(1).max(2000).optional(),
+  /** Decide and return what it would do, writing nothing. */
   dryRun: z.boolean().optional(),
 });
 
@@ -73,6 +80,43 @@ export function backfillRoutes(d: RouteDeps): OpenAPIHono {
         },
       );
       return jsonText(c, toJson(plan));
+    },
+  );
+  app.use("/backfills/:id/cancel", async (c, next) => {
+    if (c.req.method === "POST") requireJson(c.req.header("content-type"));
+    await next();
+  });
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/backfills/{id}/cancel",
+      operationId: "cancelBackfill",
+      security: needsToken,
+      summary:
+        "cancel a pending backfill, as `backfill --cancel`: each task it walks returns to where it stood before it (one with an interval under way finishes that first), and its runs' intervals that will not run now are closed as cancelled; dryRun returns the same and writes nothing",
+      request: {
+        params: z.object({ id: z.string() }),
+        body: { required: true, content: { "application/json": { schema: CancelBody } } },
+      },
+      responses: {
+        200: json(
+          z.unknown(),
+          "the cancel: every task with where it returns to, and the runs' intervals closed",
+        ),
+        ...S.problemResponses(400, 401, 403, 404, 409, 415, 422),
+      },
+    }),
+    async (c) => {
+      const caller = await d.who(c, "operate");
+      const { id } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const cancel = await cancelBackfill(d.writer(caller), await state.writeProjection(), id, {
+        ...(body.reason ? { reason: body.reason } : {}),
+        dryRun: !!body.dryRun,
+        // Every task it moves and every run's interval it closes, as decided.
+        permit: (tasks) => requireProjects(caller, tasks.map(projectOf), "backfill"),
+      });
+      return jsonText(c, toJson(cancel));
     },
   );
   app.openapi(

@@ -8,18 +8,23 @@ import {
   lastLineOf,
   parseDeclarationText,
   SchedulerProjection,
+  ValidationError,
 } from "@chronolog/core";
+import type { RecordedEvent } from "@chronolog/log";
 import {
   type BackfillPlan,
   backfill,
   backfillProgress,
+  cancelBackfill,
   catchUp,
   checkDeclaration,
   declare,
+  NotFoundError,
   pauseTask,
   resumeTask,
   retireTask,
   retireWorkflow,
+  StateError,
   taskAttempts,
   taskHistory,
 } from "@chronolog/scheduler";
@@ -30,7 +35,7 @@ import { type DataDirOptions, logFileOf, logUrlOf, parseLogUrl } from "../data-d
 import { CliError, printable, toJson } from "../edge.js";
 import { eventLine } from "../event-line.js";
 import { listing, short } from "../format.js";
-import { backfillLines } from "../plans.js";
+import { backfillLines, cancelLines } from "../plans.js";
 import { type AsOfFlags, addAsOfOptions, taskIdArg, withReadSession, withSession } from "../projection.js";
 
 /** What the first unfinished task of a backfill waits for, in `why`'s words. */
@@ -286,27 +291,34 @@ export function registerTaskHistoryCommands(program: Command, globals: () => Dat
   program
     .command("backfill")
     .description("re-run a range of intervals: set the task (and with --downstream its subtree) back")
-    .argument("<task>", "project/account/name[/partition]")
-    .requiredOption(
+    .argument("<task>", "project/account/name[/partition] (with --cancel: or a backfill's id)")
+    .option(
       "--from <date>",
       "first interval: a day (2026-09-01: from the first interval that starts on it, in each task's zone) or an instant (2026-09-01T02:00Z)",
     )
-    .requiredOption("--to <date>", "last interval, inclusive: a day (its intervals included) or an instant")
+    .option("--to <date>", "last interval, inclusive: a day (its intervals included) or an instant")
     .option("--downstream", "also reset every task below it")
     .option("--force", "also a range before the tasks' startDates, or a paused task")
     .option(
       "--priority <n>",
       "the priority its intervals compete for slots with, as a scheduled interval's (default: after every scheduled interval)",
     )
-    .option("--dry-run", "print what it would reset and join, and write nothing")
+    .option("--dry-run", "print what it would reset and join (or cancel), and write nothing")
+    .option(
+      "--cancel",
+      "cancel the backfill pending on the task (or the backfill named by its id): each task returns to where it stood before it",
+    )
+    .option("--reason <text>", "with --cancel: why, written with the cancel")
     .option("--detach", "return at once instead of showing progress")
     .option("--timeout <seconds>", "give up waiting after this long", "0")
     .action(
       async (
         key: string,
         opts: {
-          from: string;
-          to: string;
+          from?: string;
+          to?: string;
+          cancel?: boolean;
+          reason?: string;
           downstream?: boolean;
           detach?: boolean;
           force?: boolean;
@@ -315,10 +327,25 @@ export function registerTaskHistoryCommands(program: Command, globals: () => Dat
           timeout: string;
         },
       ) => {
+        if (opts.cancel) {
+          await cancelBackfillCommand(globals(), key, opts);
+          return;
+        }
+        if (opts.reason !== undefined)
+          throw new ValidationError("backfill", [
+            { path: "--reason", message: "goes with --cancel (a backfill itself takes no reason)" },
+          ]);
+        const missing = (["from", "to"] as const).filter((f) => opts[f] === undefined);
+        if (missing.length > 0)
+          throw new ValidationError("backfill", [
+            { path: `--${missing[0]}`, message: "is required (or --cancel, to cancel a pending backfill)" },
+          ]);
+        const range = { from: opts.from as string, to: opts.to as string };
         const id = taskIdArg(key);
         const priority = opts.priority !== undefined ? priorityArg(opts.priority) : undefined;
         await withSession(globals(), "write", async ({ log, projection }) => {
-          const plan = await backfill(log, projection, id, opts.from, opts.to, !!opts.downstream, {
+          let cancelled: RecordedEvent | undefined;
+          const plan = await backfill(log, projection, id, range.from, range.to, !!opts.downstream, {
             force: !!opts.force,
             dryRun: !!opts.dryRun,
             ...(priority !== undefined ? { priority } : {}),
@@ -339,9 +366,24 @@ export function registerTaskHistoryCommands(program: Command, globals: () => Dat
           let movedAt = Date.now();
           let lastDone = progress.done;
           let lastWaiting = "";
-          while (!progress.finished && progress.failed.length === 0 && Date.now() < deadline) {
+          // Cancelled meanwhile (by another operator): said, and the wait ends.
+          const hear = (e: RecordedEvent) => {
+            if (
+              e.type === "IntervalReset" &&
+              e.data.reason === "backfill_cancelled" &&
+              e.data.backfillId !== undefined &&
+              plan.targets.some((t) => t.backfillId === e.data.backfillId)
+            )
+              cancelled ??= e;
+          };
+          while (
+            !progress.finished &&
+            progress.failed.length === 0 &&
+            cancelled === undefined &&
+            Date.now() < deadline
+          ) {
             await new Promise((r) => setTimeout(r, 100));
-            await catchUp(log, projection);
+            await catchUp(log, projection, hear);
             progress = backfillProgress(projection, plan);
             if (progress.done !== lastDone) {
               lastDone = progress.done;
@@ -364,6 +406,11 @@ export function registerTaskHistoryCommands(program: Command, globals: () => Dat
             lastWaiting = waiting;
           }
           bar?.stop();
+          if (cancelled?.type === "IntervalReset")
+            throw new CliError(
+              `backfill stopped: ${cancelled.data.backfillId} was cancelled by ${cancelled.metadata.actor}${cancelled.data.note ? `: ${cancelled.data.note}` : ""} (${progress.done}/${counted(progress.total, "interval")} done)`,
+              6,
+            );
           if (progress.failed.length > 0)
             throw new CliError(`backfill stopped: ${progress.failed.join("; ")}`, 6);
           if (!progress.finished)
@@ -375,4 +422,59 @@ export function registerTaskHistoryCommands(program: Command, globals: () => Dat
         });
       },
     );
+}
+
+/** A backfill's id, as `backfill` prints it and the API names it. */
+const BACKFILL_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * `backfill TASK --cancel`: cancels the backfill pending on TASK (or the one named by its id),
+ * on every task it walks, and prints what each does.
+ */
+async function cancelBackfillCommand(
+  options: DataDirOptions,
+  arg: string,
+  opts: {
+    from?: string;
+    to?: string;
+    downstream?: boolean;
+    force?: boolean;
+    priority?: string;
+    detach?: boolean;
+    dryRun?: boolean;
+    reason?: string;
+  },
+): Promise<void> {
+  const stray = (["from", "to", "downstream", "force", "priority"] as const).find(
+    (f) => opts[f] !== undefined,
+  );
+  if (stray)
+    throw new ValidationError("backfill", [
+      {
+        path: `--${stray}`,
+        message: "does not go with --cancel (a cancel takes the whole pending backfill)",
+      },
+    ]);
+  await withSession(options, "write", async ({ log, projection }) => {
+    let backfillId = arg;
+    if (!BACKFILL_ID.test(arg)) {
+      const id = taskIdArg(arg);
+      await catchUp(log, projection);
+      const task = projection.tasks.get(id);
+      if (!task) throw new NotFoundError(`no task ${id} is declared`);
+      const pending = task.backfill?.backfillId;
+      if (!pending)
+        throw new StateError(
+          task.backfill
+            ? `${id} walks a rerun's window, not a backfill: it ends after ${task.backfill.until}`
+            : `${id} has no backfill pending (chronolog task ${id} shows where it stands)`,
+        );
+      backfillId = pending;
+    }
+    const cancel = await cancelBackfill(log, projection, backfillId, {
+      ...(opts.reason ? { reason: opts.reason } : {}),
+      dryRun: !!opts.dryRun,
+    });
+    for (const line of cancelLines(cancel)) console.log(line);
+  });
 }

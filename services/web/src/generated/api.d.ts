@@ -410,6 +410,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/backfills/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** cancel a pending backfill, as `backfill --cancel`: each task it walks returns to where it stood before it (one with an interval under way finishes that first), and its runs' intervals that will not run now are closed as cancelled; dryRun returns the same and writes nothing */
+        post: operations["cancelBackfill"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/backfills/{id}": {
         parameters: {
             query?: never;
@@ -1452,7 +1469,8 @@ export interface components {
                 /** Format: date-time */
                 prevIntervalStart: string | null;
                 /** @enum {string} */
-                reason: "backfill" | "catchup_disabled" | "operator" | "schedule_changed";
+                reason: "backfill" | "catchup_disabled" | "operator" | "schedule_changed" | "backfill_cancelled";
+                note?: string;
                 /** Format: date-time */
                 until?: string;
                 resume?: {
@@ -4320,6 +4338,98 @@ export interface operations {
         };
         responses: {
             /** @description the plan: every task reset (its range, notes, the pending backfill it joins) or skipped */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description problem (400) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (403) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (404) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (409) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (415) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem (422) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    cancelBackfill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    reason?: string;
+                    dryRun?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description the cancel: every task with where it returns to, and the runs' intervals closed */
             200: {
                 headers: {
                     [name: string]: unknown;

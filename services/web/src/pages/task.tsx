@@ -343,6 +343,21 @@ function Where({
               })
             }
           />
+          {task.backfill?.backfillId && (
+            <ActionButton
+              who={who}
+              label="Cancel backfill"
+              title={`Cancel backfill ${task.backfill.backfillId}`}
+              what={`This cancels backfill ${task.backfill.backfillId} (${task.backfill.from ? `${task.backfill.from} .. ` : "until "}${task.backfill.until}) on every task it walks: each returns to where it stood before it, one with an interval under way finishes that first.`}
+              fields={[{ name: "reason", label: "Reason (optional)" }]}
+              run={(v) =>
+                post("/api/v1/backfills/{id}/cancel", {
+                  path: { id: task.backfill?.backfillId ?? "" },
+                  body: v.reason ? { reason: v.reason } : {},
+                })
+              }
+            />
+          )}
         </div>
       )}
     </div>

@@ -1,0 +1,190 @@
+import type { DomainEvent, EventDataOf } from "../events/catalog.js";
+import { countsForTask, isTerminal, TERMINAL_INSTANCE_STATUSES } from "../instance/state.js";
+import type { SchedulerProjection } from "../projection/scheduler-projection.js";
+import { firstSlotAtOrAfter, nextCronTime, prevCronTime } from "../schedule/cron.js";
+import { shortInstant, toInstant } from "../schedule/interval.js";
+import { instanceStream, taskStream } from "../streams.js";
+import type { PlannedWrite, PlanRefusal } from "./plan-backfill.js";
+import { refusal } from "./plan-backfill.js";
+import type { BackfillWindow, TaskState } from "./state.js";
+
+/** Where a task whose backfill is cancelled goes. */
+export interface CancelledTarget {
+  readonly task: string;
+  /** The interval it stood at in the backfill's walk. */
+  readonly at: string;
+  /** The interval its schedule runs next once the backfill is off it: where it stood before. */
+  readonly returnsTo: string;
+  /**
+   * The interval under way there (an attempt out, a retry due, a success not yet recorded): it
+   * is finished first, then the task returns. Absent: it returns at once.
+   */
+  readonly finishing?: string;
+}
+
+/** An interval of a backfill's run that will not run now: closed as cancelled, so the run can end. */
+export interface CancelledRunTask {
+  readonly runId: string;
+  readonly task: string;
+  readonly logicalDate: string;
+  /** The instance stream it is closed in, and the event (the shell writes it at the stream's revision). */
+  readonly streamId: string;
+  readonly event: DomainEvent;
+}
+
+export interface BackfillCancelRequest {
+  readonly backfillId: string;
+  /** Why, as the operator said it (written in each event). */
+  readonly reason?: string;
+}
+
+export type BackfillCancelDecision =
+  | {
+      readonly kind: "planned";
+      readonly targets: CancelledTarget[];
+      /** The task streams' resets, each with a compare-and-set on the task's revision. */
+      readonly writes: PlannedWrite[];
+      /** The backfill's runs' intervals closed as cancelled (none a task still finishes). */
+      readonly runTasks: CancelledRunTask[];
+    }
+  | PlanRefusal;
+
+/**
+ * Whether the task's current interval is under way for it: an attempt dispatched and not ended,
+ * a retry due, or a success its completion has not recorded yet. Moving the task would leave
+ * it to no one; a cancel lets it finish first.
+ */
+function busyAt(projection: SchedulerProjection, task: TaskState): boolean {
+  const inst = projection.instances.get(instanceStream(task.key, task.logicalDate));
+  if (!inst || !countsForTask(inst, task)) return false;
+  return !isTerminal(inst) || (inst.status === "success" && inst.dispatchedAt > task.movedAt);
+}
+
+/**
+ * The position a backfill's walk returns `task` to: where it stood before the backfill (its
+ * resume point, on the schedule it has now and not before its start date), or, for a range that
+ * ended at the interval it stood at, that interval, unfinished.
+ */
+export function returnPosition(
+  task: TaskState,
+  window: BackfillWindow,
+): { logicalDate: string; nextRunDate: string; prevIntervalStart: string | null } {
+  const { cron, timezone, startDate } = task.spec;
+  if (window.resume) {
+    const from = Math.max(Date.parse(window.resume.logicalDate), Date.parse(startDate));
+    const first = toInstant(firstSlotAtOrAfter(cron, timezone, new Date(from)));
+    if (first === window.resume.logicalDate) return window.resume;
+    return {
+      logicalDate: first,
+      nextRunDate: toInstant(nextCronTime(cron, timezone, new Date(first))),
+      prevIntervalStart: window.resume.prevIntervalStart,
+    };
+  }
+  const until = window.until;
+  const before = prevCronTime(cron, timezone, new Date(until));
+  const firstDeclared = firstSlotAtOrAfter(cron, timezone, new Date(startDate));
+  return {
+    logicalDate: until,
+    nextRunDate: toInstant(nextCronTime(cron, timezone, new Date(until))),
+    prevIntervalStart: before.getTime() >= firstDeclared.getTime() ? toInstant(before) : null,
+  };
+}
+
+/**
+ * The cancel of a pending backfill, pure: every task its window walks returns to where it stood
+ * before it (its schedule then runs on as if the backfill had not been asked for); a task with
+ * its interval under way finishes that interval first, its window cut to end there. The
+ * intervals of the backfill's runs that will not run now are closed as cancelled, so that each
+ * run ends. Refused when no task walks the backfill: finished, cancelled, or never started.
+ */
+export function planCancelBackfill(
+  projection: SchedulerProjection,
+  request: BackfillCancelRequest,
+): BackfillCancelDecision {
+  const { backfillId } = request;
+  const why = `backfill ${backfillId} cancelled${request.reason ? `: ${request.reason}` : ""}`;
+  const note = request.reason ? { note: request.reason } : {};
+  const targets: CancelledTarget[] = [];
+  const writes: PlannedWrite[] = [];
+  /** Tasks returning at once, and those finishing an interval (which their run still waits for). */
+  const returning = new Set<string>();
+  const finishing = new Map<string, string>();
+  for (const task of projection.tasks.values()) {
+    const window = task.backfill;
+    if (!window || window.backfillId !== backfillId) continue;
+    const back = returnPosition(task, window);
+    const busy = busyAt(projection, task);
+    targets.push({
+      task: task.id,
+      at: task.logicalDate,
+      returnsTo: back.logicalDate,
+      ...(busy ? { finishing: task.logicalDate } : {}),
+    });
+    if (busy) {
+      finishing.set(task.id, task.logicalDate);
+      // Its last interval under way already: the walk ends there as it is.
+      if (Date.parse(window.until) <= Date.parse(task.logicalDate)) continue;
+      writes.push(
+        reset(task, {
+          logicalDate: task.logicalDate,
+          nextRunDate: task.nextRunDate,
+          prevIntervalStart: task.prevIntervalStart,
+          reason: "backfill_cancelled",
+          ...note,
+          until: task.logicalDate,
+          ...(Date.parse(back.logicalDate) > Date.parse(task.logicalDate) ? { resume: back } : {}),
+          backfillId,
+          ...(window.from && window.from !== task.logicalDate ? { from: window.from } : {}),
+          ...(window.priority !== undefined ? { priority: window.priority } : {}),
+          continues: true,
+        }),
+      );
+    } else {
+      returning.add(task.id);
+      writes.push(reset(task, { ...back, reason: "backfill_cancelled", ...note, backfillId }));
+    }
+  }
+  if (targets.length === 0)
+    return refusal(
+      "not_found",
+      `no task walks backfill ${backfillId}: it has finished, was cancelled, or never started (chronolog task TASK shows a task's backfill and its id)`,
+    );
+  const runTasks: CancelledRunTask[] = [];
+  for (const run of projection.runs.values()) {
+    if (run.status !== "running" || run.trigger !== "backfill") continue;
+    for (const id of run.tasks) {
+      const outcome = run.outcomes[id];
+      if (outcome !== undefined && TERMINAL_INSTANCE_STATUSES.has(outcome)) continue;
+      // Its walk left for good, or (finishing another interval) it will not come to this date.
+      const left = returning.has(id) || (finishing.has(id) && finishing.get(id) !== run.logicalDate);
+      const task = projection.tasks.get(id);
+      if (!left || !task) continue;
+      runTasks.push({
+        runId: run.runId,
+        task: id,
+        logicalDate: run.logicalDate,
+        streamId: instanceStream(task.key, run.logicalDate),
+        event: {
+          type: "InstanceCancelled",
+          data: { key: task.key, logicalDate: run.logicalDate, reason: why, runId: run.runId },
+        },
+      });
+    }
+  }
+  return { kind: "planned", targets, writes, runTasks };
+}
+
+function reset(task: TaskState, data: Omit<EventDataOf<"IntervalReset">, "key">): PlannedWrite {
+  return {
+    streamId: taskStream(task.key),
+    expectedRevision: task.revision,
+    events: [{ type: "IntervalReset", data: { key: task.key, ...data } }],
+  };
+}
+
+/** One task's line of a cancel, in words. */
+export function describeCancelled(t: CancelledTarget): string {
+  return t.finishing !== undefined
+    ? `${t.task}: finishes ${shortInstant(t.finishing)}, under way, then returns to ${shortInstant(t.returnsTo)}`
+    : `${t.task}: at ${shortInstant(t.at)}, returns to ${shortInstant(t.returnsTo)}`;
+}

@@ -1,0 +1,190 @@
+import {
+  type DomainEvent,
+  dateArg,
+  decideIntervalCompleted,
+  instanceStream,
+  planBackfill,
+  planCancelBackfill,
+  runStream,
+  type SchedulerProjection,
+  taskStream,
+} from "@chronolog/core";
+import { describe, expect, it } from "vitest";
+import { declaredTask, idOf, intended, keyOf, succeeded, taskSpec } from "./support/events.js";
+import { type Given, on, projectionOf } from "./support/specification.js";
+
+/**
+ * A backfill's cancel: given a backfill under way (its resets folded in, as the log holds them),
+ * when it is cancelled, then where each task goes, what it finishes first, and which intervals
+ * of its runs are closed.
+ */
+const day = (n: number) => `2026-11-${String(n).padStart(2, "0")}T02:00:00.000Z`;
+
+/** A daily 02:00 task `t` and its child `c`, both standing at the 28th (finished the 27th). */
+const family: Given[] = [
+  ...declaredTask("t", day(28)),
+  ...declaredTask("c", day(28), taskSpec("c", { parents: [keyOf("t")] })),
+  ...on(taskStream(keyOf("t")), reset(day(28), day(27))),
+  ...on(taskStream(keyOf("c")), reset(day(28), day(27))),
+];
+
+function reset(logicalDate: string, prevIntervalStart: string): DomainEvent {
+  return {
+    type: "IntervalReset",
+    data: {
+      key: keyOf("t"),
+      logicalDate,
+      nextRunDate: day(Number(logicalDate.slice(8, 10)) + 1),
+      prevIntervalStart,
+      reason: "operator",
+    },
+  };
+}
+
+/** The history with backfill `b1` of 18..21 (downstream) written as planBackfill decides it. */
+function backfilled(history: Given[]): Given[] {
+  const p = projectionOf(history);
+  const decided = planBackfill(p, {
+    task: idOf("t"),
+    from: dateArg("2026-11-18", "--from"),
+    to: dateArg("2026-11-21", "--to"),
+    downstream: true,
+    force: false,
+    backfillId: "b1",
+  });
+  if (decided.kind !== "planned") throw new Error(decided.message);
+  return [...history, ...decided.writes.flatMap((w) => on(w.streamId, ...w.events))];
+}
+
+/** Applies a decision's writes, as the log would record them after the history. */
+function applied(
+  history: Given[],
+  writes: ReadonlyArray<{ streamId: string; events: DomainEvent[] }>,
+): Given[] {
+  return [...history, ...writes.flatMap((w) => on(w.streamId, ...w.events))];
+}
+
+const cancel = (p: SchedulerProjection, reason?: string) =>
+  planCancelBackfill(p, { backfillId: "b1", ...(reason ? { reason } : {}) });
+
+describe("planCancelBackfill", () => {
+  it("returns every task the backfill walks to where it stood before it", () => {
+    const history = backfilled(fixKeys(family));
+    const before = projectionOf(history);
+    expect(before.tasks.get(idOf("t"))?.logicalDate).toBe(day(18));
+    const decided = cancel(before, "wrong range");
+    if (decided.kind !== "planned") throw new Error(decided.message);
+    expect(decided.targets).toEqual([
+      { task: idOf("t"), at: day(18), returnsTo: day(28) },
+      { task: idOf("c"), at: day(18), returnsTo: day(28) },
+    ]);
+    expect(decided.runTasks).toEqual([]);
+    expect(decided.writes.map((w) => w.events[0]?.data)).toEqual([
+      expect.objectContaining({ reason: "backfill_cancelled", note: "wrong range", logicalDate: day(28) }),
+      expect.objectContaining({ reason: "backfill_cancelled", logicalDate: day(28) }),
+    ]);
+    const after = projectionOf(applied(history, decided.writes));
+    for (const name of ["t", "c"]) {
+      const task = after.tasks.get(idOf(name));
+      expect(task).toMatchObject({
+        logicalDate: day(28),
+        nextRunDate: day(29),
+        prevIntervalStart: day(27),
+        backfill: null,
+      });
+    }
+    // Once cancelled, there is nothing left to cancel.
+    expect(cancel(after)).toMatchObject({ kind: "refused", error: "not_found" });
+  });
+
+  it("lets a task finish the interval under way, then return: its window ends there", () => {
+    const history = backfilled(fixKeys(family));
+    const running = [...history, ...on(streamAt(18), intended("t", { logicalDate: day(18) }))];
+    const decided = cancel(projectionOf(running));
+    if (decided.kind !== "planned") throw new Error(decided.message);
+    expect(decided.targets[0]).toEqual({
+      task: idOf("t"),
+      at: day(18),
+      returnsTo: day(28),
+      finishing: day(18),
+    });
+    expect(decided.writes[0]?.events[0]?.data).toMatchObject({
+      reason: "backfill_cancelled",
+      logicalDate: day(18),
+      until: day(18),
+      continues: true,
+      resume: { logicalDate: day(28), nextRunDate: day(29), prevIntervalStart: day(27) },
+    });
+    // Its attempt still counts for it, and its success takes it back where it stood.
+    const after = projectionOf(applied(running, decided.writes));
+    const t = after.tasks.get(idOf("t"));
+    if (!t) throw new Error("no task");
+    expect(after.currentInstance(t)?.status).toBe("queued");
+    const completed = decideIntervalCompleted(t, 1);
+    expect(completed.data).toMatchObject({
+      logicalDate: day(18),
+      nextLogicalDate: day(28),
+      nextRunDate: day(29),
+    });
+    const done = projectionOf([
+      ...applied(running, decided.writes),
+      ...on(streamAt(18), succeeded("t")),
+      ...on(taskStream(keyOf("t")), completed),
+    ]);
+    expect(done.tasks.get(idOf("t"))).toMatchObject({
+      logicalDate: day(28),
+      prevIntervalStart: day(27),
+      backfill: null,
+    });
+  });
+
+  it("closes the intervals of the backfill's runs that will not run now, not those still finishing", () => {
+    const history = backfilled(fixKeys(family));
+    const run = (n: number): Given[] =>
+      on(runStream(`w@${day(n)}`), {
+        type: "RunStarted",
+        data: {
+          runId: `w@${day(n)}`,
+          workflow: "w",
+          logicalDate: day(n),
+          tasks: [keyOf("t"), keyOf("c")],
+          trigger: "backfill",
+          params: {},
+        },
+      });
+    const decided = cancel(projectionOf([...history, ...run(17), ...run(18)]));
+    if (decided.kind !== "planned") throw new Error(decided.message);
+    expect(decided.runTasks.map((r) => [r.runId, r.task, r.event.type])).toEqual([
+      [`w@${day(17)}`, idOf("t"), "InstanceCancelled"],
+      [`w@${day(17)}`, idOf("c"), "InstanceCancelled"],
+      [`w@${day(18)}`, idOf("t"), "InstanceCancelled"],
+      [`w@${day(18)}`, idOf("c"), "InstanceCancelled"],
+    ]);
+    expect(decided.runTasks[0]?.event.data).toMatchObject({
+      logicalDate: day(17),
+      reason: "backfill b1 cancelled",
+      runId: `w@${day(17)}`,
+    });
+    expect(decided.runTasks[0]?.streamId).toBe(instanceStream(keyOf("t"), day(17)));
+  });
+
+  it("refuses a backfill no task walks", () => {
+    expect(cancel(projectionOf(fixKeys(family)))).toEqual({
+      kind: "refused",
+      error: "not_found",
+      message:
+        "no task walks backfill b1: it has finished, was cancelled, or never started (chronolog task TASK shows a task's backfill and its id)",
+    });
+  });
+});
+
+const streamAt = (n: number) => instanceStream(keyOf("t"), day(n));
+
+/** The family's operator resets name the task of their own stream. */
+function fixKeys(history: Given[]): Given[] {
+  return history.map((g) => {
+    if (g.type !== "IntervalReset") return g;
+    const name = g.streamId === taskStream(keyOf("c")) ? "c" : "t";
+    return { ...g, data: { ...g.data, key: keyOf(name) } };
+  });
+}
