@@ -106,6 +106,9 @@ describe("backfill --cancel", () => {
     const stray = chronolog(dir, ["backfill", LOAD, "--cancel", "--from", day(1)]);
     expect(stray.code).toBe(2);
     expect(stray.stderr).toContain("--from: does not go with --cancel");
+    const detached = chronolog(dir, ["backfill", LOAD, "--cancel", "--detach"]);
+    expect(detached.code).toBe(2);
+    expect(detached.stderr).toContain("--detach: does not go with --cancel");
     const reasonAlone = chronolog(dir, ["backfill", LOAD, "--from", day(1), "--to", day(2), "--reason", "x"]);
     expect(reasonAlone.code).toBe(2);
     expect(reasonAlone.stderr).toContain("--reason: goes with --cancel");
@@ -138,7 +141,7 @@ describe("backfill --cancel", () => {
     const again = chronolog(dir, ["backfill", LOAD, "--cancel"]);
     expect(again.code).toBe(8);
     expect(again.stderr).toContain(`${LOAD} has no backfill pending`);
-    const byId = chronolog(dir, ["backfill", id, "--cancel"]);
+    const byId = chronolog(dir, ["backfill", id.toUpperCase(), "--cancel"]);
     expect(byId.code).toBe(4);
     expect(byId.stderr).toContain(
       `no task walks backfill ${id}: it has finished, was cancelled, or never started`,

@@ -138,9 +138,9 @@ describe("planCancelBackfill", () => {
     });
   });
 
-  it("closes the intervals of the backfill's runs that will not run now, not those still finishing", () => {
+  it("closes the intervals of the runs its walks will not come to now, of its range only", () => {
     const history = backfilled(fixKeys(family));
-    const run = (n: number): Given[] =>
+    const run = (n: number, trigger: "backfill" | "rerun"): Given[] =>
       on(runStream(`w@${day(n)}`), {
         type: "RunStarted",
         data: {
@@ -148,24 +148,70 @@ describe("planCancelBackfill", () => {
           workflow: "w",
           logicalDate: day(n),
           tasks: [keyOf("t"), keyOf("c")],
-          trigger: "backfill",
+          trigger,
           params: {},
         },
       });
-    const decided = cancel(projectionOf([...history, ...run(17), ...run(18)]));
+    // The 17th is before its range, the 28th is where they return (their schedule's again).
+    const runs = [
+      ...run(17, "backfill"),
+      ...run(18, "backfill"),
+      ...run(19, "rerun"),
+      ...run(28, "backfill"),
+    ];
+    const decided = cancel(projectionOf([...history, ...runs]));
     if (decided.kind !== "planned") throw new Error(decided.message);
     expect(decided.runTasks.map((r) => [r.runId, r.task, r.event.type])).toEqual([
-      [`w@${day(17)}`, idOf("t"), "InstanceCancelled"],
-      [`w@${day(17)}`, idOf("c"), "InstanceCancelled"],
       [`w@${day(18)}`, idOf("t"), "InstanceCancelled"],
       [`w@${day(18)}`, idOf("c"), "InstanceCancelled"],
+      [`w@${day(19)}`, idOf("t"), "InstanceCancelled"],
+      [`w@${day(19)}`, idOf("c"), "InstanceCancelled"],
     ]);
     expect(decided.runTasks[0]?.event.data).toMatchObject({
-      logicalDate: day(17),
+      logicalDate: day(18),
       reason: "backfill b1 cancelled",
-      runId: `w@${day(17)}`,
+      runId: `w@${day(18)}`,
     });
-    expect(decided.runTasks[0]?.streamId).toBe(instanceStream(keyOf("t"), day(17)));
+    expect(decided.runTasks[0]?.streamId).toBe(instanceStream(keyOf("t"), day(18)));
+  });
+
+  it("a range that ended where the task stood returns it there, and closes no run of that date", () => {
+    // Backfilled up to the 28th, where both stand: the window records where they stood all the same.
+    const p0 = projectionOf(fixKeys(family));
+    const decided0 = planBackfill(p0, {
+      task: idOf("t"),
+      from: dateArg("2026-11-26", "--from"),
+      to: dateArg("2026-11-28", "--to"),
+      downstream: true,
+      force: false,
+      backfillId: "b1",
+    });
+    if (decided0.kind !== "planned") throw new Error(decided0.message);
+    expect(decided0.writes[0]?.events[0]?.data).toMatchObject({
+      until: day(28),
+      resume: { logicalDate: day(28), nextRunDate: day(29), prevIntervalStart: day(27) },
+    });
+    const history = [...fixKeys(family), ...decided0.writes.flatMap((w) => on(w.streamId, ...w.events))];
+    const run28: Given[] = on(runStream(`w@${day(28)}`), {
+      type: "RunStarted",
+      data: {
+        runId: `w@${day(28)}`,
+        workflow: "w",
+        logicalDate: day(28),
+        tasks: [keyOf("t"), keyOf("c")],
+        trigger: "backfill",
+        params: {},
+      },
+    });
+    const decided = cancel(projectionOf([...history, ...run28]));
+    if (decided.kind !== "planned") throw new Error(decided.message);
+    expect(decided.runTasks).toEqual([]);
+    const after = projectionOf(applied(history, decided.writes));
+    expect(after.tasks.get(idOf("c"))).toMatchObject({
+      logicalDate: day(28),
+      prevIntervalStart: day(27),
+      backfill: null,
+    });
   });
 
   it("refuses a backfill no task walks", () => {

@@ -86,7 +86,8 @@ export function planWindow(task: TaskState, first: string, last: string): Window
   const pending = task.backfill;
   if (!pending) {
     const start = resetTo(cron, timezone, new Date(first));
-    const ahead = Date.parse(task.logicalDate) > Date.parse(last);
+    // Where it stands, recorded even when the range ends there: a cancel returns it there.
+    const ahead = Date.parse(task.logicalDate) >= Date.parse(last);
     return {
       kind: "reset",
       reset: {
@@ -117,7 +118,9 @@ export function planWindow(task: TaskState, first: string, last: string): Window
   const until = later(last, pending.until);
   const start = resetTo(cron, timezone, new Date(earlier(first, next)));
   const resume =
-    pending.resume && Date.parse(pending.resume.logicalDate) > Date.parse(until) ? pending.resume : undefined;
+    pending.resume && Date.parse(pending.resume.logicalDate) >= Date.parse(until)
+      ? pending.resume
+      : undefined;
   return {
     kind: "reset",
     reset: {

@@ -80,12 +80,16 @@ export function returnPosition(
       prevIntervalStart: window.resume.prevIntervalStart,
     };
   }
-  const until = window.until;
-  const before = prevCronTime(cron, timezone, new Date(until));
+  // A window recorded without one (its range ended where the task stood): that interval, on the
+  // schedule it has now and not before its start date, unfinished.
+  const at = toInstant(
+    firstSlotAtOrAfter(cron, timezone, new Date(Math.max(Date.parse(window.until), Date.parse(startDate)))),
+  );
+  const before = prevCronTime(cron, timezone, new Date(at));
   const firstDeclared = firstSlotAtOrAfter(cron, timezone, new Date(startDate));
   return {
-    logicalDate: until,
-    nextRunDate: toInstant(nextCronTime(cron, timezone, new Date(until))),
+    logicalDate: at,
+    nextRunDate: toInstant(nextCronTime(cron, timezone, new Date(at))),
     prevIntervalStart: before.getTime() >= firstDeclared.getTime() ? toInstant(before) : null,
   };
 }
@@ -106,9 +110,11 @@ export function planCancelBackfill(
   const note = request.reason ? { note: request.reason } : {};
   const targets: CancelledTarget[] = [];
   const writes: PlannedWrite[] = [];
-  /** Tasks returning at once, and those finishing an interval (which their run still waits for). */
-  const returning = new Set<string>();
-  const finishing = new Map<string, string>();
+  /**
+   * The dates each task's walk will not come to now: those of its window before where it returns
+   * (its own interval there is its schedule's again), but the one it finishes.
+   */
+  const leaves = new Map<string, (date: string) => boolean>();
   for (const task of projection.tasks.values()) {
     const window = task.backfill;
     if (!window || window.backfillId !== backfillId) continue;
@@ -120,10 +126,17 @@ export function planCancelBackfill(
       returnsTo: back.logicalDate,
       ...(busy ? { finishing: task.logicalDate } : {}),
     });
+    const from = Date.parse(window.from ?? task.logicalDate);
+    const until = Date.parse(window.until);
+    const returnsTo = Date.parse(back.logicalDate);
+    const finishingAt = busy ? task.logicalDate : undefined;
+    leaves.set(task.id, (date) => {
+      const at = Date.parse(date);
+      return date !== finishingAt && at >= from && at <= until && at < returnsTo;
+    });
     if (busy) {
-      finishing.set(task.id, task.logicalDate);
-      // Its last interval under way already: the walk ends there as it is.
-      if (Date.parse(window.until) <= Date.parse(task.logicalDate)) continue;
+      // Its window cut to end at the interval under way (one on its last interval already is
+      // written too: the cancel is recorded on every task it touches).
       writes.push(
         reset(task, {
           logicalDate: task.logicalDate,
@@ -132,33 +145,30 @@ export function planCancelBackfill(
           reason: "backfill_cancelled",
           ...note,
           until: task.logicalDate,
-          ...(Date.parse(back.logicalDate) > Date.parse(task.logicalDate) ? { resume: back } : {}),
+          ...(returnsTo > Date.parse(task.logicalDate) ? { resume: back } : {}),
           backfillId,
           ...(window.from && window.from !== task.logicalDate ? { from: window.from } : {}),
           ...(window.priority !== undefined ? { priority: window.priority } : {}),
           continues: true,
         }),
       );
-    } else {
-      returning.add(task.id);
-      writes.push(reset(task, { ...back, reason: "backfill_cancelled", ...note, backfillId }));
-    }
+    } else writes.push(reset(task, { ...back, reason: "backfill_cancelled", ...note, backfillId }));
   }
   if (targets.length === 0)
     return refusal(
       "not_found",
       `no task walks backfill ${backfillId}: it has finished, was cancelled, or never started (chronolog task TASK shows a task's backfill and its id)`,
     );
+  // Every run going (a backfill's try, or a rerun's or trigger's its window joined) that waits for
+  // a task at a date its walk will not come to now.
   const runTasks: CancelledRunTask[] = [];
   for (const run of projection.runs.values()) {
-    if (run.status !== "running" || run.trigger !== "backfill") continue;
+    if (run.status !== "running") continue;
     for (const id of run.tasks) {
       const outcome = run.outcomes[id];
       if (outcome !== undefined && TERMINAL_INSTANCE_STATUSES.has(outcome)) continue;
-      // Its walk left for good, or (finishing another interval) it will not come to this date.
-      const left = returning.has(id) || (finishing.has(id) && finishing.get(id) !== run.logicalDate);
       const task = projection.tasks.get(id);
-      if (!left || !task) continue;
+      if (!task || !leaves.get(id)?.(run.logicalDate)) continue;
       runTasks.push({
         runId: run.runId,
         task: id,

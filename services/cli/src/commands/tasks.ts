@@ -441,22 +441,25 @@ async function cancelBackfillCommand(
     force?: boolean;
     priority?: string;
     detach?: boolean;
+    timeout?: string;
     dryRun?: boolean;
     reason?: string;
   },
 ): Promise<void> {
-  const stray = (["from", "to", "downstream", "force", "priority"] as const).find(
-    (f) => opts[f] !== undefined,
-  );
+  const stray =
+    (["from", "to", "downstream", "force", "priority", "detach"] as const).find(
+      (f) => opts[f] !== undefined,
+    ) ?? (opts.timeout !== undefined && opts.timeout !== "0" ? "timeout" : undefined);
   if (stray)
     throw new ValidationError("backfill", [
       {
         path: `--${stray}`,
-        message: "does not go with --cancel (a cancel takes the whole pending backfill)",
+        message: "does not go with --cancel (a cancel takes the whole pending backfill, at once)",
       },
     ]);
   await withSession(options, "write", async ({ log, projection }) => {
-    let backfillId = arg;
+    // (An id as printed, or in capitals: ids are written in small letters.)
+    let backfillId = arg.toLowerCase();
     if (!BACKFILL_ID.test(arg)) {
       const id = taskIdArg(arg);
       await catchUp(log, projection);
