@@ -1,6 +1,7 @@
-// Where the scheduler's time goes on N independent no-op tasks (bench/scheduler's first row):
+// Where the scheduler's time goes on N independent no-op tasks (bench/scheduler's first row), or
+// with --realistic on bench/scale's catalogue (the scheduler alone, beside what `up` adds):
 //
-//   node --expose-gc --max-semi-space-size=32 bench/scheduler/profile.mjs [N] [--alloc]
+//   node --expose-gc --max-semi-space-size=32 bench/scheduler/profile.mjs [N] [--alloc] [--realistic]
 //
 // Runs the work twice on a fresh log each time (the first round warms the code up), profiles
 // the scheduler's thread through the second with the inspector, and prints each part's share of
@@ -19,25 +20,38 @@ import { lastSlotEndingBy, SchedulerProjection } from "@chronolog/core";
 import { openSqliteLog } from "@chronolog/log-sqlite";
 import { catchUp, declare, Scheduler } from "@chronolog/scheduler";
 import { WorkerPool } from "@chronolog/worker";
+import { parse } from "yaml";
+import { catalogue } from "../scale/catalogue.mjs";
 import { fmt, printTable, silent, waitFor } from "../table.mjs";
 
 const N = Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 10_000);
+/**
+ * With --realistic: bench/scale's catalogue (N hourly tasks over 20 projects, 0 to 2 parents
+ * each in other projects, three intervals due each) in place of N independent daily ones.
+ */
+const realistic = process.argv.includes("--realistic");
 /** With --alloc: where the scheduler's thread allocates, from the engine's sampling heap profiler. */
 const alloc = process.argv.includes("--alloc");
+/** The completions the run waits for (and each per-task figure is divided by). */
+const COMPLETIONS = realistic ? 3 * N : N;
 const DAY = 86_400_000;
 const SLOT_HOUR = (new Date().getUTCHours() + 12) % 24;
 const latest = lastSlotEndingBy(`0 ${SLOT_HOUR} * * *`, "UTC", new Date());
 const start = new Date(latest.getTime() - 400 * DAY).toISOString();
-const tasks = Array.from({ length: N }, (_, i) => ({
-  project: "bench",
-  account: "b",
-  name: `t${i}`,
-  cron: `0 ${SLOT_HOUR} * * *`,
-  startDate: start,
-  catchup: false,
-  idempotent: true,
-  operator: { type: "noop" },
-}));
+const HOUR = 3_600_000;
+// Realistic: three intervals due, the first starting two hours before the last that has ended.
+const tasks = realistic
+  ? parse(catalogue(N, new Date((Math.floor(Date.now() / HOUR) - 3) * HOUR).toISOString()).text).tasks
+  : Array.from({ length: N }, (_, i) => ({
+      project: "bench",
+      account: "b",
+      name: `t${i}`,
+      cron: `0 ${SLOT_HOUR} * * *`,
+      startDate: start,
+      catchup: false,
+      idempotent: true,
+      operator: { type: "noop" },
+    }));
 
 /** CPU seconds of a thread or process, from its stat line (utime and stime, in clock ticks). */
 const cpuOf = (statFile) => {
@@ -125,7 +139,7 @@ async function round(profiled) {
   const t0 = performance.now();
   const scheduler = new Scheduler({ log, projection, dispatcher: pool, logger: silent });
   await scheduler.start();
-  await waitFor(() => scheduler.stats.completed >= N);
+  await waitFor(() => scheduler.stats.completed >= COMPLETIONS);
   const secs = (performance.now() - t0) / 1000;
   const live = all.filter((t) => readdirSync("/proc/self/task").includes(t));
   const cpu = {
@@ -152,13 +166,17 @@ async function round(profiled) {
 await round(false);
 const { secs, cpu, profile, heap, commits } = await round(true);
 const { us, total } = breakdown(profile);
-const perTask = (s) => fmt((s * 1e6) / N, 1);
+const perTask = (s) => fmt((s * 1e6) / COMPLETIONS, 1);
 console.log(
-  `\nbench/scheduler/profile: ${fmt(N)} independent no-op tasks, embedded log, 2 worker processes: ${fmt(N / secs)} tasks/s\n`,
+  realistic
+    ? `\nbench/scheduler/profile --realistic: ${fmt(N)} hourly no-op tasks of bench/scale's catalogue, ${fmt(COMPLETIONS)} intervals, embedded log, 2 worker processes: ${fmt(COMPLETIONS / secs)} completions/s (per task below: per completion)\n`
+    : `\nbench/scheduler/profile: ${fmt(N)} independent no-op tasks, embedded log, 2 worker processes: ${fmt(N / secs)} tasks/s\n`,
 );
 printTable(
   ["the scheduler's thread", "share", "us per task"],
-  [...us].sort((a, b) => b[1] - a[1]).map(([p, t]) => [p, `${fmt((100 * t) / total, 1)}%`, fmt(t / N, 1)]),
+  [...us]
+    .sort((a, b) => b[1] - a[1])
+    .map(([p, t]) => [p, `${fmt((100 * t) / total, 1)}%`, fmt(t / COMPLETIONS, 1)]),
 );
 console.log("");
 printTable(
@@ -170,7 +188,7 @@ printTable(
   ],
 );
 console.log(
-  `\ngroup commits: ${fmt(commits)} (the declaration's included), ${fmt((N * 3) / commits, 1)} events a commit`,
+  `\ngroup commits: ${fmt(commits)} (the declaration's included), ${fmt((COMPLETIONS * 3) / commits, 1)} events a commit`,
 );
 
 if (heap) {
@@ -185,13 +203,13 @@ if (heap) {
   };
   walk(heap.head);
   console.log(
-    `\nallocated on the scheduler's thread: ${fmt(total / N)} bytes per task; the largest sites:\n`,
+    `\nallocated on the scheduler's thread: ${fmt(total / COMPLETIONS)} bytes per task; the largest sites:\n`,
   );
   printTable(
     ["function", "bytes per task", "share"],
     [...bytes]
       .sort((a, b) => b[1] - a[1])
       .slice(0, Number(process.env.ALLOC_TOP ?? 25))
-      .map(([at, b]) => [at, fmt(b / N), `${fmt((100 * b) / total, 1)}%`]),
+      .map(([at, b]) => [at, fmt(b / COMPLETIONS), `${fmt((100 * b) / total, 1)}%`]),
   );
 }
