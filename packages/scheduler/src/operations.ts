@@ -233,17 +233,27 @@ export async function backfill(
     );
     return { writtenUpTo: -1n, targets: shown, skipped, dryRun: true, ...ranked };
   }
+  // As a cancel's: written only at the head it was decided at, where the log can say so (a
+  // dispatch of a task it moves writes only to the attempt's stream, which moving the task would
+  // leave running without counting, and run again later).
+  let decidedAt = -1n;
   const outcome = await handleCommand(log, {
     name: `backfill ${id}`,
     read: async (fresh) => {
       if (fresh) await catchUp(log, projection);
+      decidedAt = projection.position;
       return projection;
     },
     decide: (p) => {
       const decided = decide(p);
       return { writes: decided.writes, result: decided };
     },
+    ...(log.supportsExpectedHead
+      ? { append: (writes) => log.appendMany(writes, { expectedHead: decidedAt }) }
+      : {}),
     onConflict: () => "retry",
+    onRefused: (error) => (error instanceof LogMovedError ? "retry" : "throw"),
+    maxRetries: 20,
   });
   if (outcome.kind === "conflict") throw outcome.error;
   const { targets, skipped } = outcome.result;

@@ -15,10 +15,11 @@ import { afterEach, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 
 /**
- * The compare-and-set of a backfill's cancel. A cancel decided on a view of the log that a
+ * The compare-and-set of a backfill and of its cancel. One decided on a view of the log that a
  * dispatch has since moved past (the scheduler started the task's interval: a write to its
  * attempt stream, which the task stream does not show) is not written as decided: the log's head
- * moved, it reads the log again and decides on what is there, letting that interval finish.
+ * moved, it reads the log again and decides on what is there. A backfill then waits for that
+ * interval (refused, naming it); a cancel lets it finish before the task returns.
  */
 const HOUR = 3_600_000;
 const TASK = "p/a/hourly/ALL";
@@ -90,5 +91,40 @@ describe("a backfill's cancel decided on a view the log has moved past", () => {
     await catchUp(log, fresh);
     const task = fresh.tasks.get(TASK) as TaskState;
     expect(fresh.currentInstance(task)?.status).toBe("queued");
+  });
+});
+
+describe("a backfill decided on a view the log has moved past", () => {
+  it("decides again: the task's interval dispatched meanwhile holds it (wait for it to finish)", async () => {
+    const { log, fresh } = await logWithTask();
+    const task = fresh.tasks.get(TASK) as TaskState;
+    const h = (n: number) => new Date(Date.parse(task.logicalDate) - n * HOUR).toISOString();
+    // The backfill's view: the task at its interval, nothing under way.
+    const stale = new SchedulerProjection();
+    await catchUp(log, stale);
+    // Meanwhile the scheduler dispatches that interval.
+    await log.append(
+      instanceStream(KEY, task.logicalDate),
+      [
+        {
+          type: "DispatchIntended",
+          data: {
+            key: KEY,
+            logicalDate: task.logicalDate,
+            attempt: 1,
+            token: "token-of-the-first-attempt",
+            operator: { type: "noop" },
+            idempotent: false,
+            leaseSeconds: 30,
+          },
+        },
+      ],
+      { expectedRevision: "no_stream" },
+    );
+    await expect(backfill(log, stale, TASK, h(5), h(3), false)).rejects.toThrow(
+      `wait for the running intervals to finish first: ${TASK} ${task.logicalDate} is queued`,
+    );
+    const resets = (await log.readStream(taskStream(KEY))).filter((e) => e.type === "IntervalReset");
+    expect(resets).toEqual([]);
   });
 });
