@@ -24,7 +24,7 @@ import {
   taskStream,
   ValidationError,
 } from "@chronolog/core";
-import { type EventLog, LogMovedError } from "@chronolog/log";
+import type { EventLog } from "@chronolog/log";
 import { handleCommand } from "./command.js";
 import { NotFoundError, StateError } from "./errors.js";
 import { catchUp } from "./projection-loader.js";
@@ -233,27 +233,17 @@ export async function backfill(
     );
     return { writtenUpTo: -1n, targets: shown, skipped, dryRun: true, ...ranked };
   }
-  // As a cancel's: written only at the head it was decided at, where the log can say so (a
-  // dispatch of a task it moves writes only to the attempt's stream, which moving the task would
-  // leave running without counting, and run again later).
-  let decidedAt = -1n;
   const outcome = await handleCommand(log, {
     name: `backfill ${id}`,
     read: async (fresh) => {
       if (fresh) await catchUp(log, projection);
-      decidedAt = projection.position;
       return projection;
     },
     decide: (p) => {
       const decided = decide(p);
       return { writes: decided.writes, result: decided };
     },
-    ...(log.supportsExpectedHead
-      ? { append: (writes) => log.appendMany(writes, { expectedHead: decidedAt }) }
-      : {}),
     onConflict: () => "retry",
-    onRefused: (error) => (error instanceof LogMovedError ? "retry" : "throw"),
-    maxRetries: 20,
   });
   if (outcome.kind === "conflict") throw outcome.error;
   const { targets, skipped } = outcome.result;
@@ -347,16 +337,10 @@ export async function cancelBackfill(
     options.permit?.([...decided.targets.map((t) => t.task), ...decided.runTasks.map((r) => r.task)]);
     return { backfillId, ...shown(decided), writtenUpTo: -1n, dryRun: true };
   }
-  // The log's head the decision was made at: where the log can say so, the write is made only
-  // if nothing was written since (a dispatch of a task it returns, which its task stream would
-  // not show), else decided again on the log as it is then.
-  let decidedAt = -1n;
-  const atHead = log.supportsExpectedHead;
   const outcome = await handleCommand(log, {
     name: `cancel backfill ${backfillId}`,
     read: async (fresh) => {
       if (fresh) await catchUp(log, projection);
-      decidedAt = projection.position;
       const decided = planCancelBackfill(projection, request);
       if (decided.kind === "refused") throw refusalError("backfill cancel", decided);
       options.permit?.([...decided.targets.map((t) => t.task), ...decided.runTasks.map((r) => r.task)]);
@@ -381,11 +365,7 @@ export async function cancelBackfill(
       ],
       result: decided,
     }),
-    ...(atHead ? { append: (writes) => log.appendMany(writes, { expectedHead: decidedAt }) } : {}),
     onConflict: () => "retry",
-    onRefused: (error) => (error instanceof LogMovedError ? "retry" : "throw"),
-    // A scheduler writing all the while moves the head between a read and its write often.
-    maxRetries: 20,
   });
   if (outcome.kind === "conflict") throw outcome.error;
   const positions = outcome.kind === "written" ? outcome.results.map((r) => r.position) : [];
