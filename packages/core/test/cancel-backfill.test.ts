@@ -214,6 +214,30 @@ describe("planCancelBackfill", () => {
     });
   });
 
+  it("leaves an outside task's interval to its producer's report", () => {
+    const outside: Given[] = fixKeys([
+      ...declaredTask("t", day(28)),
+      ...declaredTask("c", day(28), taskSpec("c", { parents: [keyOf("t")], operator: { type: "external" } })),
+      ...on(taskStream(keyOf("t")), reset(day(28), day(27))),
+      ...on(taskStream(keyOf("c")), reset(day(28), day(27))),
+    ]);
+    const run18: Given[] = on(runStream(`w@${day(18)}`), {
+      type: "RunStarted",
+      data: {
+        runId: `w@${day(18)}`,
+        workflow: "w",
+        logicalDate: day(18),
+        tasks: [keyOf("t"), keyOf("c")],
+        trigger: "backfill",
+        params: {},
+      },
+    });
+    const decided = cancel(projectionOf([...backfilled(outside), ...run18]));
+    if (decided.kind !== "planned") throw new Error(decided.message);
+    expect(decided.targets.map((t) => t.task)).toEqual([idOf("t"), idOf("c")]);
+    expect(decided.runTasks.map((r) => r.task)).toEqual([idOf("t")]);
+  });
+
   it("refuses a backfill no task walks", () => {
     expect(cancel(projectionOf(fixKeys(family)))).toEqual({
       kind: "refused",

@@ -299,17 +299,16 @@ export class ApiState {
     let cancelled: BackfillPlan["cancelled"];
     for (const e of resets) {
       if (e.type !== "IntervalReset") continue;
+      // (A range that joins what a cancel left walking goes on under the same id; the backfill
+      // still reads as cancelled, its progress uncounted, rather than done.)
       if (e.data.reason === "backfill_cancelled") {
-        cancelled = {
+        cancelled ??= {
           by: e.metadata.actor,
           at: e.metadata.recordedAt,
           ...(e.data.note ? { reason: e.data.note } : {}),
         };
         continue;
       }
-      // A range that joined what a cancel left walking (a task cut short keeps its window's id)
-      // goes on under the same id: not cancelled, from then on.
-      cancelled = undefined;
       priority ??= e.data.priority;
       const taskId = formatTaskKey(e.data.key);
       const task = this.projection.tasks.get(taskId);

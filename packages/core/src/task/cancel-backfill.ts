@@ -3,6 +3,7 @@ import { countsForTask, isTerminal, TERMINAL_INSTANCE_STATUSES } from "../instan
 import type { SchedulerProjection } from "../projection/scheduler-projection.js";
 import { firstSlotAtOrAfter, nextCronTime, prevCronTime } from "../schedule/cron.js";
 import { shortInstant, toInstant } from "../schedule/interval.js";
+import { isExternal } from "../spec.js";
 import { instanceStream, taskStream } from "../streams.js";
 import type { PlannedWrite, PlanRefusal } from "./plan-backfill.js";
 import { refusal } from "./plan-backfill.js";
@@ -168,7 +169,9 @@ export function planCancelBackfill(
       const outcome = run.outcomes[id];
       if (outcome !== undefined && TERMINAL_INSTANCE_STATUSES.has(outcome)) continue;
       const task = projection.tasks.get(id);
-      if (!task || !leaves.get(id)?.(run.logicalDate)) continue;
+      // (An outside task's interval is its producer's to report, and a report stands for the
+      // interval whenever the task comes to it: it is not closed here.)
+      if (!task || isExternal(task.spec) || !leaves.get(id)?.(run.logicalDate)) continue;
       runTasks.push({
         runId: run.runId,
         task: id,
