@@ -141,6 +141,11 @@ describe("backfill --cancel", () => {
     const again = chronolog(dir, ["backfill", LOAD, "--cancel"]);
     expect(again.code).toBe(8);
     expect(again.stderr).toContain(`${LOAD} has no backfill pending`);
+    const typo = chronolog(dir, ["backfill", id.slice(0, 8), "--cancel"]);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain(
+      `${id.slice(0, 8)} is neither a task (project/account/name[/partition]) nor a backfill's id`,
+    );
     const byId = chronolog(dir, ["backfill", id.toUpperCase(), "--cancel"]);
     expect(byId.code).toBe(4);
     expect(byId.stderr).toContain(
@@ -173,6 +178,9 @@ describe("backfill --cancel", () => {
     // The operator who waited on it hears it, and how it ended.
     expect(await waiting.exited).toBe(6);
     expect(waiting.out()).toMatch(new RegExp(`backfill stopped: ${id} was cancelled by cli:`));
+    // What it had done before (nothing: the first load was under way), not its windows closed.
+    expect(waiting.out()).toContain("(0/6 intervals done before it; the rest not run)");
+    expect(waiting.out()).not.toContain("progress 6/6");
 
     // The load under way finishes, then it is back where it stood; no other day runs.
     await waitUntil("load to return", () => (task(dir, LOAD).backfill === null ? true : undefined), 30_000);

@@ -162,6 +162,13 @@ describe("operations say what they will do", () => {
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout.replace(/^.*\n/, "")).toBe(rerun.stdout.replace(/^.*\n/, ""));
     expect(again.stdout).toMatch(/^rerunning finance_daily@\S+ \(try 2\) with 2 tasks:\n/);
+    // Its tasks walk the rerun's window: `task` says so, and a backfill's cancel does not take it.
+    expect(chronolog(dir, ["task", REVENUE]).stdout).toContain(
+      `\nrerun       ${at330(1)} (a rerun's or a trigger's window)\n`,
+    );
+    const cancel = chronolog(dir, ["backfill", REVENUE, "--cancel"]);
+    expect(cancel.code).toBe(8);
+    expect(cancel.stderr).toContain(`${REVENUE} walks a rerun's or a trigger's window, not a backfill`);
   }, 180_000);
 
   it("trigger starts exactly the run it names, or is refused naming what stands in the way, writing nothing", () => {

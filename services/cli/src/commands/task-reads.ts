@@ -176,7 +176,9 @@ export function registerTaskReadCommands(program: Command, globals: () => DataDi
       console.log(`next        ${short(task.logicalDate)} due ${short(task.nextRunDate)}`);
       if (task.backfill)
         console.log(
-          `backfill    ${task.backfill.from ? `${short(task.backfill.from)} .. ` : "until "}${short(task.backfill.until)}${task.backfill.backfillId ? ` (${task.backfill.backfillId})` : ""}`,
+          task.backfill.backfillId
+            ? `backfill    ${task.backfill.from ? `${short(task.backfill.from)} .. ` : "until "}${short(task.backfill.until)} (${task.backfill.backfillId})`
+            : `rerun       ${short(task.backfill.until)} (a rerun's or a trigger's window)`,
         );
       console.log(`now         ${why.condition}: ${why.reasons.join("; ")}`);
       if (unscheduled) console.log(`scheduler   ${unscheduled}`);

@@ -384,6 +384,8 @@ export function registerTaskHistoryCommands(program: Command, globals: () => Dat
           ) {
             await new Promise((r) => setTimeout(r, 100));
             await catchUp(log, projection, hear);
+            // Cancelled: its windows closed, which would count as done; what was done stands.
+            if (cancelled !== undefined) break;
             progress = backfillProgress(projection, plan);
             if (progress.done !== lastDone) {
               lastDone = progress.done;
@@ -408,7 +410,7 @@ export function registerTaskHistoryCommands(program: Command, globals: () => Dat
           bar?.stop();
           if (cancelled?.type === "IntervalReset")
             throw new CliError(
-              `backfill stopped: ${cancelled.data.backfillId} was cancelled by ${cancelled.metadata.actor}${cancelled.data.note ? `: ${cancelled.data.note}` : ""} (${progress.done}/${counted(progress.total, "interval")} done)`,
+              `backfill stopped: ${cancelled.data.backfillId} was cancelled by ${cancelled.metadata.actor}${cancelled.data.note ? `: ${cancelled.data.note}` : ""} (${progress.done}/${counted(progress.total, "interval")} done before it; the rest not run)`,
               6,
             );
           if (progress.failed.length > 0)
@@ -461,7 +463,17 @@ async function cancelBackfillCommand(
     // (An id as printed, or in capitals: ids are written in small letters.)
     let backfillId = arg.toLowerCase();
     if (!BACKFILL_ID.test(arg)) {
-      const id = taskIdArg(arg);
+      let id: string;
+      try {
+        id = taskIdArg(arg);
+      } catch {
+        throw new ValidationError("backfill", [
+          {
+            path: "<task>",
+            message: `${printable(arg)} is neither a task (project/account/name[/partition]) nor a backfill's id (as backfill printed it, 8-4-4-4-12 hexadecimal digits)`,
+          },
+        ]);
+      }
       await catchUp(log, projection);
       const task = projection.tasks.get(id);
       if (!task) throw new NotFoundError(`no task ${id} is declared`);
@@ -469,7 +481,7 @@ async function cancelBackfillCommand(
       if (!pending)
         throw new StateError(
           task.backfill
-            ? `${id} walks a rerun's window, not a backfill: it ends after ${task.backfill.until}`
+            ? `${id} walks a rerun's or a trigger's window, not a backfill: it ends with its run's interval ${task.backfill.until}, which backfill --cancel does not take back (it runs that one interval: let it, or hold it with chronolog pause ${id})`
             : `${id} has no backfill pending (chronolog task ${id} shows where it stands)`,
         );
       backfillId = pending;
