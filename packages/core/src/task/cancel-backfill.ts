@@ -1,13 +1,14 @@
 import type { DomainEvent, EventDataOf } from "../events/catalog.js";
 import { countsForTask, isTerminal, TERMINAL_INSTANCE_STATUSES } from "../instance/state.js";
 import type { SchedulerProjection } from "../projection/scheduler-projection.js";
-import { firstSlotAtOrAfter, nextCronTime, prevCronTime } from "../schedule/cron.js";
+import { firstSlotAtOrAfter, prevCronTime } from "../schedule/cron.js";
 import { shortInstant, toInstant } from "../schedule/interval.js";
 import { isExternal } from "../spec.js";
 import { instanceStream, taskStream } from "../streams.js";
 import type { PlannedWrite, PlanRefusal } from "./plan-backfill.js";
 import { refusal } from "./plan-backfill.js";
 import type { BackfillWindow, TaskState } from "./state.js";
+import { slotFrom } from "./success-path.js";
 
 /** Where a task whose backfill is cancelled goes. */
 export interface CancelledTarget {
@@ -70,27 +71,19 @@ export function returnPosition(
   task: TaskState,
   window: BackfillWindow,
 ): { logicalDate: string; nextRunDate: string; prevIntervalStart: string | null } {
-  const { cron, timezone, startDate } = task.spec;
   if (window.resume) {
-    const from = Math.max(Date.parse(window.resume.logicalDate), Date.parse(startDate));
-    const first = toInstant(firstSlotAtOrAfter(cron, timezone, new Date(from)));
-    if (first === window.resume.logicalDate) return window.resume;
-    return {
-      logicalDate: first,
-      nextRunDate: toInstant(nextCronTime(cron, timezone, new Date(first))),
-      prevIntervalStart: window.resume.prevIntervalStart,
-    };
+    const at = slotFrom(task.spec, window.resume.logicalDate);
+    if (at.logicalDate === window.resume.logicalDate) return window.resume;
+    return { ...at, prevIntervalStart: window.resume.prevIntervalStart };
   }
   // A window recorded without one (its range ended where the task stood): that interval, on the
   // schedule it has now and not before its start date, unfinished.
-  const at = toInstant(
-    firstSlotAtOrAfter(cron, timezone, new Date(Math.max(Date.parse(window.until), Date.parse(startDate)))),
-  );
-  const before = prevCronTime(cron, timezone, new Date(at));
+  const { cron, timezone, startDate } = task.spec;
+  const at = slotFrom(task.spec, window.until);
+  const before = prevCronTime(cron, timezone, new Date(at.logicalDate));
   const firstDeclared = firstSlotAtOrAfter(cron, timezone, new Date(startDate));
   return {
-    logicalDate: at,
-    nextRunDate: toInstant(nextCronTime(cron, timezone, new Date(at))),
+    ...at,
     prevIntervalStart: before.getTime() >= firstDeclared.getTime() ? toInstant(before) : null,
   };
 }

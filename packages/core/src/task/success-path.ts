@@ -32,11 +32,9 @@ export function decideIntervalCompleted(
   // before (a backfill, --force or not, walks its own range), and due when that one ends: its
   // run date no longer steps with its logical date.
   if (task.backfill === null) {
-    if (Date.parse(nextLogicalDate) < Date.parse(startDate)) {
-      const first = firstSlotAtOrAfter(cron, timezone, new Date(startDate));
-      nextLogicalDate = toInstant(first);
-      nextRunDate = toInstant(nextCronTime(cron, timezone, first));
-    } else if (task.nextRunDate !== toInstant(nextCronTime(cron, timezone, new Date(task.logicalDate))))
+    if (Date.parse(nextLogicalDate) < Date.parse(startDate))
+      ({ logicalDate: nextLogicalDate, nextRunDate } = slotFrom(task.spec, nextLogicalDate));
+    else if (task.nextRunDate !== toInstant(nextCronTime(cron, timezone, new Date(task.logicalDate))))
       nextRunDate = toInstant(nextCronTime(cron, timezone, new Date(nextLogicalDate)));
   }
   const backfill = task.backfill;
@@ -46,10 +44,7 @@ export function decideIntervalCompleted(
       // Where it stood, on the schedule it has now: a schedule changed during the backfill
       // moves it to the new one's first interval at or after there (and its start date), due
       // when that interval ends (a resume point that is a slot of both may end elsewhere now).
-      const from = Math.max(Date.parse(resume.logicalDate), Date.parse(startDate));
-      const first = firstSlotAtOrAfter(cron, timezone, new Date(from));
-      nextLogicalDate = toInstant(first);
-      nextRunDate = toInstant(nextCronTime(cron, timezone, first));
+      ({ logicalDate: nextLogicalDate, nextRunDate } = slotFrom(task.spec, resume.logicalDate));
     }
   }
   return {
@@ -61,6 +56,26 @@ export function decideIntervalCompleted(
       nextRunDate,
       ...(attempt !== undefined ? { attempt } : {}),
     },
+  };
+}
+
+/**
+ * The first interval of the task's schedule as it is now that starts at or after `at`, and not
+ * before its start date, due when that interval ends: where a task goes back to a position on a
+ * schedule that may have changed since it was recorded.
+ */
+export function slotFrom(
+  spec: { readonly cron: string; readonly timezone: string; readonly startDate: string },
+  at: string,
+): { logicalDate: string; nextRunDate: string } {
+  const first = firstSlotAtOrAfter(
+    spec.cron,
+    spec.timezone,
+    new Date(Math.max(Date.parse(at), Date.parse(spec.startDate))),
+  );
+  return {
+    logicalDate: toInstant(first),
+    nextRunDate: toInstant(nextCronTime(spec.cron, spec.timezone, first)),
   };
 }
 
