@@ -1,6 +1,7 @@
 import { dateArg } from "@chronolog/core";
 import { backfill, backfillProgress, cancelBackfill, NotFoundError } from "@chronolog/scheduler";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
 import { requireProjects, requireReadable } from "../auth.js";
 import { needsToken } from "../openapi.js";
 import * as S from "../schemas.js";
@@ -36,10 +37,12 @@ export function backfillRoutes(d: RouteDeps): OpenAPIHono {
   const { state } = d;
   const app = new OpenAPIHono();
   // The media type first, so that a refusal names the type that was sent.
-  app.use("/backfills", async (c, next) => {
+  const jsonFirst: MiddlewareHandler = async (c, next) => {
     if (c.req.method === "POST") requireJson(c.req.header("content-type"));
     await next();
-  });
+  };
+  app.use("/backfills", jsonFirst);
+  app.use("/backfills/:id/cancel", jsonFirst);
   app.openapi(
     createRoute({
       method: "post",
@@ -82,10 +85,6 @@ export function backfillRoutes(d: RouteDeps): OpenAPIHono {
       return jsonText(c, toJson(plan));
     },
   );
-  app.use("/backfills/:id/cancel", async (c, next) => {
-    if (c.req.method === "POST") requireJson(c.req.header("content-type"));
-    await next();
-  });
   app.openapi(
     createRoute({
       method: "post",
