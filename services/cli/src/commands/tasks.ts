@@ -474,7 +474,6 @@ async function cancelBackfillCommand(
           },
         ]);
       }
-      await catchUp(log, projection);
       const task = projection.tasks.get(id);
       if (!task) throw new NotFoundError(`no task ${id} is declared`);
       const pending = task.backfill?.backfillId;
