@@ -140,25 +140,8 @@ describe("planCancelBackfill", () => {
 
   it("closes the intervals of the runs its walks will not come to now, of its range only", () => {
     const history = backfilled(fixKeys(family));
-    const run = (n: number, trigger: "backfill" | "rerun"): Given[] =>
-      on(runStream(`w@${day(n)}`), {
-        type: "RunStarted",
-        data: {
-          runId: `w@${day(n)}`,
-          workflow: "w",
-          logicalDate: day(n),
-          tasks: [keyOf("t"), keyOf("c")],
-          trigger,
-          params: {},
-        },
-      });
     // The 17th is before its range, the 28th is where they return (their schedule's again).
-    const runs = [
-      ...run(17, "backfill"),
-      ...run(18, "backfill"),
-      ...run(19, "rerun"),
-      ...run(28, "backfill"),
-    ];
+    const runs = [...runOn(17), ...runOn(18), ...runOn(19, "rerun"), ...runOn(28)];
     const decided = cancel(projectionOf([...history, ...runs]));
     if (decided.kind !== "planned") throw new Error(decided.message);
     expect(decided.runTasks.map((r) => [r.runId, r.task, r.event.type])).toEqual([
@@ -192,18 +175,7 @@ describe("planCancelBackfill", () => {
       resume: { logicalDate: day(28), nextRunDate: day(29), prevIntervalStart: day(27) },
     });
     const history = [...fixKeys(family), ...decided0.writes.flatMap((w) => on(w.streamId, ...w.events))];
-    const run28: Given[] = on(runStream(`w@${day(28)}`), {
-      type: "RunStarted",
-      data: {
-        runId: `w@${day(28)}`,
-        workflow: "w",
-        logicalDate: day(28),
-        tasks: [keyOf("t"), keyOf("c")],
-        trigger: "backfill",
-        params: {},
-      },
-    });
-    const decided = cancel(projectionOf([...history, ...run28]));
+    const decided = cancel(projectionOf([...history, ...runOn(28)]));
     if (decided.kind !== "planned") throw new Error(decided.message);
     expect(decided.runTasks).toEqual([]);
     const after = projectionOf(applied(history, decided.writes));
@@ -221,18 +193,7 @@ describe("planCancelBackfill", () => {
       ...on(taskStream(keyOf("t")), reset(day(28), day(27))),
       ...on(taskStream(keyOf("c")), reset(day(28), day(27))),
     ]);
-    const run18: Given[] = on(runStream(`w@${day(18)}`), {
-      type: "RunStarted",
-      data: {
-        runId: `w@${day(18)}`,
-        workflow: "w",
-        logicalDate: day(18),
-        tasks: [keyOf("t"), keyOf("c")],
-        trigger: "backfill",
-        params: {},
-      },
-    });
-    const decided = cancel(projectionOf([...backfilled(outside), ...run18]));
+    const decided = cancel(projectionOf([...backfilled(outside), ...runOn(18)]));
     if (decided.kind !== "planned") throw new Error(decided.message);
     expect(decided.targets.map((t) => t.task)).toEqual([idOf("t"), idOf("c")]);
     expect(decided.runTasks.map((r) => r.task)).toEqual([idOf("t")]);
@@ -249,6 +210,21 @@ describe("planCancelBackfill", () => {
 });
 
 const streamAt = (n: number) => instanceStream(keyOf("t"), day(n));
+
+/** A run of workflow `w` on the `n`th, of both tasks, going (a backfill's try unless said). */
+function runOn(n: number, trigger: "backfill" | "rerun" = "backfill"): Given[] {
+  return on(runStream(`w@${day(n)}`), {
+    type: "RunStarted",
+    data: {
+      runId: `w@${day(n)}`,
+      workflow: "w",
+      logicalDate: day(n),
+      tasks: [keyOf("t"), keyOf("c")],
+      trigger,
+      params: {},
+    },
+  });
+}
 
 /** The family's operator resets name the task of their own stream. */
 function fixKeys(history: Given[]): Given[] {
