@@ -249,6 +249,28 @@ describe("backfill guards", () => {
       /waiting: p\/a\/extract\/ALL ready: 2026-11-02T00:00Z is due and its parents are done/,
     );
   });
+
+  it("refuses a --timeout that is not a number of seconds, before writing anything", () => {
+    const dir = declared();
+    for (const bad of ["abc", "0", "-5", "5s"]) {
+      const r = chronolog(dir, [
+        "backfill",
+        "p/a/extract",
+        "--from",
+        "2026-11-02",
+        "--to",
+        "2026-11-03",
+        "--timeout",
+        bad,
+      ]);
+      expect(r.code, bad).toBe(2);
+      expect(r.stderr).toContain(
+        `--timeout: takes a number of seconds more than 0, such as 30 or 2.5, not "${bad}"`,
+      );
+    }
+    // Nothing was set back: the task still stands where it did.
+    expect(chronolog(dir, ["history", "p/a/extract"]).stdout).not.toContain("IntervalReset");
+  });
 });
 
 describe("output whose reader goes away (chronolog tasks | head)", () => {

@@ -53,3 +53,13 @@ export function priorityArg(text: string, flag = "--priority"): number {
     ]);
   return n;
 }
+
+/** A length of time in seconds, more than 0: `30`, `2.5`. */
+export function secondsArg(text: string, flag: string): number {
+  const n = /^\s*\d+(?:\.\d+)?\s*$/.test(text) ? Number(text) : Number.NaN;
+  if (!(n > 0) || !Number.isFinite(n))
+    throw new ValidationError(flag, [
+      { path: "", message: `takes a number of seconds more than 0, such as 30 or 2.5, not "${text}"` },
+    ]);
+  return n;
+}

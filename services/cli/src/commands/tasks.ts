@@ -30,7 +30,7 @@ import {
 } from "@chronolog/scheduler";
 import cliProgress from "cli-progress";
 import type { Command } from "commander";
-import { priorityArg } from "../args.js";
+import { priorityArg, secondsArg } from "../args.js";
 import { type DataDirOptions, logFileOf, logUrlOf, parseLogUrl } from "../data-dir.js";
 import { CliError, printable, toJson } from "../edge.js";
 import { eventLine } from "../event-line.js";
@@ -310,7 +310,7 @@ export function registerTaskHistoryCommands(program: Command, globals: () => Dat
     )
     .option("--reason <text>", "with --cancel: why, written with the cancel")
     .option("--detach", "return at once instead of showing progress")
-    .option("--timeout <seconds>", "give up waiting after this long", "0")
+    .option("--timeout <seconds>", "give up waiting after this long (exit 7; without it: wait until it ends)")
     .action(
       async (
         key: string,
@@ -324,7 +324,7 @@ export function registerTaskHistoryCommands(program: Command, globals: () => Dat
           force?: boolean;
           dryRun?: boolean;
           priority?: string;
-          timeout: string;
+          timeout?: string;
         },
       ) => {
         if (opts.cancel) {
@@ -343,6 +343,7 @@ export function registerTaskHistoryCommands(program: Command, globals: () => Dat
         const range = { from: opts.from as string, to: opts.to as string };
         const id = taskIdArg(key);
         const priority = opts.priority !== undefined ? priorityArg(opts.priority) : undefined;
+        const timeout = opts.timeout !== undefined ? secondsArg(opts.timeout, "--timeout") : undefined;
         await withSession(globals(), "write", async ({ log, projection }) => {
           let cancelled: RecordedEvent | undefined;
           const plan = await backfill(log, projection, id, range.from, range.to, !!opts.downstream, {
@@ -352,8 +353,7 @@ export function registerTaskHistoryCommands(program: Command, globals: () => Dat
           });
           for (const line of backfillLines(plan)) console.log(line);
           if (opts.detach || plan.dryRun || plan.targets.length === 0) return;
-          const deadline =
-            Number(opts.timeout) > 0 ? Date.now() + Number(opts.timeout) * 1000 : Number.POSITIVE_INFINITY;
+          const deadline = timeout !== undefined ? Date.now() + timeout * 1000 : Number.POSITIVE_INFINITY;
           const bar = process.stdout.isTTY
             ? new cliProgress.SingleBar(
                 { format: "backfill [{bar}] {value}/{total} intervals  {eta_formatted}  {waiting}" },
@@ -448,10 +448,9 @@ async function cancelBackfillCommand(
     reason?: string;
   },
 ): Promise<void> {
-  const stray =
-    (["from", "to", "downstream", "force", "priority", "detach"] as const).find(
-      (f) => opts[f] !== undefined,
-    ) ?? (opts.timeout !== undefined && opts.timeout !== "0" ? "timeout" : undefined);
+  const stray = (["from", "to", "downstream", "force", "priority", "detach", "timeout"] as const).find(
+    (f) => opts[f] !== undefined,
+  );
   if (stray)
     throw new ValidationError("backfill", [
       {
