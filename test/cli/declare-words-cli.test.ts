@@ -195,9 +195,16 @@ describe("a refused start writes nothing", () => {
     left.dirs.push(dir);
     const r = chronolog(dir, ["up", "--example", "--http", `127.0.0.1:${port}`]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`127.0.0.1:${port} is in use`);
+    // The refusal alone: nothing is said (a projection loaded, where tasks run) before it.
+    const refusal = `chronolog: 127.0.0.1:${port} is in use: choose another with --http HOST:PORT, or --http off\n`;
+    expect(r.stderr).toBe(refusal);
+    expect(r.stdout).toBe("");
     expect(logOf(dir)).toBe("");
-    expect(chronolog(dir, ["log", "read"]).stdout).toBe("no events: the log is empty\n");
+    // Not even opened: the log is not made.
+    expect(chronolog(dir, ["log", "read"]).stderr).toContain("(nothing written yet;");
+    // serve, too (a second `up` beside a running one is refused by its lock first: lock-cli).
+    const served = chronolog(dir, ["serve", "--http", `127.0.0.1:${port}`]);
+    expect([served.code, served.stderr, served.stdout]).toEqual([2, refusal, ""]);
   });
 
   it("make up passes HTTP= and ARGS= to chronolog up", () => {

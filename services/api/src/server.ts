@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { createServer as createHttpsServer } from "node:https";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, createServer as createNetServer } from "node:net";
 import type { SchedulerProjection } from "@chronolog/core";
 import type { EventLog, RecordedEvent } from "@chronolog/log";
 import type { RemoteWorkers } from "@chronolog/scheduler";
@@ -72,10 +72,13 @@ export function isLoopback(host: string): boolean {
 }
 
 /**
- * Starts the HTTP API: loads its own projection, follows the log, and listens. A non-loopback
- * address needs TLS (or `insecure`): tokens travel in every request.
+ * Where the API is to listen, refused (an HttpProblem of status 400) when the address is not one,
+ * or is not loopback and has neither TLS nor `insecure`: tokens travel in every request.
  */
-export async function startApiServer(o: ApiServerOptions): Promise<ApiServer> {
+export function listenAddress(o: Pick<ApiServerOptions, "listen" | "tls" | "insecure">): {
+  host: string;
+  port: number;
+} {
   const { host, port } = parseListen(o.listen);
   if (!isLoopback(host) && !o.tls && !o.insecure)
     throw new HttpProblem(
@@ -83,6 +86,42 @@ export async function startApiServer(o: ApiServerOptions): Promise<ApiServer> {
       "validation",
       `${host} is not a loopback address: give --tls-cert and --tls-key (tokens travel in every request), or --insecure`,
     );
+  return { host, port };
+}
+
+/** The refusal of an address another process listens on. */
+export function addressInUse(listen: string): HttpProblem {
+  return new HttpProblem(
+    400,
+    "validation",
+    `${listen} is in use: choose another with --http HOST:PORT, or --http off`,
+  );
+}
+
+/**
+ * Refuses an address the API could not listen on because another process does (`addressInUse`),
+ * or that is not one (`listenAddress`), before a caller that starts the API late (once its
+ * projection is loaded) opens or writes anything. Port 0 (any free port) is never in use; any
+ * other failure to listen is left to the API's own listen to report.
+ */
+export async function checkListen(o: Pick<ApiServerOptions, "listen" | "tls" | "insecure">): Promise<void> {
+  const { host, port } = listenAddress(o);
+  if (port === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const probe = createNetServer();
+    probe.once("error", (error: NodeJS.ErrnoException) =>
+      error.code === "EADDRINUSE" ? reject(addressInUse(o.listen)) : resolve(),
+    );
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
+  });
+}
+
+/**
+ * Starts the HTTP API: loads its own projection, follows the log, and listens. A non-loopback
+ * address needs TLS (or `insecure`): tokens travel in every request.
+ */
+export async function startApiServer(o: ApiServerOptions): Promise<ApiServer> {
+  const { host, port } = listenAddress(o);
   const tls = o.tls ? { cert: readFileSync(o.tls.certFile), key: readFileSync(o.tls.keyFile) } : null;
   const state = o.shared
     ? await ApiState.shared(o.log, o.dataDir, o.shared.projection, o.shared.feed)
@@ -117,15 +156,7 @@ export async function startApiServer(o: ApiServerOptions): Promise<ApiServer> {
     );
     (server as ServerType).once("error", (error: NodeJS.ErrnoException) => {
       void state.close();
-      reject(
-        error.code === "EADDRINUSE"
-          ? new HttpProblem(
-              400,
-              "validation",
-              `${o.listen} is in use: choose another with --http HOST:PORT, or --http off`,
-            )
-          : error,
-      );
+      reject(error.code === "EADDRINUSE" ? addressInUse(o.listen) : error);
     });
   });
   if (isLoopback(host)) {

@@ -93,6 +93,34 @@ export function checkHttpOptions(opts: HttpOptions): {
   };
 }
 
+/**
+ * Refuses (exit 2) an HTTP API address that is not one, that needs TLS, or that another process
+ * listens on, unless `--http off`: called before a command opens or writes anything, where the
+ * API itself listens once the projection is loaded.
+ */
+export async function checkHttpAddress(opts: HttpOptions): Promise<void> {
+  if (opts.http === "off") return;
+  const { checkListen } = await import("@chronolog/api");
+  await refusedWithExit2(() =>
+    checkListen({
+      listen: opts.http,
+      ...(opts.tlsCert && opts.tlsKey ? { tls: { certFile: opts.tlsCert, keyFile: opts.tlsKey } } : {}),
+      ...(opts.insecure ? { insecure: true } : {}),
+    }),
+  );
+}
+
+/** What `start` returns, with the API's refusals of its options (status 400) as exit 2. */
+async function refusedWithExit2<T>(start: () => Promise<T>): Promise<T> {
+  try {
+    return await start();
+  } catch (error) {
+    if (error instanceof Error && (error as { status?: number }).status === 400)
+      throw new CliError(error.message, 2);
+    throw error;
+  }
+}
+
 /** Starts the HTTP API unless `--http off`; the scheduler's log takes its writes (if any). */
 export async function startHttp(
   globals: DataDirOptions,
@@ -105,8 +133,8 @@ export async function startHttp(
   if (opts.http === "off") return null;
   const { sseMaxLag, bodyLimitBytes, streamLimits, concurrent } = checkHttpOptions(opts);
   const { startApiServer } = await import("@chronolog/api");
-  try {
-    return await startApiServer({
+  return refusedWithExit2(() =>
+    startApiServer({
       log,
       ...(writeLog ? { writeLog } : {}),
       dataDir: dataDirOf(globals),
@@ -121,12 +149,8 @@ export async function startHttp(
       ...(opts.tlsCert && opts.tlsKey ? { tls: { certFile: opts.tlsCert, keyFile: opts.tlsKey } } : {}),
       ...(hooks ? { hooks } : {}),
       ...(shared ? { shared } : {}),
-    });
-  } catch (error) {
-    if (error instanceof Error && (error as { status?: number }).status === 400)
-      throw new CliError(error.message, 2);
-    throw error;
-  }
+    }),
+  );
 }
 
 /**
@@ -161,6 +185,7 @@ export function registerServeCommands(program: Command, globals: () => DataDirOp
     if (opts.http === "off") throw new CliError("serve needs --http HOST:PORT: it serves nothing else", 2);
     const file = globals().file;
     if (file !== undefined) verifyBeforeServing(file);
+    await checkHttpAddress(opts);
     const logger = createLogger("chronolog");
     const log = opts.writable
       ? await openLogForWrite(globals(), defaultActor("api"))

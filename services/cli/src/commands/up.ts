@@ -48,7 +48,7 @@ import { createLogger, type Logger } from "../logger.js";
 import { cliFile } from "../package-files.js";
 import { acquireSchedulerLocks } from "../scheduler-lock.js";
 import { progressLogger } from "../service-log.js";
-import { addHttpOptions, checkHttpOptions, type HttpOptions, startHttp } from "./serve.js";
+import { addHttpOptions, checkHttpAddress, checkHttpOptions, type HttpOptions, startHttp } from "./serve.js";
 
 const EXAMPLE = cliFile("examples/orders.yaml");
 
@@ -188,6 +188,12 @@ async function up(globals: DataDirOptions, opts: UpOptions): Promise<void> {
   // coordinate through a group.
   const lock =
     parseLogUrl(logUrlOf(globals))?.kind === "kafka" ? null : acquireSchedulerLocks(dir, isolation.taskDir);
+  // Its HTTP API's address, refused before anything is said or opened (a second scheduler is
+  // refused above, by its lock, not for the port the first one holds).
+  await checkHttpAddress(opts).catch((error: unknown) => {
+    lock?.release();
+    throw error;
+  });
   // Said once this process is the one that schedules (a second one is refused above).
   const notice = isolationNotice(isolation);
   logger[notice.level](notice.fields, notice.message);
