@@ -14,7 +14,13 @@ import type { ExpectedRevision } from "@chronolog/log";
  * order (see RecordDecider), and assigns revisions, positions and the hash chain.
  */
 export interface WireAppend {
-  readonly v: 2;
+  /**
+   * 2, or 3 for an append that holds checks (writes of no events, after its writes of events: a
+   * stream expected at a revision and not written). A client that reads only layout 2 stops at
+   * the first layout 3 record, saying so, rather than decide it without its checks, which
+   * would make its log differ from the others'.
+   */
+  readonly v: 2 | 3;
   /** Unique per append; a copy of a record that was sent twice is recognised by it. */
   readonly id: string;
   /** The offset the writer had read up to when it made the record (bounds the dedupe window). */
@@ -41,7 +47,9 @@ export interface WireEvent {
   readonly correlationId: string | null;
 }
 
+/** The layout of an append without checks; one with checks is RECORD_LAYOUT_WITH_CHECKS. */
 export const RECORD_LAYOUT_VERSION = 2;
+export const RECORD_LAYOUT_WITH_CHECKS = 3;
 
 export function encodeExpected(e: ExpectedRevision): string {
   return typeof e === "bigint" ? e.toString() : e;
@@ -176,7 +184,7 @@ function decodeHead(
   if (
     typeof w !== "object" ||
     w === null ||
-    w.v !== RECORD_LAYOUT_VERSION ||
+    (w.v !== RECORD_LAYOUT_VERSION && w.v !== RECORD_LAYOUT_WITH_CHECKS) ||
     !isString(w.id) ||
     !isString(w.base) ||
     !DECIMAL.test(w.base) ||
@@ -187,6 +195,8 @@ function decodeHead(
     throw new ForeignRecordError(offset, `unexpected layout (version ${String(w?.v)})`);
   }
   const writes: Array<DecodedAppend["writes"][number]> = [];
+  // Layout 3: checks (writes of no events) after the writes of events, of which there is one at least.
+  let checks = false;
   for (const x of w.writes as unknown[]) {
     const write = x as Partial<WireWrite> | null;
     const expected = decodeExpected(write?.expected);
@@ -196,11 +206,13 @@ function decodeHead(
       !isString(write.stream) ||
       expected === null ||
       !Array.isArray(write.events) ||
-      write.events.length === 0 ||
+      (write.events.length === 0 && (w.v !== RECORD_LAYOUT_WITH_CHECKS || writes.length === 0)) ||
+      (write.events.length > 0 && checks) ||
       !(write.events as unknown[]).every(isEvent)
     ) {
       throw new ForeignRecordError(offset, "a write is malformed");
     }
+    if (write.events.length === 0) checks = true;
     const events: WireEvent[] = [];
     for (const { length, ...e } of write.events as unknown as Array<
       Omit<WireEvent, "dataJson"> & { length: number }

@@ -16,6 +16,8 @@ import {
   encodeAppend,
   encodeExpected,
   encodeRecord,
+  RECORD_LAYOUT_VERSION,
+  RECORD_LAYOUT_WITH_CHECKS,
   type WireAppend,
 } from "./record.js";
 import type { Decision } from "./record-decider.js";
@@ -113,13 +115,16 @@ export class AppendWriter {
    * resolves with the log's decision.
    */
   enqueue(writes: readonly PreparedWrite[], base: bigint): Promise<AppendResult[]> {
-    if (writes.length === 0 || writes.some((w) => w.events.length === 0)) {
+    // Writes of no events are checks (see PreparedWrite), after the writes of events.
+    const firstCheck = writes.findIndex((w) => w.events.length === 0);
+    if (firstCheck === 0 || writes.length === 0)
       return Promise.reject(new InvalidAppendError("an append needs at least one event"));
-    }
+    if (firstCheck > 0 && writes.slice(firstCheck).some((w) => w.events.length > 0))
+      return Promise.reject(new InvalidAppendError("an append's checks come after its writes of events"));
     const id = randomUUID();
     const recordedAt = (this.options.clock?.() ?? new Date()).toISOString();
     const wire: WireAppend = {
-      v: 2,
+      v: firstCheck > 0 ? RECORD_LAYOUT_WITH_CHECKS : RECORD_LAYOUT_VERSION,
       id,
       base: base.toString(),
       recordedAt,

@@ -1,6 +1,6 @@
 import { type ExpectedRevision, GENESIS_HASH, hashStored, WrongExpectedRevisionError } from "@chronolog/log";
 import { describe, expect, it } from "vitest";
-import type { DecodedAppend } from "../src/record.js";
+import { type DecodedAppend, decodeRecord, ForeignRecordError } from "../src/record.js";
 import type { Decision } from "../src/record-decider.js";
 import { FedDecider } from "./support/memory-records.js";
 
@@ -223,5 +223,55 @@ describe("RecordDecider", () => {
       one.d.duplicates,
       one.d.nextOffset,
     ]);
+  });
+});
+
+describe("checks: streams an append expects and does not write", () => {
+  it("are decided with the append's writes, store nothing, and refuse it whole when a stream moved", () => {
+    const d = new FedDecider();
+    d.decideRecord(0n, [append("a1", [write("task-1", "no_stream", "one")])]);
+    const [made, refused] = d.decideRecord(1n, [
+      append("a2", [
+        write("attempt-1", "no_stream", "two"),
+        write("task-1", 0n),
+        write("task-9", "no_stream"),
+      ]),
+      append("a3", [write("attempt-2", "no_stream", "three"), write("task-1", "no_stream")]),
+    ]);
+    // One result, the write's; the checks made no stream and took no position.
+    expect(made).toEqual({
+      kind: "accepted",
+      id: "a2",
+      results: [{ nextExpectedRevision: 0n, position: 1n }],
+    });
+    expect(refused).toMatchObject({ kind: "refused", error: { streamId: "task-1", actual: 0n } });
+    expect(d.revision("task-9")).toBe("no_stream");
+    expect(d.revision("attempt-2")).toBe("no_stream");
+    expect(d.headPosition()).toBe(1n);
+  });
+
+  it("travel in layout 3, which a record without them never takes, and in no other place", () => {
+    const head = (v: number, writes: unknown[]) =>
+      JSON.stringify({ v, id: "x", base: "0", recordedAt: RECORDED_AT, writes });
+    const ev = {
+      eventId: "e",
+      type: "Note",
+      length: 2,
+      schemaVersion: 1,
+      actor: "a",
+      causationId: null,
+      correlationId: null,
+    };
+    const withEvent = { stream: "s", expected: "no_stream", events: [ev] };
+    const check = { stream: "c", expected: "3", events: [] };
+    const record = (h: string) => Buffer.from(`[${h}]\n{}`);
+    const [decoded] = decodeRecord(record(head(3, [withEvent, check])), "7");
+    expect(decoded?.writes.map((w) => [w.stream, w.expected, w.events.length])).toEqual([
+      ["s", "no_stream", 1],
+      ["c", 3n, 0],
+    ]);
+    // A check in layout 2 (a writer that cannot have made it), first, or before a write of events.
+    for (const bad of [head(2, [withEvent, check]), head(3, [check, withEvent]), head(3, [check])])
+      expect(() => decodeRecord(record(bad), "8")).toThrow(ForeignRecordError);
   });
 });

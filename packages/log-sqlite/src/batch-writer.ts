@@ -12,7 +12,7 @@ import type Database from "better-sqlite3";
 import type { EventRows } from "./rows.js";
 import { type CopyResult, WalCopier } from "./wal-copier.js";
 
-/** One stream's part of an append, as the writer needs it. */
+/** One stream's part of an append, as the writer needs it (no events: a check, see PreparedWrite). */
 export interface ItemWrite {
   readonly streamId: string;
   readonly expected: ExpectedRevision;
@@ -192,7 +192,14 @@ export class BatchWriter {
         const actual: StreamRevision = last ?? "no_stream";
         if (!revisionMatches(w.expected, actual))
           return { kind: "wrong_expected_revision", streamId: w.streamId, expected: w.expected, actual };
-        targets.push({ w, sid, last });
+        if (w.events.length > 0) targets.push({ w, sid, last });
+        // A write of no events is a check: compared above, nothing written. What it found is
+        // the stream's revision now (a write later in this commit updates it): kept, as a
+        // write's is, the scheduler checks its tasks' streams at every dispatch.
+        else if (sid !== undefined && last !== null) {
+          this.sids.set(w.streamId, sid);
+          if (!this.writtenRevisions.has(w.streamId)) this.writtenRevisions.set(w.streamId, last);
+        }
       }
       return targets.map(({ w, sid, last }) =>
         this.insertEvents(w, sid, last, chain, recordedAt, storedAt, hashes),

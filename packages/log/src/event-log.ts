@@ -9,15 +9,18 @@ import {
   startSubscription,
 } from "./subscription.js";
 import type {
+  AppendManyOptions,
   AppendResult,
   ExpectedRevision,
   LogBackend,
   NewEvent,
+  PreparedEvent,
   PreparedWrite,
   ReadAllOptions,
   ReadStreamOptions,
   RecordedEvent,
   StoredEvent,
+  StreamCheck,
   StreamRevision,
   StreamWrite,
 } from "./types.js";
@@ -31,6 +34,8 @@ export interface EventLogOptions {
 
 export interface AppendOptions {
   readonly expectedRevision: ExpectedRevision;
+  /** Streams expected at a revision and not written (see StreamCheck). */
+  readonly checks?: readonly StreamCheck[];
 }
 
 export interface VerifyResult {
@@ -83,7 +88,8 @@ export class EventLog {
   }
 
   /**
-   * Appends `events` to `streamId` atomically if the stream is at `expectedRevision`.
+   * Appends `events` to `streamId` atomically if the stream is at `expectedRevision` (and each
+   * of `checks` is at its own, see StreamCheck).
    * Throws WrongExpectedRevisionError on conflict, a validation error on bad input; in both
    * cases nothing is written.
    */
@@ -94,7 +100,11 @@ export class EventLog {
     if (typeof options !== "object" || options === null) checkExpectedRevision(undefined);
     checkExpectedRevision(options.expectedRevision);
     const prepared = prepareEvents(events, { actor: this.actor, newId: this.newId });
-    return this.timed(() => this.backend.append(streamId, prepared, options.expectedRevision));
+    const checks = options.checks;
+    if (checks === undefined || checks.length === 0)
+      return this.timed(() => this.backend.append(streamId, prepared, options.expectedRevision));
+    const all = preparedChecks([{ streamId, events: prepared, expected: options.expectedRevision }], checks);
+    return this.timed(() => this.backend.appendMany(all).then(first));
   }
 
   private readonly appendListeners = new Set<(ms: number) => void>();
@@ -137,12 +147,11 @@ export class EventLog {
    * conflict (a WrongExpectedRevisionError naming that stream) nothing is written anywhere.
    * With `expectedHead` (see supportsExpectedHead), the append is also refused, with a
    * LogMovedError, unless the log's last event is at that position: nothing was written since
-   * the writer's view of the log, by anyone.
+   * the writer's view of the log, by anyone. Each of `checks` is a stream expected at a revision
+   * and not written (see StreamCheck): one that moved refuses the append as a write's conflict
+   * does.
    */
-  async appendMany(
-    writes: readonly StreamWrite[],
-    options: { readonly expectedHead?: bigint } = {},
-  ): Promise<AppendResult[]> {
+  async appendMany(writes: readonly StreamWrite[], options: AppendManyOptions = {}): Promise<AppendResult[]> {
     return this.appendPrepared(this.prepare(writes), options);
   }
 
@@ -163,10 +172,7 @@ export class EventLog {
   private readonly prepared = new WeakSet<PreparedWrite>();
 
   /** Appends writes `prepare` checked (all of them, or a slice), as appendMany does. */
-  async appendPrepared(
-    prepared: PreparedWrites,
-    options: { readonly expectedHead?: bigint } = {},
-  ): Promise<AppendResult[]> {
+  async appendPrepared(prepared: PreparedWrites, options: AppendManyOptions = {}): Promise<AppendResult[]> {
     this.ensureOpen();
     if (prepared.length === 0) throw new InvalidAppendError("appendMany needs at least one write");
     for (const w of prepared)
@@ -184,7 +190,11 @@ export class EventLog {
         );
     }
     const appendMany = this.backend.appendMany.bind(this.backend);
-    return this.timed(() => appendMany(prepared, options));
+    const checks = options.checks;
+    const at = expectedHead === undefined ? {} : { expectedHead };
+    // (A backend gives results for the writes of events only: the checks, last, make none.)
+    const all = checks === undefined || checks.length === 0 ? prepared : preparedChecks(prepared, checks);
+    return this.timed(() => appendMany(all, at));
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
@@ -299,3 +309,27 @@ export class EventLog {
     if (this.closed || this.owner?.closed) throw new LogClosedError();
   }
 }
+
+/**
+ * `prepared`, then `checks` as the writes of no events a backend compares and does not write
+ * (see PreparedWrite), each stream named once and none that the append writes.
+ */
+function preparedChecks(prepared: PreparedWrites, checks: readonly StreamCheck[]): PreparedWrite[] {
+  if (!Array.isArray(checks)) throw new InvalidAppendError("checks must be a list of streams");
+  const all: PreparedWrite[] = prepared.slice();
+  // (A dispatch checks one stream beside its one write; an operator's append, thousands.)
+  const named = all.length + checks.length > 8 ? new Set(all.map((w) => w.streamId)) : null;
+  for (const c of checks as readonly StreamCheck[]) {
+    checkStreamName(c?.streamId);
+    if (named ? named.has(c.streamId) : all.some((w) => w.streamId === c.streamId))
+      throw new InvalidAppendError(`appendMany names stream ${c.streamId} twice (a write and a check)`);
+    named?.add(c.streamId);
+    checkExpectedRevision(c.expectedRevision);
+    all.push({ streamId: c.streamId, events: NO_EVENTS, expected: c.expectedRevision });
+  }
+  return all;
+}
+
+const NO_EVENTS: readonly PreparedEvent[] = Object.freeze([]);
+
+const first = (results: AppendResult[]): AppendResult => results[0] as AppendResult;

@@ -47,6 +47,31 @@ export interface StreamWrite {
   readonly expectedRevision: ExpectedRevision;
 }
 
+/**
+ * A stream an atomic append expects at a revision without writing to it: the append is made only
+ * if the stream is still there (else a WrongExpectedRevisionError naming it, and nothing is
+ * written). A writer that decided on what it read of a stream it does not write (where a task
+ * stood, whether an interval had an attempt) states it so, and a concurrent write there refuses
+ * the append instead of passing unseen.
+ */
+export interface StreamCheck {
+  readonly streamId: string;
+  readonly expectedRevision: ExpectedRevision;
+}
+
+/** What appendMany takes beside its writes. */
+export interface AppendManyOptions {
+  /** See EventLog.appendMany and LogBackend.appendsAtHead. */
+  readonly expectedHead?: bigint;
+  /** Streams expected at a revision and not written (see StreamCheck). */
+  readonly checks?: readonly StreamCheck[];
+}
+
+/**
+ * One stream's part of an append, as a backend receives it. A write of no events is a check (a
+ * StreamCheck): its expected revision is compared with the others, and it writes nothing and
+ * makes no result. Checks come after every write of events.
+ */
 export interface PreparedWrite {
   readonly streamId: string;
   readonly events: readonly PreparedEvent[];
@@ -102,7 +127,9 @@ export interface LogBackend {
    * Appends to several streams atomically, every expected revision checked; one conflict and
    * nothing is written (the scheduler writes a success with the task's advance this way). Where
    * `appendsAtHead` is true, `expectedHead` makes the append also conditional on the log's last
-   * event being at that position (else a LogMovedError, and nothing is written).
+   * event being at that position (else a LogMovedError, and nothing is written). The writes of
+   * no events, last, are checks (see PreparedWrite): compared, never written, and given no
+   * result (the results are those of the writes of events, in order).
    */
   appendMany(
     writes: readonly PreparedWrite[],

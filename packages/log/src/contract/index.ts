@@ -316,6 +316,71 @@ export function logContractSuite(backendName: string, factory: HarnessFactory): 
       });
     });
 
+    describe("checks: streams expected at a revision and not written", () => {
+      it("make the append when they hold, refuse it whole when one moved, and write nothing there", async () => {
+        const a = uniqueStream("check-a");
+        const idle = uniqueStream("check-idle");
+        const gone = uniqueStream("check-never");
+        await h.log.append(idle, [note("i0")], { expectedRevision: "no_stream" });
+        const head = await h.log.headPosition();
+        const [made] = await h.log.appendMany(
+          [{ streamId: a, events: [note("a0")], expectedRevision: "no_stream" }],
+          {
+            checks: [
+              { streamId: idle, expectedRevision: 0n },
+              { streamId: gone, expectedRevision: "no_stream" },
+            ],
+          },
+        );
+        // One result, the write's: the checks wrote nothing, made no stream and took no position.
+        expect(made).toMatchObject({ nextExpectedRevision: 0n, position: head + 1n });
+        expect(await h.log.streamRevision(gone)).toBe("no_stream");
+        expect(await h.log.streamRevision(idle)).toBe(0n);
+        expect(await h.log.headPosition()).toBe(head + 1n);
+        // Another client writes the checked stream: the next append on that check is refused whole.
+        await other.append(idle, [note("i1")], { expectedRevision: 0n });
+        const err = await h.log
+          .appendMany([{ streamId: a, events: [note("a1")], expectedRevision: 0n }], {
+            checks: [{ streamId: idle, expectedRevision: 0n }],
+          })
+          .catch((e) => e);
+        expect(err).toBeInstanceOf(WrongExpectedRevisionError);
+        expect(err).toMatchObject({ streamId: idle, expected: 0n, actual: 1n });
+        expect((await h.log.readStream(a)).length).toBe(1);
+        // A check of a stream written since it was expected absent refuses too.
+        await other.append(gone, [note("g0")], { expectedRevision: "no_stream" });
+        const absent = await h.log
+          .appendMany([{ streamId: a, events: [note("a1")], expectedRevision: 0n }], {
+            checks: [{ streamId: gone, expectedRevision: "no_stream" }],
+          })
+          .catch((e) => e);
+        expect(absent).toMatchObject({ streamId: gone, expected: "no_stream", actual: 0n });
+        // A stream both written and checked, or checked twice, is refused before anything is sent.
+        for (const checks of [
+          [{ streamId: a, expectedRevision: 0n }],
+          [
+            { streamId: idle, expectedRevision: 1n },
+            { streamId: idle, expectedRevision: 1n },
+          ],
+        ] as const) {
+          const twice = await h.log
+            .appendMany([{ streamId: a, events: [note("a1")], expectedRevision: 0n }], { checks })
+            .catch((e) => e);
+          expect(twice).toBeInstanceOf(InvalidAppendError);
+        }
+        expect((await h.log.readStream(a)).length).toBe(1);
+        // Every client reads the same log: the refused appends are in no one's.
+        expect((await other.readStream(a)).map((e) => e.revision)).toEqual([0n]);
+        const [last] = await h.log.appendMany([{ streamId: a, events: [note("a1")], expectedRevision: 0n }], {
+          checks: [
+            { streamId: idle, expectedRevision: 1n },
+            { streamId: gone, expectedRevision: 0n },
+          ],
+        });
+        expect(last?.nextExpectedRevision).toBe(1n);
+      });
+    });
+
     describe("appends conditional on the log's head (where the backend offers them)", () => {
       it("are made while nothing was written since that position, and refused once anything was", async () => {
         const a = uniqueStream("head-a");
