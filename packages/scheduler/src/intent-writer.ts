@@ -15,6 +15,7 @@ import {
 import {
   type AppendResult,
   type EventLog,
+  type StreamCheck,
   type StreamWrite,
   WrongExpectedRevisionError,
 } from "@chronolog/log";
@@ -125,11 +126,11 @@ export class IntentWriter {
    * The append of an intent that takes no connection's slot, in the chain of the scheduler's
    * appends (its task is in flight from its admission: no success starts it meanwhile).
    */
-  appendIntent(writes: readonly StreamWrite[]): Promise<readonly AppendResult[]> {
+  appendIntent(writes: readonly StreamWrite[], task: StreamCheck): Promise<readonly AppendResult[]> {
     // (An intent's decision is one write, to its attempt stream.)
     const w = writes[0] as StreamWrite;
     const appended = this.log
-      .append(w.streamId, w.events, { expectedRevision: w.expectedRevision })
+      .append(w.streamId, w.events, { expectedRevision: w.expectedRevision, checks: [task] })
       .then((r) => [r]);
     return followed(appended, this.chain.queued(null, w.events.length));
   }
@@ -139,6 +140,7 @@ export class IntentWriter {
     c: IntentCommand,
     connection: string,
     writes: readonly StreamWrite[],
+    task: StreamCheck,
   ): Promise<readonly AppendResult[]> {
     // (An intent's decision is one write, to its attempt stream.)
     const w = writes[0] as StreamWrite;
@@ -154,6 +156,7 @@ export class IntentWriter {
           attempt: c.attempt,
           token: c.token,
         },
+        task,
       )
       .then((r) => [r as AppendResult]);
   }
@@ -270,11 +273,16 @@ export class IntentCommand implements Command<IntentState, IntentOutcome | null>
     return { writes: [{ streamId: this.stream, events, expectedRevision: s.revision }], result: null };
   }
 
-  /** The intent's append: with its connection's slot taken, if it takes one. */
+  /**
+   * The intent's append: with its connection's slot taken, if it takes one; made only if the task
+   * stream is still where it was decided on (a backfill or rerun that moved the task, or a
+   * declaration that changed it, written meanwhile refuses it: see onConflict).
+   */
   append(writes: readonly StreamWrite[]): Promise<readonly AppendResult[]> {
     const conn = this.connection;
-    if (conn && !this.hit) return this.writer.appendTaking(this, conn, writes);
-    return this.writer.appendIntent(writes);
+    const task = { streamId: taskStream(this.task.key), expectedRevision: this.task.revision };
+    if (conn && !this.hit) return this.writer.appendTaking(this, conn, writes, task);
+    return this.writer.appendIntent(writes, task);
   }
 
   /** What a worker is sent once the intent is durable. */
@@ -282,9 +290,15 @@ export class IntentCommand implements Command<IntentState, IntentOutcome | null>
     return runCommand(this.task, this.attempt, this.token, this.operator, this.env);
   }
 
-  /** The stream existed (an interval run before, now backfilled): read it and go on from it, once. */
+  /**
+   * Read again, once: the attempt stream existed (an interval run before, now backfilled), to go
+   * on from it; or the task moved since it was decided on, which the read finds (look_again:
+   * decided anew once the projection has seen the move).
+   */
   onConflict(error: WrongExpectedRevisionError, tries: number): "retry" | "give_up" {
-    return error.streamId === this.stream && !this.known && tries === 1 ? "retry" : "give_up";
+    if (tries !== 1) return "give_up";
+    if (error.streamId === this.stream) return this.known ? "give_up" : "retry";
+    return error.streamId === taskStream(this.task.key) ? "retry" : "give_up";
   }
 }
 

@@ -28,6 +28,7 @@ import type { EventLog } from "@chronolog/log";
 import { handleCommand } from "./command.js";
 import { NotFoundError, StateError } from "./errors.js";
 import { catchUp } from "./projection-loader.js";
+import { standingChecks } from "./standing-checks.js";
 
 /** A planner's refusal as the error the edges map to an exit code or status. */
 export function refusalError(operation: string, r: PlanRefusal): Error {
@@ -243,6 +244,8 @@ export async function backfill(
       const decided = decide(p);
       return { writes: decided.writes, result: decided };
     },
+    append: async (writes) =>
+      log.appendMany(writes, { checks: await standingChecks(log, projection, writes) }),
     onConflict: () => "retry",
   });
   if (outcome.kind === "conflict") throw outcome.error;
@@ -365,6 +368,8 @@ export async function cancelBackfill(
       ],
       result: decided,
     }),
+    append: async (writes) =>
+      log.appendMany(writes, { checks: await standingChecks(log, projection, writes) }),
     onConflict: () => "retry",
   });
   if (outcome.kind === "conflict") throw outcome.error;

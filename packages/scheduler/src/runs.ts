@@ -29,6 +29,7 @@ import { ConflictRetriesExhaustedError } from "./command.js";
 import { NotFoundError, StateError } from "./errors.js";
 import { refusalError } from "./operations.js";
 import { catchUp } from "./projection-loader.js";
+import { standingChecks } from "./standing-checks.js";
 
 /** A run as its stream holds it, and the stream's revision. */
 export interface RunRead {
@@ -222,7 +223,7 @@ export function rerun(
       statuses,
       failedOnly,
     });
-    return carryOut(log, "rerun", decided, options);
+    return carryOut(log, projection, "rerun", decided, options);
   });
 }
 
@@ -257,13 +258,15 @@ async function decidingAgainOnConflict<T>(
  */
 async function carryOut(
   log: EventLog,
+  projection: SchedulerProjection,
   operation: string,
   decided: RunPlanDecision,
   options: { readonly dryRun?: boolean },
 ): Promise<RunOperation> {
   if (decided.kind === "refused") throw refusalError(operation, decided);
   if (options.dryRun) return { ...decided.plan, dryRun: true };
-  await log.appendMany(decided.writes.map((w) => ({ ...w })));
+  const writes = decided.writes.map((w) => ({ ...w }));
+  await log.appendMany(writes, { checks: await standingChecks(log, projection, writes) });
   return decided.plan;
 }
 
@@ -293,7 +296,7 @@ export function trigger(
     const held = projection.runs.get(runId);
     const existing = held ? { run: held, revision: held.revision } : await readRun(log, runId);
     const decided = planTrigger(projection, { workflow, logicalDate: date.logicalDate, params, existing });
-    return carryOut(log, "trigger", decided, options);
+    return carryOut(log, projection, "trigger", decided, options);
   });
 }
 

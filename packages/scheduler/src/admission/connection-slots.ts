@@ -5,7 +5,7 @@ import {
   type InstanceState,
   isTerminal,
 } from "@chronolog/core";
-import type { EventLog } from "@chronolog/log";
+import type { EventLog, StreamCheck } from "@chronolog/log";
 import type { Agenda } from "../agenda.js";
 import { setIn } from "../sets.js";
 
@@ -90,6 +90,8 @@ export class ConnectionSlots {
     events: DomainEvent[],
     expectedRevision: bigint | "no_stream",
     slot: { stream: string; attempt: number; token: string },
+    /** A stream the append expects where it was decided on, not written (the task's). */
+    check?: StreamCheck,
   ): Promise<{ position: bigint }> {
     const previous = this.chains.get(connection) ?? Promise.resolve();
     const write = previous
@@ -97,14 +99,17 @@ export class ConnectionSlots {
       .then(async () => {
         const own = this.takes.get(connection);
         const revision = own === undefined || (countedAt !== undefined && countedAt > own) ? countedAt : own;
-        const [instance, taken] = await this.log.appendMany([
-          { streamId: stream, events, expectedRevision },
-          {
-            streamId: connectionStream(connection),
-            events: [{ type: "ConnectionSlotsTaken", data: { connection, attempts: [slot] } }],
-            expectedRevision: revision ?? "no_stream",
-          },
-        ]);
+        const [instance, taken] = await this.log.appendMany(
+          [
+            { streamId: stream, events, expectedRevision },
+            {
+              streamId: connectionStream(connection),
+              events: [{ type: "ConnectionSlotsTaken", data: { connection, attempts: [slot] } }],
+              expectedRevision: revision ?? "no_stream",
+            },
+          ],
+          check ? { checks: [check] } : {},
+        );
         if (taken) this.takes.set(connection, taken.nextExpectedRevision);
         return instance as { position: bigint };
       });
