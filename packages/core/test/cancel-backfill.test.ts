@@ -97,6 +97,30 @@ describe("planCancelBackfill", () => {
     expect(cancel(after)).toMatchObject({ kind: "refused", error: "not_found" });
   });
 
+  it("lists the tasks upstream first, as the backfill walks them, whatever order they were declared in", () => {
+    // The child declared before its parent, and a grandchild after both.
+    const [tDeclared, cDeclared, tReset, cReset] = [
+      family.slice(0, 1),
+      family.slice(1, 2),
+      family.slice(2, 3),
+      family.slice(3, 4),
+    ];
+    const history = backfilled(
+      fixKeys([
+        ...(cDeclared as Given[]),
+        ...(tDeclared as Given[]),
+        ...declaredTask("g", day(28), taskSpec("g", { parents: [keyOf("c")] })),
+        ...(cReset as Given[]),
+        ...(tReset as Given[]),
+      ]),
+    );
+    const p = projectionOf(history);
+    expect([...p.tasks.keys()].slice(0, 2)).toEqual([idOf("c"), idOf("t")]);
+    const decided = cancel(p);
+    if (decided.kind !== "planned") throw new Error(decided.message);
+    expect(decided.targets.map((t) => t.task)).toEqual([idOf("t"), idOf("c"), idOf("g")]);
+  });
+
   it("lets a task finish the interval under way, then return: its window ends there", () => {
     const history = backfilled(fixKeys(family));
     const running = [...history, ...on(streamAt(18), intended("t", { logicalDate: day(18) }))];

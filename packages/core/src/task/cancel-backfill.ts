@@ -1,5 +1,6 @@
 import type { DomainEvent, EventDataOf } from "../events/catalog.js";
 import { countsForTask, isTerminal, TERMINAL_INSTANCE_STATUSES } from "../instance/state.js";
+import { formatTaskKey } from "../keys.js";
 import type { SchedulerProjection } from "../projection/scheduler-projection.js";
 import { firstSlotAtOrAfter, prevCronTime } from "../schedule/cron.js";
 import { shortInstant, toInstant } from "../schedule/interval.js";
@@ -177,7 +178,52 @@ export function planCancelBackfill(
       });
     }
   }
-  return { kind: "planned", targets, writes, runTasks };
+  const order = parentsFirst(
+    projection,
+    targets.map((t) => t.task),
+  );
+  const rank = (task: string) => order.get(task) ?? 0;
+  return {
+    kind: "planned",
+    targets: targets.sort((a, b) => rank(a.task) - rank(b.task)),
+    writes,
+    runTasks,
+  };
+}
+
+/**
+ * Each of `ids` with its depth among them (0: none of its parents is one of them; else one more
+ * than its deepest parent's), for listing a cancel's tasks upstream first, as its backfill walks
+ * them (a sort by depth keeps the catalogue's order within a depth). Without recursion: a chain
+ * of thousands of tasks is as deep.
+ */
+function parentsFirst(projection: SchedulerProjection, ids: readonly string[]): Map<string, number> {
+  const among = new Set(ids);
+  // Per task, its parents among them not yet given a depth (Kahn's order, a depth a round).
+  const waiting = new Map<string, number>();
+  for (const id of ids) {
+    const parents = new Set((projection.tasks.get(id)?.parents ?? []).map(formatTaskKey));
+    waiting.set(id, [...parents].filter((p) => among.has(p)).length);
+  }
+  const depth = new Map<string, number>();
+  let round = ids.filter((id) => waiting.get(id) === 0);
+  let d = 0;
+  for (; round.length > 0; d++) {
+    const next: string[] = [];
+    for (const id of round) {
+      depth.set(id, d);
+      for (const child of projection.children.of(id)) {
+        const left = waiting.get(child);
+        if (left === undefined || depth.has(child)) continue;
+        waiting.set(child, left - 1);
+        if (left === 1) next.push(child);
+      }
+    }
+    round = next;
+  }
+  // (Declarations are acyclic: nothing is left; a graph that were not would list the rest last.)
+  for (const id of ids) if (!depth.has(id)) depth.set(id, d);
+  return depth;
 }
 
 function reset(task: TaskState, data: Omit<EventDataOf<"IntervalReset">, "key">): PlannedWrite {
