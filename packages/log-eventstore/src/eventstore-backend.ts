@@ -331,7 +331,10 @@ export class EventStoreBackend implements LogBackend {
     if (this.failure) return Promise.reject(this.failure);
     const recordedAt = (this.options.clock?.() ?? new Date()).toISOString();
     let bytes = 200;
-    for (const w of writes) for (const e of w.events) bytes += e.dataJson.length + e.type.length + 200;
+    for (const w of writes) {
+      bytes += w.streamId.length + 40; // (a check, of no events, is this alone)
+      for (const e of w.events) bytes += e.dataJson.length + e.type.length + 200;
+    }
     return new Promise<AppendResult[]>((resolve, reject) => {
       const p: Pending = {
         id: randomUUID(),

@@ -82,7 +82,9 @@ export class LogState extends ChainedEvents {
       const actual = local.get(w.streamId) ?? overlay.get(w.streamId) ?? this.revision(w.streamId);
       if (!revisionMatches(w.expected, actual))
         return new WrongExpectedRevisionError(w.streamId, w.expected, actual);
-      local.set(w.streamId, (actual === "no_stream" ? -1n : actual) + BigInt(w.events.length));
+      // (A write of no events, a check, leaves its stream as it is: nothing for the next append.)
+      if (w.events.length > 0)
+        local.set(w.streamId, (actual === "no_stream" ? -1n : actual) + BigInt(w.events.length));
     }
     for (const [k, v] of local) overlay.set(k, v);
     return null;

@@ -187,7 +187,9 @@ export class RecordDecider {
           error: new WrongExpectedRevisionError(w.stream, w.expected, actual),
         };
       }
-      local.set(w.stream, (actual === "no_stream" ? -1n : actual) + BigInt(w.events.length));
+      // (A write of no events, a check, leaves its stream as it is.)
+      if (w.events.length > 0)
+        local.set(w.stream, (actual === "no_stream" ? -1n : actual) + BigInt(w.events.length));
     }
     const results: AppendResult[] = [];
     for (const w of a.writes) {

@@ -43,12 +43,13 @@ export class ChainedEvents {
     recordedAt: string,
   ): AppendResult | null {
     let stream = this.streams.get(streamId);
-    if (!stream) {
-      stream = [];
-      this.streams.set(streamId, stream);
-    }
     let last: StoredEvent | undefined;
     for (const e of events) {
+      // (Made on its first event: a write of none, a check, makes no stream.)
+      if (!stream) {
+        stream = [];
+        this.streams.set(streamId, stream);
+      }
       const stored = storePrepared(this.hash, e, {
         streamId,
         revision: BigInt(stream.length),

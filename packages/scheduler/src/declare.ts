@@ -20,6 +20,7 @@ import {
   checkWrites,
   type EventLog,
   type ExpectedRevision,
+  type StreamCheck,
   type StreamWrite,
 } from "@chronolog/log";
 import {
@@ -32,6 +33,7 @@ import {
 import { alertEnvName, alertVariables } from "./alerts.js";
 import { handleCommand } from "./command.js";
 import { catchUp } from "./projection-loader.js";
+import { standingChecks } from "./standing-checks.js";
 
 export interface DeclaredTaskOutcome {
   readonly task: string;
@@ -173,7 +175,7 @@ export async function declare(
       else refuseIfDeclaredMeanwhile(state, decided.decision, first);
       return { writes: decided.decision.writes, result: decided.decision };
     },
-    append: (writes) => appendInBatches(log, writes),
+    append: (writes) => appendInBatches(log, projection, writes),
     onConflict: () => "retry",
   });
   if (outcome.kind === "conflict") throw outcome.error;
@@ -287,16 +289,28 @@ export class DeclaredMeanwhileError extends ChronologError {
  */
 async function appendInBatches(
   log: EventLog,
+  projection: SchedulerProjection,
   writes: readonly StreamWrite[],
 ): Promise<readonly AppendResult[]> {
   const batch = log.streamsPerAppend;
-  if (writes.length <= batch) return log.appendMany(writes);
+  // A task moved to its new schedule was not under way where it stood: each append checks that,
+  // for the tasks it moves, as of the projection decided on (see standingChecks; taken now, in
+  // the decision's turn, for every append).
+  const checks: Array<Promise<StreamCheck[]>> = [];
+  for (let i = 0; i < writes.length; i += batch)
+    checks.push(standingChecks(log, projection, writes.slice(i, i + batch)));
+  if (writes.length <= batch)
+    return log.appendMany(writes, { checks: await (checks[0] as Promise<StreamCheck[]>) });
   // Every event checked (its data, its size, the caller's limits) before the first append: a
   // refusal writes none of it.
   const prepared = log.prepare(writes);
   const results: AppendResult[] = [];
-  for (let i = 0; i < prepared.length; i += batch)
-    results.push(...(await log.appendPrepared(prepared.slice(i, i + batch))));
+  for (let i = 0, k = 0; i < prepared.length; i += batch, k++)
+    results.push(
+      ...(await log.appendPrepared(prepared.slice(i, i + batch), {
+        checks: await (checks[k] as Promise<StreamCheck[]>),
+      })),
+    );
   return results;
 }
 

@@ -24,11 +24,11 @@ import {
   taskStream,
   ValidationError,
 } from "@chronolog/core";
-import type { EventLog } from "@chronolog/log";
+import type { EventLog, StreamCheck } from "@chronolog/log";
 import { handleCommand } from "./command.js";
 import { NotFoundError, StateError } from "./errors.js";
 import { catchUp } from "./projection-loader.js";
-import { standingChecks } from "./standing-checks.js";
+import { revisionAsOf, standingChecks } from "./standing-checks.js";
 
 /** A planner's refusal as the error the edges map to an exit code or status. */
 export function refusalError(operation: string, r: PlanRefusal): Error {
@@ -329,6 +329,8 @@ export async function cancelBackfill(
   } = {},
 ): Promise<BackfillCancel> {
   const request = { backfillId, ...(options.reason ? { reason: options.reason } : {}) };
+  /** The checks of the decision being written (see standingChecks). */
+  let standing: StreamCheck[] = [];
   const shown = (d: { targets: CancelledTarget[]; runTasks: readonly CancelledRunTask[] }) => ({
     targets: d.targets,
     runTasks: d.runTasks.map(({ runId, task, logicalDate }) => ({ runId, task, logicalDate })),
@@ -347,29 +349,33 @@ export async function cancelBackfill(
       const decided = planCancelBackfill(projection, request);
       if (decided.kind === "refused") throw refusalError("backfill cancel", decided);
       options.permit?.([...decided.targets.map((t) => t.task), ...decided.runTasks.map((r) => r.task)]);
-      // A run's interval may be one the projection no longer holds (an old date): its revision
-      // is read from the log.
-      const revisions = await Promise.all(
-        decided.runTasks.map(async (r) => {
-          const inst = projection.instances.get(r.streamId);
-          return inst ? inst.revision : await log.streamRevision(r.streamId);
-        }),
-      );
-      return { decided, revisions };
+      // Everything the decision read of the projection, read in this turn, at its position: each
+      // closed interval's revision (one the projection no longer holds, an old date, is read
+      // from the log as of the same position) and the intervals its tasks stood at.
+      const at = projection.position;
+      const runWrites = decided.runTasks.map((r) => ({ streamId: r.streamId, events: [r.event] }));
+      const checks = standingChecks(log, projection, [...decided.writes, ...runWrites]);
+      const revisions = decided.runTasks.map((r) => {
+        const inst = projection.instances.get(r.streamId);
+        return inst ? inst.revision : revisionAsOf(log, r.streamId, at);
+      });
+      return { decided, revisions: await Promise.all(revisions), checks: await checks };
     },
-    decide: ({ decided, revisions }) => ({
-      writes: [
-        ...decided.writes,
-        ...decided.runTasks.map((r, i) => ({
-          streamId: r.streamId,
-          events: [r.event],
-          expectedRevision: revisions[i] as bigint | "no_stream",
-        })),
-      ],
-      result: decided,
-    }),
-    append: async (writes) =>
-      log.appendMany(writes, { checks: await standingChecks(log, projection, writes) }),
+    decide: ({ decided, revisions, checks }) => {
+      standing = checks;
+      return {
+        writes: [
+          ...decided.writes,
+          ...decided.runTasks.map((r, i) => ({
+            streamId: r.streamId,
+            events: [r.event],
+            expectedRevision: revisions[i] as bigint | "no_stream",
+          })),
+        ],
+        result: decided,
+      };
+    },
+    append: (writes) => log.appendMany(writes, { checks: standing }),
     onConflict: () => "retry",
   });
   if (outcome.kind === "conflict") throw outcome.error;

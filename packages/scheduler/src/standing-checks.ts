@@ -18,7 +18,13 @@ interface PlannedWrite {
  * checks the other way round: its intent is refused when the task moved since it decided.
  *
  * A task whose walk goes on where it stands (`continues`: its attempt there counts) is not
- * checked, nor a stream the operation writes itself (a run's interval it closes).
+ * checked, nor a stream the operation writes itself (a run's interval it closes: its own
+ * compare-and-set, at its revision as of the same position, covers it).
+ *
+ * Called in the same turn as the decision, on the projection it was made on: what it reads of
+ * the projection (its position, where each task stands) it reads before its first wait, so a
+ * projection that moves on meanwhile (the scheduler's own, which the HTTP API decides on) does
+ * not change what is checked.
  */
 export async function standingChecks(
   log: EventLog,
@@ -46,7 +52,7 @@ export async function standingChecks(
 }
 
 /** The stream's revision once the log's events up to `position` are applied (none: no_stream). */
-async function revisionAsOf(
+export async function revisionAsOf(
   log: EventLog,
   streamId: string,
   position: bigint,

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { instanceStream, SchedulerProjection, type TaskState } from "@chronolog/core";
+import { instanceStream, runIdOf, runStream, SchedulerProjection, type TaskState } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import { openSqliteLog } from "@chronolog/log-sqlite";
 import { backfill, cancelBackfill, catchUp, declare, handleCommand, pauseTask } from "@chronolog/scheduler";
@@ -22,7 +22,10 @@ afterEach(async () => {
   cleanup = null;
 });
 
-async function twoReaders(connection: boolean): Promise<{
+async function twoReaders(
+  connection: boolean,
+  workflow = false,
+): Promise<{
   log: EventLog;
   operator: SchedulerProjection;
   scheduler: SchedulerProjection;
@@ -34,7 +37,9 @@ async function twoReaders(connection: boolean): Promise<{
     rmSync(dir, { recursive: true, force: true });
   };
   const start = new Date(Math.floor(Date.now() / HOUR) * HOUR - 4 * HOUR).toISOString();
-  const yaml = `${connection ? "connections:\n  - { name: wh, maxParallelism: 2 }\n" : ""}tasks:\n  - { project: p, account: a, name: t, cron: "0 * * * *", startDate: "${start}", catchup: false, ${connection ? "connection: wh, " : ""}operator: { type: noop } }\n`;
+  const yaml = workflow
+    ? `workflows:\n  - { name: w, project: p, account: a, cron: "0 * * * *", startDate: "${start}", catchup: false, tasks: [{ name: t, operator: { type: noop } }] }\n`
+    : `${connection ? "connections:\n  - { name: wh, maxParallelism: 2 }\n" : ""}tasks:\n  - { project: p, account: a, name: t, cron: "0 * * * *", startDate: "${start}", catchup: false, ${connection ? "connection: wh, " : ""}operator: { type: noop } }\n`;
   const operator = new SchedulerProjection();
   await declare(log, operator, [{ filename: "t.yaml", document: parse(yaml) }], Date.now());
   await catchUp(log, operator);
@@ -68,6 +73,19 @@ describe("an intent decided before the task moved", () => {
     });
   }
 
+  it("is written after an event of no meaning to the task (appended by hand) once it is seen", async () => {
+    const { log, scheduler } = await twoReaders(false);
+    await log.append("task-p/a/t/ALL", [{ type: "Note", data: { text: "looked at by hand" } }], {
+      expectedRevision: "any",
+    });
+    await catchUp(log, scheduler);
+    const writer = intentWriter(log, scheduler);
+    const command = writer.prepare(scheduler.tasks.get("p/a/t/ALL") as TaskState, null);
+    if (!("decide" in command)) throw new Error("the payload did not render");
+    // Not refused for good: the task's revision counts the note as the stream does.
+    expect(writer.outcome(command, await handleCommand(log, command)).kind).toBe("dispatch");
+  });
+
   it("is written when the task has not moved", async () => {
     const { log, scheduler } = await twoReaders(false);
     const writer = intentWriter(log, scheduler);
@@ -92,6 +110,8 @@ async function dispatch(log: EventLog, scheduler: SchedulerProjection, id: strin
   expect(writer.outcome(command, await handleCommand(log, command)).kind).toBe("dispatch");
   return task.logicalDate;
 }
+
+const keyOfT = { project: "p", account: "a", name: "t", partition: "ALL" } as const;
 
 const resets = async (log: EventLog, id: string) =>
   (await log.readStream(`task-${id}`)).filter((e) => e.type === "IntervalReset").map((e) => e.data);
@@ -140,5 +160,85 @@ describe("an operator's move decided before the scheduler dispatched", () => {
       until: first,
       continues: true,
     });
+  });
+
+  it("a cancel does not close the interval of the backfill's run that was dispatched meanwhile", async () => {
+    const { log, operator, scheduler } = await twoReaders(false, true);
+    const id = "p/a/t/ALL";
+    const front = (operator.tasks.get(id) as TaskState).logicalDate;
+    const first = new Date(Date.parse(front) - 2 * HOUR).toISOString();
+    const plan = await backfill(
+      log,
+      operator,
+      id,
+      first,
+      new Date(Date.parse(front) - HOUR).toISOString(),
+      false,
+    );
+    // The scheduler starts the backfill's run of that date (as it does before the interval's
+    // dispatch), and the operator reads the log.
+    const runId = runIdOf("w", first);
+    await log.append(
+      runStream(runId),
+      [
+        {
+          type: "RunStarted",
+          data: {
+            runId,
+            workflow: "w",
+            logicalDate: first,
+            tasks: [keyOfT],
+            trigger: "backfill",
+            params: {},
+            try: 1,
+          },
+        },
+      ],
+      { expectedRevision: "no_stream" },
+    );
+    await catchUp(log, operator);
+    expect(operator.runs.get(runId)?.status).toBe("running");
+    expect(await dispatch(log, scheduler, id)).toBe(first);
+    const cancelled = await cancelBackfill(log, operator, plan.backfillId as string);
+    // The interval under way finishes (its run waits for it); only the date it will not reach closes.
+    expect(cancelled.targets).toEqual([{ task: id, at: first, returnsTo: front, finishing: first }]);
+    expect(cancelled.runTasks.map((r) => r.logicalDate)).not.toContain(first);
+    const stream = await log.readStream(instanceStream(keyOfT, first));
+    expect(stream.map((e) => e.type)).toEqual(["DispatchIntended"]);
+  });
+});
+
+describe("a declaration that moves a task to its new schedule, decided before a dispatch", () => {
+  it("finds the interval under way and leaves the task there (the new schedule follows it)", async () => {
+    const { log, scheduler } = await twoReaders(false);
+    const id = "p/a/t/ALL";
+    const at = (scheduler.tasks.get(id) as TaskState).logicalDate;
+    const start = new Date(Math.floor(Date.now() / HOUR) * HOUR - 4 * HOUR).toISOString();
+    const yaml = `tasks:\n  - { project: p, account: a, name: t, cron: "30 * * * *", startDate: "${start}", catchup: false, operator: { type: noop } }\n`;
+    // The scheduler dispatches the interval the task stands at between the declaration's read
+    // of the log and its append.
+    let dispatched = false;
+    const racing = new Proxy(log, {
+      get(target, name) {
+        if (name === "appendMany")
+          return async (...args: Parameters<EventLog["appendMany"]>) => {
+            if (!dispatched) {
+              dispatched = true;
+              await dispatch(log, scheduler, id);
+            }
+            return target.appendMany(...args);
+          };
+        const value = Reflect.get(target, name);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const declaring = new SchedulerProjection();
+    await declare(racing, declaring, [{ filename: "t.yaml", document: parse(yaml) }], Date.now());
+    expect(dispatched).toBe(true);
+    const events = await log.readStream(`task-${id}`);
+    // Its declaration changed, and it was not moved off the interval under way.
+    expect(events.map((e) => e.type)).toEqual(["TaskDeclared", "TaskDeclarationChanged"]);
+    await catchUp(log, declaring);
+    expect(declaring.tasks.get(id)?.logicalDate).toBe(at);
   });
 });

@@ -186,7 +186,9 @@ export function evolveTask(
       };
     }
     default:
-      return state;
+      // An event of no meaning here (one an operator appended by hand, say) still moves the
+      // stream: the revision every write to it, and every dispatch's check, expects moves too.
+      return state && { ...state, revision: at.revision };
   }
 }
 

@@ -379,6 +379,40 @@ export function logContractSuite(backendName: string, factory: HarnessFactory): 
         });
         expect(last?.nextExpectedRevision).toBe(1n);
       });
+
+      it("leave the stream they check as it is for the appends made beside them", async () => {
+        const a = uniqueStream("check-beside-a");
+        const absent = uniqueStream("check-beside-absent");
+        const kept = uniqueStream("check-beside-kept");
+        await h.log.append(kept, [note("k0")], { expectedRevision: "no_stream" });
+        // In one group commit or batch, where the backend makes one: a check, then appends to the
+        // streams it checked, expecting them as the check found them.
+        const [checked, created, moved] = await Promise.all([
+          h.log.append(a, [note("a0")], {
+            expectedRevision: "no_stream",
+            checks: [
+              { streamId: absent, expectedRevision: "no_stream" },
+              { streamId: kept, expectedRevision: "exists" },
+            ],
+          }),
+          h.log.append(absent, [note("x0")], { expectedRevision: "no_stream" }),
+          h.log.append(kept, [note("k1")], { expectedRevision: 0n }),
+        ]);
+        expect(checked.nextExpectedRevision).toBe(0n);
+        expect(created.nextExpectedRevision).toBe(0n);
+        expect(moved.nextExpectedRevision).toBe(1n);
+        // A check of a stream that does not exist, expecting it to, refuses without making it.
+        const none = uniqueStream("check-beside-none");
+        const err = await h.log
+          .append(a, [note("a1")], {
+            expectedRevision: 0n,
+            checks: [{ streamId: none, expectedRevision: "exists" }],
+          })
+          .catch((e) => e);
+        expect(err).toMatchObject({ streamId: none, expected: "exists", actual: "no_stream" });
+        expect(await h.log.streamRevision(none)).toBe("no_stream");
+        expect(await other.streamRevision(none)).toBe("no_stream");
+      });
     });
 
     describe("appends conditional on the log's head (where the backend offers them)", () => {
