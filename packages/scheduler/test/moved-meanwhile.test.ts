@@ -4,7 +4,15 @@ import { join } from "node:path";
 import { instanceStream, runIdOf, runStream, SchedulerProjection, type TaskState } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import { openSqliteLog } from "@chronolog/log-sqlite";
-import { backfill, cancelBackfill, catchUp, declare, handleCommand, pauseTask } from "@chronolog/scheduler";
+import {
+  backfill,
+  cancelBackfill,
+  catchUp,
+  declare,
+  handleCommand,
+  pauseTask,
+  trigger,
+} from "@chronolog/scheduler";
 import { afterEach, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { ConnectionSlots } from "../src/admission/connection-slots.js";
@@ -205,6 +213,20 @@ describe("an operator's move decided before the scheduler dispatched", () => {
     expect(cancelled.runTasks.map((r) => r.logicalDate)).not.toContain(first);
     const stream = await log.readStream(instanceStream(keyOfT, first));
     expect(stream.map((e) => e.type)).toEqual(["DispatchIntended"]);
+  });
+});
+
+describe("a trigger decided before the scheduler dispatched", () => {
+  it("finds the interval under way and is refused, not written over it", async () => {
+    const { log, operator, scheduler } = await twoReaders(false, true);
+    const id = "p/a/t/ALL";
+    const front = (operator.tasks.get(id) as TaskState).logicalDate;
+    expect(await dispatch(log, scheduler, id)).toBe(front);
+    const earlier = new Date(Date.parse(front) - 2 * HOUR).toISOString();
+    const refused = await trigger(log, operator, "w", earlier, {}, Date.now()).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ type: "state" });
+    expect((refused as Error).message).toContain(`${id} ${front} is queued`);
+    expect(await resets(log, id)).toEqual([]);
   });
 });
 
