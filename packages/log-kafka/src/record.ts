@@ -192,7 +192,13 @@ function decodeHead(
     !Array.isArray(w.writes) ||
     w.writes.length === 0
   ) {
-    throw new ForeignRecordError(offset, `unexpected layout (version ${String(w?.v)})`);
+    const v = w?.v;
+    throw new ForeignRecordError(
+      offset,
+      typeof v === "number" && Number.isInteger(v) && v > RECORD_LAYOUT_WITH_CHECKS
+        ? `written in layout ${v} by a newer Chronolog, which this version (layouts 2 and 3) does not read: upgrade this client`
+        : `unexpected layout (version ${String(v)})`,
+    );
   }
   const writes: Array<DecodedAppend["writes"][number]> = [];
   // Layout 3: checks (writes of no events) after the writes of events, of which there is one at least.

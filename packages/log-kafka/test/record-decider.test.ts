@@ -273,5 +273,9 @@ describe("checks: streams an append expects and does not write", () => {
     // A check in layout 2 (a writer that cannot have made it), first, or before a write of events.
     for (const bad of [head(2, [withEvent, check]), head(3, [check, withEvent]), head(3, [check])])
       expect(() => decodeRecord(record(bad), "8")).toThrow(ForeignRecordError);
+    // A layout of a later version names itself, and what to do.
+    expect(() => decodeRecord(record(head(4, [withEvent])), "9")).toThrow(
+      "record at offset 9 is not a Chronolog append: written in layout 4 by a newer Chronolog, which this version (layouts 2 and 3) does not read: upgrade this client",
+    );
   });
 });
