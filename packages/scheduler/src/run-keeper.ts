@@ -19,6 +19,7 @@ import type { Outbox } from "./outbox.js";
 import type { Ownership } from "./ownership.js";
 import { type RunRead, readRun } from "./runs.js";
 import type { SchedulerLogger } from "./scheduler-types.js";
+import { revisionAsOf } from "./standing-checks.js";
 
 /** What the run keeper works with, beside the log and the projection. */
 export interface RunKeeperParts {
@@ -153,15 +154,20 @@ export class RunKeeper {
     this.inFlight.add(runId);
     try {
       const writes: Array<Promise<void>> = [];
-      for (const { task, event } of decision.close) {
+      // Each interval closed at its revision as the decision saw it, read in the decision's turn:
+      // one dispatched since (the pass decided it before the run's failure was seen) is then not
+      // closed over, its attempt left running. An earlier run of this date may have left the
+      // stream, no longer held in memory: read from the log as of the same position.
+      const at = this.projection.position;
+      const closing = decision.close.flatMap(({ task, event }) => {
         const key = this.projection.tasks.get(task)?.key;
-        if (!key) continue;
+        if (!key) return [];
         const stream = instanceStream(key, run.logicalDate);
         const inst = this.projection.instances.get(stream);
-        // An earlier run of this date may have left the stream, no longer held in memory.
-        const revision = inst ? inst.revision : await this.log.streamRevision(stream);
-        writes.push(this.write(stream, [event], revision));
-      }
+        return [{ stream, event, revision: inst ? inst.revision : revisionAsOf(this.log, stream, at) }];
+      });
+      for (const { stream, event, revision } of closing)
+        writes.push(Promise.resolve(revision).then((r) => this.write(stream, [event], r)));
       for (const task of decision.cancel) {
         const key = this.projection.tasks.get(task)?.key;
         if (!key) continue;

@@ -9,6 +9,7 @@ import {
   type SchedulerProjection,
   type SuccessCommit,
   type TaskState,
+  taskStream,
 } from "@chronolog/core";
 import {
   type AppendResult,
@@ -394,7 +395,15 @@ class ReportCommand implements Command<ReportState, SuccessCommit> {
     // made only at the head those leave, or (none known) at the head read with the projection.
     const head = chain.head ?? (this.expectedHead as bigint);
     this.shell.hold(children);
-    const appended = log.appendMany(writes, { expectedHead: head });
+    // Each child also where it stood when decided: the head's position alone passes appends of
+    // others that took the place of one of the chain's refused (an operator's backfill of the
+    // child, the same number of events long).
+    const written = new Set(writes.map((w) => w.streamId));
+    const checks = children.flatMap((c) => {
+      const streamId = taskStream(c.task.key);
+      return written.has(streamId) ? [] : [{ streamId, expectedRevision: c.task.revision }];
+    });
+    const appended = log.appendMany(writes, { expectedHead: head, checks });
     const done = chain.queued(head, events);
     // A child of a worker queue takes a slot the queue's room does not count until it is sent:
     // the successes after it read the head again (by then it is sent).
@@ -424,7 +433,11 @@ class ReportCommand implements Command<ReportState, SuccessCommit> {
         return "retry";
       }
       const conflict = error instanceof WrongExpectedRevisionError ? error : null;
-      if (!conflict || d.writes.slice(2).some((w) => w.streamId === conflict.streamId)) {
+      if (
+        !conflict ||
+        d.writes.slice(2).some((w) => w.streamId === conflict.streamId) ||
+        d.children.some((c) => taskStream(c.task.key) === conflict.streamId)
+      ) {
         this.withChildren = false;
         return "retry";
       }
