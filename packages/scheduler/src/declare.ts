@@ -296,21 +296,18 @@ async function appendInBatches(
   // A task moved to its new schedule was not under way where it stood: each append checks that,
   // for the tasks it moves, as of the projection decided on (see standingChecks; taken now, in
   // the decision's turn, for every append).
-  const checks: Array<Promise<StreamCheck[]>> = [];
+  const reads: Array<Promise<StreamCheck[]>> = [];
   for (let i = 0; i < writes.length; i += batch)
-    checks.push(standingChecks(log, projection, writes.slice(i, i + batch)));
-  if (writes.length <= batch)
-    return log.appendMany(writes, { checks: await (checks[0] as Promise<StreamCheck[]>) });
+    reads.push(standingChecks(log, projection, writes.slice(i, i + batch)));
+  // (All read before the first append: a failed one is heard, not left behind a refused append.)
+  const checks = await Promise.all(reads);
+  if (writes.length <= batch) return log.appendMany(writes, { checks: checks[0] ?? [] });
   // Every event checked (its data, its size, the caller's limits) before the first append: a
   // refusal writes none of it.
   const prepared = log.prepare(writes);
   const results: AppendResult[] = [];
   for (let i = 0, k = 0; i < prepared.length; i += batch, k++)
-    results.push(
-      ...(await log.appendPrepared(prepared.slice(i, i + batch), {
-        checks: await (checks[k] as Promise<StreamCheck[]>),
-      })),
-    );
+    results.push(...(await log.appendPrepared(prepared.slice(i, i + batch), { checks: checks[k] ?? [] })));
   return results;
 }
 

@@ -359,7 +359,9 @@ export async function cancelBackfill(
         const inst = projection.instances.get(r.streamId);
         return inst ? inst.revision : revisionAsOf(log, r.streamId, at);
       });
-      return { decided, revisions: await Promise.all(revisions), checks: await checks };
+      // (Both awaited together: a read that fails leaves no other unheard.)
+      const [read, checked] = await Promise.all([Promise.all(revisions), checks]);
+      return { decided, revisions: read, checks: checked };
     },
     decide: ({ decided, revisions, checks }) => {
       standing = checks;

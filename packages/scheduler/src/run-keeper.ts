@@ -167,7 +167,15 @@ export class RunKeeper {
         return [{ stream, event, revision: inst ? inst.revision : revisionAsOf(this.log, stream, at) }];
       });
       for (const { stream, event, revision } of closing)
-        writes.push(Promise.resolve(revision).then((r) => this.write(stream, [event], r)));
+        writes.push(
+          Promise.resolve(revision).then(
+            (r) => this.write(stream, [event], r),
+            (error: unknown) => {
+              // As a write that fails: said, and the run decided again when it is next looked at.
+              this.parts.logger.error({ err: error, stream }, "could not read a closed interval's revision");
+            },
+          ),
+        );
       for (const task of decision.cancel) {
         const key = this.projection.tasks.get(task)?.key;
         if (!key) continue;

@@ -311,6 +311,8 @@ class ReportCommand implements Command<ReportState, SuccessCommit> {
   /** The log position the children are decided at (none: no children this time). */
   private expectedHead: bigint | undefined;
   private decided: SuccessCommit | null = null;
+  /** The children's task streams the last append checked (a conflict there drops the children). */
+  private checked: ReadonlySet<string> = new Set();
 
   constructor(
     private readonly shell: SuccessCommits,
@@ -403,6 +405,7 @@ class ReportCommand implements Command<ReportState, SuccessCommit> {
       const streamId = taskStream(c.task.key);
       return written.has(streamId) ? [] : [{ streamId, expectedRevision: c.task.revision }];
     });
+    this.checked = new Set(checks.map((c) => c.streamId));
     const appended = log.appendMany(writes, { expectedHead: head, checks });
     const done = chain.queued(head, events);
     // A child of a worker queue takes a slot the queue's room does not count until it is sent:
@@ -436,7 +439,7 @@ class ReportCommand implements Command<ReportState, SuccessCommit> {
       if (
         !conflict ||
         d.writes.slice(2).some((w) => w.streamId === conflict.streamId) ||
-        d.children.some((c) => taskStream(c.task.key) === conflict.streamId)
+        this.checked.has(conflict.streamId)
       ) {
         this.withChildren = false;
         return "retry";

@@ -90,12 +90,16 @@ describe("a child started with its parent's success", () => {
     await catchUp(log, operator);
     let F: Promise<unknown> | null = null;
     const appendMany = log.appendMany.bind(log);
+    // What the successes' appends (those that start children) were refused with.
+    const refusals: unknown[] = [];
     log.appendMany = async (writes, options) => {
-      if (options?.expectedHead !== undefined) {
-        F ??= backfill(log, operator, "p/a/c2/ALL", PREV.slice(0, 10), PREV.slice(0, 10), true);
-        await F; // the operator's append reaches the log first (same group commit, ahead in the queue)
-      }
-      return appendMany(writes, options);
+      if (options?.expectedHead === undefined) return appendMany(writes, options);
+      F ??= backfill(log, operator, "p/a/c2/ALL", PREV.slice(0, 10), PREV.slice(0, 10), true);
+      await F; // the operator's append reaches the log first (same group commit, ahead in the queue)
+      return appendMany(writes, options).catch((error: unknown) => {
+        refusals.push(error);
+        throw error;
+      });
     };
 
     const sent: RunCommand[] = [];
@@ -152,6 +156,18 @@ describe("a child started with its parent's success", () => {
     // The operator's backfill set c2 back to PREV; its interval at LATEST was not dispatched under
     // it (left to the pass, which runs it when c2's walk comes back), and no worker heard of it.
     expect(F).not.toBeNull();
+    // The swap happened: p2's success found the head where it expected (the backfill's three
+    // events in the place of p1's refused success), and only c2's check refused it.
+    expect(refusals.map((e) => [(e as Error).name, (e as { streamId?: string }).streamId])).toContainEqual([
+      "WrongExpectedRevisionError",
+      "task-p/a/c2/ALL",
+    ]);
+    // p2's success was written again without its child, its advance kept.
+    const p2Stream = await log.readStream(taskStream(p2.key));
+    expect(p2Stream.filter((e) => e.type === "IntervalCompleted").map((e) => e.data.logicalDate)).toEqual([
+      PREV,
+      LATEST,
+    ]);
     expect(c2.logicalDate).toBe(PREV);
     expect(c2Latest).toEqual([]);
     expect(sent.map((c) => `${c.taskKey}@${c.logicalDate}`)).not.toContain(`p/a/c2/ALL@${LATEST}`);
