@@ -5,6 +5,8 @@ import {
   instanceStream,
   lastSlotEndingBy,
   parseTaskKey,
+  runIdOf,
+  runStream,
   SchedulerProjection,
   type TaskKey,
 } from "@chronolog/core";
@@ -138,4 +140,26 @@ export async function until<T>(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** A run of workflow `workflow` at `logicalDate` started as the scheduler starts it (its first try). */
+export async function startedRun(
+  log: EventLog,
+  workflow: string,
+  logicalDate: string,
+  tasks: readonly TaskKey[],
+  trigger: "schedule" | "backfill",
+): Promise<string> {
+  const runId = runIdOf(workflow, logicalDate);
+  await log.append(
+    runStream(runId),
+    [
+      {
+        type: "RunStarted",
+        data: { runId, workflow, logicalDate, tasks: [...tasks], trigger, params: {}, try: 1 },
+      },
+    ],
+    { expectedRevision: "no_stream" },
+  );
+  return runId;
 }

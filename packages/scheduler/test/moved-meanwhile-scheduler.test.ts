@@ -5,7 +5,6 @@ import {
   type DomainEvent,
   instanceStream,
   runIdOf,
-  runStream,
   SchedulerProjection,
   type TaskState,
   taskStream,
@@ -26,7 +25,7 @@ import { catchUp } from "../src/projection-loader.js";
 import { LeaseBook } from "../src/reconcile/lease-book.js";
 import { RunKeeper } from "../src/run-keeper.js";
 import { SuccessCommits } from "../src/success-commit.js";
-import { LATEST, SLOT_HOUR, silent } from "./harness.js";
+import { LATEST, SLOT_HOUR, silent, startedRun } from "./harness.js";
 
 /**
  * A success starts its children in its own commit only if the log is at the head they were
@@ -200,24 +199,7 @@ describe("a fail-fast run's close of an interval the keeper has not seen dispatc
         runId,
       },
     });
-    await log.append(
-      runStream(runId),
-      [
-        {
-          type: "RunStarted",
-          data: {
-            runId,
-            workflow: "w",
-            logicalDate: LATEST,
-            tasks: [a.key, b.key],
-            trigger: "schedule",
-            params: {},
-            try: 1,
-          },
-        },
-      ],
-      { expectedRevision: "no_stream" },
-    );
+    await startedRun(log, "w", LATEST, [a.key, b.key], "schedule");
     await log.append(instanceStream(a.key, LATEST), [intent(a, "a-token-1")], {
       expectedRevision: "no_stream",
     });

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { instanceStream, runIdOf, runStream, SchedulerProjection, type TaskState } from "@chronolog/core";
+import { instanceStream, SchedulerProjection, type TaskState } from "@chronolog/core";
 import type { EventLog } from "@chronolog/log";
 import { openSqliteLog } from "@chronolog/log-sqlite";
 import {
@@ -17,6 +17,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { ConnectionSlots } from "../src/admission/connection-slots.js";
 import { IntentWriter } from "../src/intent-writer.js";
+import { startedRun } from "./harness.js";
 
 /**
  * A dispatch intent is decided on where the task stands in the scheduler's projection, which
@@ -121,6 +122,14 @@ async function dispatch(log: EventLog, scheduler: SchedulerProjection, id: strin
 
 const keyOfT = { project: "p", account: "a", name: "t", partition: "ALL" } as const;
 
+/** A backfill of the two intervals before the one `id` stands at, as the operator writes it. */
+async function backfillTwoBack(log: EventLog, operator: SchedulerProjection, id: string) {
+  const front = (operator.tasks.get(id) as TaskState).logicalDate;
+  const first = new Date(Date.parse(front) - 2 * HOUR).toISOString();
+  const last = new Date(Date.parse(front) - HOUR).toISOString();
+  return { front, first, plan: await backfill(log, operator, id, first, last, false) };
+}
+
 const resets = async (log: EventLog, id: string) =>
   (await log.readStream(`task-${id}`)).filter((e) => e.type === "IntervalReset").map((e) => e.data);
 
@@ -147,16 +156,7 @@ describe("an operator's move decided before the scheduler dispatched", () => {
   it("a cancel finds the walk's interval under way and lets it finish first", async () => {
     const { log, operator, scheduler } = await twoReaders(false);
     const id = "p/a/t/ALL";
-    const front = (operator.tasks.get(id) as TaskState).logicalDate;
-    const first = new Date(Date.parse(front) - 2 * HOUR).toISOString();
-    const plan = await backfill(
-      log,
-      operator,
-      id,
-      first,
-      new Date(Date.parse(front) - HOUR).toISOString(),
-      false,
-    );
+    const { front, first, plan } = await backfillTwoBack(log, operator, id);
     await catchUp(log, operator);
     // The scheduler dispatches the backfill's first interval after the operator read the log.
     expect(await dispatch(log, scheduler, id)).toBe(first);
@@ -173,37 +173,10 @@ describe("an operator's move decided before the scheduler dispatched", () => {
   it("a cancel does not close the interval of the backfill's run that was dispatched meanwhile", async () => {
     const { log, operator, scheduler } = await twoReaders(false, true);
     const id = "p/a/t/ALL";
-    const front = (operator.tasks.get(id) as TaskState).logicalDate;
-    const first = new Date(Date.parse(front) - 2 * HOUR).toISOString();
-    const plan = await backfill(
-      log,
-      operator,
-      id,
-      first,
-      new Date(Date.parse(front) - HOUR).toISOString(),
-      false,
-    );
+    const { front, first, plan } = await backfillTwoBack(log, operator, id);
     // The scheduler starts the backfill's run of that date (as it does before the interval's
     // dispatch), and the operator reads the log.
-    const runId = runIdOf("w", first);
-    await log.append(
-      runStream(runId),
-      [
-        {
-          type: "RunStarted",
-          data: {
-            runId,
-            workflow: "w",
-            logicalDate: first,
-            tasks: [keyOfT],
-            trigger: "backfill",
-            params: {},
-            try: 1,
-          },
-        },
-      ],
-      { expectedRevision: "no_stream" },
-    );
+    const runId = await startedRun(log, "w", first, [keyOfT], "backfill");
     await catchUp(log, operator);
     expect(operator.runs.get(runId)?.status).toBe("running");
     expect(await dispatch(log, scheduler, id)).toBe(first);
