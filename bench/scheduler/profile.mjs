@@ -7,7 +7,8 @@
 // the scheduler's thread through the second with the inspector, and prints each part's share of
 // that thread's time and its time per task, each sample counted under the innermost part it was
 // in. Beside it, the CPU per task of the process's other threads (the engine's garbage collection
-// helpers and compilers) and of the worker processes, read from /proc.
+// helpers and compilers) and of the worker processes, read from /proc, and the bytes the process
+// writes through system calls a task (its log's WAL and checkpoints, its pipes to the workers).
 //
 // With --alloc, ALLOC_TOP=n lists n sites (25 by default), and ALLOC_LIVE says which allocations
 // count: all of them (unset), those that outlived a young-generation collection (`promoted`:
@@ -59,6 +60,8 @@ const cpuOf = (statFile) => {
   const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(f[11]) + Number(f[12])) / 100;
 };
+/** Bytes the process has written through system calls (its log's WAL and checkpoints, its pipes). */
+const written = () => Number(/^wchar: (\d+)$/m.exec(readFileSync("/proc/self/io", "utf8"))[1]);
 const threads = () => readdirSync("/proc/self/task");
 const threadCpu = (ids) => ids.reduce((s, t) => s + cpuOf(`/proc/self/task/${t}/stat`), 0);
 
@@ -136,6 +139,7 @@ async function round(profiled) {
   const workers = () => pool.stats().reduce((s, w) => s + cpuOf(`/proc/${w.pid}/stat`), 0);
   const all = threads();
   const cpu0 = { main: threadCpu([String(process.pid)]), all: threadCpu(all), workers: workers() };
+  const written0 = written();
   const t0 = performance.now();
   const scheduler = new Scheduler({ log, projection, dispatcher: pool, logger: silent });
   await scheduler.start();
@@ -147,6 +151,7 @@ async function round(profiled) {
     all: threadCpu(live) - cpu0.all,
     workers: workers() - cpu0.workers,
   };
+  const bytes = written() - written0;
   let profile = null;
   let heap = null;
   if (profiled && alloc) heap = (await session.post("HeapProfiler.stopSampling")).profile;
@@ -160,11 +165,11 @@ async function round(profiled) {
   await scheduler.stop();
   await log.close();
   rmSync(dir, { recursive: true, force: true });
-  return { secs, cpu, profile, heap, commits };
+  return { secs, cpu, profile, heap, commits, bytes };
 }
 
 await round(false);
-const { secs, cpu, profile, heap, commits } = await round(true);
+const { secs, cpu, profile, heap, commits, bytes } = await round(true);
 const { us, total } = breakdown(profile);
 const perTask = (s) => fmt((s * 1e6) / COMPLETIONS, 1);
 console.log(
@@ -188,7 +193,7 @@ printTable(
   ],
 );
 console.log(
-  `\ngroup commits: ${fmt(commits)} (the declaration's included), ${fmt((COMPLETIONS * 3) / commits, 1)} events a commit`,
+  `\ngroup commits: ${fmt(commits)} (the declaration's included), ${fmt((COMPLETIONS * 3) / commits, 1)} events a commit; ${fmt(bytes / COMPLETIONS)} bytes written by the process a task (its log's WAL and checkpoints, its pipes)`,
 );
 
 if (heap) {
