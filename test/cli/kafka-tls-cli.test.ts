@@ -338,6 +338,19 @@ describe("a Kafka log over TLS and SASL", () => {
       expect(r.code, `${message}: ${r.stderr}`).toBe(2);
       expect(r.stderr).toContain(message);
     });
+    // A writer's record layout (a rolling upgrade pins it to 2): 2 or 3, nothing else.
+    const file = join(dir, "layout.yaml");
+    writeFileSync(
+      file,
+      'tasks:\n  - { project: p, account: a, name: t, cron: "0 * * * *", startDate: "2026-01-01T00:00:00Z", operator: { type: noop } }\n',
+    );
+    const layout = await cli(["declare", file], {
+      ...good,
+      CHRONOLOG_LOG: `kafka+ssl://${brokers}/${topic}`,
+      CHRONOLOG_KAFKA_RECORD_LAYOUT: "4",
+    });
+    expect(layout.code, layout.stderr).toBe(2);
+    expect(layout.stderr).toContain('CHRONOLOG_KAFKA_RECORD_LAYOUT "4": expected 2 or 3');
   });
 
   it("no output of any of the above holds a password", () => {

@@ -14,6 +14,7 @@ import { brokerList, createKafka, TopicAdmin } from "./client.js";
 import { EventReader } from "./event-reader.js";
 import { Follower } from "./follower.js";
 import { type KafkaLogOptions, RECORD_OVERHEAD } from "./options.js";
+import { RECORD_LAYOUT_VERSION, RECORD_LAYOUT_WITH_CHECKS } from "./record.js";
 import { DEDUPE_WINDOW, RecordDecider } from "./record-decider.js";
 import { RecordFetcher } from "./record-fetcher.js";
 import { checkTls, clearKafkaError, connectionSettings } from "./security.js";
@@ -94,6 +95,7 @@ export class KafkaBackend implements LogBackend {
       appendTimeoutMs: options.appendTimeoutMs ?? 45_000,
       failure: () => this.follower.failure,
       ...(options.clock ? { clock: options.clock } : {}),
+      recordLayout: recordLayoutOf(options.recordLayout),
     });
     this.follower = new Follower(kafka, this.decider, this.writer, this.admin, {
       topic: this.topic,
@@ -233,4 +235,11 @@ export class KafkaBackend implements LogBackend {
     // Written once the follower has stopped: the checkpoint is the log as this client left it.
     if (!this.follower.failure) await this.checkpoints?.close();
   }
+}
+
+/** The record layout a client writes, checked (a JavaScript caller may pass anything). */
+function recordLayoutOf(layout: unknown): 2 | 3 {
+  if (layout === undefined || layout === RECORD_LAYOUT_WITH_CHECKS) return RECORD_LAYOUT_WITH_CHECKS;
+  if (layout === RECORD_LAYOUT_VERSION) return RECORD_LAYOUT_VERSION;
+  throw new RangeError(`recordLayout ${String(layout)}: 2 or 3`);
 }

@@ -32,6 +32,15 @@ export interface KafkaLogOptions extends KafkaSecurityOptions {
   /** The time each append records as its events' `recordedAt`. Default: the real time. */
   readonly clock?: () => Date;
   /**
+   * The newest record layout this client writes. Default 3: an append that holds checks (see
+   * `appendMany`) travels in layout 3, which a client of a version before checks refuses to
+   * read. 2, for a rolling upgrade: every record is in layout 2, which such a client reads, and
+   * an append's checks are left out of it (written as if it had none, so not decided: a move
+   * and a dispatch can then pass each other unseen, as they could before checks). Set while
+   * any client of the topic runs an earlier version; then clear it, client by client.
+   */
+  readonly recordLayout?: 2 | 3;
+  /**
    * A file for checkpoints of this client's index of the log. When it holds one that fits the
    * topic, the client starts from it and reads only the topic past it; one that does not fit is
    * refused (the reason goes to `notice`) and the client reads the topic from offset 0. The

@@ -71,6 +71,8 @@ export interface AppendWriterOptions {
   readonly failure: () => Error | null;
   /** The time an append records as its events' `recordedAt`. Default: the real time. */
   readonly clock?: () => Date;
+  /** The newest layout written: 2 leaves an append's checks out (see KafkaLogOptions). */
+  readonly recordLayout: 2 | 3;
 }
 
 /**
@@ -121,14 +123,17 @@ export class AppendWriter {
       return Promise.reject(new InvalidAppendError("an append needs at least one event"));
     if (firstCheck > 0 && writes.slice(firstCheck).some((w) => w.events.length > 0))
       return Promise.reject(new InvalidAppendError("an append's checks come after its writes of events"));
+    // Pinned to layout 2 (a rolling upgrade), the checks are left out: see KafkaLogOptions.
+    const checked = firstCheck > 0 && this.options.recordLayout === RECORD_LAYOUT_WITH_CHECKS;
+    const written = firstCheck > 0 && !checked ? writes.slice(0, firstCheck) : writes;
     const id = randomUUID();
     const recordedAt = (this.options.clock?.() ?? new Date()).toISOString();
     const wire: WireAppend = {
-      v: firstCheck > 0 ? RECORD_LAYOUT_WITH_CHECKS : RECORD_LAYOUT_VERSION,
+      v: checked ? RECORD_LAYOUT_WITH_CHECKS : RECORD_LAYOUT_VERSION,
       id,
       base: base.toString(),
       recordedAt,
-      writes: writes.map((w) => ({
+      writes: written.map((w) => ({
         stream: w.streamId,
         expected: encodeExpected(w.expected),
         events: w.events.map((e) => ({
@@ -153,7 +158,8 @@ export class AppendWriter {
       );
     }
     return new Promise<AppendResult[]>((resolve, reject) => {
-      this.queue.push({ id, writes, base, recordedAt, encoded, bytes, resolve, reject });
+      // What the record holds, which this client decides as every other reads it.
+      this.queue.push({ id, writes: written, base, recordedAt, encoded, bytes, resolve, reject });
       if (!this.writing) {
         this.writing = true;
         this.loop = this.writeLoop();

@@ -229,6 +229,72 @@ describe("kafka log", () => {
     await later.close();
   });
 
+  it("a client pinned to layout 2 writes what an earlier client reads: an append's checks left out", async () => {
+    const topic = uniqueTopic("layout2");
+    const pinned = await openKafkaLog({ brokers: cluster.brokers, topic, recordLayout: 2 });
+    const current = await openKafkaLog({ brokers: cluster.brokers, topic });
+    await pinned.append("task-a", [note("declared")], { expectedRevision: "no_stream" });
+    await pinned.append("task-a", [note("moved")], { expectedRevision: 0n });
+    // Its check of task-a at revision 0 would refuse it (task-a is at 1): left out, it is made.
+    await pinned.appendMany(
+      [{ streamId: "instance-a", events: [note("intent")], expectedRevision: "no_stream" }],
+      {
+        checks: [{ streamId: "task-a", expectedRevision: 0n }],
+      },
+    );
+    // The current client still writes its checks, in layout 3, and they are decided.
+    await expect(
+      current.appendMany(
+        [{ streamId: "instance-b", events: [note("intent")], expectedRevision: "no_stream" }],
+        {
+          checks: [{ streamId: "task-a", expectedRevision: 0n }],
+        },
+      ),
+    ).rejects.toMatchObject({ streamId: "task-a", actual: 1n });
+    await current.appendMany(
+      [{ streamId: "instance-b", events: [note("intent")], expectedRevision: "no_stream" }],
+      {
+        checks: [{ streamId: "task-a", expectedRevision: 1n }],
+      },
+    );
+    // The records as they are in the topic: each append's layout and streams.
+    const raw = new Kafka({ brokers: cluster.brokers.split(","), logLevel: logLevel.NOTHING });
+    const consumer = raw.consumer({ groupId: `read-${topic}` });
+    await consumer.connect();
+    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    const appends: Array<{ v: number; writes: Array<{ stream: string }> }> = [];
+    await new Promise<void>((resolve) => {
+      void consumer.run({
+        eachMessage: async ({ message }) => {
+          const value = (message.value as Buffer).toString("utf8");
+          appends.push(...JSON.parse(value.slice(0, value.indexOf("\n"))));
+          if (appends.length >= 5) resolve();
+        },
+      });
+    });
+    await consumer.disconnect();
+    expect(appends.map((a) => [a.v, a.writes.map((w) => w.stream)])).toEqual([
+      [2, ["task-a"]],
+      [2, ["task-a"]],
+      [2, ["instance-a"]],
+      [3, ["instance-b", "task-a"]],
+      [3, ["instance-b", "task-a"]],
+    ]);
+    // Both clients hold the same log.
+    for (const log of [pinned, current])
+      expect((await log.readAll()).map((e) => e.streamId)).toEqual([
+        "task-a",
+        "task-a",
+        "instance-a",
+        "instance-b",
+      ]);
+    await pinned.close();
+    await current.close();
+    await expect(openKafkaLog({ brokers: cluster.brokers, topic, recordLayout: 4 as 3 })).rejects.toThrow(
+      "recordLayout 4: 2 or 3",
+    );
+  });
+
   it("a record another program put in the topic stops the log with a clear error", async () => {
     const topic = uniqueTopic("foreign");
     const log = await openKafkaLog({ brokers: cluster.brokers, topic });

@@ -193,6 +193,18 @@ function kafkaClientLog(): { logLevel?: "error" | "warn" | "info" | "debug" } {
 }
 
 /**
+ * CHRONOLOG_KAFKA_RECORD_LAYOUT=2: the records a writer makes stay in the layout a client of
+ * the version before checks reads, for a rolling upgrade (see KafkaLogOptions.recordLayout).
+ */
+function kafkaRecordLayout(): { recordLayout?: 2 | 3 } {
+  const layout = process.env.CHRONOLOG_KAFKA_RECORD_LAYOUT;
+  if (!layout) return {};
+  if (layout !== "2" && layout !== "3")
+    throw new CliError(`CHRONOLOG_KAFKA_RECORD_LAYOUT "${layout}": expected 2 or 3`, 2);
+  return { recordLayout: layout === "2" ? 2 : 3 };
+}
+
+/**
  * How the Kafka client connects: plaintext for `kafka://`, TLS for `kafka+ssl://`, SASL if
  * CHRONOLOG_KAFKA_SASL_MECHANISM is set; the CA, client certificate and credentials come from
  * CHRONOLOG_KAFKA_* variables and files (see kafkaSecurityFromEnv). A setting that cannot be
@@ -244,6 +256,7 @@ export async function openLogForWrite(
       ...(await kafkaConnectionOf(target)),
       actor,
       ...kafkaClientLog(),
+      ...kafkaRecordLayout(),
       ...(follow.indexCheckpoints
         ? { indexPath: kafkaIndexPathOf(options, target.topic), notice: follow.indexCheckpoints.notice }
         : {}),
