@@ -13,6 +13,7 @@ import {
   type EventLog,
   type RecordedEvent,
   randomId,
+  type StreamCheck,
   type StreamWrite,
   type Subscription,
 } from "@chronolog/log";
@@ -35,6 +36,7 @@ import { LeaseBook } from "./reconcile/lease-book.js";
 import type { ReconciledScheduler } from "./reconcile/reconciler.js";
 import { RunKeeper } from "./run-keeper.js";
 import type { SchedulerLogger, SchedulerObserver } from "./scheduler-types.js";
+import { standingChecks } from "./standing-checks.js";
 import { SuccessCommits } from "./success-commit.js";
 
 export type { SchedulerLogger, SchedulerObserver } from "./scheduler-types.js";
@@ -435,8 +437,20 @@ export class Scheduler implements ReconciledScheduler {
     switch (d.kind) {
       case "complete":
       case "fail":
-      case "catchup_jump":
         writes.push(this.writeTask(task, [d.event]));
+        return;
+      case "catchup_jump":
+        // A move, as an operator's is: checked where the task stood (see standingChecks), so
+        // that an attempt another scheduler dispatched there meanwhile is seen before it jumps.
+        writes.push(
+          this.writeTask(
+            task,
+            [d.event],
+            standingChecks(this.log, this.projection, [
+              { streamId: taskStream(task.key), events: [d.event] },
+            ]),
+          ),
+        );
         return;
       case "retry_at":
       case "not_due":
@@ -484,10 +498,18 @@ export class Scheduler implements ReconciledScheduler {
     );
   }
 
-  /** A compare-and-set append on the task stream; a conflict just means: decide again. */
-  private async writeTask(task: TaskState, events: DomainEvent[]): Promise<void> {
+  /**
+   * A compare-and-set append on the task stream, with the streams it `checks` (read in the turn
+   * it was decided in); a conflict on any just means: decide again.
+   */
+  private async writeTask(
+    task: TaskState,
+    events: DomainEvent[],
+    checks?: Promise<readonly StreamCheck[]>,
+  ): Promise<void> {
     this.inflight.pending(task.id);
     try {
+      const found = checks ? await checks : [];
       const outcome = await handleCommand(this.log, {
         name: `advance ${task.id}`,
         read: () => task,
@@ -498,6 +520,7 @@ export class Scheduler implements ReconciledScheduler {
           ],
           result: null,
         }),
+        ...(found.length > 0 ? { append: (writes) => this.log.appendMany(writes, { checks: found }) } : {}),
       });
       if (outcome.kind === "conflict") {
         this.inflight.clear(task.id);

@@ -9,8 +9,8 @@ interface PlannedWrite {
 
 /**
  * What an operation that moves tasks (a backfill, its cancel, a rerun, a trigger, a declaration
- * that moves a task to its new schedule) decided on
- * besides the task streams it writes: that no attempt was under way at the interval each moved
+ * that moves a task to its new schedule, the scheduler's own jump of a task with catch-up off)
+ * decided on besides the task streams it writes: that no attempt was under way at the interval each moved
  * task stood at. Its task stream's compare-and-set does not cover that, since a dispatch writes
  * only the interval's attempt stream, and the scheduler (another process, often) dispatches
  * whenever it likes. So each of those attempt streams is checked at its revision as of the

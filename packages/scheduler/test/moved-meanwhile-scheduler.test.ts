@@ -25,7 +25,7 @@ import { catchUp } from "../src/projection-loader.js";
 import { LeaseBook } from "../src/reconcile/lease-book.js";
 import { RunKeeper } from "../src/run-keeper.js";
 import { SuccessCommits } from "../src/success-commit.js";
-import { LATEST, SLOT_HOUR, silent, startedRun } from "./harness.js";
+import { harness, LATEST, SLOT_HOUR, silent, startedRun, until } from "./harness.js";
 
 /**
  * A success starts its children in its own commit only if the log is at the head they were
@@ -241,5 +241,85 @@ describe("a fail-fast run's close of an interval the keeper has not seen dispatc
     expect(events.map((e) => e.type)).toEqual(["DispatchIntended"]);
     await log.close();
     rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe("a task's catch-up jump", () => {
+  it("is not written over an attempt another scheduler dispatched where the task stood", async () => {
+    // A task with catch-up off, set three days behind (a fixture, by hand, as a scheduler that
+    // was down for them would find it): the scheduler's first pass jumps it to LATEST.
+    const h = await harness([{ name: "j", idempotent: true }]);
+    const declared = h.projection.tasks.get("p/a/j/ALL") as TaskState;
+    const day = (n: number) => new Date(Date.parse(LATEST) - n * DAY).toISOString();
+    const stood = day(3);
+    await h.log.append(
+      taskStream(declared.key),
+      [
+        {
+          type: "IntervalReset",
+          data: {
+            key: declared.key,
+            logicalDate: stood,
+            nextRunDate: day(2),
+            prevIntervalStart: day(4),
+            reason: "catchup_disabled",
+          },
+        },
+      ],
+      { expectedRevision: declared.revision },
+    );
+    await catchUp(h.log, h.projection);
+    const task = h.projection.tasks.get("p/a/j/ALL") as TaskState;
+    expect(task.logicalDate).toBe(stood);
+    const attempt = instanceStream(task.key, stood);
+    // A former owner of the task (another scheduler, on its own projection) dispatched it where
+    // it stood, between this scheduler's decision to jump and its append.
+    const appendMany = h.log.appendMany.bind(h.log);
+    let refused: unknown = null;
+    h.log.appendMany = async (writes, options) => {
+      const jump = writes.some((w) =>
+        w.events.some(
+          (e) => e.type === "IntervalReset" && (e.data as { logicalDate: string }).logicalDate === LATEST,
+        ),
+      );
+      if (jump && refused === null) {
+        await h.log.append(
+          attempt,
+          [
+            {
+              type: "DispatchIntended",
+              data: {
+                key: task.key,
+                logicalDate: stood,
+                attempt: 1,
+                token: "former-owner-token-1",
+                operator: { type: "shell", command: "true" },
+                idempotent: true,
+                leaseSeconds: 30,
+              },
+            },
+          ],
+          { expectedRevision: "no_stream" },
+        );
+        return appendMany(writes, options).catch((error: unknown) => {
+          refused = error;
+          throw error;
+        });
+      }
+      return appendMany(writes, options);
+    };
+    await h.start({ reconcile: false });
+    // Refused on the attempt stream it checked; decided again once the attempt is seen: the
+    // task waits where it stood, its interval under way, and does not jump past it.
+    await until("the jump refused", () => refused !== null);
+    expect(refused).toMatchObject({ streamId: attempt, actual: 0n });
+    await until("the attempt seen", () => h.projection.instances.get(attempt) !== undefined);
+    await new Promise((r) => setTimeout(r, 300));
+    const jumps = (await h.log.readStream(taskStream(task.key))).filter(
+      (e) => e.type === "IntervalReset" && (e.data as { logicalDate: string }).logicalDate === LATEST,
+    );
+    expect(jumps).toEqual([]);
+    expect(h.projection.tasks.get("p/a/j/ALL")?.logicalDate).toBe(stood);
+    await h.close();
   });
 });
