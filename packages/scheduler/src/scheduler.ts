@@ -523,8 +523,15 @@ export class Scheduler implements ReconciledScheduler {
         ...(found.length > 0 ? { append: (writes) => this.log.appendMany(writes, { checks: found }) } : {}),
       });
       if (outcome.kind === "conflict") {
-        this.inflight.clear(task.id);
         this.stats.conflicts += 1;
+        const moved = outcome.error.streamId;
+        if (found.some((c) => c.streamId === moved)) {
+          // A stream it checked moved (another scheduler's attempt where the task stood): decided
+          // again once the projection has seen that, not at once on the projection that missed it.
+          const last = (await this.log.readStream(moved)).at(-1)?.position;
+          if (last !== undefined) this.inflight.at(task.id, last);
+          else this.inflight.clear(task.id);
+        } else this.inflight.clear(task.id);
         this.markDirty(task.id);
         return;
       }
