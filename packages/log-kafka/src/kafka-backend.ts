@@ -241,5 +241,5 @@ export class KafkaBackend implements LogBackend {
 function recordLayoutOf(layout: unknown): 2 | 3 {
   if (layout === undefined || layout === RECORD_LAYOUT_WITH_CHECKS) return RECORD_LAYOUT_WITH_CHECKS;
   if (layout === RECORD_LAYOUT_VERSION) return RECORD_LAYOUT_VERSION;
-  throw new RangeError(`recordLayout ${String(layout)}: 2 or 3`);
+  throw new RangeError(`recordLayout ${JSON.stringify(layout) ?? String(layout)}: 2 or 3`);
 }
