@@ -4,6 +4,7 @@ import { join } from "node:path";
 import {
   type DomainEvent,
   instanceStream,
+  intentEvent,
   runIdOf,
   SchedulerProjection,
   type TaskState,
@@ -62,18 +63,8 @@ describe("a child started with its parent's success", () => {
         { expectedRevision: task.revision },
       );
     await catchUp(log, projection);
-    const intent = (task: TaskState, token: string): DomainEvent => ({
-      type: "DispatchIntended",
-      data: {
-        key: task.key,
-        logicalDate: task.logicalDate,
-        attempt: 1,
-        token,
-        operator: OP,
-        idempotent: true,
-        leaseSeconds: 30,
-      },
-    });
+    const intent = (task: TaskState, token: string): DomainEvent =>
+      intentEvent(task, 1, token, OP, undefined);
     const p1 = projection.tasks.get("p/a/p1/ALL") as TaskState;
     const p2 = projection.tasks.get("p/a/p2/ALL") as TaskState;
     await log.append(instanceStream(p1.key, LATEST), [intent(p1, "p1-token-1")], {
@@ -292,24 +283,9 @@ describe("a task's catch-up jump", () => {
         ),
       );
       if (jump && refused === null) {
-        await h.log.append(
-          attempt,
-          [
-            {
-              type: "DispatchIntended",
-              data: {
-                key: task.key,
-                logicalDate: stood,
-                attempt: 1,
-                token: "former-owner-token-1",
-                operator: { type: "shell", command: "true" },
-                idempotent: true,
-                leaseSeconds: 30,
-              },
-            },
-          ],
-          { expectedRevision: "no_stream" },
-        );
+        await h.log.append(attempt, [intentEvent(task, 1, "former-owner-token-1", OP, undefined)], {
+          expectedRevision: "no_stream",
+        });
         return appendMany(writes, options).catch((error: unknown) => {
           refused = error;
           throw error;

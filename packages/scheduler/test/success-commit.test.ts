@@ -7,6 +7,7 @@ import {
   foldInstance,
   type InstanceState,
   instanceStream,
+  intentEvent,
   SchedulerProjection,
   type TaskState,
   taskStream,
@@ -37,20 +38,9 @@ import { LATEST, SLOT_HOUR, silent } from "./harness.js";
  */
 const OPERATOR = { type: "shell", command: "true" };
 
-function intent(task: TaskState, token: string): DomainEvent {
-  return {
-    type: "DispatchIntended",
-    data: {
-      key: task.key,
-      logicalDate: task.logicalDate,
-      attempt: 1,
-      token,
-      operator: OPERATOR,
-      idempotent: true,
-      leaseSeconds: 30,
-    },
-  };
-}
+/** A first attempt's intent, as the scheduler writes it. */
+const intent = (task: TaskState, token: string): DomainEvent =>
+  intentEvent(task, 1, token, OPERATOR, undefined);
 
 let dir: string;
 let log: EventLog;
