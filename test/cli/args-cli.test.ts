@@ -191,42 +191,20 @@ describe("declaration errors a person can act on", () => {
 });
 
 describe("backfill guards", () => {
+  /** `chronolog backfill p/a/extract --from FROM --to TO` and `more`, on `dir`. */
+  const backfillExtract = (dir: string, from: string, to: string, ...more: string[]) =>
+    chronolog(dir, ["backfill", "p/a/extract", "--from", from, "--to", to, ...more]);
+
   it("refuses a range before the task's startDate, or a paused task, unless --force", () => {
     const dir = declared();
-    const early = chronolog(dir, [
-      "backfill",
-      "p/a/extract",
-      "--from",
-      "2026-10-01",
-      "--to",
-      "2026-11-02",
-      "--detach",
-    ]);
+    const early = backfillExtract(dir, "2026-10-01", "2026-11-02", "--detach");
     expect(early.code).toBe(2);
     expect(early.stderr).toContain("is before p/a/extract/ALL's startDate 2026-11-01T00:00:00.000Z");
     expect(early.stderr).toContain("use --force");
-    const forced = chronolog(dir, [
-      "backfill",
-      "p/a/extract",
-      "--from",
-      "2026-10-31",
-      "--to",
-      "2026-11-02",
-      "--detach",
-      "--force",
-    ]);
+    const forced = backfillExtract(dir, "2026-10-31", "2026-11-02", "--detach", "--force");
     expect(forced.code, forced.stderr).toBe(0);
     expect(chronolog(dir, ["pause", "p/a/load"]).code).toBe(0);
-    const paused = chronolog(dir, [
-      "backfill",
-      "p/a/extract",
-      "--from",
-      "2026-11-02",
-      "--to",
-      "2026-11-03",
-      "--downstream",
-      "--detach",
-    ]);
+    const paused = backfillExtract(dir, "2026-11-02", "2026-11-03", "--downstream", "--detach");
     expect(paused.code).toBe(8);
     expect(paused.stderr).toContain("p/a/load/ALL is paused: a backfill would wait for the resume");
   });
@@ -234,16 +212,7 @@ describe("backfill guards", () => {
   it("says what it waits for when nothing moves", () => {
     const dir = declared();
     // No scheduler runs: the backfill cannot move, and says why before its timeout.
-    const r = chronolog(dir, [
-      "backfill",
-      "p/a/extract",
-      "--from",
-      "2026-11-02",
-      "--to",
-      "2026-11-03",
-      "--timeout",
-      "5",
-    ]);
+    const r = backfillExtract(dir, "2026-11-02", "2026-11-03", "--timeout", "5");
     expect(r.code).toBe(7);
     expect(r.stdout).toMatch(
       /waiting: p\/a\/extract\/ALL ready: 2026-11-02T00:00Z is due and its parents are done/,
@@ -253,16 +222,7 @@ describe("backfill guards", () => {
   it("refuses a --timeout that is not a number of seconds, before writing anything", () => {
     const dir = declared();
     for (const bad of ["abc", "0", "-5", "5s"]) {
-      const r = chronolog(dir, [
-        "backfill",
-        "p/a/extract",
-        "--from",
-        "2026-11-02",
-        "--to",
-        "2026-11-03",
-        "--timeout",
-        bad,
-      ]);
+      const r = backfillExtract(dir, "2026-11-02", "2026-11-03", "--timeout", bad);
       expect(r.code, bad).toBe(2);
       expect(r.stderr).toContain(
         `--timeout: takes a number of seconds more than 0, such as 30 or 2.5, not "${bad}"`,
