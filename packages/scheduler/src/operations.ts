@@ -28,7 +28,7 @@ import type { EventLog, StreamCheck } from "@chronolog/log";
 import { handleCommand } from "./command.js";
 import { NotFoundError, StateError } from "./errors.js";
 import { catchUp } from "./projection-loader.js";
-import { revisionAsOf, standingChecks } from "./standing-checks.js";
+import { heldRevision, standingChecks } from "./standing-checks.js";
 
 /** A planner's refusal as the error the edges map to an exit code or status. */
 export function refusalError(operation: string, r: PlanRefusal): Error {
@@ -352,13 +352,9 @@ export async function cancelBackfill(
       // Everything the decision read of the projection, read in this turn, at its position: each
       // closed interval's revision (one the projection no longer holds, an old date, is read
       // from the log as of the same position) and the intervals its tasks stood at.
-      const at = projection.position;
       const runWrites = decided.runTasks.map((r) => ({ streamId: r.streamId, events: [r.event] }));
       const checks = standingChecks(log, projection, [...decided.writes, ...runWrites]);
-      const revisions = decided.runTasks.map((r) => {
-        const inst = projection.instances.get(r.streamId);
-        return inst ? inst.revision : revisionAsOf(log, r.streamId, at);
-      });
+      const revisions = decided.runTasks.map((r) => heldRevision(log, projection, r.streamId));
       // (Both awaited together: a read that fails leaves no other unheard.)
       const [read, checked] = await Promise.all([Promise.all(revisions), checks]);
       return { decided, revisions: read, checks: checked };

@@ -19,7 +19,7 @@ import type { Outbox } from "./outbox.js";
 import type { Ownership } from "./ownership.js";
 import { type RunRead, readRun } from "./runs.js";
 import type { SchedulerLogger } from "./scheduler-types.js";
-import { revisionAsOf } from "./standing-checks.js";
+import { heldRevision } from "./standing-checks.js";
 
 /** What the run keeper works with, beside the log and the projection. */
 export interface RunKeeperParts {
@@ -158,13 +158,11 @@ export class RunKeeper {
       // one dispatched since (the pass decided it before the run's failure was seen) is then not
       // closed over, its attempt left running. An earlier run of this date may have left the
       // stream, no longer held in memory: read from the log as of the same position.
-      const at = this.projection.position;
       const closing = decision.close.flatMap(({ task, event }) => {
         const key = this.projection.tasks.get(task)?.key;
         if (!key) return [];
         const stream = instanceStream(key, run.logicalDate);
-        const inst = this.projection.instances.get(stream);
-        return [{ stream, event, revision: inst ? inst.revision : revisionAsOf(this.log, stream, at) }];
+        return [{ stream, event, revision: heldRevision(this.log, this.projection, stream) }];
       });
       for (const { stream, event, revision } of closing)
         writes.push(

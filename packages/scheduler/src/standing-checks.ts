@@ -53,7 +53,7 @@ export async function standingChecks(
 }
 
 /** The stream's revision once the log's events up to `position` are applied (none: no_stream). */
-export async function revisionAsOf(
+async function revisionAsOf(
   log: EventLog,
   streamId: string,
   position: bigint,
@@ -61,4 +61,19 @@ export async function revisionAsOf(
   let revision: bigint | "no_stream" = "no_stream";
   for (const e of await log.readStream(streamId)) if (e.position <= position) revision = e.revision;
   return revision;
+}
+
+/**
+ * An attempt stream's revision as `projection` saw it, for a write that closes its interval:
+ * its instance's when the projection holds one, else (an interval it no longer holds, an old
+ * date) the log's as of the projection's position. What it reads of the projection it reads at
+ * once, in the caller's turn.
+ */
+export function heldRevision(
+  log: EventLog,
+  projection: SchedulerProjection,
+  streamId: string,
+): bigint | "no_stream" | Promise<bigint | "no_stream"> {
+  const inst = projection.instances.get(streamId);
+  return inst ? inst.revision : revisionAsOf(log, streamId, projection.position);
 }
