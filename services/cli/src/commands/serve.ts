@@ -101,13 +101,15 @@ export function checkHttpOptions(opts: HttpOptions): {
 export async function checkHttpAddress(opts: HttpOptions): Promise<void> {
   if (opts.http === "off") return;
   const { checkListen } = await import("@chronolog/api");
-  await refusedWithExit2(() =>
-    checkListen({
-      listen: opts.http,
-      ...(opts.tlsCert && opts.tlsKey ? { tls: { certFile: opts.tlsCert, keyFile: opts.tlsKey } } : {}),
-      ...(opts.insecure ? { insecure: true } : {}),
-    }),
-  );
+  await refusedWithExit2(() => checkListen({ listen: opts.http, ...secured(opts) }));
+}
+
+/** The API's TLS certificate and key, and `insecure`, as the options give them. */
+function secured(opts: HttpOptions): Pick<ApiServerOptions, "tls" | "insecure"> {
+  return {
+    ...(opts.tlsCert && opts.tlsKey ? { tls: { certFile: opts.tlsCert, keyFile: opts.tlsKey } } : {}),
+    ...(opts.insecure ? { insecure: true } : {}),
+  };
 }
 
 /** What `start` returns, with the API's refusals of its options (status 400) as exit 2. */
@@ -145,8 +147,7 @@ export async function startHttp(
       asOfBuilds: { concurrent, queued: concurrent * 4 },
       allowHosts: opts.allowHost ?? [],
       ...(opts.publicRead ? { publicRead: true } : {}),
-      ...(opts.insecure ? { insecure: true } : {}),
-      ...(opts.tlsCert && opts.tlsKey ? { tls: { certFile: opts.tlsCert, keyFile: opts.tlsKey } } : {}),
+      ...secured(opts),
       ...(hooks ? { hooks } : {}),
       ...(shared ? { shared } : {}),
     }),
