@@ -54,6 +54,15 @@ describe.skipIf(unavailable !== undefined)("the Python worker: a link cut past t
     ).catch((error: Error) => {
       throw new Error(`${error.message}\nworker:\n${w.output}`);
     });
+    // And every start to be on record, so that each attempt is one whose lease runs out: one
+    // whose start report the cut held back (a slow machine) is never confirmed instead, and
+    // ends abandoned, not the way this test is about.
+    await waitUntil("every start on the scheduler's record", async () => {
+      const events = await readLog(dir);
+      return names.every((n) => of(events, n).some((e) => e.type === "AttemptStarted")) ? true : undefined;
+    }).catch((error: Error) => {
+      throw new Error(`${error.message}\nworker:\n${w.output}`);
+    });
     net.cut();
     cut = true;
     // Each first attempt ends on the scheduler's side while the link is cut: its lease expires,
