@@ -15,9 +15,14 @@ const DAY = 86_400_000;
 const left = new Leftovers();
 afterAll(() => left.clear());
 
-/** The UTC day `n` days after five days ago. */
+/**
+ * The UTC day `n` days after five days before the last day whose 03:30 (the workflow's slot) has
+ * passed: day(4) is the latest interval, whatever the time of day (counted from midnight, the
+ * latest was day(3) between 00:00 and 03:30, and a task's own schedule ran the backfill's last day).
+ */
+const SLOT_MS = 3.5 * 3_600_000;
 const day = (n: number) =>
-  new Date(Math.floor(Date.now() / DAY) * DAY - (5 - n) * DAY).toISOString().slice(0, 10);
+  new Date(Math.floor((Date.now() - SLOT_MS) / DAY) * DAY - (5 - n) * DAY).toISOString().slice(0, 10);
 
 /**
  * A daily workflow of two tasks from five days ago, not caught up (each stands at its latest
